@@ -1,0 +1,291 @@
+"""The three user-owned inputs (model, job) and the tool-owned output (recipe) as validated specs.
+
+Why one module: every other part (rules, memory, projection, solver, render) speaks these types, so
+they must be defined once, small and strict (`extra="forbid"`), with each field saying what it means.
+The cluster lives in `hardware.profile` (it is hardware data plus counts).
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# A global batch or a sequence past these is a typo, not a training job; they also keep every
+# integer-byte product far below 2**62 (CP-SAT's bound) — see solver notes.
+MAX_SEQ_LENGTH = 16 * 1024 * 1024
+MAX_GLOBAL_BATCH = 1 << 24
+MAX_WORLD_SIZE = 1 << 20
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Activation(str, Enum):
+    """MLP non-linearity; decides fc1 width (SwiGLU doubles it) — Megatron `--swiglu` / `--squared-relu`."""
+
+    swiglu = "swiglu"
+    gelu = "gelu"
+    squared_relu = "squared_relu"
+
+
+class Normalization(str, Enum):
+    """`--normalization`; LayerNorm has a bias (2 params per channel), RMSNorm does not."""
+
+    rmsnorm = "RMSNorm"
+    layernorm = "LayerNorm"
+
+
+class Precision(str, Enum):
+    """Training precision. FP8 variants map to `--fp8-recipe` (Megatron spells them delayed, tensorwise,
+    blockwise, mxfp8); all keep bf16 master compute outside the FP8 GEMMs."""
+
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8_delayed = "fp8-delayed"
+    fp8_tensorwise = "fp8-tensorwise"
+    fp8_blockwise = "fp8-blockwise"
+    mxfp8 = "mxfp8"
+
+    @property
+    def is_fp8(self) -> bool:
+        return self not in (Precision.bf16, Precision.fp16)
+
+
+class Optimizer(str, Enum):
+    """Adam (Megatron default) keeps two fp32 moments; Muon keeps one momentum buffer."""
+
+    adam = "adam"
+    muon = "muon"
+
+
+class RecomputeGranularity(str, Enum):
+    """`--recompute-granularity`: none (flag absent), selective (modules), full (whole layers)."""
+
+    none = "none"
+    selective = "selective"
+    full = "full"
+
+
+class RecomputeMethod(str, Enum):
+    """`--recompute-method` for full recompute: uniform groups of N layers, or the first N layers of a chunk."""
+
+    uniform = "uniform"
+    block = "block"
+
+
+class RecomputeModule(str, Enum):
+    """`--recompute-modules` values that change memory in this model (Megatron spelling)."""
+
+    core_attn = "core_attn"
+    moe_act = "moe_act"
+    layernorm = "layernorm"
+    mla_up_proj = "mla_up_proj"
+    mlp = "mlp"
+    moe = "moe"
+    shared_experts = "shared_experts"
+
+
+class PipelineSchedule(str, Enum):
+    """Pipeline schedule. `1f1b` (PipeDream-flush, Megatron default without VPP), `interleaved` (Megatron
+    virtual pipeline, VPP>1), `zb-h1` (zero-bubble H1, Qi et al. 2023), `zbv` (zero-bubble V-shape, 2 chunks)."""
+
+    one_f_one_b = "1f1b"
+    interleaved = "interleaved"
+    zb_h1 = "zb-h1"
+    zbv = "zbv"
+
+
+class DataParallelSharding(str, Enum):
+    """How DP replicas hold optimizer state, grads and params.
+    none: plain DDP; distributed_optimizer: `--use-distributed-optimizer` (ZeRO-1 style);
+    megatron_fsdp: `--use-megatron-fsdp` with optim_grads_params; torch_fsdp2: `--use-torch-fsdp2`."""
+
+    none = "none"
+    distributed_optimizer = "distributed_optimizer"
+    megatron_fsdp = "megatron_fsdp"
+    torch_fsdp2 = "torch_fsdp2"
+
+
+class MoeDispatcher(str, Enum):
+    """`--moe-token-dispatcher-type`."""
+
+    allgather = "allgather"
+    alltoall = "alltoall"
+    flex = "flex"
+
+
+class ModelSpec(Strict):
+    """A decoder-only transformer, with optional GQA, MLA, MoE (routed + shared experts), MTP.
+
+    Shapes are as in the HF config; `layer_is_moe` lists, per decoder layer, whether it is an MoE
+    layer (Megatron `--moe-layer-freq` as an explicit list)."""
+
+    name: str = Field(description="display name, e.g. the config file stem")
+    num_layers: int = Field(gt=0, le=4096, description="decoder layers (MTP layers not included)")
+    hidden_size: int = Field(gt=0, le=1 << 20)
+    ffn_hidden_size: int = Field(gt=0, le=1 << 22, description="dense MLP intermediate size")
+    num_attention_heads: int = Field(gt=0, le=1 << 14)
+    num_query_groups: int = Field(gt=0, le=1 << 14, description="KV heads; = heads for MHA")
+    kv_channels: int = Field(gt=0, le=1 << 14, description="head dim (q/k/v per head)")
+    vocab_size: int = Field(gt=0, le=1 << 24, description="unpadded vocabulary")
+    max_position_embeddings: int = Field(gt=0, le=MAX_SEQ_LENGTH)
+    activation: Activation = Activation.swiglu
+    normalization: Normalization = Normalization.rmsnorm
+    tied_embeddings: bool = False
+    learned_position_embeddings: bool = Field(False, description="GPT-2 style wpe table (else RoPE)")
+    attention_bias: bool = Field(False, description="bias on q/k/v/o projections")
+    mlp_bias: bool = Field(False, description="bias on dense MLP and expert linears")
+    qk_layernorm: bool = Field(False, description="per-head q/k RMSNorm (Qwen3)")
+    attention_sinks: bool = Field(False, description="one learned sink logit per head (gpt-oss)")
+    hidden_dropout: float = Field(0.0, ge=0, lt=1, description="Megatron --hidden-dropout; >0 stores dropout masks")
+    attention_dropout: float = Field(0.0, ge=0, lt=1)
+    # --- MoE ---
+    num_experts: Optional[int] = Field(None, gt=0, le=1 << 16, description="routed experts per MoE layer")
+    moe_router_topk: Optional[int] = Field(None, gt=0, le=1 << 10)
+    moe_ffn_hidden_size: Optional[int] = Field(None, gt=0, le=1 << 22)
+    moe_shared_expert_intermediate_size: Optional[int] = Field(None, gt=0, le=1 << 22, description="total shared expert width")
+    moe_router_bias: bool = Field(False, description="router linear has a bias (gpt-oss)")
+    moe_router_score_bias: bool = Field(False, description="per-expert score correction bias (DeepSeek-V3 noaux_tc)")
+    layer_is_moe: Optional[tuple[bool, ...]] = Field(None, description="per layer: MoE (True) or dense (False)")
+    # --- MLA (DeepSeek-V3 style); q_lora_rank None = no q compression ---
+    multi_latent_attention: bool = False
+    q_lora_rank: Optional[int] = Field(None, gt=0)
+    kv_lora_rank: Optional[int] = Field(None, gt=0)
+    qk_head_dim: Optional[int] = Field(None, gt=0, description="MLA no-rope part of q/k head")
+    qk_pos_emb_head_dim: Optional[int] = Field(None, gt=0, description="MLA rope part of q/k head")
+    v_head_dim: Optional[int] = Field(None, gt=0)
+    # --- MTP ---
+    mtp_num_layers: int = Field(0, ge=0, le=16, description="multi-token-prediction depth (DeepSeek-V3: 1)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelSpec":
+        if self.num_experts is not None:
+            if self.moe_router_topk is None or self.moe_ffn_hidden_size is None:
+                raise ValueError("MoE model needs moe_router_topk and moe_ffn_hidden_size")
+            if self.moe_router_topk > self.num_experts:
+                raise ValueError(f"moe_router_topk={self.moe_router_topk} exceeds num_experts={self.num_experts}")
+        if self.layer_is_moe is not None and len(self.layer_is_moe) != self.num_layers:
+            raise ValueError(f"layer_is_moe has {len(self.layer_is_moe)} entries, expected num_layers={self.num_layers}")
+        if self.multi_latent_attention:
+            for f in ("kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"):
+                if getattr(self, f) is None:
+                    raise ValueError(f"MLA model needs {f}")
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts is not None
+
+    @property
+    def moe_layers(self) -> tuple[bool, ...]:
+        """Per-layer MoE flags; all layers are MoE for an MoE model without an explicit pattern."""
+        if self.layer_is_moe is not None:
+            return self.layer_is_moe
+        return tuple([self.is_moe] * self.num_layers)
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(self.moe_layers)
+
+
+class JobSpec(Strict):
+    """The training job: what is trained per step and in which number format."""
+
+    seq_length: int = Field(gt=0, le=MAX_SEQ_LENGTH, description="tokens per sample")
+    global_batch_size: int = Field(gt=0, le=MAX_GLOBAL_BATCH, description="samples per optimizer step")
+    precision: Precision = Precision.bf16
+    optimizer: Optimizer = Optimizer.adam
+
+
+class Recompute(Strict):
+    """Activation recomputation. Megatron: `--recompute-granularity`, `--recompute-method`,
+    `--recompute-num-layers`, `--recompute-modules`."""
+
+    granularity: RecomputeGranularity = RecomputeGranularity.none
+    method: Optional[RecomputeMethod] = None
+    num_layers: Optional[int] = Field(None, gt=0, le=4096)
+    modules: tuple[RecomputeModule, ...] = ()
+
+    @classmethod
+    def none(cls) -> "Recompute":
+        return cls()
+
+    @classmethod
+    def selective(cls, *modules: RecomputeModule) -> "Recompute":
+        return cls(granularity=RecomputeGranularity.selective, modules=tuple(modules) or (RecomputeModule.core_attn,))
+
+    @classmethod
+    def full(cls, method: RecomputeMethod, num_layers: int) -> "Recompute":
+        return cls(granularity=RecomputeGranularity.full, method=method, num_layers=num_layers)
+
+
+class Recipe(Strict):
+    """A parallelism recipe: everything Megatron-LM needs beyond the model and the job.
+
+    DP is derived (world / (TP*PP*CP)); expert-DP too (world / (ETP*EP*PP)). `vpp` is the number of
+    virtual stages per pipeline rank (1 = not interleaved). Uneven stages: `first_stage_layers` /
+    `last_stage_layers` (Megatron `--decoder-first/last-pipeline-num-layers`), or `pipeline_layout`
+    (Megatron `--pipeline-model-parallel-layout` string)."""
+
+    tp: int = Field(1, gt=0, le=MAX_WORLD_SIZE)
+    pp: int = Field(1, gt=0, le=MAX_WORLD_SIZE)
+    vpp: int = Field(1, gt=0, le=4096)
+    cp: int = Field(1, gt=0, le=MAX_WORLD_SIZE)
+    ep: int = Field(1, gt=0, le=MAX_WORLD_SIZE)
+    etp: Optional[int] = Field(None, gt=0, le=MAX_WORLD_SIZE, description="expert TP; None = TP (Megatron default)")
+    mbs: int = Field(1, gt=0, le=MAX_GLOBAL_BATCH, description="micro-batch size")
+    sequence_parallel: bool = False
+    recompute: Recompute = Recompute()
+    dp_sharding: DataParallelSharding = DataParallelSharding.distributed_optimizer
+    schedule: PipelineSchedule = PipelineSchedule.one_f_one_b
+    first_stage_layers: Optional[int] = Field(None, gt=0)
+    last_stage_layers: Optional[int] = Field(None, gt=0)
+    account_for_embedding_in_pipeline_split: bool = False
+    account_for_loss_in_pipeline_split: bool = False
+    pipeline_layout: Optional[str] = None
+    microbatch_group_size: Optional[int] = Field(None, gt=0, description="--microbatch-group-size-per-virtual-pipeline-stage; None = PP")
+    overlap_p2p_comm: bool = True
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
+    tp_comm_overlap: bool = False
+    moe_dispatcher: MoeDispatcher = MoeDispatcher.alltoall
+    moe_grouped_gemm: bool = True
+    overlap_moe_expert_parallel_comm: bool = False
+    fp8_param_gather: bool = False
+    cross_entropy_loss_fusion: bool = True
+    num_distributed_optimizer_instances: int = Field(1, gt=0)
+
+    @property
+    def etp_effective(self) -> int:
+        return self.tp if self.etp is None else self.etp
+
+    @property
+    def model_parallel_size(self) -> int:
+        return self.tp * self.pp * self.cp
+
+    def dp(self, world_size: int) -> int:
+        """Dense data-parallel size (Megatron `args.data_parallel_size`)."""
+        return world_size // self.model_parallel_size
+
+    def expert_dp(self, world_size: int) -> int:
+        """Expert data-parallel size, world / (ETP*EP*PP) (Megatron parallel_state expert grid)."""
+        return world_size // (self.etp_effective * self.ep * self.pp)
+
+    @property
+    def sp_active(self) -> bool:
+        """SP is silently dropped at TP=1 (Megatron validate_args)."""
+        return self.sequence_parallel and self.tp > 1
+
+
+class Placement(Strict):
+    """Where the job runs: a hardware profile name and the counts of nodes and GPUs per node."""
+
+    hardware: str
+    num_nodes: int = Field(gt=0, le=MAX_WORLD_SIZE)
+    gpus_per_node: int = Field(gt=0, le=1024)
+
+    @property
+    def world_size(self) -> int:
+        return self.num_nodes * self.gpus_per_node

@@ -1,0 +1,114 @@
+"""Hardware profiles: one YAML per GPU or system under `hardware/profiles/`, validated here.
+
+Why data and not code: peak rates, link bandwidths and calibration constants change per part and per
+software release; keeping them in YAML (each number with its source) lets users add their own part
+by passing a path, and lets calibration be refitted without touching code.
+
+Units are in the field names: `_bytes`, `_gb_per_s` (gigabytes, 1e9 B, per second, one direction),
+`_gbit_per_s` (gigabits per second), `_tflops` (1e12 FLOP/s, dense), `_us` (microseconds).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PeakTflops(_Strict):
+    """Dense (no sparsity) peak tensor-core throughput per number format, TFLOP/s."""
+
+    bf16: float = Field(gt=0)
+    fp16: float = Field(gt=0)
+    fp8: Optional[float] = Field(None, gt=0, description="None = no FP8 tensor cores (A100)")
+    fp4: Optional[float] = Field(None, gt=0)
+    fp32: Optional[float] = Field(None, gt=0, description="non-tensor FP32 vector rate, for element-wise ops")
+
+
+class Calibration(_Strict):
+    """Constants fitted on ../shared/validation/runs.csv (see bench/validate_*.py); data, never code.
+
+    gemm_efficiency: piecewise-linear curve of achieved/peak vs log2(GEMM FLOPs): pairs (log2_flops, eff).
+    """
+
+    gemm_efficiency: tuple[tuple[float, float], ...] = ((20.0, 0.05), (30.0, 0.45), (36.0, 0.70), (40.0, 0.75))
+    attention_efficiency: float = Field(0.5, gt=0, le=1)
+    memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")
+    collective_bandwidth_efficiency: float = Field(0.7, gt=0, le=1)
+    p2p_bandwidth_efficiency: float = Field(0.8, gt=0, le=1)
+    collective_fixed_overhead_us: float = Field(20.0, ge=0)
+    kernel_launch_us: float = Field(3.0, ge=0)
+    moe_load_imbalance: float = Field(1.0, ge=1.0, description="max/mean expert load factor")
+    framework_overhead_bytes: int = Field(3 * 1024**3, ge=0, description="CUDA context, NCCL, allocator reserve")
+    activation_fragmentation_fraction: float = Field(0.0, ge=0, le=1, description="extra fraction of activations lost to fragmentation")
+
+
+class HardwareProfile(_Strict):
+    """One accelerator (or system) and its links. The scale-up domain (NVLink / xGMI) is a property of
+    the part and system, not of --gpus-per-node: GB200 NVL72 has 4 GPUs per tray and 72 per domain."""
+
+    name: str
+    description: str
+    vendor: str = Field(description="nvidia | amd")
+    compute_capability: Optional[float] = Field(None, description="CUDA arch (8.0, 9.0, 10.0); None for AMD")
+    peak_tflops: PeakTflops
+    hbm_capacity_bytes: int = Field(gt=0, description="usable device memory as torch reports it")
+    hbm_bandwidth_gb_per_s: float = Field(gt=0)
+    gpus_per_node: int = Field(gt=0, description="GPUs per server / compute tray")
+    scale_up_domain_size: int = Field(gt=0, description="GPUs in one NVLink/xGMI domain")
+    scale_up_bandwidth_gb_per_s: float = Field(gt=0, description="per GPU, one direction")
+    scale_up_latency_us: float = Field(gt=0)
+    nics_per_gpu: float = Field(gt=0)
+    nic_bandwidth_gbit_per_s: float = Field(gt=0, description="per NIC, one direction")
+    scale_out_latency_us: float = Field(gt=0)
+    pod_size_gpus: Optional[int] = Field(None, gt=0, description="GPUs under one leaf/spine pod; None = flat")
+    inter_pod_bandwidth_gb_per_s: Optional[float] = Field(None, gt=0, description="per GPU across pods")
+    inter_pod_latency_us: Optional[float] = Field(None, gt=0)
+    supports_fp8: bool
+    supports_mxfp8: bool = False
+    calibration: Calibration = Calibration()
+    sources: dict[str, str] = Field(description="field name -> where the number comes from")
+
+    @property
+    def scale_out_bandwidth_gb_per_s(self) -> float:
+        """Per-GPU scale-out bandwidth in GB/s (NICs x Gbit/s / 8)."""
+        return self.nics_per_gpu * self.nic_bandwidth_gbit_per_s / 8.0
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be found or does not validate; message is one line for the user."""
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+
+
+def load_profile(name_or_path: str) -> HardwareProfile:
+    """Load a bundled profile by name (case-insensitive) or a user's YAML by path."""
+    path = Path(name_or_path)
+    if not (path.suffix in (".yaml", ".yml") and path.exists()):
+        candidates = {p.stem.lower(): p for p in PROFILES_DIR.glob("*.yaml")}
+        path = candidates.get(name_or_path.lower())
+        if path is None:
+            raise ProfileError(
+                f"--hardware: unknown profile {name_or_path!r}; use one of {', '.join(available_profiles())} or a path to a YAML file"
+            )
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"--hardware: {path} is not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"--hardware: {path} must hold a mapping of profile fields")
+    try:
+        return HardwareProfile(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ProfileError(f"--hardware: {path}: field {loc}: {err['msg']}") from None
