@@ -116,6 +116,15 @@ class MoeDispatcher(str, Enum):
     flex = "flex"
 
 
+class CpCommType(str, Enum):
+    """`--cp-comm-type` (CLI spelling)."""
+
+    p2p = "p2p"
+    a2a = "a2a"
+    allgather = "allgather"
+    a2a_p2p = "a2a+p2p"
+
+
 class ModelSpec(Strict):
     """A decoder-only transformer, with optional GQA, MLA, MoE (routed + shared experts), MTP.
 
@@ -256,6 +265,12 @@ class Recipe(Strict):
     fp8_param_gather: bool = False
     cross_entropy_loss_fusion: bool = True
     num_distributed_optimizer_instances: int = Field(1, gt=0)
+    cp_comm_type: CpCommType = CpCommType.p2p
+    hierarchical_cp_sizes: Optional[tuple[int, ...]] = None
+    distribute_saved_activations: bool = False
+    moe_shared_expert_overlap: bool = False
+    cpu_offloading_num_layers: int = Field(0, ge=0)
+    make_vocab_size_divisible_by: int = Field(128, gt=0, description="Megatron pads the vocab to a multiple of this x TP")
 
     @property
     def etp_effective(self) -> int:
