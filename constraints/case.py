@@ -1,0 +1,129 @@
+"""A case: one model, job, recipe and placement together — what `check` judges and `render` writes.
+
+The YAML recipe file (schema in the README) is the human-written form:
+
+    model: Llama-3.1-70B            # bundled name, a path, or an inline ModelSpec mapping
+    hardware: h100-sxm-80gb         # profile name or path
+    nodes: 8
+    gpus_per_node: 8
+    job: {seq_length: 8192, global_batch_size: 128, precision: bf16}
+    recipe: {tp: 8, pp: 2, vpp: 5, schedule: interleaved, mbs: 1, sequence_parallel: true,
+             recompute: {granularity: selective, modules: [core_attn]}}
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from constraints.models import ModelError, load_model, model_from_mapping
+from constraints.spec import JobSpec, ModelSpec, Placement, Recipe, Strict
+
+
+class CaseError(ValueError):
+    """A recipe file that cannot be used; the message is one line naming the field and the fix."""
+
+
+class Case(Strict):
+    model: ModelSpec
+    job: JobSpec
+    recipe: Recipe
+    placement: Placement
+
+    @property
+    def world_size(self) -> int:
+        return self.placement.world_size
+
+
+def _one_line(exc: ValidationError, prefix: str) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    value = err.get("input")
+    shown = "" if isinstance(value, dict) else f" (got {value!r})"
+    return f"{prefix}{loc}: {err['msg']}{shown}"
+
+
+_TOP_KEYS = {"model", "hardware", "nodes", "gpus_per_node", "job", "recipe"}
+
+
+def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Case:
+    """Build a Case from the YAML mapping; model paths are resolved relative to the file."""
+    if not isinstance(data, dict):
+        raise CaseError("recipe file must be a mapping with keys: " + ", ".join(sorted(_TOP_KEYS)))
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise CaseError(f"recipe file: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_TOP_KEYS))}")
+    for key in ("model", "hardware", "nodes", "gpus_per_node", "job", "recipe"):
+        if key not in data:
+            raise CaseError(f"recipe file: missing key {key!r}")
+    raw_model = data["model"]
+    try:
+        if isinstance(raw_model, dict):
+            model = model_from_mapping(raw_model, raw_model.get("name", "model"))
+        else:
+            ref = str(raw_model)
+            if base_dir is not None and (base_dir / ref).is_file():
+                ref = str(base_dir / ref)
+            model = load_model(ref)
+    except ModelError as exc:
+        raise CaseError(str(exc)) from None
+    for key, cls in (("job", JobSpec), ("recipe", Recipe)):
+        if not isinstance(data[key], dict):
+            raise CaseError(f"recipe file: {key} must be a mapping of {cls.__name__} fields")
+    try:
+        job = JobSpec(**data["job"])
+    except ValidationError as exc:
+        raise CaseError(_one_line(exc, "job.")) from None
+    try:
+        recipe = Recipe(**data["recipe"])
+    except ValidationError as exc:
+        raise CaseError(_one_line(exc, "recipe.")) from None
+    try:
+        placement = Placement(hardware=str(data["hardware"]), num_nodes=data["nodes"], gpus_per_node=data["gpus_per_node"])
+    except ValidationError as exc:
+        raise CaseError(_one_line(exc, "")) from None
+    return Case(model=model, job=job, recipe=recipe, placement=placement)
+
+
+def load_case_yaml(path: str | Path) -> Case:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise CaseError(f"cannot read recipe file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise CaseError(f"recipe file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    return case_from_mapping(data, path.parent)
+
+
+def case_to_mapping(case: Case, model_ref: str | None = None) -> dict[str, Any]:
+    """The YAML form of a case; `model_ref` (a bundled name) replaces the inline model when given."""
+    recipe = case.recipe.model_dump(mode="json", exclude_defaults=True)
+    return {
+        "model": model_ref if model_ref else case.model.model_dump(mode="json", exclude_defaults=True),
+        "hardware": case.placement.hardware,
+        "nodes": case.placement.num_nodes,
+        "gpus_per_node": case.placement.gpus_per_node,
+        "job": case.job.model_dump(mode="json"),
+        "recipe": recipe,
+    }
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write via a temp file in the same directory and os.replace, so a Ctrl-C never leaves half a file."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,152 @@
+"""Model loading: bundled HF `config.json` files by stem, a user's HF config or model YAML by path.
+
+Why a translation layer: HF configs name the same shape differently per family (`n_embd` vs
+`hidden_size`, `num_local_experts` vs `n_routed_experts`, `first_k_dense_replace` vs
+`mlp_only_layers`); everything downstream speaks one `ModelSpec`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from constraints.spec import Activation, ModelSpec, Normalization
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+
+
+class ModelError(ValueError):
+    """A model that cannot be found or understood; the message is one line for the user."""
+
+
+def bundled_models() -> list[str]:
+    return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
+
+
+def _get(raw: dict, *keys: str, default: Any = None) -> Any:
+    for k in keys:
+        if raw.get(k) is not None:
+            return raw[k]
+    return default
+
+
+def _moe_pattern(raw: dict, num_layers: int) -> tuple[bool, ...] | None:
+    """Which layers are MoE, from each family's own field (DeepSeek first_k_dense_replace + moe_layer_freq;
+    Qwen3-MoE decoder_sparse_step + mlp_only_layers)."""
+    if "first_k_dense_replace" in raw or "moe_layer_freq" in raw:
+        first_k = raw.get("first_k_dense_replace") or 0
+        freq = raw.get("moe_layer_freq") or 1
+        return tuple(i >= first_k and i % freq == 0 for i in range(num_layers))
+    if "decoder_sparse_step" in raw or "mlp_only_layers" in raw:
+        step = raw.get("decoder_sparse_step") or 1
+        dense = set(raw.get("mlp_only_layers") or [])
+        return tuple(i not in dense and (i + 1) % step == 0 for i in range(num_layers))
+    return None
+
+
+def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
+    """Translate an HF config dict into a ModelSpec (families: llama, mistral, mixtral, qwen2/3(+moe),
+    deepseek_v3/kimi_k2, gpt_oss, nemotron, gpt2)."""
+    mt = raw.get("model_type", "")
+    if mt == "gpt2":
+        h = raw["n_embd"]
+        return ModelSpec(
+            name=name, num_layers=raw["n_layer"], hidden_size=h, ffn_hidden_size=raw.get("n_inner") or 4 * h,
+            num_attention_heads=raw["n_head"], num_query_groups=raw["n_head"], kv_channels=h // raw["n_head"],
+            vocab_size=raw["vocab_size"], max_position_embeddings=raw.get("n_positions", 1024),
+            activation=Activation.gelu, normalization=Normalization.layernorm,
+            tied_embeddings=raw.get("tie_word_embeddings", True), learned_position_embeddings=True,
+            attention_bias=True, mlp_bias=True, hidden_dropout=raw.get("resid_pdrop", 0.1) or 0.0,
+            attention_dropout=raw.get("attn_pdrop", 0.1) or 0.0,
+        )
+    h = _get(raw, "hidden_size")
+    heads = _get(raw, "num_attention_heads")
+    layers = _get(raw, "num_hidden_layers")
+    if not (h and heads and layers):
+        raise ModelError(f"model {name}: config needs hidden_size, num_attention_heads and num_hidden_layers")
+    num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
+    mla = raw.get("kv_lora_rank") is not None
+    act = {"relu2": Activation.squared_relu, "gelu": Activation.gelu, "gelu_new": Activation.gelu}.get(
+        raw.get("hidden_act", "silu"), Activation.swiglu)
+    fields: dict[str, Any] = dict(
+        name=name, num_layers=layers, hidden_size=h, ffn_hidden_size=_get(raw, "intermediate_size", default=4 * h),
+        num_attention_heads=heads, num_query_groups=_get(raw, "num_key_value_heads", default=heads),
+        kv_channels=_get(raw, "head_dim", default=h // heads), vocab_size=raw["vocab_size"],
+        max_position_embeddings=_get(raw, "max_position_embeddings", default=4096), activation=act,
+        normalization=Normalization.layernorm if mt == "nemotron" else Normalization.rmsnorm,
+        tied_embeddings=bool(raw.get("tie_word_embeddings", False)),
+        attention_bias=bool(raw.get("attention_bias", False)),
+        mlp_bias=bool(raw.get("mlp_bias", False)) or mt == "gpt_oss",
+        qk_layernorm=mt in ("qwen3", "qwen3_moe"), attention_sinks=mt == "gpt_oss",
+        attention_dropout=float(raw.get("attention_dropout", 0.0) or 0.0),
+    )
+    if num_experts:
+        moe_ffn = _get(raw, "moe_intermediate_size", default=fields["ffn_hidden_size"])
+        shared = raw.get("n_shared_experts") or 0
+        fields.update(
+            num_experts=num_experts, moe_router_topk=_get(raw, "num_experts_per_tok", "experts_per_token"),
+            moe_ffn_hidden_size=moe_ffn, moe_shared_expert_intermediate_size=shared * moe_ffn or None,
+            moe_router_bias=mt == "gpt_oss",
+            moe_router_score_bias=raw.get("topk_method") == "noaux_tc",
+            layer_is_moe=_moe_pattern(raw, layers),
+        )
+    if mla:
+        fields.update(
+            multi_latent_attention=True, q_lora_rank=raw.get("q_lora_rank"), kv_lora_rank=raw["kv_lora_rank"],
+            qk_head_dim=raw["qk_nope_head_dim"], qk_pos_emb_head_dim=raw["qk_rope_head_dim"],
+            v_head_dim=raw["v_head_dim"], kv_channels=raw["qk_nope_head_dim"] + raw["qk_rope_head_dim"],
+            num_query_groups=heads, mtp_num_layers=raw.get("num_nextn_predict_layers") or 0,
+        )
+    return ModelSpec(**fields)
+
+
+def _model_from_yaml(data: dict, name: str) -> ModelSpec:
+    """A short model YAML: ModelSpec fields, plus `first_k_dense_layers: N` as a shorthand pattern."""
+    data = dict(data)
+    data.setdefault("name", name)
+    first_k = data.pop("first_k_dense_layers", None)
+    if first_k is not None:
+        data["layer_is_moe"] = [i >= first_k for i in range(data["num_layers"])]
+    data.setdefault("num_query_groups", data.get("num_attention_heads"))
+    if "kv_channels" not in data and data.get("hidden_size") and data.get("num_attention_heads"):
+        data["kv_channels"] = data["hidden_size"] // data["num_attention_heads"]
+    data.setdefault("max_position_embeddings", 131072)
+    return ModelSpec(**data)
+
+
+def model_from_mapping(data: dict, name: str) -> ModelSpec:
+    """HF config (has `model_type`) or ModelSpec-shaped mapping, with one-line errors."""
+    try:
+        if "model_type" in data:
+            return model_from_hf_config(data, name)
+        return _model_from_yaml(data, name)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "model"
+        raise ModelError(f"model {name}: field {loc}: {err['msg']}") from None
+    except (KeyError, TypeError) as exc:
+        raise ModelError(f"model {name}: missing or malformed field {exc}") from None
+
+
+def load_model(name_or_path: str) -> ModelSpec:
+    """A bundled model by case-insensitive stem (e.g. `llama-3.1-70b`), or a path to an HF config.json / model YAML."""
+    path = Path(name_or_path)
+    if not path.is_file():
+        bundled = {p.stem.lower(): p for p in MODELS_DIR.glob("*.json")}
+        path = bundled.get(name_or_path.lower())
+        if path is None:
+            raise ModelError(
+                f"--model: unknown model {name_or_path!r}; give a path to a config.json/YAML or one of: {', '.join(bundled_models())}")
+    try:
+        text = path.read_text()
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ModelError(f"--model: {path} is not valid JSON/YAML ({str(exc).splitlines()[0]})") from None
+    except OSError as exc:
+        raise ModelError(f"--model: cannot read {path} ({exc.strerror})") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"--model: {path} must hold a mapping of model fields")
+    return model_from_mapping(data, path.stem)
