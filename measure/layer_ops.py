@@ -1,0 +1,263 @@
+"""The kernels one decoder layer (and the head, and the optimizer) runs per micro-batch on one rank.
+
+Why a list of ops and not a formula: the same list drives the torch benchmarks (what to measure), the
+roofline (what to price when nothing was measured) and recomputation (which forward ops run twice), so
+all three agree on the per-rank shapes a recipe induces after TP / SP / CP / EP / ETP slicing.
+
+Conventions (Megatron-LM core, `megatron/core/transformer/*`):
+- tokens per rank per micro-batch t = mbs * seq / CP; with SP (TP>1) norms, residuals and the router
+  see t / TP tokens, the column/row-parallel GEMMs see all t tokens with their N (or K) split by TP.
+- a GEMM `gemm:(m,n,k)` costs 2mnk FLOPs; its dgrad is (m,k,n) and its wgrad (k,n,m) (same FLOPs).
+- flash attention backward does 5 of the forward's 2 matmul passes: 2.5x the forward FLOPs
+  (Dao, FlashAttention-2, sec. 3.1); core attention has no weights, so it is all dgrad.
+- MoE under forced balance: every local expert gets t_ep = EP * ETP * (t / TP) * topk / E tokens
+  (tokens of the EP group, all-gathered over ETP; Megatron `MoEAlltoAllTokenDispatcher`).
+- MLA down-projections (q_down, kv_down) are not TP-split (Megatron `MLASelfAttention`, duplicated).
+- FP8 recipes run the TE linears (qkv, proj, fc1, fc2, experts, MLA projections) in fp8; the router,
+  the output layer and core attention stay bf16.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from constraints.spec import Activation, JobSpec, ModelSpec, Precision, Recipe
+from measure.ops import Op, OpKind
+
+
+class Phase(str, Enum):
+    fwd = "fwd"
+    bwd_dgrad = "bwd_dgrad"
+    bwd_wgrad = "bwd_wgrad"
+    optimizer = "optimizer"
+
+
+class LayerKind(str, Enum):
+    dense = "dense"
+    moe = "moe"
+
+
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
+
+
+@dataclass(frozen=True)
+class PhaseOp:
+    """One kernel at a per-rank shape, in one phase, with the module it belongs to (for recompute).
+
+    module names follow Megatron `--recompute-modules` where one applies: layernorm, core_attn, mlp,
+    moe, moe_act, shared_experts, mla_up_proj; else qkv, proj, router, residual, head, optimizer."""
+
+    op: Op
+    phase: Phase
+    module: str
+    flops: float
+    bytes_moved: float
+
+    @property
+    def key(self) -> str:
+        """Cost-table op key: phase and the shared op key, e.g. `bwd_wgrad/gemm:8192x1024x4096:bf16`."""
+        return f"{self.phase.value}/{self.op.key}"
+
+
+def padded_vocab(model: ModelSpec, recipe: Recipe) -> int:
+    """Megatron `_vocab_size_with_padding`: round up to make_vocab_size_divisible_by * TP."""
+    mult = recipe.make_vocab_size_divisible_by * recipe.tp
+    return -(-model.vocab_size // mult) * mult
+
+
+def gemm_dtype(job: JobSpec) -> str:
+    if job.precision.is_fp8:
+        return "fp8"
+    return "fp16" if job.precision == Precision.fp16 else "bf16"
+
+
+def _act_dtype(job: JobSpec) -> str:
+    return "fp16" if job.precision == Precision.fp16 else "bf16"
+
+
+def _gemm(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16") -> list[PhaseOp]:
+    """Forward, dgrad and wgrad of Y[m,n] = X[m,k] W[k,n]; bytes = inputs at dtype + output at out_dtype."""
+    ib, ob = DTYPE_BYTES[dtype], DTYPE_BYTES[out_dtype]
+    flops = 2.0 * m * n * k
+    return [
+        PhaseOp(Op(OpKind.gemm, (m, n, k), dtype), Phase.fwd, module, flops, (m * k + k * n) * ib + m * n * ob),
+        PhaseOp(Op(OpKind.gemm, (m, k, n), dtype), Phase.bwd_dgrad, module, flops, (m * n + k * n) * ib + m * k * ob),
+        PhaseOp(Op(OpKind.gemm, (k, n, m), dtype), Phase.bwd_wgrad, module, flops, (m * k + m * n) * ib + k * n * 4),
+    ]
+
+
+def _grouped(g: int, m: int, n: int, k: int, dtype: str, module: str) -> list[PhaseOp]:
+    ib = DTYPE_BYTES[dtype]
+    flops = 2.0 * g * m * n * k
+    return [
+        PhaseOp(Op(OpKind.grouped_gemm, (g, m, n, k), dtype), Phase.fwd, module, flops, g * ((m * k + k * n) * ib + m * n * 2)),
+        PhaseOp(Op(OpKind.grouped_gemm, (g, m, k, n), dtype), Phase.bwd_dgrad, module, flops, g * ((m * n + k * n) * ib + m * k * 2)),
+        PhaseOp(Op(OpKind.grouped_gemm, (g, k, n, m), dtype), Phase.bwd_wgrad, module, flops, g * ((m * k + m * n) * ib + k * n * 4)),
+    ]
+
+
+def _pointwise(kind: OpKind, shape: tuple[int, ...], module: str, reads: int, writes: int, flops_per_elem: float = 1.0,
+               bwd_factor: float = 2.0) -> list[PhaseOp]:
+    """Bytes-bound kernel: reads/writes are tensor-sized passes over prod(shape) bf16 elements; the
+    backward reads the saved input and the incoming gradient, so about bwd_factor x the forward bytes."""
+    n = 1
+    for d in shape:
+        n *= d
+    fwd_bytes = (reads + writes) * n * 2
+    return [
+        PhaseOp(Op(kind, shape, "bf16"), Phase.fwd, module, flops_per_elem * n, fwd_bytes),
+        PhaseOp(Op(kind, shape, "bf16"), Phase.bwd_dgrad, module, 2 * flops_per_elem * n, bwd_factor * fwd_bytes),
+    ]
+
+
+def _norm(model: ModelSpec, tokens: int, width: int, module: str = "layernorm") -> list[PhaseOp]:
+    kind = OpKind.rmsnorm if model.normalization.value == "RMSNorm" else OpKind.layernorm
+    return _pointwise(kind, (tokens, width), module, 1, 1, flops_per_elem=4.0)
+
+
+def _activation(model: ModelSpec, tokens: int, width: int, module: str) -> list[PhaseOp]:
+    kind = {Activation.swiglu: OpKind.swiglu, Activation.gelu: OpKind.gelu, Activation.squared_relu: OpKind.squared_relu}[model.activation]
+    reads = 2 if model.activation == Activation.swiglu else 1
+    return _pointwise(kind, (tokens, width), module, reads, 1, flops_per_elem=8.0)
+
+
+def _fc1_width(model: ModelSpec, ffn: int) -> int:
+    """SwiGLU stacks gate and up projections (Megatron `--swiglu`: fc1 is h -> 2*ffn)."""
+    return 2 * ffn if model.activation == Activation.swiglu else ffn
+
+
+def _tokens(job: JobSpec, recipe: Recipe) -> tuple[int, int]:
+    """(tokens through the TP GEMMs, tokens through norms/residuals) per rank per micro-batch."""
+    t = recipe.mbs * job.seq_length // recipe.cp
+    return t, (t // recipe.tp if recipe.sp_active else t)
+
+
+def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
+    """Norm, QKV (or MLA projections), core attention, output projection and residual add."""
+    tp, dt, act = recipe.tp, gemm_dtype(job), _act_dtype(job)
+    t, t_sp = _tokens(job, recipe)
+    h, nh = model.hidden_size, model.num_attention_heads
+    ops = _norm(model, t_sp, h)
+    heads = max(nh // tp, 1)
+    if model.multi_latent_attention:
+        dqk = model.qk_head_dim + model.qk_pos_emb_head_dim
+        dv = model.v_head_dim
+        if model.q_lora_rank:
+            ops += _gemm(t, model.q_lora_rank, h, dt, "qkv")
+            ops += _norm(model, t, model.q_lora_rank, "mla_up_proj")
+            ops += _gemm(t, heads * dqk, model.q_lora_rank, dt, "mla_up_proj")
+        else:
+            ops += _gemm(t, heads * dqk, h, dt, "qkv")
+        ops += _gemm(t, model.kv_lora_rank + model.qk_pos_emb_head_dim, h, dt, "qkv")
+        ops += _norm(model, t, model.kv_lora_rank, "mla_up_proj")
+        ops += _gemm(t, heads * (model.qk_head_dim + dv), model.kv_lora_rank, dt, "mla_up_proj")
+        # one head_dim that gives the true QK^T + PV FLOPs: 2 matmuls of dqk and dv -> mean
+        head_dim, kv_heads, out_k = (dqk + dv) // 2, heads, heads * dv
+    else:
+        d = model.kv_channels
+        kv_heads = max(model.num_query_groups // tp, 1)
+        ops += _gemm(t, (heads + 2 * kv_heads) * d, h, dt, "qkv")
+        if model.qk_layernorm:
+            ops += _norm(model, t * (heads + kv_heads), d, "qkv")
+        head_dim, out_k = d, heads * d
+    b, s_q, s_kv = recipe.mbs, job.seq_length // recipe.cp, job.seq_length
+    # causal: half of the s_q x s_kv scores; CP load-balancing keeps that half per rank
+    attn_flops = 4.0 * b * heads * s_q * s_kv * head_dim / 2
+    io_bytes = b * s_q * heads * head_dim * 2 * 4 + b * s_kv * kv_heads * head_dim * 2 * 2
+    shape = (b, heads, kv_heads, s_q, s_kv, head_dim, 1)
+    ops.append(PhaseOp(Op(OpKind.attention_fwd, shape, act), Phase.fwd, "core_attn", attn_flops, io_bytes))
+    ops.append(PhaseOp(Op(OpKind.attention_bwd, shape, act), Phase.bwd_dgrad, "core_attn", 2.5 * attn_flops, 2 * io_bytes))
+    ops += _gemm(t, h, out_k, dt, "proj")
+    ops += _pointwise(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, flops_per_elem=1.0, bwd_factor=1.0)
+    return ops
+
+
+def mlp_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
+    tp, dt = recipe.tp, gemm_dtype(job)
+    t, t_sp = _tokens(job, recipe)
+    h, f = model.hidden_size, model.ffn_hidden_size // tp
+    ops = _norm(model, t_sp, h)
+    ops += _gemm(t, _fc1_width(model, f), h, dt, "mlp")
+    ops += _activation(model, t, f, "mlp")
+    ops += _gemm(t, h, f, dt, "mlp")
+    ops += _pointwise(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
+    return ops
+
+
+def tokens_per_local_expert(model: ModelSpec, job: JobSpec, recipe: Recipe) -> int:
+    """Forced-balance tokens per local expert on one rank (see module docstring)."""
+    t, t_sp = _tokens(job, recipe)
+    routed = recipe.ep * recipe.etp_effective * t_sp * model.moe_router_topk
+    return max(-(-routed // model.num_experts), 1)
+
+
+def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
+    """Norm, router, permute, grouped expert GEMMs, expert activation, unpermute, shared experts."""
+    dt = gemm_dtype(job)
+    t, t_sp = _tokens(job, recipe)
+    h, E = model.hidden_size, model.num_experts
+    ops = _norm(model, t_sp, h)
+    ops += _gemm(t_sp, E, h, "bf16", "router")
+    g = max(E // recipe.ep, 1)
+    m = tokens_per_local_expert(model, job, recipe)
+    f = model.moe_ffn_hidden_size // recipe.etp_effective
+    routed_tokens = g * m
+    ops += _pointwise(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)  # permute
+    ops += _grouped(g, m, _fc1_width(model, f), h, dt, "moe")
+    ops += _activation(model, routed_tokens, f, "moe_act")
+    ops += _grouped(g, m, h, f, dt, "moe")
+    ops += _pointwise(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)  # unpermute
+    if model.moe_shared_expert_intermediate_size:
+        fs = model.moe_shared_expert_intermediate_size // recipe.tp
+        ops += _gemm(t, _fc1_width(model, fs), h, dt, "shared_experts")
+        ops += _activation(model, t, fs, "shared_experts")
+        ops += _gemm(t, h, fs, dt, "shared_experts")
+    ops += _pointwise(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
+    return ops
+
+
+def layer_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> list[PhaseOp]:
+    """All kernels of one decoder layer, one micro-batch, one rank (fwd, dgrad, wgrad)."""
+    kind = LayerKind(layer_kind)
+    if kind == LayerKind.moe and not model.is_moe:
+        raise ValueError(f"layer_kind=moe: model {model.name} has no experts; use layer_kind=dense")
+    return attention_ops(model, job, recipe) + (moe_ops if kind == LayerKind.moe else mlp_ops)(model, job, recipe)
+
+
+def head_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
+    """Embedding (first stage), final norm, output GEMM and fused cross-entropy (last stage), plus
+    MTP's extra projection, output GEMM and loss per MTP depth (its transformer layer is counted as
+    a decoder layer by the projection)."""
+    t, t_sp = _tokens(job, recipe)
+    h, v = model.hidden_size, padded_vocab(model, recipe) // recipe.tp
+    ops = [PhaseOp(Op(OpKind.embedding, (t_sp, h), "bf16"), Phase.fwd, "head", 0.0, t_sp * h * 2 * 2),
+           PhaseOp(Op(OpKind.embedding, (t_sp, h), "bf16"), Phase.bwd_wgrad, "head", t_sp * h, t_sp * h * 2 * 3)]
+    for depth in range(1 + model.mtp_num_layers):
+        if depth:
+            ops += _norm(model, t_sp, 2 * h, "head")
+            ops += _gemm(t, h, 2 * h, gemm_dtype(job), "head")
+        ops += _norm(model, t_sp, h, "head")
+        ops += _gemm(t, v, h, "bf16", "head")
+        ops += _pointwise(OpKind.softmax_cross_entropy, (t, v), "head", 1, 0, flops_per_elem=5.0, bwd_factor=2.0)
+    return ops
+
+
+def layer_weight_elems(model: ModelSpec, recipe: Recipe, layer_kind: LayerKind | str) -> int:
+    """Weight elements of one layer held by one rank (TP/EP/ETP-sliced GEMM weights; norms ignored)."""
+    kind = LayerKind(layer_kind)
+    job = JobSpec(seq_length=recipe.cp * recipe.tp, global_batch_size=1)
+    one = recipe.model_copy(update={"mbs": 1, "sequence_parallel": False})
+    elems = 0
+    for p in layer_ops(model, job, one, kind):
+        if p.phase == Phase.bwd_wgrad and p.op.kind == OpKind.gemm:
+            elems += p.op.shape[0] * p.op.shape[1]
+        elif p.phase == Phase.bwd_wgrad and p.op.kind == OpKind.grouped_gemm:
+            elems += p.op.shape[0] * p.op.shape[1] * p.op.shape[2]
+    return elems
+
+
+def optimizer_ops(model: ModelSpec, recipe: Recipe, num_params_per_rank: int) -> list[PhaseOp]:
+    """Fused Adam over the fp32 master params this rank owns (after distributed-optimizer sharding):
+    reads param, grad, m, v and writes param, m, v, plus the bf16 copy: ~ 7*4 + 2 bytes per param."""
+    n = max(int(num_params_per_rank), 1)
+    return [PhaseOp(Op(OpKind.optimizer_step, (n,), "fp32"), Phase.optimizer, "optimizer", 10.0 * n, 30.0 * n)]
