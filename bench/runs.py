@@ -1,0 +1,224 @@
+"""Turn the published measured runs (../shared/validation/runs.csv) into shardplan cases.
+
+Each expressible row becomes a `RunCase` (ModelSpec, JobSpec, Recipe, Placement, hardware profile name,
+measured numbers, outcome ran/oom); every other row becomes a `RunSkip` with its reason. The mapping
+mirrors ../shared/tools/runs_to_megatron.py so our projection and Megatron's own validator see the
+same command line. Assumptions for fields a row leaves empty (each is recorded in `RunCase.assumed`):
+
+- model: the bundled HF config named by MODEL_FILES; models not bundled are built from the row's
+  own shape columns when hidden/layers/heads are given (GQA from kv_heads; SwiGLU + RMSNorm unless
+  ffn_hidden == 4 * hidden, then GELU + LayerNorm, Megatron's GPT defaults); vocab 51200 if empty.
+- MBS = 1 when unpublished (torchtitan rows: GBS / DP, as runs_to_megatron.py).
+- sequence parallel whenever TP > 1 unless the row says false (Megatron-Bridge perf recipes).
+- distributed optimizer (`--use-distributed-optimizer`, overlap grad reduce and param gather) for
+  every row without an FSDP column value; Megatron-FSDP / FSDP2 rows use those shardings.
+- recompute none unless the row states it (selective modules are parsed from the text).
+- MoE: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap.
+- account-for-embedding/loss in the pipeline split when layers do not divide PP*VPP but layers+2 do.
+- VPP > 1 means the interleaved schedule, else 1F1B; TP comm overlap off.
+- precision: FP8 / FP8-CS -> fp8-tensorwise, MXFP8 / FP8-MX -> mxfp8, blockwise -> fp8-blockwise,
+  empty -> bf16. NVFP4 has no Precision value yet: skipped.
+- Muon optimizer where the notes say so (Kimi-K2); Adam otherwise.
+- GB200/GB300 rows: nodes are 4-GPU trays inside a 72-GPU NVLink domain (the profile says so).
+- layers that divide neither way: an even `--pipeline-model-parallel-layout` (see `even_layout`).
+Skipped: hardware without a profile, unknown model without shape columns, no GBS/TP/PP or sequence
+length, LoRA rows, rows whose published DP*TP*PP*CP disagrees with the GPU count.
+"""
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from constraints.models import load_model
+from constraints.spec import (Activation, DataParallelSharding, JobSpec, ModelSpec, Normalization, Optimizer,
+                              PipelineSchedule, Placement, Precision, Recipe, Recompute, RecomputeGranularity,
+                              RecomputeModule)
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS_CSV = REPO.parent / "shared" / "validation" / "runs.csv"
+
+# row model name -> bundled config stem (same table as runs_to_megatron.py)
+MODEL_FILES = {
+    "Llama3-8B": "Llama-3.1-8B", "Llama3.1-8B": "Llama-3.1-8B", "Llama3-70B": "Llama-3.1-70B", "Llama3.1-70B": "Llama-3.1-70B",
+    "Llama3.1-405B": "Llama-3.1-405B", "Llama3-405B": "Llama-3.1-405B", "Llama2-7B": "Llama-2-7b", "Llama2-13B": "Llama-2-13b",
+    "Llama2-70B": "Llama-2-70b", "Mixtral-8x7B": "Mixtral-8x7B-v0.1", "Mixtral-8x22B": "Mixtral-8x22B-v0.1",
+    "DeepSeek-V3": "DeepSeek-V3", "Qwen3-235B-A22B": "Qwen3-235B-A22B", "Qwen3-30B-A3B": "Qwen3-30B-A3B", "Qwen3-8B": "Qwen3-8B",
+    "Nemotron4-340B": "Nemotron-4-340B", "Moonlight-16B-A3B": "Moonlight-16B-A3B", "Kimi-K2": "Kimi-K2-Instruct",
+    "GPT3-175B": "GPT-3-175B", "GPT-OSS-120B": "gpt-oss-120b", "GPT-OSS-20B": "gpt-oss-20b",
+}
+# substring of the row's hardware -> (profile name, GPUs per node/tray); order matters (H100 after H800/H200)
+HARDWARE = [("A100", "a100-sxm-80gb", 8), ("H800", "h800-sxm-80gb", 8), ("H200", "h200-sxm-141gb", 8), ("H100", "h100-sxm-80gb", 8),
+            ("GB200", "gb200-nvl72", 4), ("GB300", "gb300-nvl72", 4), ("B200", "b200", 8), ("B300", "b300", 8),
+            ("MI300X", "mi300x", 8), ("MI325X", "mi325x", 8), ("MI355X", "mi355x", 8)]
+MEASURED = ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "iter_time_s", "mem_per_gpu_gib")
+
+
+class RunCase(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    model: ModelSpec
+    job: JobSpec
+    recipe: Recipe
+    placement: Placement
+    hardware: str
+    measured: dict[str, float]
+    outcome: Literal["ran", "oom"]
+    precision_published: str
+    source: str
+    assumed: tuple[str, ...] = ()
+
+
+class RunSkip(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    model: str
+    reason: str
+
+
+def _int(x: Optional[str]) -> Optional[int]:
+    try:
+        return int(float(x))
+    except (TypeError, ValueError):
+        return None
+
+
+def _precision(text: str) -> Optional[Precision]:
+    p = (text or "").upper()
+    if "NVFP4" in p:
+        return None
+    if p.startswith("FP16"):
+        return Precision.fp16
+    if "MXFP8" in p or "FP8-MX" in p:
+        return Precision.mxfp8
+    if "BLOCKWISE" in p:
+        return Precision.fp8_blockwise
+    if "FP8" in p:
+        return Precision.fp8_tensorwise
+    return Precision.bf16
+
+
+def _recompute(text: str) -> Recompute:
+    t = (text or "").lower()
+    if t.startswith("full"):
+        return Recompute(granularity=RecomputeGranularity.full, method="uniform", num_layers=1)
+    if t.startswith("selective"):
+        mods = [m for m in RecomputeModule if re.search(rf"\b{m.value}\b", t)]
+        return Recompute.selective(*mods) if mods else Recompute.none()
+    return Recompute.none()
+
+
+def _row_model(r: dict) -> Optional[ModelSpec]:
+    stem = MODEL_FILES.get(r["model"])
+    if stem:
+        return load_model(stem)
+    h, layers, heads = _int(r["hidden"]), _int(r["layers"]), _int(r["heads"])
+    if not (h and layers and heads):
+        return None
+    ffn = _int(r["ffn_hidden"]) or 4 * h
+    gpt = ffn == 4 * h
+    return ModelSpec(name=r["model"], num_layers=layers, hidden_size=h, ffn_hidden_size=ffn, num_attention_heads=heads,
+                     num_query_groups=_int(r["kv_heads"]) or heads, kv_channels=h // heads, vocab_size=_int(r["vocab"]) or 51200,
+                     max_position_embeddings=max(_int(r["seq_len"]) or 1, 1),
+                     activation=Activation.gelu if gpt else Activation.swiglu,
+                     normalization=Normalization.layernorm if gpt else Normalization.rmsnorm)
+
+
+def even_layout(num_layers: int, mtp_layers: int, stages: int) -> str:
+    """A Megatron `--pipeline-model-parallel-layout` spreading embedding (E), decoder layers (t), MTP (m)
+    and loss (L) as evenly as possible over PP*VPP stages, extra units on the later stages; the
+    published recipes for such models (DeepSeek-V3, Kimi-K2) use a hand-written layout of this kind."""
+    units = ["E"] + ["t"] * num_layers + ["m"] * mtp_layers + ["L"]
+    base, extra = divmod(len(units), stages)
+    sizes = [base + (1 if i >= stages - extra else 0) for i in range(stages)]
+    out, pos = [], 0
+    for n in sizes:
+        out.append("".join(units[pos:pos + n]))
+        pos += n
+    return "|".join(out)
+
+
+def row_case(r: dict) -> RunCase | RunSkip:
+    rid, name = r["source_id"], r["model"]
+
+    def skip(reason: str) -> RunSkip:
+        return RunSkip(id=rid, model=name, reason=reason)
+
+    hw = next(((prof, g) for key, prof, g in HARDWARE if key in r["hardware"].upper()), None)
+    if hw is None:
+        return skip(f"hardware {r['hardware']} has no profile")
+    if "task=LoRA" in r["notes"]:
+        return skip("LoRA fine-tuning (frozen base weights) is not modelled")
+    precision = _precision(r["precision"])
+    if precision is None:
+        return skip(f"precision {r['precision']} not in Precision")
+    gpus, seq, gbs, mbs = _int(r["gpus"]), _int(r["seq_len"]), _int(r["gbs"]), _int(r["mbs"])
+    tp, pp, cp = _int(r["tp"]) or 1, _int(r["pp"]) or 1, _int(r["cp"]) or 1
+    if not (gpus and gbs and r["tp"] and r["pp"]):
+        return skip("incomplete recipe (GPUs, GBS, TP or PP unpublished)")
+    if not seq:
+        return skip("no sequence length")
+    dp_pub = _int(r["dp"])
+    if dp_pub and "derived" not in r["notes"] and dp_pub * tp * pp * cp != gpus:
+        return skip(f"published DP*TP*PP*CP = {dp_pub * tp * pp * cp} != {gpus} GPUs")
+    if gpus % (tp * pp * cp):
+        return skip(f"{gpus} GPUs not divisible by TP*PP*CP = {tp * pp * cp}")
+    assumed = []
+    if not mbs:
+        dp = gpus // (tp * pp * cp)
+        mbs = gbs // dp if rid.startswith("TTITAN") and gbs % dp == 0 else 1
+        assumed.append(f"mbs={mbs}")
+    model = _row_model(r)
+    if model is None:
+        return skip(f"model {name} not bundled and row has no shape")
+    vpp = _int(r["vpp"]) or 1
+    ep, etp = _int(r["ep"]) or 1, _int(r["etp"])
+    stages = pp * vpp
+    extra = {}
+    if model.num_layers % stages:
+        if (model.num_layers + 2) % stages == 0:
+            extra = dict(account_for_embedding_in_pipeline_split=True, account_for_loss_in_pipeline_split=True)
+            assumed.append("account-for-embedding/loss in pipeline split")
+        else:
+            extra = dict(pipeline_layout=even_layout(model.num_layers, model.mtp_num_layers, stages))
+            assumed.append(f"pipeline layout {extra['pipeline_layout']}")
+    z = r["zero_or_fsdp"]
+    sharding = (DataParallelSharding.torch_fsdp2 if "FSDP2" in z else DataParallelSharding.megatron_fsdp if "Megatron-FSDP" in z
+                else DataParallelSharding.distributed_optimizer)
+    sp = tp > 1 and r["sequence_parallel"].lower() != "false"
+    if tp > 1 and not r["sequence_parallel"]:
+        assumed.append("sequence_parallel")
+    if not r["recompute"]:
+        assumed.append("recompute none")
+    optimizer = Optimizer.muon if "muon" in r["notes"].lower() else Optimizer.adam
+    try:
+        recipe = Recipe(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, mbs=mbs, sequence_parallel=sp,
+                        recompute=_recompute(r["recompute"]), dp_sharding=sharding,
+                        schedule=PipelineSchedule.interleaved if vpp > 1 else PipelineSchedule.one_f_one_b, **extra)
+        job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer)
+    except ValueError as exc:
+        return skip(f"invalid spec: {str(exc).splitlines()[0]}")
+    profile, gpn = hw
+    if gpus % gpn:
+        gpn = 1
+    measured = {k: float(r[k]) for k in MEASURED if r[k] and re.match(r"^[0-9.eE+-]+$", r[k])}
+    oom = "OOM" in r["notes"] or "does-not-fit" in r["notes"]
+    return RunCase(id=rid, model=model, job=job, recipe=recipe, placement=Placement(hardware=profile, num_nodes=gpus // gpn, gpus_per_node=gpn),
+                   hardware=profile, measured=measured, outcome="oom" if oom else "ran", precision_published=r["precision"],
+                   source=r["source"], assumed=tuple(assumed))
+
+
+def load_all(csv_path: Path | str = RUNS_CSV) -> tuple[list[RunCase], list[RunSkip]]:
+    """All rows of the file: (expressible cases, skips with reasons)."""
+    with open(csv_path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out = [row_case(r) for r in rows]
+    return [c for c in out if isinstance(c, RunCase)], [s for s in out if isinstance(s, RunSkip)]
+
+
+def load_runs(csv_path: Path | str = RUNS_CSV) -> list[RunCase]:
+    """The expressible rows of runs.csv as cases (see `load_all` for the skips)."""
+    return load_all(csv_path)[0]
