@@ -1,0 +1,80 @@
+"""Model FLOPs per iteration exactly as Megatron-LM counts them, so MFU and TFLOP/s/GPU compare with
+published numbers (NVIDIA's "Model TFLOP/s/GPU" is this count divided by step time and GPUs).
+
+Source: `num_floating_point_operations` / `transformer_flops` in megatron/training/training.py
+(NVIDIA/Megatron-LM, main as of 2026-08): every GEMM counted 3x (fwd, dgrad, wgrad) at 2 FLOPs per
+multiply-add; causal core attention counted at half the s^2 score matrix; no recompute; logits over the
+padded vocabulary once per output head (1 + MTP depth). Norms, softmax and element-wise work are not
+counted except the MLA "+1" norm terms and the MTP norm terms Megatron includes.
+"""
+from __future__ import annotations
+
+from constraints.spec import Activation, JobSpec, ModelSpec, Recipe
+from measure.layer_ops import padded_vocab
+
+FWD_BWD = 3  # fwd + dgrad + wgrad (training.py: forward_backward_expansion_factor)
+FMA = 2  # 2 FLOPs per multiply-add (training.py: fma_expansion_factor)
+
+
+def _attention_per_token(m: ModelSpec) -> tuple[float, float]:
+    """(token-linear FLOPs per token, core-attention FLOPs per token per unit of sequence length)."""
+    nh = m.num_attention_heads
+    if m.multi_latent_attention:
+        dqk = m.qk_head_dim + m.qk_pos_emb_head_dim
+        if m.q_lora_rank is None:
+            q_term = m.hidden_size * nh * dqk
+        else:
+            q_term = m.q_lora_rank * (m.hidden_size + nh * dqk + 1)
+        linear = FWD_BWD * FMA * (
+            q_term
+            + m.kv_lora_rank * (m.hidden_size + nh * (m.qk_head_dim + m.v_head_dim) + 1)
+            + m.hidden_size * m.qk_pos_emb_head_dim
+            + nh * m.v_head_dim * m.hidden_size
+        )
+        core = FWD_BWD * FMA * (nh * dqk / 2 + nh * m.v_head_dim / 2)
+        return linear, core
+    q = m.kv_channels * nh
+    kv = m.kv_channels * m.num_query_groups
+    linear = FWD_BWD * FMA * (m.hidden_size * (q + 2 * kv) + q * m.hidden_size)
+    core = FWD_BWD * FMA * q / 2 * 2  # causal half, QK^T and PV
+    return linear, core
+
+
+def megatron_flops(model: ModelSpec, seq_length: int, global_batch_size: int, padded_vocab_size: int) -> float:
+    """FLOPs of one iteration (one global batch), Megatron's `transformer_flops` for BSHD inputs."""
+    m = model
+    pattern = m.moe_layers
+    num_moe = sum(pattern) if m.is_moe else 0
+    num_dense = m.num_layers - num_moe
+    topk = m.moe_router_topk if m.is_moe else 0
+    mtp = m.mtp_num_layers
+    last_is_moe = 1 if (m.is_moe and pattern[-1]) else 0
+    num_moe += last_is_moe * mtp
+    num_dense += (1 - last_is_moe) * mtp
+    num_layers = m.num_layers + mtp
+    ffn_factor = 3 if m.activation == Activation.swiglu else 2
+    moe_ffn = m.moe_ffn_hidden_size or m.ffn_hidden_size
+    shared = m.moe_shared_expert_intermediate_size or 0
+    attn_linear, attn_core = _attention_per_token(m)
+    tokens = global_batch_size * seq_length
+    per_token = (
+        FWD_BWD * FMA * m.hidden_size * (
+            m.ffn_hidden_size * ffn_factor * num_dense
+            + moe_ffn * topk * ffn_factor * num_moe
+            + shared * ffn_factor * num_moe
+        )
+        + attn_linear * num_layers
+        + FWD_BWD * FMA * mtp * (3 * m.hidden_size + 2 * m.hidden_size * m.hidden_size)
+        + FWD_BWD * FMA * m.hidden_size * padded_vocab_size * (mtp + 1)
+    )
+    return float(tokens * per_token + global_batch_size * seq_length * seq_length * attn_core * num_layers)
+
+
+def flops_per_iteration(model: ModelSpec, job: JobSpec, recipe: Recipe) -> float:
+    """Megatron model FLOPs of one step of this job, vocabulary padded as this recipe's TP pads it."""
+    return megatron_flops(model, job.seq_length, job.global_batch_size, padded_vocab(model, recipe))
+
+
+def flops_per_token(model: ModelSpec, seq_length: int, padded_vocab_size: int) -> float:
+    """Model FLOPs per trained token: TFLOP/s/GPU = tokens/s/GPU * this / 1e12."""
+    return megatron_flops(model, seq_length, 1, padded_vocab_size) / seq_length
