@@ -39,6 +39,8 @@ class Calibration(_Strict):
     """
 
     gemm_efficiency: tuple[tuple[float, float], ...] = ((20.0, 0.05), (30.0, 0.45), (36.0, 0.70), (40.0, 0.75))
+    fp8_gemm_relative_efficiency: float = Field(0.75, gt=0, le=1, description="fp8 GEMM achieved/peak(fp8) over bf16's achieved/peak(bf16)")
+    grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1, description="MoE grouped GEMM vs a plain GEMM of the same per-group size")
     attention_efficiency: float = Field(0.5, gt=0, le=1)
     memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")
     collective_bandwidth_efficiency: float = Field(0.7, gt=0, le=1)
@@ -46,6 +48,8 @@ class Calibration(_Strict):
     collective_fixed_overhead_us: float = Field(20.0, ge=0)
     kernel_launch_us: float = Field(3.0, ge=0)
     moe_load_imbalance: float = Field(1.0, ge=1.0, description="max/mean expert load factor")
+    exposed_comm_fraction: float = Field(0.2, ge=0, le=1, description="share of an overlapped collective that still shows (imperfect overlap)")
+    step_overhead_s: float = Field(0.0, ge=0, description="fixed per-iteration time: data loading, logging, launch gaps")
     framework_overhead_bytes: int = Field(3 * 1024**3, ge=0, description="CUDA context, NCCL, allocator reserve")
     activation_fragmentation_fraction: float = Field(0.0, ge=0, le=1, description="extra fraction of activations lost to fragmentation")
 

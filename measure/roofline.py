@@ -1,0 +1,91 @@
+"""Time of one kernel: a measured cost-table entry when there is one, else a roofline.
+
+Why a roofline with efficiency curves: a GEMM's achieved fraction of peak grows with its size (tile
+quantisation, wave tails, launch), so a constant efficiency misprices the small per-rank GEMMs that high
+TP / EP produce. The curve (achieved/peak vs log2 FLOPs) and the other constants are the profile's
+`calibration` block, fitted on runs.csv (bench/fit_calibration.py), never set in code.
+
+op time = max(FLOPs / (peak(dtype) * eff(FLOPs)), bytes / (HBM bw * mem_eff)) + kernel launch
+(Williams et al., "Roofline", CACM 2009; efficiency-curve idea as in calculon's per-size efficiencies).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Protocol
+
+from hardware.profile import Calibration, HardwareProfile
+from measure.layer_ops import PhaseOp
+from measure.ops import OpKind
+
+
+class CostLookup(Protocol):
+    def lookup(self, fingerprint: str, op_key: str) -> Optional[float]: ...
+
+
+_MATMUL = (OpKind.gemm, OpKind.grouped_gemm)
+_ATTENTION = (OpKind.attention_fwd, OpKind.attention_bwd)
+
+
+def curve_efficiency(curve: tuple[tuple[float, float], ...], flops: float) -> float:
+    """Piecewise-linear achieved/peak at log2(flops), flat beyond the end points."""
+    x = math.log2(max(flops, 1.0))
+    if x <= curve[0][0]:
+        return curve[0][1]
+    for (x0, y0), (x1, y1) in zip(curve, curve[1:]):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return curve[-1][1]
+
+
+def peak_flops(profile: HardwareProfile, dtype: str) -> float:
+    """Dense peak FLOP/s for a GEMM input dtype; fp8 falls back to bf16 on parts without FP8."""
+    p = profile.peak_tflops
+    if dtype == "fp8" and p.fp8:
+        return p.fp8 * 1e12
+    if dtype == "fp32":
+        return (p.fp32 or p.bf16 / 16) * 1e12
+    return (p.fp16 if dtype == "fp16" else p.bf16) * 1e12
+
+
+def matmul_efficiency(cal: Calibration, flops_per_gemm: float, dtype: str) -> float:
+    eff = curve_efficiency(cal.gemm_efficiency, flops_per_gemm)
+    if dtype == "fp8":
+        eff *= cal.fp8_gemm_relative_efficiency
+    return eff
+
+
+def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
+    """Analytic time of one kernel from its FLOPs and bytes."""
+    cal = profile.calibration
+    kind = pop.op.kind
+    mem_s = pop.bytes_moved / (profile.hbm_bandwidth_gb_per_s * 1e9 * cal.memory_bound_efficiency)
+    if kind in _MATMUL:
+        groups = pop.op.shape[0] if kind == OpKind.grouped_gemm else 1
+        eff = matmul_efficiency(cal, pop.flops / groups, pop.op.dtype)
+        if kind == OpKind.grouped_gemm:
+            eff *= cal.grouped_gemm_relative_efficiency
+        comp_s = pop.flops / (peak_flops(profile, pop.op.dtype) * eff)
+    elif kind in _ATTENTION:
+        comp_s = pop.flops / (peak_flops(profile, "bf16") * cal.attention_efficiency)
+    else:
+        comp_s = 0.0
+    return max(comp_s, mem_s) + cal.kernel_launch_us * 1e-6
+
+
+def op_time_s(pop: PhaseOp, profile: HardwareProfile, cost_table: Optional[CostLookup] = None,
+              fingerprint: Optional[str] = None) -> float:
+    """Measured seconds when the table has this op for this device, else the roofline."""
+    if cost_table is not None and fingerprint is not None:
+        measured = cost_table.lookup(fingerprint, pop.key)
+        if measured is not None:
+            return measured
+    return roofline_time_s(pop, profile)
+
+
+def ops_time_s(ops: list[PhaseOp], profile: HardwareProfile, cost_table: Optional[CostLookup] = None,
+               fingerprint: Optional[str] = None) -> dict[str, float]:
+    """Seconds per phase (fwd, bwd_dgrad, bwd_wgrad, optimizer) summed over ops."""
+    out: dict[str, float] = {}
+    for p in ops:
+        out[p.phase.value] = out.get(p.phase.value, 0.0) + op_time_s(p, profile, cost_table, fingerprint)
+    return out
