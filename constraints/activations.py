@@ -1,0 +1,168 @@
+"""Activation bytes one rank stores for one micro-batch, per decoder layer and for the model ends.
+
+Base: Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models"), sec. 4,
+Table 2: per layer sbh(34 + 5as/h) bytes in 16-bit; with TP t and SP everything is divided by t; without
+SP the LayerNorm/dropout parts (10sbh) stay whole. Megatron's `theoretical_memory_usage.py` implements
+the SP + selective case as sbh(18 + 4*ffn/h)/t. We generalise term by term (each named below):
+- attention is fused/flash (Megatron with TE): the 5as^2b score/softmax terms are never stored; only the
+  per-head softmax statistics (fp32 LSE) are. `core_attn` recompute drops those.
+- GQA: K and V hold g*d channels; per rank max(g/t, 1) groups (KV heads are replicated when g < t).
+- SwiGLU: fc1 output is 2*ffn wide (gate and up).
+- MLA: down-projection outputs, normed latents and the up-projected q/k/v (see DeepSeek-V2 sec. 2.1).
+- MoE: tokens*topk routed copies on the expert side (forced balance: every EP rank gets the mean), width
+  /ETP; shared experts as a dense MLP of their width; router probabilities in fp32.
+- CP: every term holds s/CP tokens.
+- FP8 (TE): GEMM inputs are saved quantised, 1 byte per element instead of 2.
+- dropout masks (1 byte) only when the model trains with dropout > 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from constraints.spec import Activation, JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Per-rank token counts and divisors for one micro-batch."""
+
+    tokens: int  # s*b/CP
+    tp: int
+    sp_div: int  # TP when SP (or distribute-saved-activations) shards the sequence dims, else 1
+    etp: int
+    ep: int
+    lin_bytes: int  # bytes per element of a saved GEMM input (1 under FP8, else 2)
+
+
+def shape_of(job: JobSpec, recipe: Recipe) -> Shape:
+    tokens = job.seq_length * recipe.mbs // recipe.cp
+    return Shape(tokens=tokens, tp=recipe.tp, sp_div=recipe.tp if recipe.sp_active else 1,
+                 etp=recipe.etp_effective, ep=recipe.ep, lin_bytes=1 if job.precision.is_fp8 else 2)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def attention_terms(model: ModelSpec, sh: Shape) -> dict[str, int]:
+    """Korthikanti Table 2 attention block (11sbh for MHA), generalised. Keys name the saved tensor."""
+    T, h, t = sh.tokens, model.hidden_size, sh.tp
+    a = model.num_attention_heads
+    mask = T * h // sh.sp_div if model.hidden_dropout > 0 else 0
+    terms = {
+        "ln1_input": _ceil_div(2 * T * h, sh.sp_div),           # residual stream into the input norm
+        "qkv_input": _ceil_div(sh.lin_bytes * T * h, sh.sp_div),  # norm output, saved by the QKV GEMM
+        "softmax_stats": 4 * T * _ceil_div(a, t),                 # flash-attention LSE, fp32 per head
+        "attn_dropout_mask": mask,
+    }
+    if model.multi_latent_attention:
+        qk = model.qk_head_dim + model.qk_pos_emb_head_dim
+        kv_latent = model.kv_lora_rank + model.qk_pos_emb_head_dim
+        q_latent = model.q_lora_rank or 0
+        terms.update({
+            "mla_latents": _ceil_div(2 * T * (2 * q_latent + kv_latent + model.kv_lora_rank), sh.sp_div),
+            "mla_qkv_up": 2 * T * _ceil_div(a, t) * (2 * qk + model.v_head_dim),
+            "attn_output": sh.lin_bytes * T * _ceil_div(a, t) * model.v_head_dim,
+        })
+        return terms
+    d = model.kv_channels
+    groups = max(model.num_query_groups // t, 1)
+    terms.update({
+        "q_k": 2 * T * (_ceil_div(a, t) * d + groups * d),   # Q and K saved for QK^T
+        "v": 2 * T * groups * d,
+        "attn_output": sh.lin_bytes * T * _ceil_div(a, t) * d,  # input of the output projection
+    })
+    return terms
+
+
+def _fc1_width(model: ModelSpec, ffn: int) -> int:
+    return 2 * ffn if model.activation == Activation.swiglu else ffn
+
+
+def dense_mlp_terms(model: ModelSpec, sh: Shape, ffn: int, prefix: str, tokens: int, div: int) -> dict[str, int]:
+    """Korthikanti's MLP (19sbh at ffn=4h): input, fc1 output, activation output (fc2 input), dropout mask."""
+    return {
+        f"{prefix}fc1_input": _ceil_div(sh.lin_bytes * tokens * model.hidden_size, sh.sp_div),
+        f"{prefix}fc1_output": _ceil_div(2 * tokens * _fc1_width(model, ffn), div),
+        f"{prefix}act_output": _ceil_div(sh.lin_bytes * tokens * ffn, div),
+    }
+
+
+def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
+    T, h = sh.tokens, model.hidden_size
+    terms = {
+        "ln2_input": _ceil_div(2 * T * h, sh.sp_div),
+        "mlp_dropout_mask": T * h // sh.sp_div if model.hidden_dropout > 0 else 0,
+    }
+    if not is_moe:
+        terms.update(dense_mlp_terms(model, sh, model.ffn_hidden_size, "", T, sh.tp))
+        return terms
+    # tokens entering the dispatcher on this rank (SP shards them over TP), x topk copies, gathered over ETP
+    local_tokens = _ceil_div(T, sh.sp_div)
+    routed = local_tokens * model.moe_router_topk * sh.etp
+    f = model.moe_ffn_hidden_size
+    terms.update({
+        "router_input": 2 * local_tokens * h,
+        "router_probs": 4 * local_tokens * model.num_experts,
+        "expert_fc1_input": sh.lin_bytes * routed * h,
+        "expert_fc1_output": _ceil_div(2 * routed * _fc1_width(model, f), sh.etp),
+        "expert_act_output": _ceil_div(sh.lin_bytes * routed * f, sh.etp),
+        "expert_output": 2 * routed * h,  # kept for the probability-weighted combine's backward
+    })
+    if model.moe_shared_expert_intermediate_size:
+        terms.update(dense_mlp_terms(model, sh, model.moe_shared_expert_intermediate_size, "shared_", T, sh.tp))
+    return terms
+
+
+# Which saved tensors each selective-recompute module drops (Megatron --recompute-modules semantics:
+# the module's inside is recomputed from its input in backward).
+_DROPPED_BY: dict[RecomputeModule, tuple[str, ...]] = {
+    RecomputeModule.core_attn: ("softmax_stats",),
+    RecomputeModule.layernorm: ("qkv_input", "fc1_input", "router_input", "shared_fc1_input"),
+    RecomputeModule.mla_up_proj: ("mla_qkv_up",),
+    RecomputeModule.mlp: ("fc1_output", "act_output"),
+    RecomputeModule.moe_act: ("expert_act_output",),
+    RecomputeModule.moe: ("router_probs", "expert_fc1_input", "expert_fc1_output", "expert_act_output", "expert_output",
+                          "shared_fc1_output", "shared_act_output"),
+    RecomputeModule.shared_experts: ("shared_fc1_output", "shared_act_output"),
+}
+
+
+def layer_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
+    """All saved tensors of one layer for one micro-batch, no recompute."""
+    return {**attention_terms(model, sh), **mlp_terms(model, sh, is_moe)}
+
+
+def layer_bytes(model: ModelSpec, sh: Shape, is_moe: bool, recipe: Recipe) -> int:
+    """Bytes one layer keeps for one micro-batch under selective (or no) recompute."""
+    terms = layer_terms(model, sh, is_moe)
+    if recipe.recompute.granularity == RecomputeGranularity.selective:
+        for module in recipe.recompute.modules:
+            for key in _DROPPED_BY.get(module, ()):
+                terms.pop(key, None)
+    return sum(terms.values())
+
+
+def layer_input_bytes(model: ModelSpec, sh: Shape, recipe: Recipe) -> int:
+    """A checkpointed layer input under full recompute: the residual stream, sharded by SP or by
+    --distribute-saved-activations (Megatron tensor_parallel.checkpoint)."""
+    div = sh.tp if (recipe.sp_active or recipe.distribute_saved_activations) else 1
+    return _ceil_div(2 * sh.tokens * model.hidden_size, div)
+
+
+def embedding_bytes(model: ModelSpec, sh: Shape) -> int:
+    """First stage: int64 token ids (Megatron's 8sb per micro-batch) + embedding dropout mask."""
+    mask = sh.tokens * model.hidden_size // sh.sp_div if model.hidden_dropout > 0 else 0
+    return 8 * sh.tokens + mask
+
+
+def output_bytes(model: ModelSpec, sh: Shape, padded_vocab: int, fused_loss: bool) -> int:
+    """Last stage: final-norm input, output-GEMM input, bf16 logits over V/TP and, without a fused
+    cross-entropy, the fp32 softmax copy (Megatron's PP=1 term 4sbh + 4sbV, split by what is saved)."""
+    T, h = sh.tokens, model.hidden_size
+    v_local = padded_vocab // sh.tp
+    norm_in = _ceil_div(2 * T * h, sh.sp_div)
+    gemm_in = 2 * T * h  # gathered over TP before the vocab-parallel GEMM
+    logits = 2 * T * v_local
+    softmax = 0 if fused_loss else 4 * T * v_local
+    return norm_in + gemm_in + logits + softmax

@@ -1,0 +1,179 @@
+"""Per-rank memory in exact integer bytes, per term and per pipeline stage; the peak is the most loaded rank.
+
+Static state (Megatron `theoretical_memory_usage.py`, compute_weight_and_optimizer_memory): bf16 weight 2 B
++ fp32 main grad 4 B + Adam's fp32 master, m, v 12 B = 18 B/param; with --use-distributed-optimizer the 12 B
+are sharded over the data-parallel group: 6 + 12/DP. We shard dense params over DP*CP (what Megatron's
+distributed optimizer really does; its report uses DP, identical at CP=1) and expert params over
+expert-DP = world/(ETP*EP*PP). FSDP variants shard all 18 B and add the gathered working set.
+Activations: constraints/activations.py times the schedule's in-flight count (constraints/schedule.py).
+"""
+from __future__ import annotations
+
+from pydantic import Field
+
+from constraints import activations as act
+from constraints.params import LayerParams, all_layer_params, layer_params, padded_vocab_size
+from constraints.schedule import inflight_chunks, num_microbatches
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Optimizer, Recipe, RecomputeGranularity,
+                              RecomputeMethod, Strict)
+from constraints.stages import Chunk, rank_chunks
+
+WEIGHT_BYTES = 2        # bf16/fp16 model weights (Megatron mixed precision)
+FP8_WEIGHT_BYTES = 1    # --fp8-param-gather keeps the model copy in FP8 (TE Float8Tensor)
+GRAD_BYTES = 4          # fp32 main_grad buffer (Megatron accumulates and reduces grads in fp32 by default)
+OPTIMIZER_BYTES = {Optimizer.adam: 12, Optimizer.muon: 8}  # fp32 master + moments (Adam: m, v; Muon: momentum)
+PPM = 1_000_000
+
+
+class StageMemory(Strict):
+    rank: int = Field(description="pipeline rank (0-based)")
+    terms: dict[str, int] = Field(description="bytes per term")
+    total_bytes: int
+
+
+class MemoryReport(Strict):
+    peak_bytes: int
+    capacity_bytes: int
+    usable_bytes: int = Field(description="capacity x (1 - margin)")
+    stage: int = Field(description="pipeline rank holding the peak")
+    terms: dict[str, int]
+    stages: list[StageMemory]
+    num_microbatches: int
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_bytes <= self.usable_bytes
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _chunk_params(model: ModelSpec, recipe: Recipe, chunk: Chunk, layers: list[LayerParams], vocab: int) -> tuple[int, int, int]:
+    """(dense params on this rank, expert params on this rank, largest single layer) for one chunk."""
+    tp, expert_div = recipe.tp, recipe.ep * recipe.etp_effective
+    h = model.hidden_size
+    dense = expert = biggest = 0
+    for i in chunk.layers:
+        lp = layers[i]
+        d, e = _ceil_div(lp.tp_sharded, tp) + lp.replicated, _ceil_div(lp.experts, expert_div)
+        dense, expert, biggest = dense + d, expert + e, max(biggest, d + e)
+    vocab_shard = _ceil_div(vocab * h, tp)  # vocab-parallel embedding / output layer
+    if chunk.embedding:
+        dense += vocab_shard + (model.max_position_embeddings * h if model.learned_position_embeddings else 0)
+    if chunk.loss:
+        dense += h * (2 if model.normalization.value == "LayerNorm" else 1)  # final norm
+        # untied: own output weight; tied with PP>1: the last stage keeps a copy of the embedding (Megatron)
+        if not model.tied_embeddings or not chunk.embedding:
+            dense += vocab_shard
+    if chunk.mtp:
+        lp = layer_params(model, model.moe_layers[-1])
+        per_mtp = (_ceil_div(lp.tp_sharded + 2 * h * h, tp) + lp.replicated + 3 * h, _ceil_div(lp.experts, expert_div))
+        dense += chunk.mtp * per_mtp[0] + (0 if chunk.embedding else vocab_shard)  # MTP shares the embedding
+        expert += chunk.mtp * per_mtp[1]
+    return dense, expert, biggest
+
+
+def static_terms(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int, chunks: list[Chunk]) -> dict[str, int]:
+    """Weights, gradients, optimizer state (and FSDP working set) of one pipeline rank."""
+    layers = all_layer_params(model)
+    vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
+    dense = expert = biggest = 0
+    for chunk in chunks:
+        d, e, b = _chunk_params(model, recipe, chunk, layers, vocab)
+        dense, expert, biggest = dense + d, expert + e, max(biggest, b)
+    dense_shards = max(recipe.dp(world_size) * recipe.cp, 1)
+    expert_shards = max(recipe.expert_dp(world_size), 1)
+    w_bytes = FP8_WEIGHT_BYTES if recipe.fp8_param_gather else WEIGHT_BYTES
+    opt_bytes = OPTIMIZER_BYTES[job.optimizer]
+    sharding = recipe.dp_sharding
+    if sharding == DataParallelSharding.none:
+        return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * GRAD_BYTES,
+                "optimizer_state": (dense + expert) * opt_bytes}
+    sharded_params = _ceil_div(dense, dense_shards) + _ceil_div(expert, expert_shards)
+    if sharding == DataParallelSharding.distributed_optimizer:
+        return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * GRAD_BYTES,
+                "optimizer_state": sharded_params * opt_bytes}
+    # Megatron-FSDP optim_grads_params / torch FSDP2: everything sharded (ZeRO-3); the largest layer is
+    # gathered for compute (current + prefetched next: 2 x weights) and its full grad reduce-scattered.
+    return {"weights": sharded_params * w_bytes, "gradients": sharded_params * GRAD_BYTES,
+            "optimizer_state": sharded_params * opt_bytes,
+            "fsdp_unsharded": 2 * biggest * WEIGHT_BYTES + biggest * GRAD_BYTES}
+
+
+def _chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chunk,
+                      per_layer: dict[bool, int], vocab: int) -> tuple[int, int, int, int]:
+    """(layer activations, embedding, output, recompute working set) of one micro-batch in one chunk."""
+    flags = [model.moe_layers[i] for i in chunk.layers]
+    rc = recipe.recompute
+    n = len(flags)
+    if rc.granularity == RecomputeGranularity.full and n:
+        inp = act.layer_input_bytes(model, sh, recipe)
+        k = min(rc.num_layers or 1, n)
+        if rc.method == RecomputeMethod.block:
+            # first k layers keep only their input; the rest keep everything (Megatron "block")
+            layers = k * inp + sum(per_layer[f] for f in flags[k:])
+            working = max(per_layer[f] for f in flags[:k])
+        else:
+            # groups of k layers keep one input each; backward rebuilds one group at a time ("uniform")
+            layers = _ceil_div(n, k) * inp
+            working = max(sum(per_layer[f] for f in flags[g:g + k]) for g in range(0, n, k))
+    else:
+        layers, working = sum(per_layer[f] for f in flags), 0
+    if chunk.mtp:
+        layers += chunk.mtp * (per_layer[model.moe_layers[-1]] + act.embedding_bytes(model, sh))
+    emb = act.embedding_bytes(model, sh) if chunk.embedding else 0
+    out = act.output_bytes(model, sh, vocab, recipe.cross_entropy_loss_fusion) if chunk.loss else 0
+    out += chunk.mtp * act.output_bytes(model, sh, vocab, recipe.cross_entropy_loss_fusion)
+    return layers, emb, out, working
+
+
+def comm_buffer_bytes(model: ModelSpec, recipe: Recipe, sh: act.Shape) -> int:
+    """Transient communication buffers alive at the peak: the SP all-gathered layer input, PP send/recv
+    buffers of one micro-batch's boundary activation, EP dispatch/combine buffers of one MoE layer."""
+    T, h = sh.tokens, model.hidden_size
+    total = 2 * T * h if recipe.sp_active else 0
+    if recipe.pp > 1:
+        total += 2 * _ceil_div(2 * T * h, sh.sp_div)
+    if model.is_moe and recipe.ep > 1:
+        routed = _ceil_div(T, sh.sp_div) * model.moe_router_topk
+        total += 2 * 2 * routed * h
+    return total
+
+
+def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int, capacity_bytes: int,
+                  framework_overhead_bytes: int = 0, fragmentation_fraction: float = 0.0,
+                  margin_fraction: float = 0.0) -> MemoryReport:
+    """Exact per-rank memory for every pipeline rank; raises StageSplitError if the split is impossible."""
+    all_chunks = rank_chunks(model, recipe)
+    dp = max(recipe.dp(world_size), 1)
+    m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
+    sh = act.shape_of(job, recipe)
+    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.moe_layers)}
+    vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
+    frag_ppm = round(fragmentation_fraction * PPM)
+    comm = comm_buffer_bytes(model, recipe, sh)
+    stages = []
+    for rank, chunks in enumerate(all_chunks):
+        terms = static_terms(model, job, recipe, world_size, chunks)
+        inflight = inflight_chunks(recipe, rank, m)
+        sums = [0, 0, 0]
+        working = 0
+        for chunk in chunks:
+            layers, emb, out, work = _chunk_activation(model, recipe, sh, chunk, per_layer, vocab)
+            sums[0], sums[1], sums[2] = sums[0] + layers, sums[1] + emb, sums[2] + out
+            working = max(working, work)
+        vpp = len(chunks)
+        terms["activations"] = _ceil_div(inflight * sums[0], vpp)
+        terms["embedding_activations"] = _ceil_div(inflight * sums[1], vpp)
+        terms["output_activations"] = _ceil_div(min(inflight, 1 * vpp) * sums[2], vpp) if sums[2] else 0
+        terms["recompute_working_set"] = working
+        terms["comm_buffers"] = comm
+        act_total = terms["activations"] + terms["embedding_activations"] + terms["output_activations"] + working
+        terms["fragmentation"] = act_total * frag_ppm // PPM
+        terms["framework_overhead"] = framework_overhead_bytes
+        stages.append(StageMemory(rank=rank, terms=terms, total_bytes=sum(terms.values())))
+    peak = max(stages, key=lambda s: (s.total_bytes, -s.rank))
+    usable = capacity_bytes * (PPM - round(margin_fraction * PPM)) // PPM
+    return MemoryReport(peak_bytes=peak.total_bytes, capacity_bytes=capacity_bytes, usable_bytes=usable,
+                        stage=peak.rank, terms=peak.terms, stages=stages, num_microbatches=m)
