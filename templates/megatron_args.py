@@ -1,0 +1,288 @@
+"""Recipe -> Megatron-LM `pretrain_gpt.py` arguments: one pure function, no I/O, no quoting.
+
+Why pure and grouped: the launch templates only lay these lists out as bash arrays (quoted by
+`templates.render`), and the inverse parser (`constraints.megatron_args`) reads them back, so the
+mapping must live in exactly one place. Every flag is spelled as Megatron-LM's argument parser
+spells it (megatron/training/arguments.py and the TransformerConfig-generated options, NVIDIA/Megatron-LM
+snapshot 2026-08-22); the combination is one `validate_args` accepts (checked with
+../shared/tools/megatron_validate.py for every bundled model).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from constraints.spec import (
+    Activation, DataParallelSharding, JobSpec, ModelSpec, Precision, Recipe, RecomputeGranularity,
+)
+
+GROUPS = ("model", "training", "parallelism", "moe", "precision", "data", "logging", "checkpointing")
+
+# Placeholders a user replaces; chosen so a reader sees at once what goes there.
+DATA_PATH_PLACEHOLDER = "/path/to/data_text_document"
+CHECKPOINT_DIR_PLACEHOLDER = "/path/to/checkpoints"
+MEGATRON_PATH_PLACEHOLDER = "/path/to/Megatron-LM"
+
+
+@dataclass(frozen=True)
+class RenderPaths:
+    """Site-specific paths. `tokenizer_model` None means `--tokenizer-type NullTokenizer` with the model's
+    `--vocab-size` (Megatron's synthetic tokenizer: runs with any token ids, good for benchmarking)."""
+
+    data_path: str = DATA_PATH_PLACEHOLDER
+    tokenizer_model: Optional[str] = None
+    checkpoint_dir: str = CHECKPOINT_DIR_PLACEHOLDER
+    megatron_path: str = MEGATRON_PATH_PLACEHOLDER
+
+
+# Fixed training hyper-parameters: not part of a recipe, written out so the script runs as is.
+# Values follow Megatron-LM examples/mixtral/train_mixtral_8x7b_distributed.sh.
+TRAIN_ITERS = 500000
+LR, MIN_LR, LR_WARMUP_ITERS = "1e-4", "1e-5", 500
+
+
+def _fp8_format_recipe(precision: Precision) -> tuple[str, str]:
+    """(--fp8-format, --fp8-recipe). Delayed/tensorwise use `hybrid` (E4M3 fwd, E5M2 bwd; Megatron
+    examples/llama/train_llama3_8b_h100_fp8.sh); blockwise and MXFP8 scale per block and use E4M3 throughout
+    (DeepSeek-V3 sec. 3.3.2; OCP MX spec)."""
+    return {
+        Precision.fp8_delayed: ("hybrid", "delayed"),
+        Precision.fp8_tensorwise: ("hybrid", "tensorwise"),
+        Precision.fp8_blockwise: ("e4m3", "blockwise"),
+        Precision.mxfp8: ("e4m3", "mxfp8"),
+    }[precision]
+
+
+def moe_layer_freq_string(pattern: tuple[bool, ...]) -> str:
+    """Run-length Python list expression Megatron's `moe_freq_type` evaluates, e.g. "([0]*3+[1]*58)"."""
+    runs: list[tuple[int, int]] = []
+    for flag in pattern:
+        bit = int(flag)
+        if runs and runs[-1][0] == bit:
+            runs[-1] = (bit, runs[-1][1] + 1)
+        else:
+            runs.append((bit, 1))
+    return "(" + "+".join(f"[{bit}]*{count}" for bit, count in runs) + ")"
+
+
+def _model_args(model: ModelSpec, job: JobSpec) -> list[str]:
+    h, heads = model.hidden_size, model.num_attention_heads
+    args = ["--num-layers", str(model.num_layers), "--hidden-size", str(h),
+            "--ffn-hidden-size", str(model.ffn_hidden_size), "--num-attention-heads", str(heads)]
+    if model.multi_latent_attention:
+        # MLA and GQA are mutually exclusive in Megatron; MLA head dims come from the --qk-* / --v-head-dim flags.
+        args += ["--multi-latent-attention"]
+        if model.q_lora_rank is not None:
+            args += ["--q-lora-rank", str(model.q_lora_rank)]
+        args += ["--kv-lora-rank", str(model.kv_lora_rank), "--qk-head-dim", str(model.qk_head_dim),
+                 "--qk-pos-emb-head-dim", str(model.qk_pos_emb_head_dim), "--v-head-dim", str(model.v_head_dim)]
+    else:
+        if model.num_query_groups != heads:
+            args += ["--group-query-attention", "--num-query-groups", str(model.num_query_groups)]
+        # kv_channels defaults to hidden/heads (TransformerConfig); say it only when the model differs
+        if h % heads != 0 or model.kv_channels != h // heads:
+            args += ["--kv-channels", str(model.kv_channels)]
+    args += ["--seq-length", str(job.seq_length), "--max-position-embeddings", str(model.max_position_embeddings)]
+    if model.activation == Activation.swiglu:
+        args += ["--swiglu"]
+    elif model.activation == Activation.squared_relu:
+        args += ["--squared-relu"]
+    args += ["--normalization", model.normalization.value]
+    # Megatron's add_bias_linear (default on) covers every linear; --add-qkv-bias re-adds only the QKV bias.
+    if not model.mlp_bias:
+        args += ["--disable-bias-linear"]
+        if model.attention_bias:
+            args += ["--add-qkv-bias"]
+    if not model.tied_embeddings:
+        args += ["--untie-embeddings-and-output-weights"]
+    args += ["--position-embedding-type", "learned_absolute" if model.learned_position_embeddings else "rope"]
+    if model.qk_layernorm:
+        args += ["--qk-layernorm"]
+    if model.attention_sinks:
+        args += ["--softmax-type", "learnable"]  # gpt-oss per-head sink logit (TransformerConfig softmax_type)
+    args += ["--attention-dropout", _num(model.attention_dropout), "--hidden-dropout", _num(model.hidden_dropout)]
+    if model.mtp_num_layers:
+        args += ["--mtp-num-layers", str(model.mtp_num_layers)]
+    return args
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _training_args(job: JobSpec, recipe: Recipe) -> list[str]:
+    args = ["--micro-batch-size", str(recipe.mbs), "--global-batch-size", str(job.global_batch_size),
+            "--train-iters", str(TRAIN_ITERS), "--optimizer", job.optimizer.value,
+            "--lr", LR, "--min-lr", MIN_LR, "--lr-decay-style", "cosine", "--lr-warmup-iters", str(LR_WARMUP_ITERS),
+            "--weight-decay", "0.1", "--clip-grad", "1.0"]
+    if recipe.cross_entropy_loss_fusion:
+        args += ["--cross-entropy-loss-fusion"]
+    rc = recipe.recompute
+    if rc.granularity == RecomputeGranularity.selective:
+        args += ["--recompute-granularity", "selective"]
+        if rc.modules:
+            args += ["--recompute-modules", *[m.value for m in rc.modules]]
+    elif rc.granularity == RecomputeGranularity.full:
+        args += ["--recompute-granularity", "full"]
+        if rc.method is not None:
+            args += ["--recompute-method", rc.method.value]
+        if rc.num_layers is not None:
+            args += ["--recompute-num-layers", str(rc.num_layers)]
+    if recipe.distribute_saved_activations:
+        args += ["--distribute-saved-activations"]
+    if recipe.cpu_offloading_num_layers:
+        args += ["--cpu-offloading-num-layers", str(recipe.cpu_offloading_num_layers)]
+    return args
+
+
+def _parallel_args(model: ModelSpec, recipe: Recipe) -> list[str]:
+    args = ["--tensor-model-parallel-size", str(recipe.tp), "--pipeline-model-parallel-size", str(recipe.pp)]
+    # at most one of layout / virtual stages (Megatron validate_args); the layout implies VPP
+    if recipe.pipeline_layout is not None:
+        args += ["--pipeline-model-parallel-layout", recipe.pipeline_layout]
+    elif recipe.vpp > 1:
+        args += ["--num-virtual-stages-per-pipeline-rank", str(recipe.vpp)]
+    if recipe.first_stage_layers is not None:
+        args += ["--decoder-first-pipeline-num-layers", str(recipe.first_stage_layers)]
+    if recipe.last_stage_layers is not None:
+        args += ["--decoder-last-pipeline-num-layers", str(recipe.last_stage_layers)]
+    if recipe.account_for_embedding_in_pipeline_split:
+        args += ["--account-for-embedding-in-pipeline-split"]
+    if recipe.account_for_loss_in_pipeline_split:
+        args += ["--account-for-loss-in-pipeline-split"]
+    if recipe.microbatch_group_size is not None:
+        args += ["--microbatch-group-size-per-virtual-pipeline-stage", str(recipe.microbatch_group_size)]
+    if not recipe.overlap_p2p_comm:
+        args += ["--no-overlap-p2p-communication"]
+    if recipe.cp > 1:
+        args += ["--context-parallel-size", str(recipe.cp), "--cp-comm-type", recipe.cp_comm_type.value]
+        if recipe.hierarchical_cp_sizes:
+            args += ["--hierarchical-context-parallel-sizes", *[str(s) for s in recipe.hierarchical_cp_sizes]]
+    if model.is_moe:
+        args += ["--expert-model-parallel-size", str(recipe.ep)]
+        if recipe.etp is not None:
+            args += ["--expert-tensor-parallel-size", str(recipe.etp)]
+    if recipe.sp_active:  # validate_args drops SP at TP=1 with a warning; do not write a flag that does nothing
+        args += ["--sequence-parallel"]
+        if recipe.tp_comm_overlap:  # requires --sequence-parallel
+            args += ["--tp-comm-overlap"]
+    sharding = recipe.dp_sharding
+    if sharding == DataParallelSharding.distributed_optimizer:
+        args += ["--use-distributed-optimizer"]
+    elif sharding == DataParallelSharding.megatron_fsdp:
+        # Megatron-FSDP v1 (default) turns on the distributed optimizer itself
+        args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params"]
+    elif sharding == DataParallelSharding.torch_fsdp2:
+        # validate_args: FSDP2 rejects gradient-accumulation fusion (on by default)
+        args += ["--use-torch-fsdp2", "--no-gradient-accumulation-fusion"]
+    if recipe.num_distributed_optimizer_instances > 1:
+        args += ["--num-distributed-optimizer-instances", str(recipe.num_distributed_optimizer_instances)]
+    if recipe.overlap_grad_reduce:
+        args += ["--overlap-grad-reduce"]
+        sharded = sharding in (DataParallelSharding.distributed_optimizer, DataParallelSharding.megatron_fsdp)
+        if recipe.overlap_param_gather and sharded:  # needs dist-opt/Megatron-FSDP and --overlap-grad-reduce
+            args += ["--overlap-param-gather"]
+    return args
+
+
+def _moe_args(model: ModelSpec, recipe: Recipe) -> list[str]:
+    if not model.is_moe:
+        return []
+    args = ["--num-experts", str(model.num_experts), "--moe-router-topk", str(model.moe_router_topk),
+            "--moe-ffn-hidden-size", str(model.moe_ffn_hidden_size)]
+    if model.moe_shared_expert_intermediate_size:
+        args += ["--moe-shared-expert-intermediate-size", str(model.moe_shared_expert_intermediate_size)]
+    if not all(model.moe_layers):
+        args += ["--moe-layer-freq", moe_layer_freq_string(model.moe_layers)]
+    if model.moe_router_score_bias:
+        # DeepSeek-V3 sec. 2.1.2: sigmoid gating, aux-loss-free bias, sequence-wise balance loss alpha=1e-4
+        args += ["--moe-router-score-function", "sigmoid", "--moe-router-enable-expert-bias",
+                 "--moe-router-load-balancing-type", "seq_aux_loss", "--moe-aux-loss-coeff", "1e-4"]
+    else:  # Megatron examples/mixtral: aux_loss with coefficient 1e-2
+        args += ["--moe-router-load-balancing-type", "aux_loss", "--moe-aux-loss-coeff", "1e-2"]
+    if recipe.moe_grouped_gemm:
+        args += ["--moe-grouped-gemm"]
+    args += ["--moe-token-dispatcher-type", recipe.moe_dispatcher.value]
+    if recipe.moe_shared_expert_overlap:
+        args += ["--moe-shared-expert-overlap"]
+    if recipe.overlap_moe_expert_parallel_comm:
+        args += ["--overlap-moe-expert-parallel-comm"]
+    return args
+
+
+def _precision_args(job: JobSpec, recipe: Recipe) -> list[str]:
+    if job.precision == Precision.fp16:
+        return ["--fp16"]
+    args = ["--bf16"]  # FP8 recipes keep BF16 outside the FP8 GEMMs
+    if job.precision.is_fp8:
+        fmt, fp8_recipe = _fp8_format_recipe(job.precision)
+        args += ["--fp8-format", fmt, "--fp8-recipe", fp8_recipe]
+        if fp8_recipe == "delayed":  # amax history as in examples/llama/train_llama3_8b_h100_fp8.sh
+            args += ["--fp8-amax-history-len", "1024", "--fp8-amax-compute-algo", "max"]
+    if recipe.fp8_param_gather:
+        args += ["--fp8-param-gather"]
+    return args
+
+
+def _data_args(model: ModelSpec, recipe: Recipe, paths: RenderPaths) -> list[str]:
+    args = ["--data-path", paths.data_path, "--split", "99,1,0"]
+    if paths.tokenizer_model is None:
+        args += ["--tokenizer-type", "NullTokenizer"]
+    else:
+        args += ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", paths.tokenizer_model]
+    # NullTokenizer takes its size from --vocab-size; Megatron pads it to a multiple of divisible-by x TP
+    args += ["--vocab-size", str(model.vocab_size),
+             "--make-vocab-size-divisible-by", str(recipe.make_vocab_size_divisible_by)]
+    return args
+
+
+def _logging_args(paths: RenderPaths) -> list[str]:
+    return ["--log-interval", "1", "--log-throughput", "--eval-interval", "1000", "--eval-iters", "10",
+            "--tensorboard-dir", paths.checkpoint_dir.rstrip("/") + "/tensorboard"]
+
+
+def _checkpoint_args(recipe: Recipe, paths: RenderPaths) -> list[str]:
+    args = ["--save", paths.checkpoint_dir, "--load", paths.checkpoint_dir, "--save-interval", "1000"]
+    if recipe.dp_sharding == DataParallelSharding.megatron_fsdp:
+        args += ["--ckpt-format", "fsdp_dtensor"]  # validate_args: Megatron-FSDP requires it
+    return args
+
+
+def megatron_arg_groups(model: ModelSpec, job: JobSpec, recipe: Recipe,
+                        paths: RenderPaths | None = None) -> dict[str, list[str]]:
+    """The arguments by group (keys in GROUPS order); an empty list means the group does not apply."""
+    paths = paths or RenderPaths()
+    return {
+        "model": _model_args(model, job),
+        "training": _training_args(job, recipe),
+        "parallelism": _parallel_args(model, recipe),
+        "moe": _moe_args(model, recipe),
+        "precision": _precision_args(job, recipe),
+        "data": _data_args(model, recipe, paths),
+        "logging": _logging_args(paths),
+        "checkpointing": _checkpoint_args(recipe, paths),
+    }
+
+
+def recipe_to_megatron_args(model: ModelSpec, job: JobSpec, recipe: Recipe,
+                            paths: RenderPaths | None = None) -> list[str]:
+    """The flat `pretrain_gpt.py` argv (without the script name), groups concatenated in GROUPS order."""
+    return [arg for group in megatron_arg_groups(model, job, recipe, paths).values() for arg in group]
+
+
+def needs_cuda_device_max_connections_1(recipe: Recipe, compute_capability: float | None) -> bool:
+    """Megatron validate_args asserts CUDA_DEVICE_MAX_CONNECTIONS=1 on pre-Blackwell GPUs (arch < 10) when
+    TP>1 or CP>1, except with FSDP2 / Megatron-FSDP or --overlap-moe-expert-parallel-comm (only warnings).
+    Unknown arch (None) is treated as pre-Blackwell: the setting is harmless there."""
+    if recipe.tp == 1 and recipe.cp == 1:
+        return False
+    if compute_capability is not None and compute_capability >= 10:
+        return False
+    if uses_fsdp(recipe) or recipe.overlap_moe_expert_parallel_comm:
+        return False
+    return True
+
+
+def uses_fsdp(recipe: Recipe) -> bool:
+    """FSDP2 and Megatron-FSDP assert CUDA_DEVICE_MAX_CONNECTIONS is not 1 (validate_args)."""
+    return recipe.dp_sharding in (DataParallelSharding.megatron_fsdp, DataParallelSharding.torch_fsdp2)
