@@ -1,0 +1,145 @@
+"""The measured cost table: median kernel seconds per (device fingerprint, op key), stored as JSON.
+
+Why a file of its own and no torch: the projection reads this table (a measured entry wins over the
+roofline) on machines without torch or a GPU; only `shardplan measure` writes it. Writes are atomic
+(temp file in the same directory, fsync, os.replace) so a Ctrl-C or a crash mid-save leaves either
+the old table or the new one, never half a file; the measure command saves after every few entries,
+so an interrupted run loses at most those and resumes by skipping what is already there.
+
+Keys: the fingerprint is `measure.fingerprint.device_fingerprint()`; the op key is
+`measure.layer_ops.PhaseOp.key`, i.e. the phase and the shared `Op.key` (`measure/ops.py`), e.g.
+`bwd_wgrad/gemm:8192x1024x4096:bf16`, so forward, dgrad and wgrad of the same kernel are apart.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCHEMA_VERSION = 1
+
+
+class CostTableError(ValueError):
+    """A cost-table file that cannot be read or does not validate; one line for the user."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Environment(_Strict):
+    """Where a fingerprint's entries were measured; recorded so a table can be judged later."""
+
+    device_name: str = Field(description="e.g. 'NVIDIA H100 80GB HBM3' or the CPU model name")
+    device_type: str = Field(description="cpu | cuda (ROCm reports as cuda through torch)")
+    compute_capability: Optional[str] = Field(None, description="CUDA sm, e.g. '9.0'; gfx arch on ROCm; None on CPU")
+    driver_version: Optional[str] = Field(None, description="NVIDIA/AMD driver version when it can be read")
+    cuda_version: Optional[str] = Field(None, description="torch.version.cuda")
+    hip_version: Optional[str] = Field(None, description="torch.version.hip (ROCm builds)")
+    torch_version: str
+    host: str = Field(description="hostname the table was measured on")
+    num_threads: Optional[int] = Field(None, description="torch intra-op threads (CPU timings depend on it)")
+
+
+class Entry(_Strict):
+    """One measured kernel: median of `num_reps` timed repetitions after warm-up."""
+
+    median_s: float = Field(gt=0, description="median wall time of one call, seconds")
+    num_reps: int = Field(gt=0, description="timed repetitions (after warm-up)")
+    spread_s: float = Field(ge=0, description="interquartile range (p75 - p25) of the repetitions, seconds")
+    dtype_used: str = Field(description="dtype actually run (e.g. fp32 when bf16 is unsupported on a CPU)")
+    impl: str = Field("", description="torch kernel that ran, e.g. torch._grouped_mm or bmm, sdpa, _scaled_mm")
+
+
+class DeviceTable(_Strict):
+    """All entries of one device fingerprint, with its environment."""
+
+    environment: Environment
+    entries: dict[str, Entry] = Field(default_factory=dict, description="table key -> entry")
+
+
+class CostTable(_Strict):
+    """The whole table: several devices may share one file (e.g. a CPU table and an H100 table)."""
+
+    schema_version: int = SCHEMA_VERSION
+    devices: dict[str, DeviceTable] = Field(default_factory=dict, description="fingerprint -> device table")
+
+    # --- reading -------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path, missing_ok: bool = False) -> "CostTable":
+        """Read a table; with `missing_ok` a missing file gives an empty table (a fresh `measure` run)."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            if missing_ok:
+                return cls()
+            raise CostTableError(f"cost table {path} does not exist; create it with `shardplan measure --out {path}`") from None
+        except OSError as exc:
+            raise CostTableError(f"cannot read cost table {path}: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CostTableError(f"cost table {path} is not valid JSON (line {exc.lineno}); delete it or restore a copy") from None
+        try:
+            table = cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise CostTableError(f"cost table {path}: field {loc}: {err['msg']}") from None
+        if table.schema_version != SCHEMA_VERSION:
+            raise CostTableError(f"cost table {path}: schema_version {table.schema_version}, this shardplan reads {SCHEMA_VERSION}")
+        return table
+
+    def lookup(self, fingerprint: str, op_key: str) -> Optional[float]:
+        """Median seconds of `op_key` measured on `fingerprint`, or None when not measured there."""
+        device = self.devices.get(fingerprint)
+        if device is None:
+            return None
+        entry = device.entries.get(op_key)
+        return None if entry is None else entry.median_s
+
+    def has(self, fingerprint: str, op_key: str) -> bool:
+        device = self.devices.get(fingerprint)
+        return device is not None and op_key in device.entries
+
+    def fingerprints(self) -> list[str]:
+        return sorted(self.devices)
+
+    def num_entries(self, fingerprint: Optional[str] = None) -> int:
+        if fingerprint is not None:
+            device = self.devices.get(fingerprint)
+            return 0 if device is None else len(device.entries)
+        return sum(len(d.entries) for d in self.devices.values())
+
+    # --- writing -------------------------------------------------------------------------------
+    def add(self, fingerprint: str, op_key: str, entry: Entry, environment: Optional[Environment] = None) -> None:
+        """Record one entry; the first entry of a new fingerprint must bring its environment."""
+        device = self.devices.get(fingerprint)
+        if device is None:
+            if environment is None:
+                raise ValueError(f"fingerprint {fingerprint!r} is new to this table; pass its environment")
+            device = self.devices[fingerprint] = DeviceTable(environment=environment)
+        device.entries[op_key] = entry
+
+    def save(self, path: str | Path) -> None:
+        """Atomic write: temp file in the same directory, fsync, os.replace (POSIX rename is atomic)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
