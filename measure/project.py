@@ -1,0 +1,272 @@
+"""Projection of one recipe: step time, tokens/s/GPU, MFU and where the time goes.
+
+Why this composition: compute is per-op (measured table entry, else roofline), communication is always
+analytic (alpha-beta over the Megatron rank layout), and the pipeline schedule turns per-chunk F/B/W
+times into a step time. Each piece is its own module; this one only combines them.
+
+Per micro-batch, per layer, on one rank (see measure/layer_ops.py for shapes):
+- TP: with SP an all-gather before and a reduce-scatter after each of attention and MLP, in forward and
+  again in backward (Korthikanti et al. 2022, sec. 4.2.2); without SP two all-reduces each way.
+  `tp_comm_overlap` leaves only the calibration's exposed fraction.
+- EP: dispatch and combine all-to-all of t/TP * topk * h bf16 per rank, forward and backward
+  (AMD Primus projection, MoE A2A bytes); `overlap_moe_expert_parallel_comm` exposes a fraction.
+- CP (p2p ring): CP-1 exchanges of the local K,V chunk, hidden behind attention compute when shorter.
+- PP: one activation send per chunk boundary, t/TP (SP) * h bf16, on the simulator's critical path.
+- DP: gradient reduce-scatter (distributed optimizer / FSDP) or all-reduce of bf16 grads over DP*CP
+  (expert grads over expert-DP) and the bf16 param all-gather; overlapped when the flags are on.
+- Recompute adds the recomputed modules' forward time to the backward.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from constraints.schedule import num_microbatches
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, PipelineSchedule, Placement, Recipe,
+                              RecomputeGranularity, RecomputeMethod)
+from constraints.stages import rank_chunks
+from hardware.profile import HardwareProfile
+from measure import collectives as col
+from measure.flops import flops_per_iteration
+from measure.layer_ops import LayerKind, Phase, PhaseOp, head_ops, layer_ops, optimizer_ops
+from measure.pipeline_sim import closed_form_s, simulate
+from measure.roofline import CostLookup, op_time_s
+from measure.topology import recipe_groups
+
+
+class Breakdown(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    compute: float
+    recompute: float
+    tp_comm: float
+    cp_comm: float
+    ep_comm: float
+    dp_comm: float
+    pp_comm: float
+    pp_bubble: float
+    optimizer: float
+
+
+class Projection(BaseModel):
+    """Projected step of one recipe; times in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+    iteration_time_s: float
+    tokens_per_s_per_gpu: float
+    mfu: float
+    model_tflops_per_gpu: float
+    bubble_fraction: float
+    breakdown: Breakdown
+
+
+_RECOMPUTE_MODULES = {"moe": {"moe", "moe_act", "router"}, "mlp": {"mlp"}, "core_attn": {"core_attn"},
+                      "layernorm": {"layernorm"}, "moe_act": {"moe_act"}, "mla_up_proj": {"mla_up_proj"},
+                      "shared_experts": {"shared_experts"}}
+
+
+def _recomputed(recipe: Recipe) -> set[str]:
+    out: set[str] = set()
+    for m in recipe.recompute.modules:
+        out |= _RECOMPUTE_MODULES.get(m.value, {m.value})
+    return out
+
+
+class _LayerCost(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fwd: float
+    dgrad: float
+    wgrad: float
+    recompute_selective: float
+    tp_fwd: float
+    tp_bwd: float
+    ep_fwd: float
+    ep_bwd: float
+    cp_fwd: float
+    cp_bwd: float
+    dense_params: int
+    expert_params: int
+
+
+def _op_times(ops: list[PhaseOp], profile, table, fp, imbalance: float) -> list[tuple[PhaseOp, float]]:
+    out = []
+    for p in ops:
+        t = op_time_s(p, profile, table, fp)
+        if p.module in ("moe", "moe_act"):
+            t *= imbalance
+        out.append((p, t))
+    return out
+
+
+def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
+               kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None) -> _LayerCost:
+    cal = profile.calibration
+    timed = _op_times(layer_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance)
+    by = {ph: sum(t for p, t in timed if p.phase == ph) for ph in Phase}
+    rc = _recomputed(recipe)
+    sel = sum(t for p, t in timed if p.phase == Phase.fwd and p.module in rc)
+    groups = recipe_groups(recipe, profile, placement)
+    t_tok = recipe.mbs * job.seq_length // recipe.cp
+    t_sp = t_tok // recipe.tp if recipe.sp_active else t_tok
+    h = model.hidden_size
+    act_bytes = t_tok * h * 2
+    n_blocks = 2 if kind == LayerKind.dense else 1  # MoE block's TP comm is replaced by EP/ETP traffic
+    if recipe.tp > 1:
+        if recipe.sp_active:
+            one = col.all_gather_s(act_bytes, groups.tp, profile) + col.reduce_scatter_s(act_bytes, groups.tp, profile)
+        else:
+            one = col.all_reduce_s(act_bytes, groups.tp, profile)
+        tp = n_blocks * one
+    else:
+        tp = 0.0
+    ep = 0.0
+    if kind == LayerKind.moe:
+        a2a = t_sp * model.moe_router_topk * h * 2
+        ep = 2 * col.all_to_all_s(a2a, groups.ep, profile)
+        if recipe.etp_effective > 1:
+            ep += col.all_gather_s(a2a * recipe.etp_effective, groups.etp, profile) + col.reduce_scatter_s(
+                a2a * recipe.etp_effective, groups.etp, profile)
+        if recipe.tp > 1 and recipe.sp_active:
+            tp += one
+    cp = 0.0
+    if recipe.cp > 1:
+        kv_heads = model.num_attention_heads if model.multi_latent_attention else model.num_query_groups
+        d = (model.qk_head_dim + model.qk_pos_emb_head_dim) if model.multi_latent_attention else model.kv_channels
+        kv_bytes = 2 * recipe.mbs * t_tok * max(kv_heads // recipe.tp, 1) * d * 2
+        attn = sum(t for p, t in timed if p.phase == Phase.fwd and p.module == "core_attn")
+        ring = (recipe.cp - 1) * col.p2p_s(kv_bytes, groups.cp.num_domains > 1, profile)
+        cp = max(ring - attn, ring * cal.exposed_comm_fraction)
+    tp_exp = tp * (cal.exposed_comm_fraction if recipe.tp_comm_overlap else 1.0)
+    ep_exp = ep * (cal.exposed_comm_fraction if recipe.overlap_moe_expert_parallel_comm else 1.0)
+    dense_p = expert_p = 0
+    for p, _ in timed:
+        if p.phase == Phase.bwd_wgrad and p.op.kind.value in ("gemm", "grouped_gemm"):
+            s = p.op.shape
+            n = s[0] * s[1] * s[2] if p.op.kind.value == "grouped_gemm" else s[0] * s[1]
+            if p.module == "moe":
+                expert_p += n
+            else:
+                dense_p += n
+    return _LayerCost(fwd=by[Phase.fwd], dgrad=by[Phase.bwd_dgrad], wgrad=by[Phase.bwd_wgrad], recompute_selective=sel,
+                      tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_exp, ep_bwd=ep_exp,
+                      cp_fwd=cp, cp_bwd=2 * cp, dense_params=dense_p, expert_params=expert_p)
+
+
+def _full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:
+    """Layers of a chunk whose whole forward is recomputed (Megatron --recompute-method/num-layers)."""
+    rc = recipe.recompute
+    if rc.granularity != RecomputeGranularity.full:
+        return 0
+    if rc.method == RecomputeMethod.block:
+        return min(rc.num_layers or layers_in_chunk, layers_in_chunk)
+    return layers_in_chunk  # uniform: every layer group is recomputed
+
+
+def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
+            cost_table: Optional[CostLookup] = None, fingerprint: Optional[str] = None, simulate_pipeline: bool = True) -> Projection:
+    """Project one iteration. `cost_table` entries for `fingerprint` (default: the table's only device)
+    replace roofline times; `simulate_pipeline=False` uses the closed-form schedule time (ranking)."""
+    if cost_table is not None and fingerprint is None:
+        fps = cost_table.fingerprints() if hasattr(cost_table, "fingerprints") else []
+        fingerprint = fps[0] if len(fps) == 1 else None
+    cal = profile.calibration
+    world = placement.world_size
+    dp = max(recipe.dp(world), 1)
+    m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
+    kinds = {LayerKind.dense: layer_cost(model, job, recipe, placement, profile, LayerKind.dense, cost_table, fingerprint)}
+    if model.is_moe:
+        kinds[LayerKind.moe] = layer_cost(model, job, recipe, placement, profile, LayerKind.moe, cost_table, fingerprint)
+    head = _op_times(head_ops(model, job, recipe), profile, cost_table, fingerprint, 1.0)
+    emb_fwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase == Phase.fwd)
+    emb_bwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase != Phase.fwd)
+    loss = {ph: sum(t for p, t in head if p.op.kind.value != "embedding" and p.phase == ph) for ph in Phase}
+    flags = model.moe_layers
+    chunks = rank_chunks(model, recipe)
+    pp, v = recipe.pp, len(chunks[0])
+    f_s = [[0.0] * v for _ in range(pp)]
+    b_s = [[0.0] * v for _ in range(pp)]
+    w_s = [[0.0] * v for _ in range(pp)]
+    parts = {k: [0.0] * pp for k in ("compute", "recompute", "tp", "cp", "ep")}
+    dense_params = [0] * pp
+    expert_params = [0] * pp
+    for r in range(pp):
+        for c, chunk in enumerate(chunks[r]):
+            layer_list = [kinds[LayerKind.moe if (model.is_moe and flags[i]) else LayerKind.dense] for i in chunk.layers]
+            if chunk.mtp:
+                layer_list += [kinds[LayerKind.moe if (model.is_moe and flags[-1]) else LayerKind.dense]] * chunk.mtp
+            full = _full_recompute_layers(recipe, len(chunk.layers))
+            rec = sum(lc.fwd + lc.tp_fwd + lc.ep_fwd for lc in layer_list[:full])
+            if recipe.recompute.granularity == RecomputeGranularity.selective:
+                rec += sum(lc.recompute_selective for lc in layer_list)
+            f = sum(lc.fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd for lc in layer_list)
+            b = sum(lc.dgrad + lc.tp_bwd + lc.ep_bwd + lc.cp_bwd for lc in layer_list) + rec
+            w = sum(lc.wgrad for lc in layer_list)
+            comp = sum(lc.fwd + lc.dgrad + lc.wgrad for lc in layer_list)
+            if chunk.embedding:
+                f += emb_fwd
+                w += emb_bwd
+                comp += emb_fwd + emb_bwd
+            if chunk.loss:
+                f += loss[Phase.fwd]
+                b += loss[Phase.bwd_dgrad]
+                w += loss[Phase.bwd_wgrad]
+                comp += loss[Phase.fwd] + loss[Phase.bwd_dgrad] + loss[Phase.bwd_wgrad]
+            f_s[r][c], b_s[r][c], w_s[r][c] = f, b, w
+            parts["compute"][r] += m * comp
+            parts["recompute"][r] += m * rec
+            parts["tp"][r] += m * sum(lc.tp_fwd + lc.tp_bwd for lc in layer_list)
+            parts["ep"][r] += m * sum(lc.ep_fwd + lc.ep_bwd for lc in layer_list)
+            parts["cp"][r] += m * sum(lc.cp_fwd + lc.cp_bwd for lc in layer_list)
+            dense_params[r] += sum(lc.dense_params for lc in layer_list)
+            expert_params[r] += sum(lc.expert_params for lc in layer_list)
+            vocab_rows = sum(p.op.shape[0] * p.op.shape[1] for p, _ in head if p.phase == Phase.bwd_wgrad and p.op.kind.value == "gemm") // max(1 + model.mtp_num_layers, 1)
+            if chunk.embedding or chunk.loss:
+                dense_params[r] += vocab_rows if (chunk.loss and not model.tied_embeddings or chunk.embedding) else 0
+    groups = recipe_groups(recipe, profile, placement)
+    p2p = 0.0
+    if pp > 1:
+        t_tok = recipe.mbs * job.seq_length // recipe.cp
+        act = (t_tok // recipe.tp if recipe.sp_active else t_tok) * model.hidden_size * 2
+        p2p = col.p2p_s(act, groups.pp.num_domains > 1, profile)
+        if recipe.overlap_p2p_comm:
+            p2p *= cal.exposed_comm_fraction
+    if pp == 1 and v == 1:
+        step = m * (f_s[0][0] + b_s[0][0] + w_s[0][0])
+        bubble, crit = 0.0, 0
+        busy = [step]
+    elif simulate_pipeline:
+        res = simulate(recipe.schedule, f_s, b_s, w_s, m, p2p, recipe.microbatch_group_size)
+        step, bubble = res.step_time_s, res.bubble_fraction
+        busy = list(res.busy_s)
+        crit = max(range(pp), key=lambda r: busy[r])
+    else:
+        crit = max(range(pp), key=lambda r: sum(f_s[r]) + sum(b_s[r]) + sum(w_s[r]))
+        fr, br, wr = sum(f_s[crit]), sum(b_s[crit]), sum(w_s[crit])
+        step = closed_form_s(recipe.schedule, fr, br, wr, pp, v, m) + 2 * (m * v + pp - 1) * p2p
+        busy = [m * (sum(f_s[r]) + sum(b_s[r]) + sum(w_s[r])) for r in range(pp)]
+        bubble = 1.0 - sum(busy) / (pp * step)
+    # data-parallel gradient reduction and parameter gather (bf16), on the heaviest rank
+    rank_dp = max(range(pp), key=lambda r: dense_params[r] + expert_params[r])
+    dpb, epb = dense_params[rank_dp] * 2, expert_params[rank_dp] * 2
+    sharded = recipe.dp_sharding != DataParallelSharding.none
+    if sharded:
+        dp_t = (col.reduce_scatter_s(dpb, groups.dp, profile) + col.all_gather_s(dpb, groups.dp, profile)
+                + col.reduce_scatter_s(epb, groups.edp, profile) + col.all_gather_s(epb, groups.edp, profile))
+    else:
+        dp_t = col.all_reduce_s(dpb, groups.dp, profile) + col.all_reduce_s(epb, groups.edp, profile)
+    if recipe.overlap_grad_reduce:
+        dp_t *= cal.exposed_comm_fraction
+    owned = (dense_params[rank_dp] / (dp * recipe.cp) + expert_params[rank_dp] / max(recipe.expert_dp(world), 1)) if sharded \
+        else dense_params[rank_dp] + expert_params[rank_dp]
+    opt = sum(op_time_s(p, profile, cost_table, fingerprint) for p in optimizer_ops(model, recipe, int(owned)))
+    total = step + dp_t + opt + cal.step_overhead_s
+    flops = flops_per_iteration(model, job, recipe)
+    tokens = job.global_batch_size * job.seq_length
+    pp_comm = 2 * m * v * p2p if pp > 1 else 0.0
+    accounted = sum(parts[k][crit] for k in parts) + pp_comm
+    breakdown = Breakdown(compute=parts["compute"][crit], recompute=parts["recompute"][crit], tp_comm=parts["tp"][crit],
+                          cp_comm=parts["cp"][crit], ep_comm=parts["ep"][crit], dp_comm=dp_t, pp_comm=pp_comm,
+                          pp_bubble=max(step - accounted, 0.0), optimizer=opt + cal.step_overhead_s)
+    return Projection(iteration_time_s=total, tokens_per_s_per_gpu=tokens / total / world,
+                      mfu=flops / (total * world * profile.peak_tflops.bf16 * 1e12),
+                      model_tflops_per_gpu=flops / total / world / 1e12, bubble_fraction=bubble, breakdown=breakdown)
