@@ -1,0 +1,113 @@
+"""Render a case (model, job, recipe, placement) as a ready-to-run Megatron-LM launch script.
+
+Why the quoting happens here and not in the template: every value that reaches the script passes
+through `shlex.quote` in one place, so a model name or path holding spaces, `$()`, backticks or `;`
+stays one literal word; the templates only lay out already-safe words (loops and ifs, no logic).
+Comments get a printable, single-line form of any user text, so a newline cannot end a comment either.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Literal
+
+import jinja2
+
+from constraints.case import Case
+from templates.megatron_args import (
+    GROUPS, RenderPaths, megatron_arg_groups, needs_cuda_device_max_connections_1, uses_fsdp,
+)
+
+Format = Literal["torchrun", "slurm"]
+FORMATS: tuple[str, ...] = ("torchrun", "slurm")
+TEMPLATE_FILES = {"torchrun": "torchrun.sh.j2", "slurm": "slurm.sbatch.j2"}
+TEMPLATES_DIR = Path(__file__).resolve().parent
+
+# bash array names, in the order Megatron-LM's examples pass them to pretrain_gpt.py
+ARRAY_NAMES = {
+    "model": "MODEL_ARGS", "training": "TRAINING_ARGS", "parallelism": "PARALLEL_ARGS", "moe": "MOE_ARGS",
+    "precision": "PRECISION_ARGS", "data": "DATA_ARGS", "logging": "LOGGING_ARGS", "checkpointing": "CHECKPOINT_ARGS",
+}
+
+
+class RenderError(ValueError):
+    """A render request that cannot be honoured; one line for the user."""
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
+        autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )
+
+
+def comment_safe(text: str) -> str:
+    """User text for a `#` comment: printable ASCII only, so it cannot end the comment line."""
+    return re.sub(r"[^\x20-\x7e]", "?", text)
+
+
+def slurm_job_name(name: str) -> str:
+    """`#SBATCH --job-name` is read by sbatch, not bash; keep it to characters no tool interprets."""
+    return (re.sub(r"[^A-Za-z0-9._-]", "_", name) or "shardplan")[:64]
+
+
+def arg_lines(args: list[str]) -> list[str]:
+    """Shell-quoted words, one flag with its values per line (how Megatron-LM's examples read)."""
+    lines: list[list[str]] = []
+    for arg in args:
+        if arg.startswith("--") or not lines:
+            lines.append([])
+        lines[-1].append(shlex.quote(arg))
+    return [" ".join(words) for words in lines]
+
+
+def _compute_capability(hardware: str) -> float | None:
+    from hardware.profile import ProfileError, load_profile
+
+    try:
+        return load_profile(hardware).compute_capability
+    except ProfileError:
+        return None  # unknown profile: treated as pre-Blackwell, where the setting is required
+
+
+def _header(case: Case) -> list[str]:
+    r, world = case.recipe, case.world_size
+    layout = f"layout {r.pipeline_layout}" if r.pipeline_layout else f"VPP={r.vpp}"
+    parallel = (f"TP={r.tp} PP={r.pp} {layout} CP={r.cp} EP={r.ep} ETP={r.etp_effective} DP={r.dp(world)} "
+                f"MBS={r.mbs} GBS={case.job.global_batch_size}")
+    return [comment_safe(line) for line in (
+        f"model: {case.model.name}",
+        f"hardware: {case.placement.hardware}, {case.placement.num_nodes} node(s) x {case.placement.gpus_per_node} GPU(s)"
+        f" = {world} ranks",
+        f"recipe: {parallel}, seq {case.job.seq_length}, {case.job.precision.value}",
+    )]
+
+
+def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None) -> dict:
+    """Everything the template sees; every word that reaches bash is already shell-quoted."""
+    paths = paths or RenderPaths()
+    groups = megatron_arg_groups(case.model, case.job, case.recipe, paths)
+    if needs_cuda_device_max_connections_1(case.recipe, _compute_capability(case.placement.hardware)):
+        cuda_max_connections = "1"
+    elif uses_fsdp(case.recipe):
+        cuda_max_connections = "unset"
+    else:
+        cuda_max_connections = "leave"
+    return {
+        "header": _header(case),
+        "job_name": slurm_job_name(case.model.name),
+        "cuda_max_connections": cuda_max_connections,
+        "megatron_path": shlex.quote(paths.megatron_path),
+        "num_nodes": shlex.quote(str(case.placement.num_nodes)),
+        "gpus_per_node": shlex.quote(str(case.placement.gpus_per_node)),
+        "groups": [{"name": ARRAY_NAMES[key], "lines": arg_lines(groups[key])} for key in GROUPS if groups[key]],
+    }
+
+
+def render_script(case: Case, fmt: Format = "torchrun", paths: RenderPaths | None = None) -> str:
+    """The launch script text for `fmt` ("torchrun": run per node; "slurm": an sbatch file)."""
+    if fmt not in TEMPLATE_FILES:
+        raise RenderError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    template = _environment().get_template(TEMPLATE_FILES[fmt])
+    return template.render(**render_context(case, fmt, paths)).rstrip("\n") + "\n"
