@@ -149,7 +149,7 @@ def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp
         table = CostTable.load(out_path, missing_ok=True)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise click.ClickException(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+        raise click.ClickException(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']} (got {err.get('input')!r})") from None
     except (CaseError, ModelError, ProfileError, CostTableError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     for reason in excluded:
