@@ -1,0 +1,107 @@
+"""Each legality rule on one legal and one illegal case (the illegal one must trip exactly that rule)."""
+import pytest
+
+from constraints.models import load_model
+from constraints.rules import RULES, RuleInput, check_rules
+from constraints.spec import JobSpec, Recipe, Recompute, RecomputeModule
+from hardware.profile import load_profile
+
+H100 = load_profile("h100-sxm-80gb")
+A100 = load_profile("a100-sxm-80gb")
+B200 = load_profile("b200")
+
+
+def rin(model="Llama-3.1-8B", world=8, seq=4096, gbs=64, precision="bf16", optimizer="adam", profile=H100, flags=None, env=None,
+        **recipe):
+    return RuleInput(model=load_model(model), job=JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer),
+                     recipe=Recipe(**recipe), world_size=world, profile=profile, flags=flags or {}, env=env)
+
+
+# rule name -> (legal input kwargs, illegal input kwargs)
+CASES = {
+    "world_divisible": (dict(tp=2, pp=2), dict(tp=2, pp=3)),
+    "expert_grid": (dict(model="Mixtral-8x7B-v0.1", ep=8), dict(model="Mixtral-8x7B-v0.1", world=12, tp=1, ep=8, gbs=48)),
+    "expert_dp_matches_dp": (dict(model="Mixtral-8x7B-v0.1", world=16, pp=2, ep=8, etp=1, flags={"use_tp_pp_dp_mapping": True}, tp=8, sequence_parallel=True),
+                             dict(model="Mixtral-8x7B-v0.1", world=16, pp=2, ep=4, flags={"use_tp_pp_dp_mapping": True})),
+    "distributed_optimizer_instances": (dict(num_distributed_optimizer_instances=2), dict(num_distributed_optimizer_instances=3)),
+    "global_batch_divisible": (dict(gbs=64, mbs=2), dict(gbs=60, mbs=2)),
+    "pipeline_layout": (dict(pp=2, vpp=1, pipeline_layout="Et*16|t*16L"), dict(pp=2, pipeline_layout="Et*16|t*8|t*8L")),
+    "uneven_split_exclusive": (dict(pp=2, first_stage_layers=15, last_stage_layers=17),
+                               dict(pp=2, first_stage_layers=15, account_for_loss_in_pipeline_split=True)),
+    "layers_split": (dict(pp=4), dict(pp=16, world=16, gbs=64, model="Llama-2-13b")),
+    "interleaved_needs_pp": (dict(pp=2, vpp=2, schedule="interleaved"), dict(pp=2, vpp=2, schedule="interleaved", overlap_p2p_comm=False)),
+    "schedule_matches_vpp": (dict(pp=2, vpp=2, schedule="interleaved"), dict(pp=2, vpp=1, schedule="interleaved")),
+    "interleaved_microbatches": (dict(pp=4, vpp=2, schedule="interleaved", gbs=16), dict(pp=4, vpp=2, schedule="interleaved", gbs=6)),
+    "heads_divisible_by_tp": (dict(tp=8), dict(model="Llama-2-13b", tp=16, world=16, gbs=64)),
+    "query_groups_vs_tp": (dict(model="Qwen3-30B-A3B", tp=8, world=8), dict(model="Llama-2-13b", tp=16, world=16)),
+    "sequence_parallel_needs_tp": (dict(tp=2, sequence_parallel=True), dict(tp=1, sequence_parallel=True)),
+    "sequence_parallel_divides_seq": (dict(tp=8, sequence_parallel=True, seq=4096), dict(tp=8, sequence_parallel=True, seq=4100)),
+    "tp_comm_overlap_needs_sp": (dict(tp=2, sequence_parallel=True, tp_comm_overlap=True), dict(tp=2, tp_comm_overlap=True)),
+    "context_parallel_seq": (dict(cp=2, seq=4096), dict(cp=4, seq=4100)),
+    "position_embeddings_cover_seq": (dict(model="GPT-3-175B", seq=2048, world=8, tp=8), dict(model="GPT-3-175B", seq=4096, world=8, tp=8)),
+    "hierarchical_cp": (dict(cp=4, cp_comm_type="a2a+p2p", hierarchical_cp_sizes=(2, 2)), dict(cp=4, cp_comm_type="a2a+p2p")),
+    "cp_a2a_heads": (dict(cp=2, tp=2, cp_comm_type="a2a"), dict(model="Llama-2-13b", world=24, cp=3, tp=1, seq=6000, cp_comm_type="a2a", gbs=72)),
+    "cuda_device_max_connections": (dict(tp=2, env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"}), dict(tp=2, env={})),
+    "experts_divisible_by_ep": (dict(model="Mixtral-8x7B-v0.1", ep=4), dict(ep=2)),
+    "expert_tp_on_dense": (dict(tp=2, etp=2), dict(tp=2, etp=1)),
+    "moe_bias_needs_etp1": (dict(model="gpt-oss-20b", tp=2, etp=1, ep=4, sequence_parallel=True),
+                            dict(model="gpt-oss-20b", tp=2, ep=4, sequence_parallel=True)),
+    "moe_sequence_parallel": (dict(model="Mixtral-8x7B-v0.1", tp=2, ep=4, sequence_parallel=True), dict(model="Mixtral-8x7B-v0.1", tp=2, ep=4)),
+    "shared_expert_overlap_dispatcher": (dict(model="Moonlight-16B-A3B", moe_shared_expert_overlap=True),
+                                         dict(model="Moonlight-16B-A3B", moe_shared_expert_overlap=True, moe_dispatcher="allgather")),
+    "ep_comm_overlap": (dict(model="Mixtral-8x7B-v0.1", ep=8, overlap_moe_expert_parallel_comm=True),
+                        dict(model="Mixtral-8x7B-v0.1", ep=1, overlap_moe_expert_parallel_comm=True)),
+    "moe_act_needs_grouped_gemm": (dict(model="Mixtral-8x7B-v0.1", recompute=Recompute.selective(RecomputeModule.moe_act)),
+                                   dict(model="Mixtral-8x7B-v0.1", recompute=Recompute.selective(RecomputeModule.moe_act), moe_grouped_gemm=False)),
+    "grouped_gemm_arch": (dict(model="Mixtral-8x7B-v0.1"), dict(model="Mixtral-8x7B-v0.1", profile=H100.model_copy(update={"compute_capability": 7.0}))),
+    "full_recompute_args": (dict(recompute=Recompute.full("uniform", 1)), dict(pp=4, recompute=Recompute.full("block", 9))),
+    "selective_recompute_args": (dict(recompute=Recompute.selective(RecomputeModule.mlp)),
+                                 dict(recompute=Recompute.selective(RecomputeModule.mla_up_proj))),
+    "fp8_delayed_recompute": (dict(precision="fp8-tensorwise", recompute=Recompute.selective(RecomputeModule.layernorm)),
+                              dict(precision="fp8-delayed", recompute=Recompute.selective(RecomputeModule.layernorm))),
+    "distribute_saved_activations": (dict(tp=2, recompute=Recompute.full("uniform", 1), distribute_saved_activations=True),
+                                     dict(tp=2, sequence_parallel=True, recompute=Recompute.full("uniform", 1), distribute_saved_activations=True)),
+    "cpu_offloading": (dict(cpu_offloading_num_layers=2), dict(pp=2, cpu_offloading_num_layers=2)),
+    "zero_bubble_no_recompute": (dict(pp=2, schedule="zb-h1"), dict(pp=2, schedule="zb-h1", recompute=Recompute.full("uniform", 1))),
+    "overlap_param_gather": (dict(), dict(dp_sharding="none")),
+    "fp8_param_gather": (dict(precision="fp8-tensorwise", fp8_param_gather=True), dict(fp8_param_gather=True)),
+    "torch_fsdp2": (dict(dp_sharding="torch_fsdp2", overlap_param_gather=False), dict(dp_sharding="torch_fsdp2", pp=2, overlap_param_gather=False)),
+    "muon_no_fsdp": (dict(optimizer="muon"), dict(optimizer="muon", dp_sharding="megatron_fsdp")),
+    "precision_supported": (dict(precision="mxfp8", profile=B200), dict(precision="fp8-tensorwise", profile=A100)),
+    "mla_excludes_gqa": (dict(model="DeepSeek-V3", world=64, ep=8, pp=1), None),
+}
+
+
+def _rule_names(violations):
+    return {v.rule for v in violations}
+
+
+def test_every_rule_has_cases():
+    names = {fn.__name__ for fn in RULES} | {"pipeline_layout"}
+    check_rules(rin())  # registers feature rules
+    names = {fn.__name__ for fn in RULES}
+    covered = set(CASES) | {"one_virtual_pipeline_spec"}
+    assert names - covered == set(), f"rules without a legal/illegal test: {names - covered}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_rule_legal_and_illegal(name):
+    legal, illegal = CASES[name]
+    assert name not in _rule_names(check_rules(rin(**legal))), check_rules(rin(**legal))
+    if illegal is None:  # the bundled loaders never produce the illegal combination
+        return
+    found = [v for v in check_rules(rin(**illegal)) if v.rule == name]
+    assert found, f"{name} did not fire on {illegal}"
+    assert found[0].fix and "\n" not in found[0].message
+
+
+def test_fixes_name_a_legal_value():
+    v = [v for v in check_rules(rin(model="Llama-2-13b", tp=16, world=16, gbs=64)) if v.rule == "heads_divisible_by_tp"][0]
+    assert "tensor-model-parallel-size" in v.fix
+    fixed_tp = int(v.fix.split()[-1])
+    assert not [x for x in check_rules(rin(model="Llama-2-13b", tp=fixed_tp, world=16, gbs=64)) if x.rule == "heads_divisible_by_tp"]
+
+
+def test_sequence_parallel_at_tp1_is_a_warning_not_an_error():
+    v = [v for v in check_rules(rin(tp=1, sequence_parallel=True)) if v.rule == "sequence_parallel_needs_tp"][0]
+    assert v.severity == "warning"
