@@ -16,7 +16,7 @@ import click
 
 from constraints.case import Case, atomic_write_text, load_case_yaml
 from templates.megatron_args import CHECKPOINT_DIR_PLACEHOLDER, DATA_PATH_PLACEHOLDER, MEGATRON_PATH_PLACEHOLDER, RenderPaths
-from templates.render import FORMATS, Format, render_script
+from templates.render import FORMATS, Format, render_script, unsupported_features
 
 SUFFIX = {"torchrun": ".sh", "slurm": ".sbatch"}
 
@@ -34,7 +34,8 @@ def case_violations(case: Case) -> list[str]:
     from hardware.profile import load_profile
 
     report = check_case(case, load_profile(case.placement.hardware))
-    return [f"{v.rule}: {v.message} (fix: {v.fix})" for v in report.violations]
+    lines = [f"{v.rule}: {v.message} (fix: {v.fix})" for v in report.violations]
+    return lines + [f"render: {note}" for note in unsupported_features(case)]
 
 
 def write_script(path: str | Path, text: str) -> None:
@@ -79,7 +80,7 @@ def render_command(recipe_file: str, fmt: Format, output: Optional[str], force: 
             raise _UserError(str(exc).splitlines()[0]) from None
         violations = [f"not checked: {str(exc).splitlines()[0]}"]
     if violations and not force:
-        click.echo(f"error: {recipe_file}: the recipe is illegal ({len(violations)} violation(s)); "
+        click.echo(f"error: {recipe_file}: the recipe is illegal or not expressible ({len(violations)} problem(s)); "
                    "fix it or pass --force:", err=True)
         for line in violations:
             click.echo(f"  - {line}", err=True)

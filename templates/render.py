@@ -15,6 +15,7 @@ from typing import Literal
 import jinja2
 
 from constraints.case import Case
+from constraints.spec import PipelineSchedule
 from templates.megatron_args import (
     GROUPS, RenderPaths, megatron_arg_groups, needs_cuda_device_max_connections_1, uses_fsdp,
 )
@@ -71,6 +72,14 @@ def _compute_capability(hardware: str) -> float | None:
         return None  # unknown profile: treated as pre-Blackwell, where the setting is required
 
 
+def unsupported_features(case: Case) -> list[str]:
+    """Recipe choices pretrain_gpt.py has no flag for: the script would run something else, so say so."""
+    if case.recipe.schedule in (PipelineSchedule.zb_h1, PipelineSchedule.zbv):
+        fallback = "interleaved 1F1B" if case.recipe.vpp > 1 else "1F1B"
+        return [f"schedule {case.recipe.schedule.value} has no Megatron-LM pretrain_gpt.py flag; this script runs {fallback}"]
+    return []
+
+
 def _header(case: Case) -> list[str]:
     r, world = case.recipe, case.world_size
     layout = f"layout {r.pipeline_layout}" if r.pipeline_layout else f"VPP={r.vpp}"
@@ -81,6 +90,7 @@ def _header(case: Case) -> list[str]:
         f"hardware: {case.placement.hardware}, {case.placement.num_nodes} node(s) x {case.placement.gpus_per_node} GPU(s)"
         f" = {world} ranks",
         f"recipe: {parallel}, seq {case.job.seq_length}, {case.job.precision.value}",
+        *[f"NOTE: {note}" for note in unsupported_features(case)],
     )]
 
 

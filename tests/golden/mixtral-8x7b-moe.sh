@@ -1,0 +1,118 @@
+#!/bin/bash
+# Megatron-LM pre-training launch, rendered by `shardplan render` (layout of Megatron-LM examples/*/train_*.sh).
+# model: Mixtral-8x7B-v0.1
+# hardware: h100-sxm-80gb, 4 node(s) x 8 GPU(s) = 32 ranks
+# recipe: TP=1 PP=4 VPP=1 CP=1 EP=8 ETP=1 DP=8 MBS=1 GBS=256, seq 4096, fp8-delayed
+# Run this script once per node; NODE_RANK, MASTER_ADDR and MASTER_PORT come from the environment.
+set -euo pipefail
+
+
+DEFAULT_MEGATRON_PATH=/path/to/Megatron-LM
+MEGATRON_PATH="${MEGATRON_PATH:-$DEFAULT_MEGATRON_PATH}"
+GPUS_PER_NODE="${GPUS_PER_NODE:-8}"
+NUM_NODES="${NUM_NODES:-4}"
+NODE_RANK="${NODE_RANK:-0}"
+MASTER_ADDR="${MASTER_ADDR:-localhost}"
+MASTER_PORT="${MASTER_PORT:-29500}"
+
+DISTRIBUTED_ARGS=(
+    --nproc_per_node "$GPUS_PER_NODE"
+    --nnodes "$NUM_NODES"
+    --node_rank "$NODE_RANK"
+    --master_addr "$MASTER_ADDR"
+    --master_port "$MASTER_PORT"
+)
+
+MODEL_ARGS=(
+    --num-layers 32
+    --hidden-size 4096
+    --ffn-hidden-size 14336
+    --num-attention-heads 32
+    --group-query-attention
+    --num-query-groups 8
+    --seq-length 4096
+    --max-position-embeddings 32768
+    --swiglu
+    --normalization RMSNorm
+    --disable-bias-linear
+    --untie-embeddings-and-output-weights
+    --position-embedding-type rope
+    --attention-dropout 0
+    --hidden-dropout 0
+)
+
+TRAINING_ARGS=(
+    --micro-batch-size 1
+    --global-batch-size 256
+    --train-iters 500000
+    --optimizer adam
+    --lr 1e-4
+    --min-lr 1e-5
+    --lr-decay-style cosine
+    --lr-warmup-iters 500
+    --weight-decay 0.1
+    --clip-grad 1.0
+    --cross-entropy-loss-fusion
+    --recompute-granularity full
+    --recompute-method uniform
+    --recompute-num-layers 1
+)
+
+PARALLEL_ARGS=(
+    --tensor-model-parallel-size 1
+    --pipeline-model-parallel-size 4
+    --expert-model-parallel-size 8
+    --use-distributed-optimizer
+    --overlap-grad-reduce
+    --overlap-param-gather
+)
+
+MOE_ARGS=(
+    --num-experts 8
+    --moe-router-topk 2
+    --moe-ffn-hidden-size 14336
+    --moe-router-load-balancing-type aux_loss
+    --moe-aux-loss-coeff 1e-2
+    --moe-grouped-gemm
+    --moe-token-dispatcher-type alltoall
+)
+
+PRECISION_ARGS=(
+    --bf16
+    --fp8-format hybrid
+    --fp8-recipe delayed
+    --fp8-amax-history-len 1024
+    --fp8-amax-compute-algo max
+)
+
+DATA_ARGS=(
+    --data-path /path/to/data_text_document
+    --split 99,1,0
+    --tokenizer-type NullTokenizer
+    --vocab-size 32000
+    --make-vocab-size-divisible-by 128
+)
+
+LOGGING_ARGS=(
+    --log-interval 1
+    --log-throughput
+    --eval-interval 1000
+    --eval-iters 10
+    --tensorboard-dir /path/to/checkpoints/tensorboard
+)
+
+CHECKPOINT_ARGS=(
+    --save /path/to/checkpoints
+    --load /path/to/checkpoints
+    --save-interval 1000
+)
+
+torchrun "${DISTRIBUTED_ARGS[@]}" "$MEGATRON_PATH/pretrain_gpt.py" \
+    "${MODEL_ARGS[@]}" \
+    "${TRAINING_ARGS[@]}" \
+    "${PARALLEL_ARGS[@]}" \
+    "${MOE_ARGS[@]}" \
+    "${PRECISION_ARGS[@]}" \
+    "${DATA_ARGS[@]}" \
+    "${LOGGING_ARGS[@]}" \
+    "${CHECKPOINT_ARGS[@]}"

@@ -1,0 +1,235 @@
+"""Rendered launch scripts: golden files, bash syntax, injection safety, the CLI, and the round trip.
+
+Regenerate goldens after an intended change with `SHARDPLAN_UPDATE_GOLDEN=1 pytest tests/test_render.py`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from constraints.case import Case, case_from_mapping
+from constraints.models import load_model
+from templates.cli_render import render_command, render_solutions
+from templates.megatron_args import RenderPaths, recipe_to_megatron_args
+from templates.render import FORMATS, RenderError, render_script
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+EXAMPLE = Path(__file__).resolve().parents[1] / "constraints" / "examples" / "llama3-70b-h100.yaml"
+BASH = shutil.which("bash")
+
+# One case per architecture family; each passes `check` (asserted below).
+GOLDEN_CASES = {
+    "llama2-7b-dense": dict(
+        model="Llama-2-7b", hardware="h100-sxm-80gb", nodes=1, gpus_per_node=8,
+        job=dict(seq_length=4096, global_batch_size=128),
+        recipe=dict(tp=2, mbs=2, sequence_parallel=True, recompute={"granularity": "selective"})),
+    "llama31-70b-gqa": dict(
+        model="Llama-3.1-70B", hardware="h100-sxm-80gb", nodes=8, gpus_per_node=8,
+        job=dict(seq_length=8192, global_batch_size=128),
+        recipe=dict(tp=8, pp=4, vpp=5, schedule="interleaved", sequence_parallel=True,
+                    recompute={"granularity": "selective", "modules": ["core_attn"]})),
+    "mixtral-8x7b-moe": dict(
+        model="Mixtral-8x7B-v0.1", hardware="h100-sxm-80gb", nodes=4, gpus_per_node=8,
+        job=dict(seq_length=4096, global_batch_size=256, precision="fp8-delayed"),
+        recipe=dict(tp=1, pp=4, ep=8, recompute={"granularity": "full", "method": "uniform", "num_layers": 1})),
+    "deepseek-v3-mla": dict(
+        model="DeepSeek-V3", hardware="h100-sxm-80gb", nodes=128, gpus_per_node=8,
+        job=dict(seq_length=4096, global_batch_size=8192, precision="fp8-blockwise"),
+        recipe=dict(tp=2, pp=8, vpp=4, schedule="interleaved", ep=64, etp=1, sequence_parallel=True,
+                    pipeline_layout="Et*3|(tt|)*29,m|L",
+                    recompute={"granularity": "selective", "modules": ["mla_up_proj", "moe_act"]})),
+}
+SUFFIX = {"torchrun": "sh", "slurm": "sbatch"}
+
+
+def golden_case(name: str) -> Case:
+    return case_from_mapping(GOLDEN_CASES[name])
+
+
+def bash_syntax_ok(path: Path) -> None:
+    proc = subprocess.run([BASH, "-n", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+# --- goldens ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
+def test_golden(name, fmt):
+    text = render_script(golden_case(name), fmt)
+    path = GOLDEN_DIR / f"{name}.{SUFFIX[fmt]}"
+    if os.environ.get("SHARDPLAN_UPDATE_GOLDEN") == "1":
+        GOLDEN_DIR.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"missing golden {path}; run with SHARDPLAN_UPDATE_GOLDEN=1"
+    assert text == path.read_text()
+
+
+@pytest.mark.skipif(BASH is None, reason="bash not installed")
+def test_every_golden_is_valid_bash():
+    goldens = sorted(GOLDEN_DIR.glob("*.sh")) + sorted(GOLDEN_DIR.glob("*.sbatch"))
+    assert len(goldens) == 2 * len(GOLDEN_CASES)
+    for path in goldens:
+        bash_syntax_ok(path)
+
+
+def test_golden_cases_pass_check():
+    from templates.cli_render import case_violations
+
+    for name in GOLDEN_CASES:
+        assert case_violations(golden_case(name)) == [], name
+
+
+def test_cuda_device_max_connections_follows_megatron():
+    tp8 = render_script(golden_case("llama31-70b-gqa"))
+    assert "export CUDA_DEVICE_MAX_CONNECTIONS=1" in tp8  # H100 (sm90), TP=8
+    tp1 = render_script(golden_case("mixtral-8x7b-moe"))
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in tp1  # TP=1, CP=1: no requirement
+    blackwell = dict(GOLDEN_CASES["llama31-70b-gqa"], hardware="b200")
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in render_script(case_from_mapping(blackwell))
+    fsdp = dict(GOLDEN_CASES["llama2-7b-dense"], recipe=dict(tp=2, dp_sharding="megatron_fsdp"))
+    assert "unset CUDA_DEVICE_MAX_CONNECTIONS" in render_script(case_from_mapping(fsdp))
+
+
+def test_slurm_wrapper_shape():
+    text = render_script(golden_case("mixtral-8x7b-moe"), "slurm")
+    for line in ("#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=1", "#SBATCH --gpus-per-node=8",
+                 "--rdzv-backend c10d", '--rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT"', "srun "):
+        assert line in text
+
+
+def test_zero_bubble_schedule_is_noted_and_unknown_format_refused():
+    zb = dict(GOLDEN_CASES["llama2-7b-dense"], recipe=dict(tp=2, pp=2, schedule="zb-h1"))
+    assert "# NOTE: schedule zb-h1 has no Megatron-LM pretrain_gpt.py flag" in render_script(case_from_mapping(zb))
+    with pytest.raises(RenderError):
+        render_script(golden_case("llama2-7b-dense"), "docker")  # type: ignore[arg-type]
+
+
+# --- injection safety -------------------------------------------------------------------------------------
+
+EVIL = "x; touch PWNED1 $(touch PWNED2) `touch PWNED3` 'q' \"d\" && touch PWNED4\ntouch PWNED5 #"
+
+PROBE = """#!/bin/bash
+for a in "$@"; do printf '%s\\0' "$a"; done > "$PROBE_OUT"
+"""
+
+
+def _write_exe(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.mark.skipif(BASH is None, reason="bash not installed")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_hostile_names_and_paths_cannot_inject(tmp_path, fmt):
+    model = load_model("Llama-3.1-8B").model_copy(update={"name": "Llama " + EVIL})
+    base = golden_case("llama2-7b-dense")
+    case = Case(model=model, job=base.job, recipe=base.recipe, placement=base.placement)
+    paths = RenderPaths(data_path="/data/a b/" + EVIL, tokenizer_model="tok $(touch PWNED6)",
+                        checkpoint_dir="/ck/`touch PWNED7`;x", megatron_path="/opt/M LM/$(touch PWNED8)")
+    script = tmp_path / "run.sh"
+    script.write_text(render_script(case, fmt, paths))
+    bash_syntax_ok(script)
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    _write_exe(fake_bin / "torchrun", PROBE)
+    _write_exe(fake_bin / "srun", '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n')
+    _write_exe(fake_bin / "scontrol", "#!/bin/bash\nprintf 'node-a\\nnode-b\\n'\n")
+    out = tmp_path / "argv.bin"
+    env = {"PATH": f"{fake_bin}:{os.environ['PATH']}", "PROBE_OUT": str(out), "SLURM_JOB_NODELIST": "node-[a-b]",
+           "SLURM_JOB_ID": "42", "HOME": str(tmp_path)}
+    proc = subprocess.run([BASH, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert not list(tmp_path.glob("PWNED*")), "an injected command ran"
+    argv = out.read_bytes().decode().split("\0")[:-1]
+    script_at = argv.index(paths.megatron_path + "/pretrain_gpt.py")
+    assert argv[script_at + 1:] == recipe_to_megatron_args(case.model, case.job, case.recipe, paths)
+    if fmt == "slurm":
+        assert "node-a:29500" in argv[:script_at] and "c10d" in argv[:script_at]
+    else:
+        assert argv[:script_at] == ["--nproc_per_node", "8", "--nnodes", "1", "--node_rank", "0",
+                                    "--master_addr", "localhost", "--master_port", "29500"]
+
+
+# --- CLI --------------------------------------------------------------------------------------------------
+
+def _recipe_file(tmp_path: Path, mapping: dict) -> Path:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(mapping))
+    return path
+
+
+def test_cli_renders_example_to_stdout_and_file(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(render_command, [str(EXAMPLE), "--format", "slurm", "--data-path", "/d/t_text_document"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("#!/bin/bash\n#SBATCH") and "/d/t_text_document" in res.stdout
+    out = tmp_path / "train.sh"
+    res = runner.invoke(render_command, [str(EXAMPLE), "-o", str(out), "--megatron-path", "/opt/Megatron-LM"])
+    assert res.exit_code == 0, res.output
+    assert "DEFAULT_MEGATRON_PATH=/opt/Megatron-LM" in out.read_text()
+    assert os.access(out, os.X_OK)
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(render_command, [str(tmp_path / "missing.yaml")])
+    assert res.exit_code == 2 and res.stderr.startswith("error: ") and res.stderr.count("\n") == 1
+    bad = dict(GOLDEN_CASES["llama2-7b-dense"], recipe=dict(tp=0))
+    res = runner.invoke(render_command, [str(_recipe_file(tmp_path, bad))])
+    assert res.exit_code == 2 and "recipe.tp" in res.stderr
+    assert runner.invoke(render_command, [str(EXAMPLE), "--format", "docker"]).exit_code == 2
+
+
+def test_cli_refuses_illegal_recipe_unless_forced(tmp_path):
+    # 64 heads do not split over TP=3 (Megatron TransformerConfig), and 8 GPUs are not a multiple of 3
+    illegal = dict(GOLDEN_CASES["llama2-7b-dense"], model="Llama-3.1-70B", recipe=dict(tp=3))
+    path = _recipe_file(tmp_path, illegal)
+    runner = CliRunner()
+    res = runner.invoke(render_command, [str(path)])
+    assert res.exit_code == 1 and res.stdout == ""
+    assert "illegal" in res.stderr and "  - " in res.stderr
+    forced = runner.invoke(render_command, [str(path), "--force"])
+    assert forced.exit_code == 0 and "--tensor-model-parallel-size 3" in forced.stdout
+    assert "warning (--force)" in forced.stderr
+
+
+def test_render_solutions_writes_scripts_and_summary(tmp_path):
+    cases = [golden_case("llama31-70b-gqa"),
+             case_from_mapping(dict(GOLDEN_CASES["llama31-70b-gqa"], recipe=dict(tp=8, pp=8, sequence_parallel=True)))]
+    written = render_solutions(cases, tmp_path / "out", "torchrun", notes=["1.52 s/step", "1.61 s/step"])
+    assert [p.name for p in written] == ["01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sh",
+                                         "02-Llama-3.1-70B-tp8-pp8-vpp1-cp1-ep1-mbs1.sh"]
+    assert written[0].read_text() == render_script(cases[0], "torchrun")
+    summary = (tmp_path / "out" / "SUMMARY.md").read_text()
+    assert "| 2 | 02-Llama-3.1-70B-tp8-pp8-vpp1-cp1-ep1-mbs1.sh | 8 | 8 | 1 |" in summary and "1.61 s/step" in summary
+
+
+# --- round trip: render -> extract_argv -> parse_megatron_args --------------------------------------------
+
+def _round_trip_tools():
+    megatron_args = pytest.importorskip("constraints.megatron_args")
+    launch_script = pytest.importorskip("constraints.launch_script")
+    if not hasattr(launch_script, "extract_argv") or not hasattr(megatron_args, "parse_megatron_args"):
+        pytest.skip("inverse parser not landed yet")
+    return launch_script.extract_argv, megatron_args.parse_megatron_args
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
+def test_round_trip_recovers_model_job_recipe(name, fmt):
+    extract_argv, parse_megatron_args = _round_trip_tools()
+    case = golden_case(name)
+    launch = extract_argv(render_script(case, fmt))
+    assert launch.script_args == recipe_to_megatron_args(case.model, case.job, case.recipe)
+    parsed = parse_megatron_args(launch.script_args)
+    assert parsed.model.model_copy(update={"name": case.model.name}) == case.model
+    assert parsed.job == case.job
+    assert parsed.recipe == case.recipe
