@@ -1,0 +1,78 @@
+"""Compare shardplan's per-rank memory with every published memory figure and fit/OOM outcome.
+
+Usage: python bench/validate_memory.py [--rows] [--csv PATH]
+
+- Memory error: rows of ../shared/validation/runs.csv with `mem_per_gpu_gib` (peak *allocated*, as
+  torch.cuda.max_memory_allocated reports it) vs our peak minus the framework overhead (CUDA context,
+  NCCL and allocator reserve are not "allocated" by tensors): median and worst absolute % error.
+- Fit/OOM confusion: every expressible row; a row "ran" if it was measured, "oom" if its notes say so;
+  we predict "fits" when the peak (overhead included) is within the profile's HBM capacity.
+Rows that cannot be expressed are counted with their reason (bench/runs.py states every assumption).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.runs import RUNS_CSV, load_all  # noqa: E402
+from constraints.memory import memory_report  # noqa: E402
+from constraints.stages import StageSplitError  # noqa: E402
+from hardware.profile import load_profile  # noqa: E402
+
+GIB = 1024 ** 3
+
+
+def evaluate(csv_path=RUNS_CSV):
+    cases, skips = load_all(csv_path)
+    rows, confusion, unsplittable = [], Counter(), []
+    for c in cases:
+        profile = load_profile(c.hardware)
+        cal = profile.calibration
+        try:
+            mem = memory_report(c.model, c.job, c.recipe, c.placement.world_size, profile.hbm_capacity_bytes,
+                                cal.framework_overhead_bytes, cal.activation_fragmentation_fraction)
+        except StageSplitError as exc:
+            unsplittable.append((c.id, str(exc)))
+            continue
+        predicted = "fits" if mem.fits else "oom"
+        confusion[(c.outcome, predicted)] += 1
+        if "mem_per_gpu_gib" in c.measured:
+            ours_gib = (mem.peak_bytes - cal.framework_overhead_bytes) / GIB
+            measured = c.measured["mem_per_gpu_gib"]
+            rows.append((c.id, c.model.name, c.hardware, measured, ours_gib, 100 * (ours_gib - measured) / measured))
+    return rows, confusion, skips, unsplittable, len(cases)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", action="store_true", help="print every compared row")
+    ap.add_argument("--csv", default=str(RUNS_CSV))
+    args = ap.parse_args()
+    rows, confusion, skips, unsplittable, n = evaluate(args.csv)
+    errors = [abs(r[5]) for r in rows]
+    if args.rows:
+        print(f"{'id':<14} {'model':<22} {'hardware':<16} {'measured GiB':>12} {'ours GiB':>9} {'err %':>7}")
+        for r in rows:
+            print(f"{r[0]:<14} {r[1]:<22} {r[2]:<16} {r[3]:>12.1f} {r[4]:>9.1f} {r[5]:>+7.1f}")
+    print(f"expressible rows: {n}; skipped: {len(skips)}; pipeline split not expressible: {len(unsplittable)}")
+    for reason, count in Counter(s.reason.split(":")[0] for s in skips).most_common():
+        print(f"  skipped ({count}): {reason}")
+    if errors:
+        print(f"memory rows compared: {len(errors)}; |error| median {statistics.median(errors):.1f}%, "
+              f"mean {statistics.mean(errors):.1f}%, worst {max(errors):.1f}%")
+    tp, fn = confusion[("ran", "fits")], confusion[("ran", "oom")]
+    fp, tn = confusion[("oom", "fits")], confusion[("oom", "oom")]
+    print("fit/OOM confusion (published outcome x our verdict):")
+    print(f"  ran & we say fits: {tp}   ran & we say OOM: {fn}   OOM & we say fits: {fp}   OOM & we say OOM: {tn}")
+    total = tp + fn + fp + tn
+    if total:
+        print(f"  agreement {100 * (tp + tn) / total:.1f}% over {total} rows")
+
+
+if __name__ == "__main__":
+    main()
