@@ -1,0 +1,51 @@
+"""Pipeline simulator vs closed forms (Narayanan et al. 2021; Qi et al. 2023) and the memory model's in-flight counts."""
+import pytest
+
+from constraints.schedule import inflight_chunks
+from constraints.spec import PipelineSchedule as S, Recipe
+from measure.pipeline_sim import closed_form_s, simulate
+
+
+def _equal(p, v, f=1.0, b=2.0, w=0.0):
+    return [[f / v] * v for _ in range(p)], [[b / v] * v for _ in range(p)], [[w / v] * v for _ in range(p)]
+
+
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (8, 32), (4, 3)])
+def test_1f1b_matches_closed_form_exactly(p, m):
+    f, b, w = _equal(p, 1)
+    r = simulate(S.one_f_one_b, f, b, w, m)
+    assert r.step_time_s == pytest.approx((m + p - 1) * 3.0)
+    assert r.bubble_fraction == pytest.approx((p - 1) / (m + p - 1))
+
+
+@pytest.mark.parametrize("p,v,m", [(4, 2, 8), (4, 4, 8), (8, 2, 32), (2, 3, 6)])
+def test_interleaved_matches_closed_form(p, v, m):
+    f, b, w = _equal(p, v)
+    r = simulate(S.interleaved, f, b, w, m)
+    assert r.step_time_s == pytest.approx(closed_form_s(S.interleaved, 1.0, 2.0, 0.0, p, v, m))
+
+
+@pytest.mark.parametrize("p,m", [(4, 8), (8, 32)])
+def test_zero_bubble_h1_closed_form(p, m):
+    f, b, w = _equal(p, 1, 1.0, 1.0, 1.0)
+    r = simulate(S.zb_h1, f, b, w, m)
+    assert r.step_time_s == pytest.approx(closed_form_s(S.zb_h1, 1.0, 1.0, 1.0, p, 1, m))
+    # strictly better than 1F1B with W folded into B
+    assert r.step_time_s < (m + p - 1) * 3.0
+
+
+@pytest.mark.parametrize("p,m", [(4, 8), (8, 32)])
+def test_zbv_within_ten_percent_of_closed_form(p, m):
+    """Stated tolerance: the greedy V schedule is within 10% of the V-shape closed form for m >= 2p."""
+    f, b, w = _equal(p, 2, 1.0, 1.0, 1.0)
+    r = simulate(S.zbv, f, b, w, m)
+    assert r.step_time_s == pytest.approx(closed_form_s(S.zbv, 1.0, 1.0, 1.0, p, 2, m), rel=0.10)
+
+
+@pytest.mark.parametrize("sched,p,v,m", [(S.one_f_one_b, 4, 1, 8), (S.one_f_one_b, 8, 1, 4), (S.interleaved, 4, 2, 8),
+                                         (S.interleaved, 4, 4, 12), (S.zb_h1, 4, 1, 8), (S.zbv, 4, 2, 16)])
+def test_inflight_counts_equal_memory_model(sched, p, v, m):
+    f, b, w = _equal(p, v, 1.0, 1.0, 1.0)
+    r = simulate(sched, f, b, w, m)
+    recipe = Recipe(pp=p, vpp=v if sched == S.interleaved else 1, schedule=sched)
+    assert list(r.peak_inflight) == [inflight_chunks(recipe, i, m) for i in range(p)]
