@@ -119,9 +119,9 @@ def _training_args(job: JobSpec, recipe: Recipe) -> list[str]:
         args += ["--cross-entropy-loss-fusion"]
     rc = recipe.recompute
     if rc.granularity == RecomputeGranularity.selective:
-        args += ["--recompute-granularity", "selective"]
-        if rc.modules:
-            args += ["--recompute-modules", *[m.value for m in rc.modules]]
+        # no modules listed = Megatron's default [core_attn]; written out so the script says what it recomputes
+        modules = [m.value for m in rc.modules] or ["core_attn"]
+        args += ["--recompute-granularity", "selective", "--recompute-modules", *modules]
     elif rc.granularity == RecomputeGranularity.full:
         args += ["--recompute-granularity", "full"]
         if rc.method is not None:

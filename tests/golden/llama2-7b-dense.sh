@@ -54,6 +54,7 @@ TRAINING_ARGS=(
     --clip-grad 1.0
     --cross-entropy-loss-fusion
     --recompute-granularity selective
+    --recompute-modules core_attn
 )
 
 PARALLEL_ARGS=(
