@@ -15,8 +15,8 @@ import yaml
 from click.testing import CliRunner
 
 from constraints.case import Case, case_from_mapping
-from constraints.models import load_model
-from constraints.spec import RecomputeModule
+from constraints.models import bundled_models, load_model
+from constraints.spec import JobSpec, Placement, Recipe, Recompute, RecomputeMethod, RecomputeModule
 from templates.cli_render import render_command, render_solutions
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args
 from templates.render import FORMATS, RenderError, render_script
@@ -237,6 +237,10 @@ def _same_run(case: Case, parsed) -> tuple:
         # absent; for MLA ModelSpec uses qk_head_dim + qk_pos_emb_head_dim (constraints/models.py). Megatron's MLA does
         # not read kv_channels, so render does not write it.
         update["kv_channels"] = model.kv_channels
+    if model.is_moe and model.mlp_bias:
+        # KNOWN GAP (constraints/megatron_args.py): Megatron's TopKRouter has a bias whenever add_bias_linear is on
+        # (megatron/core/transformer/moe/router.py), so no --disable-bias-linear implies the gpt-oss router bias.
+        update["moe_router_bias"] = model.moe_router_bias
     got_model = parsed.model.model_copy(update=update)
     rc = recipe.recompute
     if rc.granularity.value == "selective" and not rc.modules:  # Megatron's default module list
@@ -259,3 +263,18 @@ def test_round_trip_recovers_model_job_recipe(name, fmt):
     assert got_model == case.model
     assert parsed.job == case.job
     assert parsed.recipe == want_recipe
+
+
+@pytest.mark.parametrize("name", bundled_models())
+def test_round_trip_every_bundled_model(name):
+    extract_argv, parse_megatron_args = _round_trip_tools()
+    model = load_model(name)
+    recipe = Recipe(tp=4, pp=2, vpp=2, schedule="interleaved", cp=2, sequence_parallel=True, tp_comm_overlap=True,
+                    ep=4 if model.is_moe else 1, etp=1 if model.is_moe else None,
+                    recompute=Recompute.full(RecomputeMethod.block, 2))
+    job = JobSpec(seq_length=4096, global_batch_size=128, precision="mxfp8", optimizer="muon")
+    case = Case(model=model, job=job, recipe=recipe, placement=Placement(hardware="h100-sxm-80gb", num_nodes=4,
+                                                                          gpus_per_node=8))
+    parsed = parse_megatron_args(extract_argv(render_script(case, "slurm")).script_args)
+    got_model, want_recipe = _same_run(case, parsed)
+    assert (got_model, parsed.job, parsed.recipe) == (case.model, case.job, want_recipe)
