@@ -479,7 +479,8 @@ def _parse_launcher(tokens: list[str], out: dict[str, Union[int, str]]) -> tuple
         if _SCRIPT_RE.match(base):
             return launcher, i
         if base in ("torchrun", "srun", "mpirun", "mpiexec") or base.startswith("python"):
-            launcher = base if not base.startswith("python") or launcher not in ("torchrun",) else launcher
+            if not base.startswith("python") or launcher not in ("torchrun", "srun", "mpirun", "mpiexec"):
+                launcher = base  # keep the outermost distributed launcher over the python it runs
             i += 1
             continue
         if t == "-m" and i + 1 < len(tokens):
