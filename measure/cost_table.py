@@ -13,6 +13,7 @@ Keys: the fingerprint is `measure.fingerprint.device_fingerprint()`; the op key 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -102,6 +103,28 @@ class CostTable(_Strict):
             return None
         entry = device.entries.get(op_key)
         return None if entry is None else entry.median_s
+
+    def per_element_s(self, fingerprint: str, phase: str, kind: str, dtype: str) -> Optional[float]:
+        """Seconds per element of a bytes-bound kind (optimizer_step, elementwise, norms, activations),
+        from the largest entry of that phase/kind/dtype measured on `fingerprint`; None if none.
+
+        Why: bytes-bound kernels scale linearly with elements once past launch overhead, and the
+        optimizer step's per-rank parameter count rarely matches a measured size exactly, so the
+        projection can price `n` elements as n * per_element_s (largest entry: least launch share).
+        """
+        device = self.devices.get(fingerprint)
+        if device is None:
+            return None
+        prefix = f"{phase}/{kind}:"
+        best: Optional[tuple[int, float]] = None
+        for key, entry in device.entries.items():
+            if not key.startswith(prefix) or not key.endswith(f":{dtype}"):
+                continue
+            shape = key[len(prefix):].rsplit(":", 1)[0]
+            elements = math.prod(int(d) for d in shape.split("x"))
+            if best is None or elements > best[0]:
+                best = (elements, entry.median_s)
+        return None if best is None else best[1] / best[0]
 
     def has(self, fingerprint: str, op_key: str) -> bool:
         device = self.devices.get(fingerprint)

@@ -52,14 +52,18 @@ def time_call(
 ) -> Timing:
     """Time `fn()`: `warmup` untimed calls, then `reps` timed ones; `setup()` (untimed) runs before each.
 
-    `budget_s` caps the timed repetitions of a slow call (at least 3) so a big op on a CPU does not
-    take minutes; the number actually run is reported in `Timing.num_reps`.
+    `budget_s` caps a slow call's warm-up (at least one call) and timed repetitions (at least 3) so a
+    big op on a CPU does not take minutes; the number actually timed is in `Timing.num_reps`.
     """
     if reps < 1 or warmup < 0:
         raise ValueError(f"time_call: reps must be >= 1 and warmup >= 0 (got reps={reps}, warmup={warmup})")
     if device_type == "cuda":
         return _time_cuda(fn, warmup, reps, setup, budget_s)
     return _time_host(fn, warmup, reps, setup, budget_s)
+
+
+def _over_budget(call_s: float, num_calls: int, budget_s: Optional[float]) -> bool:
+    return budget_s is not None and call_s * num_calls > budget_s
 
 
 def _reps_within_budget(first_call_s: float, reps: int, budget_s: Optional[float]) -> int:
@@ -76,6 +80,8 @@ def _time_host(fn, warmup, reps, setup, budget_s) -> Timing:
         t0 = time.perf_counter()
         fn()
         first_s = time.perf_counter() - t0 if first_s is None else first_s
+        if _over_budget(first_s, warmup + reps, budget_s):
+            break  # one warm call is enough for a kernel this slow
     reps = _reps_within_budget(first_s or 0.0, reps, budget_s)
     samples = []
     for _ in range(reps):
@@ -99,6 +105,8 @@ def _time_cuda(fn, warmup, reps, setup, budget_s) -> Timing:
         fn()
         torch.cuda.synchronize()
         first_s = time.perf_counter() - t0 if first_s is None else first_s
+        if _over_budget(first_s, warmup + reps, budget_s):
+            break
     reps = _reps_within_budget(first_s or 0.0, reps, budget_s)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]

@@ -128,3 +128,28 @@ def test_list_shows_phase_keys_without_measuring(tmp_path):
     assert "bwd_wgrad/gemm:32x128x16:bf16" in keys  # wgrad of (m,n,k) is (k,n,m)
     assert "tp=3" in result.output  # heads=2 is not divisible by 3: reported, not measured
     assert not (tmp_path / "t.json").exists()
+
+
+def test_per_element_seconds_from_the_largest_entry():
+    table = CostTable()
+    table.add(FP_A, "optimizer/optimizer_step:1000:fp32", _entry(5e-5), _env())  # launch-dominated
+    table.add(FP_A, "optimizer/optimizer_step:1000000:fp32", _entry(2e-3))
+    table.add(FP_A, "fwd/rmsnorm:8x4096:bf16", _entry(1e-5))
+    assert table.per_element_s(FP_A, "optimizer", "optimizer_step", "fp32") == pytest.approx(2e-9)
+    assert table.per_element_s(FP_A, "fwd", "rmsnorm", "bf16") == pytest.approx(1e-5 / (8 * 4096))
+    assert table.per_element_s(FP_A, "fwd", "rmsnorm", "fp8") is None
+    assert table.per_element_s(FP_B, "optimizer", "optimizer_step", "fp32") is None
+
+
+def test_recipe_file_gives_exactly_its_shapes():
+    from measure.cli_measure import measure_command
+
+    recipe = REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"
+    result = CliRunner().invoke(measure_command, ["--recipe", str(recipe), "--out", "unused.json", "--list"])
+    assert result.exit_code == 0, result.output
+    keys = result.output.split()
+    # Llama-3.1-70B at TP=8, seq 8192, mbs 1: QKV is 8192 tokens x (64/8 + 2*8/8)*128 = 1280 wide x 8192 hidden
+    assert "fwd/gemm:8192x1280x8192:bf16" in keys
+    # SP at TP=8: norms see 8192/8 = 1024 tokens
+    assert "fwd/rmsnorm:1024x8192:bf16" in keys
+    assert all(k.split("/")[0] in ("fwd", "bwd_dgrad", "bwd_wgrad", "optimizer") for k in keys)

@@ -214,3 +214,9 @@ def test_gpu_step_core_runs_on_cpu(tmp_path):
     layer = 32 * 64 + 32 * 32 + 32 * 128 + 64 * 32 + 2 * 32 + 2 * 8
     assert result["num_params"] == 2 * layer + 2 * 128 * 32 + 32
     assert CostTable.load(table).num_entries() > 20
+
+
+def test_budget_also_cuts_the_warmup_of_slow_calls():
+    calls = []
+    t = time_call(lambda: (calls.append(1), time.sleep(0.01)), "cpu", warmup=10, reps=50, budget_s=0.03)
+    assert t.num_reps == 3 and len(calls) == 1 + 3
