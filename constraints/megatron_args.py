@@ -193,7 +193,11 @@ def _one_line(err: ValidationError, values: dict[str, Any]) -> MegatronArgsError
     got = values.get(field, e.get("input"))
     msg = e["msg"].removeprefix("Value error, ")
     shown = f"{got:.3g}" if isinstance(got, float) else (f"10^{len(str(got)) - 1}" if isinstance(got, int) and got > 10**12 else got)
-    return MegatronArgsError(f"{flag}={shown}: {msg}; fix the value of {flag}" if e["loc"] else f"{msg}; fix the model flags")
+    if not e["loc"]:  # a model-level check: name fields by their flags
+        for f, fl in sorted(_FIELD_FLAGS.items(), key=lambda kv: -len(kv[0])):
+            msg = re.sub(rf"\b{f}\b", fl, msg)
+        return MegatronArgsError(f"{msg}; fix the model flags")
+    return MegatronArgsError(f"{flag}={shown}: {msg}; fix the value of {flag}")
 
 
 def _model(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec], list[str]]:
@@ -293,6 +297,9 @@ def _recompute(raw: dict[str, Any]) -> Recompute:
     if bad:
         raise MegatronArgsError(f"--recompute-modules {bad[0]} is not modelled; use {', '.join(sorted(known))}")
     method = raw.get("--recompute-method")
+    n = raw.get("--recompute-num-layers")
+    if n is not None and not 0 < n <= 4096:
+        raise MegatronArgsError(f"--recompute-num-layers={n}: must be between 1 and the layers per stage; fix its value")
     return Recompute(granularity=RecomputeGranularity(gran or "none"), method=RecomputeMethod(method) if method else None,
                      num_layers=raw.get("--recompute-num-layers"),
                      modules=tuple(RecomputeModule(m) for m in modules) if gran == "selective" else ())
@@ -354,6 +361,7 @@ def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model
     raw, ignored, unknown = tokenize_args([str(a) for a in argv])
     name = model_name or "megatron-args"
     model, missing = _model(raw, name)
+    recipe_fields: dict[str, Any] = {}
     try:
         recipe_fields = _recipe_fields(raw, raw.get("--num-layers"))
         recipe = Recipe(**recipe_fields)
