@@ -236,10 +236,14 @@ def _model(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec], list[st
                       moe_ffn_hidden_size=g("--moe-ffn-hidden-size") or ffn,  # validate_args: defaults to ffn
                       moe_shared_expert_intermediate_size=g("--moe-shared-expert-intermediate-size"),
                       moe_router_score_bias=g("--moe-router-enable-expert-bias", False),
+                      # core/transformer/moe/router.py: the router linear has a bias whenever add_bias_linear is on
+                      moe_router_bias=bias,
                       layer_is_moe=_moe_layer_pattern(g("--moe-layer-freq", 1), L) if L > 0 else None)
     if mla:  # flag defaults: kv-lora-rank 32, qk-head-dim 128, qk-pos-emb-head-dim 64, v-head-dim 128, q-lora-rank None
         fields.update(q_lora_rank=g("--q-lora-rank"), kv_lora_rank=g("--kv-lora-rank", 32), qk_head_dim=g("--qk-head-dim", 128),
                       qk_pos_emb_head_dim=g("--qk-pos-emb-head-dim", 64), v_head_dim=g("--v-head-dim", 128))
+        if "--kv-channels" not in raw:  # MLA ignores kv_channels; ModelSpec's head dim is nope + rope (constraints/models.py)
+            fields["kv_channels"] = fields["qk_head_dim"] + fields["qk_pos_emb_head_dim"]
     try:
         return ModelSpec(**fields), []
     except ValidationError as e:

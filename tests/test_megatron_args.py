@@ -72,7 +72,8 @@ def test_moe_layer_freq_int_and_list_forms_mla_and_mtp():
     assert m.layer_is_moe[:4] == (False, False, False, True) and m.num_moe_layers == 21
     assert m.moe_shared_expert_intermediate_size == 512 and m.moe_router_score_bias
     assert (m.q_lora_rank, m.kv_lora_rank, m.qk_head_dim, m.qk_pos_emb_head_dim, m.v_head_dim) == (1536, 32, 128, 64, 128)
-    assert m.mtp_num_layers == 1
+    assert m.mtp_num_layers == 1 and m.kv_channels == 128 + 64  # MLA head dim = nope + rope parts
+    assert m.moe_router_bias and not parse("--num-experts", "8", "--disable-bias-linear").model.moe_router_bias
     with pytest.raises(MegatronArgsError, match="--moe-layer-freq gives 5 entries"):
         parse("--num-experts", "8", "--moe-layer-freq", "[1]*5")
     with pytest.raises(MegatronArgsError, match="--moe-layer-freq"):
