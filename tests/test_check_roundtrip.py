@@ -1,0 +1,32 @@
+"""check on a rendered launch script recovers the recipe, the verdict, the memory and the projection of the YAML."""
+import pytest
+
+from constraints.case import load_case_yaml
+from solver.inputs import load_check_input
+from solver.report import check_and_project
+from templates.render import render_script
+from tests.conftest import REPO, make_case
+
+
+def _verdict(loaded):
+    data = check_and_project(loaded)["json"]
+    return data["legal"], data["fits"], data["memory"], data["projection"]
+
+
+@pytest.mark.parametrize("case", [
+    load_case_yaml(REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"),
+    make_case("Mixtral-8x7B-v0.1", nodes=2, gbs=64, tp=2, ep=4, sequence_parallel=True, pp=2),
+    make_case("Qwen3-30B-A3B", nodes=2, gbs=64, ep=8, recompute={"granularity": "selective", "modules": ["moe_act"]}),
+])
+def test_rendered_script_checks_like_the_yaml(tmp_path, case):
+    script = tmp_path / "train.sh"
+    script.write_text(render_script(case, "torchrun"))
+    from solver.inputs import LoadedCase
+    direct = _verdict(LoadedCase(case=case))
+    loaded = load_check_input(str(script), case.placement.hardware, case.placement.num_nodes, case.placement.gpus_per_node)
+    # MoE-only settings are not written for a dense model; Megatron's defaults come back instead
+    moe_only = set() if case.model.is_moe else {"moe_dispatcher", "moe_grouped_gemm"}
+    assert loaded.case.recipe.model_dump(exclude=moe_only) == case.recipe.model_dump(exclude=moe_only)
+    assert loaded.case.job == case.job
+    assert loaded.unknown_flags == []
+    assert _verdict(loaded) == direct
