@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from constraints.case import atomic_write_text
 
 SCHEMA_VERSION = 1
 
@@ -153,16 +153,5 @@ class CostTable(_Strict):
         """Atomic write: temp file in the same directory, fsync, os.replace (POSIX rename is atomic)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic_write_text(path, json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
 
