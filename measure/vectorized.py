@@ -1,0 +1,408 @@
+"""Vectorised projection: iteration time, tokens/s/GPU and MFU of many recipes at once, with numpy.
+
+Why: the solver ranks millions of recipes, and `measure.project.project` costs ~1 ms each. Every quantity
+it forms depends on few recipe axes, so the space splits into small factor tables filled by the scalar
+code once per key, and a batch is priced by numpy gathers plus the closed-form schedule arithmetic:
+- layer rows keyed by (TP, CP, EP, ETP, MBS, SP, recompute modules): `project.layer_cost` for the dense
+  and the MoE layer, plus the head ops, FLOPs and pipeline p2p bytes;
+- stage rows keyed by (PP, VPP, account-for split, full-recompute method/layers): per distinct pipeline
+  rank, how many dense / MoE layers, fully recomputed layers, embedding / loss chunks it holds
+  (`constraints.stages.rank_chunks`); ranks with equal counts are folded (with their multiplicity);
+- collective spans keyed by (group size, stride) over the placement (`measure.topology.group_span`),
+  priced by the alpha-beta formulas of `measure.collectives`, evaluated on arrays.
+Result equals `project(..., simulate_pipeline=False)` to rounding (tests/test_vectorized.py holds 1e-9).
+Rows whose pipeline split is impossible give NaN.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, PipelineSchedule, Placement, Recipe, Recompute,
+                              RecomputeGranularity)
+from constraints.stages import StageSplitError, rank_chunks
+from hardware.profile import HardwareProfile
+from measure import collectives as col
+from measure.flops import flops_per_iteration
+from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
+from measure.project import _full_recompute_layers, layer_cost
+from measure.roofline import CostLookup, op_time_s
+from measure.topology import group_span
+
+SCHEDULES: tuple[PipelineSchedule, ...] = tuple(PipelineSchedule)          # RecipeBatch.schedule indexes this
+SHARDINGS: tuple[DataParallelSharding, ...] = tuple(DataParallelSharding)  # RecipeBatch.dp_sharding indexes this
+_INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
+
+
+@dataclass
+class RecipeBatch:
+    """N recipes as parallel arrays; recipe i is `base` with these axes replaced (see `recipe(i)`).
+
+    tp, pp, vpp, cp, ep, mbs: int arrays; etp: int array, 0 = None (expert TP follows TP);
+    sp: bool (`--sequence-parallel`, ignored at TP=1); acc_split: bool (account for embedding and loss in
+    the pipeline split); recompute: index into `recompute_choices`; schedule: index into SCHEDULES;
+    dp_sharding: index into SHARDINGS. Every other Recipe field (overlap flags, uneven stages, ...) is
+    `base`'s and shared by the batch."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    vpp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    etp: np.ndarray
+    mbs: np.ndarray
+    sp: np.ndarray
+    recompute: np.ndarray
+    schedule: np.ndarray
+    dp_sharding: np.ndarray
+    acc_split: np.ndarray
+    recompute_choices: tuple[Recompute, ...] = (Recompute(),)
+    base: Recipe = field(default_factory=Recipe)
+
+    def __len__(self) -> int:
+        return len(self.tp)
+
+    def recipe(self, i: int) -> Recipe:
+        """The scalar Recipe of row i (what `project` would be called with)."""
+        etp = int(self.etp[i])
+        acc = bool(self.acc_split[i])
+        return self.base.model_copy(update={
+            "tp": int(self.tp[i]), "pp": int(self.pp[i]), "vpp": int(self.vpp[i]), "cp": int(self.cp[i]),
+            "ep": int(self.ep[i]), "etp": etp or None, "mbs": int(self.mbs[i]), "sequence_parallel": bool(self.sp[i]),
+            "recompute": self.recompute_choices[int(self.recompute[i])], "schedule": SCHEDULES[int(self.schedule[i])],
+            "dp_sharding": SHARDINGS[int(self.dp_sharding[i])], "account_for_embedding_in_pipeline_split": acc,
+            "account_for_loss_in_pipeline_split": acc})
+
+    @classmethod
+    def from_recipes(cls, recipes: Sequence[Recipe]) -> "RecipeBatch":
+        """Pack recipes that differ only in the batch axes (raises ValueError naming a differing field)."""
+        axis_fields = {"tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sequence_parallel", "recompute", "schedule",
+                       "dp_sharding", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"}
+        base = recipes[0]
+        rest = {k: v for k, v in base.model_dump().items() if k not in axis_fields}
+        choices: list[Recompute] = []
+        for r in recipes:
+            other = {k: v for k, v in r.model_dump().items() if k not in axis_fields}
+            if other != rest:
+                bad = next(k for k in rest if rest[k] != other[k])
+                raise ValueError(f"RecipeBatch.from_recipes: recipes differ in {bad}, which is not a batch axis; batch them apart")
+            if r.account_for_embedding_in_pipeline_split != r.account_for_loss_in_pipeline_split:
+                raise ValueError("RecipeBatch.from_recipes: account_for_embedding/loss_in_pipeline_split differ; set both or neither")
+            if r.recompute not in choices:
+                choices.append(r.recompute)
+
+        def arr(f, dtype=np.int64):
+            return np.array([f(r) for r in recipes], dtype=dtype)
+
+        return cls(tp=arr(lambda r: r.tp), pp=arr(lambda r: r.pp), vpp=arr(lambda r: r.vpp), cp=arr(lambda r: r.cp),
+                   ep=arr(lambda r: r.ep), etp=arr(lambda r: r.etp or 0), mbs=arr(lambda r: r.mbs),
+                   sp=arr(lambda r: r.sequence_parallel, bool), recompute=arr(lambda r: choices.index(r.recompute)),
+                   schedule=arr(lambda r: SCHEDULES.index(r.schedule)), dp_sharding=arr(lambda r: SHARDINGS.index(r.dp_sharding)),
+                   acc_split=arr(lambda r: r.account_for_embedding_in_pipeline_split, bool),
+                   recompute_choices=tuple(choices), base=base)
+
+
+class _Axis:
+    """Append-only value domain of one key axis with a value -> index lookup array (values are small ints)."""
+
+    def __init__(self) -> None:
+        self.values: list[int] = []
+        self.lut = np.full(1, -1, dtype=np.int64)
+
+    def index(self, arr: np.ndarray) -> np.ndarray:
+        if arr.size and (arr.min() < 0 or arr.max() >= len(self.lut) or self.lut[arr].min() < 0):
+            new = sorted(set(np.unique(arr).tolist()) - set(self.values))
+            if new and new[0] < 0:
+                raise ValueError(f"RecipeBatch: negative axis value {new[0]}; axes hold sizes >= 0")
+            self.values += new
+            self.lut = np.full(max(self.values) + 1, -1, dtype=np.int64)
+            self.lut[self.values] = np.arange(len(self.values))
+        return self.lut[arr]
+
+
+class _Factor:
+    """A table of rows computed by scalar code once per key (a tuple of axis indices), looked up densely."""
+
+    def __init__(self, compute) -> None:
+        self.compute = compute
+        self.keys: dict[tuple, int] = {}
+        self.rows: list[np.ndarray] = []
+        self.table = np.zeros((0, 0))
+        self.sizes: tuple = ()
+        self.dense = np.zeros(0, dtype=np.int64)
+
+    def gather(self, idx: list[np.ndarray], sizes: tuple) -> np.ndarray:
+        """The table rows of these keys (one row per batch element)."""
+        rows = self.lookup(idx, sizes)
+        return self.table[rows]
+
+    def lookup(self, idx: list[np.ndarray], sizes: tuple) -> np.ndarray:
+        if sizes != self.sizes:
+            self.sizes, self.dense = sizes, np.full(int(np.prod(sizes)), -1, dtype=np.int64)
+            for key, row in self.keys.items():
+                self.dense[np.ravel_multi_index(key, sizes)] = row
+        code = np.ravel_multi_index(idx, sizes)
+        rows = self.dense[code]
+        if rows.size and rows.min() < 0:
+            for c in np.unique(code[rows < 0]).tolist():
+                key = tuple(int(i) for i in np.unravel_index(c, sizes))
+                self.keys[key] = self.dense[c] = len(self.rows)
+                self.rows.append(np.asarray(self.compute(key), dtype=np.float64))
+            width = max(len(r) for r in self.rows)  # stage rows vary in length; zero columns are padding
+            self.table = np.stack([np.pad(r, (0, width - len(r))) for r in self.rows])
+            rows = self.dense[code]
+        return rows
+
+
+# layer-row columns: per kind (dense, moe) F B W R S P E, then the head and per-micro-batch constants
+_KIND_COLS = ("F", "B", "W", "R", "S", "P", "E")
+_HEAD_COLS = ("emb_f", "emb_w", "loss_f", "loss_d", "loss_w", "vocab_rows", "p2p_bytes", "flops")
+# stage-row columns, per distinct rank profile: counts, then the profile's multiplicity
+_STAGE_COLS = ("nd", "nm", "nfd", "nfm", "emb", "loss", "vocab", "mult")
+
+
+def _span_row(size: int, stride: int, profile: HardwareProfile, placement: Placement) -> list[float]:
+    """(g, per_domain, num_domains, B_up, a_up, B_out, a_out) of one group, as measure.collectives sees it."""
+    span = group_span(size, stride, profile, placement)
+    return [span.size, span.per_domain, span.num_domains, *col._links(profile, span)]
+
+
+def _one_pass_np(n, s, ov):
+    """measure.collectives.reduce_scatter_s / all_gather_s over arrays; s = span-row columns."""
+    g, k, d, bu, au, bo, ao = s
+    flat = (g - 1) / g * n / bu + (g - 1) * au
+    ring = (g - 1) / g * n / bo + (g - 1) * ao
+    hier = (k - 1) / k * n / bu + (k - 1) * au + (d - 1) / d * (n / k) / bo + (d - 1) * ao
+    t = np.where(d == 1, flat, np.minimum(ring, hier)) + ov
+    return np.where((g <= 1) | (n <= 0), 0.0, t)
+
+
+def _all_reduce_np(n, s, ov):
+    """measure.collectives.all_reduce_s over arrays."""
+    g, k, d, bu, au, bo, ao = s
+    flat = 2 * (g - 1) / g * n / bu + 2 * (g - 1) * au
+    ring = 2 * (g - 1) / g * n / bo + 2 * (g - 1) * ao
+    intra = 2 * ((k - 1) / k * n / bu + (k - 1) * au)
+    inter_ring = 2 * (d - 1) / d * (n / k) / bo + 2 * (d - 1) * ao
+    inter_tree = 2 * (n / k) / bo + 2 * np.log2(d) * ao
+    t = np.where(d == 1, flat, np.minimum(ring, intra + np.minimum(inter_ring, inter_tree))) + ov
+    return np.where((g <= 1) | (n <= 0), 0.0, t)
+
+
+def closed_form_np(schedule: np.ndarray, f, b, w, p, v, m) -> np.ndarray:
+    """measure.pipeline_sim.closed_form_s over arrays; schedule holds indices into SCHEDULES."""
+    t = f + b + w
+    out = (m + p - 1) * t
+    inter = (schedule == SCHEDULES.index(PipelineSchedule.interleaved)) & (v > 1)
+    out = np.where(inter, (m + (p - 1) / v) * t, out)
+    out = np.where(schedule == SCHEDULES.index(PipelineSchedule.zb_h1), m * t + (p - 1) * np.maximum(f + b - w, 0.0), out)
+    return np.where(schedule == SCHEDULES.index(PipelineSchedule.zbv), m * t + (p - 1) * np.maximum(f + b - 2 * w, 0.0) / 2, out)
+
+
+class Evaluator:
+    """Prices RecipeBatches for one (model, job, placement, profile[, cost table]); keep one per search.
+
+    Factor tables fill lazily (scalar code once per new key) and persist across calls, so the second
+    batch over the same axis values is pure numpy. A batch with a different `base` recipe resets them."""
+
+    def __init__(self, model: ModelSpec, job: JobSpec, placement: Placement, profile: HardwareProfile,
+                 cost_table: Optional[CostLookup] = None, fingerprint: Optional[str] = None) -> None:
+        if cost_table is not None and fingerprint is None:
+            fps = cost_table.fingerprints() if hasattr(cost_table, "fingerprints") else []
+            fingerprint = fps[0] if len(fps) == 1 else None
+        self.model, self.job, self.placement, self.profile = model, job, placement, profile
+        self.cost_table, self.fingerprint = cost_table, fingerprint
+        self.base: Optional[Recipe] = None
+
+    def _reset(self, base: Recipe) -> None:
+        self.base = base
+        self.axes = {a: _Axis() for a in _INT_AXES}
+        self.rc_list: list[Recompute] = []
+        self.rc_mods: list[tuple] = []      # distinct --recompute-modules sets (decide selective cost)
+        self.rc_fulls: list[Recompute] = []  # distinct full-recompute settings (decide per-chunk counts)
+        self.rc_map = np.zeros(0, dtype=np.int64)  # global rc -> (mods idx, fulls idx, selective flag)
+        self.layers = _Factor(self._layer_row)
+        self.stages = _Factor(self._stage_row)
+        self.dp_spans = _Factor(lambda k: self._span(k, dense=True))
+        self.edp_spans = _Factor(lambda k: self._span(k, dense=False))
+
+    # ---- scalar rows -------------------------------------------------------------------------
+    def _val(self, axis: str, i: int) -> int:
+        return self.axes[axis].values[i]
+
+    def _layer_row(self, key: tuple) -> list[float]:
+        tp, cp, ep, etp, mbs = (self._val(a, i) for a, i in zip(("tp", "cp", "ep", "etp", "mbs"), key[:5]))
+        mods = self.rc_mods[key[6]]
+        rc = Recompute(granularity=RecomputeGranularity.selective, modules=mods) if mods else Recompute()
+        r = self.base.model_copy(update={"tp": tp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs, "pp": 1, "vpp": 1,
+                                         "sequence_parallel": bool(key[5]), "recompute": rc})
+        row: list[float] = []
+        for kind in (LayerKind.dense, LayerKind.moe):
+            if kind == LayerKind.moe and not self.model.is_moe:
+                row += [0.0] * len(_KIND_COLS)
+                continue
+            lc = layer_cost(self.model, self.job, r, self.placement, self.profile, kind, self.cost_table, self.fingerprint)
+            row += [lc.fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd, lc.dgrad + lc.tp_bwd + lc.ep_bwd + lc.cp_bwd, lc.wgrad,
+                    lc.fwd + lc.tp_fwd + lc.ep_fwd, lc.recompute_selective, lc.dense_params, lc.expert_params]
+        head = [(p, op_time_s(p, self.profile, self.cost_table, self.fingerprint)) for p in head_ops(self.model, self.job, r)]
+        emb = [(p, t) for p, t in head if p.op.kind.value == "embedding"]
+        loss = [(p, t) for p, t in head if p.op.kind.value != "embedding"]
+        vocab_rows = sum(p.op.shape[0] * p.op.shape[1] for p, _ in head
+                         if p.phase == Phase.bwd_wgrad and p.op.kind.value == "gemm") // max(1 + self.model.mtp_num_layers, 1)
+        t_tok = mbs * self.job.seq_length // cp
+        p2p_bytes = (t_tok // tp if r.sp_active else t_tok) * self.model.hidden_size * 2
+        row += [sum(t for p, t in emb if p.phase == Phase.fwd), sum(t for p, t in emb if p.phase != Phase.fwd),
+                *(sum(t for p, t in loss if p.phase == ph) for ph in (Phase.fwd, Phase.bwd_dgrad, Phase.bwd_wgrad)),
+                vocab_rows, p2p_bytes, flops_per_iteration(self.model, self.job, r)]
+        return row
+
+    def _stage_row(self, key: tuple) -> list[float]:
+        pp, vpp = self._val("pp", key[0]), self._val("vpp", key[1])
+        r = self.base.model_copy(update={"pp": pp, "vpp": vpp, "recompute": self.rc_fulls[key[3]],
+                                         "account_for_embedding_in_pipeline_split": bool(key[2]),
+                                         "account_for_loss_in_pipeline_split": bool(key[2])})
+        try:
+            chunks = rank_chunks(self.model, r)
+        except StageSplitError:
+            return [0.0]
+        flags = self.model.moe_layers if self.model.is_moe else (False,) * self.model.num_layers
+        profiles: list[list[int]] = []
+        for rank_chunks_ in chunks:
+            c = [0] * 7
+            for ch in rank_chunks_:
+                kinds = [flags[i] for i in ch.layers] + [flags[-1]] * ch.mtp
+                full = _full_recompute_layers(r, len(ch.layers))
+                c[0] += kinds.count(False)
+                c[1] += kinds.count(True)
+                c[2] += kinds[:full].count(False)
+                c[3] += kinds[:full].count(True)
+                c[4] += ch.embedding
+                c[5] += ch.loss
+                c[6] += (ch.embedding or ch.loss) and (ch.loss and not self.model.tied_embeddings or ch.embedding)
+            for prof in profiles:  # fold equal ranks; first occurrence keeps rank order for argmax ties
+                if prof[:7] == c:
+                    prof[7] += 1
+                    break
+            else:
+                profiles.append(c + [1])
+        cross = group_span(pp, max(self.placement.world_size // pp, 1), self.profile, self.placement).num_domains > 1
+        return [1.0, len(chunks[0]), float(cross)] + [x for prof in profiles for x in prof]
+
+    def _span(self, key: tuple, dense: bool) -> list[float]:
+        w = self.placement.world_size
+        pp = self._val("pp", key[2])
+        if dense:  # grads reduce over DP x CP ranks, stride TP (measure.topology.recipe_groups)
+            tp, cp = self._val("tp", key[0]), self._val("cp", key[1])
+            return _span_row(w // (tp * pp * cp) * cp, tp, self.profile, self.placement)
+        ep, etp = self._val("ep", key[0]), self._val("etp", key[1])
+        return _span_row(max(w // (etp * ep * pp), 1), etp * ep, self.profile, self.placement)
+
+    # ---- batch arithmetic -------------------------------------------------------------------
+    def _recompute_index(self, choices: tuple[Recompute, ...]) -> np.ndarray:
+        """Batch-local recompute indices -> rows of self.rc_map (mods idx, fulls idx, selective)."""
+        out = []
+        for rc in choices:
+            if rc not in self.rc_list:
+                mods = tuple(sorted(set(rc.modules), key=lambda m: m.value))
+                full = (Recompute(granularity=rc.granularity, method=rc.method, num_layers=rc.num_layers)
+                        if rc.granularity == RecomputeGranularity.full else Recompute())
+                for lst, item in ((self.rc_mods, mods), (self.rc_fulls, full)):
+                    if item not in lst:
+                        lst.append(item)
+                self.rc_list.append(rc)
+                self.rc_map = np.array([[self.rc_mods.index(tuple(sorted(set(x.modules), key=lambda m: m.value))),
+                                         self.rc_fulls.index(Recompute(granularity=x.granularity, method=x.method, num_layers=x.num_layers)
+                                                             if x.granularity == RecomputeGranularity.full else Recompute()),
+                                         x.granularity == RecomputeGranularity.selective] for x in self.rc_list], dtype=np.int64)
+            out.append(self.rc_list.index(rc))
+        return np.array(out, dtype=np.int64)
+
+    def evaluate(self, batch: RecipeBatch) -> dict[str, np.ndarray]:
+        """Closed-form projection of every row: iteration_time_s, tokens_per_s_per_gpu, mfu,
+        model_tflops_per_gpu, bubble_fraction (arrays of len(batch); NaN where the pipeline split fails)."""
+        if batch.base != self.base:
+            self._reset(batch.base)
+        cal, prof, world = self.profile.calibration, self.profile, self.placement.world_size
+        tp, pp, vpp, cp, ep, mbs = (np.asarray(getattr(batch, a), dtype=np.int64) for a in ("tp", "pp", "vpp", "cp", "ep", "mbs"))
+        etp = np.asarray(batch.etp, dtype=np.int64)
+        etp = np.where(etp == 0, tp, etp)
+        sp = np.asarray(batch.sp, dtype=bool) & (tp > 1)
+        acc = np.asarray(batch.acc_split, dtype=np.int64)
+        sched = np.asarray(batch.schedule, dtype=np.int64)
+        rc = self._recompute_index(batch.recompute_choices)[np.asarray(batch.recompute, dtype=np.int64)]
+        rcm = self.rc_map[rc]
+        ix = {a: self.axes[a].index(v) for a, v in (("tp", tp), ("pp", pp), ("vpp", vpp), ("cp", cp), ("ep", ep), ("etp", etp), ("mbs", mbs))}
+        n = {a: len(self.axes[a].values) for a in _INT_AXES}
+        L = self.layers.gather([ix["tp"], ix["cp"], ix["ep"], ix["etp"], ix["mbs"], sp.astype(np.int64), rcm[:, 0]],
+                               (n["tp"], n["cp"], n["ep"], n["etp"], n["mbs"], 2, len(self.rc_mods)))
+        S = self.stages.gather([ix["pp"], ix["vpp"], acc, rcm[:, 1]], (n["pp"], n["vpp"], 2, len(self.rc_fulls)))
+        D = self.dp_spans.gather([ix["tp"], ix["cp"], ix["pp"]], (n["tp"], n["cp"], n["pp"])).T
+        E = self.edp_spans.gather([ix["ep"], ix["etp"], ix["pp"]], (n["ep"], n["etp"], n["pp"])).T
+        col_ = {c: L[:, i:i + 1] for i, c in enumerate([f"{c}d" for c in _KIND_COLS] + [f"{c}m" for c in _KIND_COLS])}
+        head = {c: L[:, 2 * len(_KIND_COLS) + i] for i, c in enumerate(_HEAD_COLS)}
+        valid, v, cross = S[:, 0] > 0, S[:, 1], S[:, 2]
+        R = S[:, 3:].reshape(len(S), -1, len(_STAGE_COLS))  # [row, rank profile, count]
+        nd, nm, nfd, nfm, emb, loss, voc, mult = (R[:, :, i] for i in range(len(_STAGE_COLS)))
+        sel = rcm[:, 2:3]
+        # per rank profile, per micro-batch: the sums project() forms per chunk, added over the rank's chunks
+        rec = nfd * col_["Rd"] + nfm * col_["Rm"] + sel * (nd * col_["Sd"] + nm * col_["Sm"])
+        f = nd * col_["Fd"] + nm * col_["Fm"] + emb * head["emb_f"][:, None] + loss * head["loss_f"][:, None]
+        b = nd * col_["Bd"] + nm * col_["Bm"] + rec + loss * head["loss_d"][:, None]
+        w = nd * col_["Wd"] + nm * col_["Wm"] + emb * head["emb_w"][:, None] + loss * head["loss_w"][:, None]
+        tot = f + b + w
+        crit = np.argmax(np.where(mult > 0, tot, -np.inf), axis=1)[:, None]
+        fr, br, wr = (np.take_along_axis(x, crit, axis=1)[:, 0] for x in (f, b, w))
+        dp = np.maximum(world // (tp * pp * cp), 1)
+        m = np.maximum(self.job.global_batch_size // (mbs * dp), 1)
+        eff_p2p = cal.p2p_bandwidth_efficiency
+        p2p = np.where(cross > 0, head["p2p_bytes"] / (prof.scale_out_bandwidth_gb_per_s * 1e9 * eff_p2p) + prof.scale_out_latency_us * 1e-6,
+                       head["p2p_bytes"] / (prof.scale_up_bandwidth_gb_per_s * 1e9 * eff_p2p) + prof.scale_up_latency_us * 1e-6)
+        p2p = np.where(pp > 1, p2p * (cal.exposed_comm_fraction if self.base.overlap_p2p_comm else 1.0), 0.0)
+        single = (pp == 1) & (v == 1)
+        step = np.where(single, m * (fr + br + wr), closed_form_np(sched, fr, br, wr, pp, v, m) + 2 * (m * v + pp - 1) * p2p)
+        busy = m * (mult * tot).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bubble = np.where(single, 0.0, 1.0 - busy / (pp * step))
+        # data-parallel reduction and parameter gather on the rank holding the most parameters (bf16)
+        dense = nd * col_["Pd"] + nm * col_["Pm"] + voc * head["vocab_rows"][:, None]
+        expert = nd * col_["Ed"] + nm * col_["Em"]
+        rank_dp = np.argmax(np.where(mult > 0, dense + expert, -1.0), axis=1)[:, None]
+        dense_p, expert_p = (np.take_along_axis(x, rank_dp, axis=1)[:, 0] for x in (dense, expert))
+        dpb, epb = dense_p * 2, expert_p * 2
+        ov = cal.collective_fixed_overhead_us * 1e-6
+        sharded = np.asarray(batch.dp_sharding, dtype=np.int64) != SHARDINGS.index(DataParallelSharding.none)
+        dp_t = np.where(sharded, _one_pass_np(dpb, D, ov) + _one_pass_np(dpb, D, ov) + _one_pass_np(epb, E, ov) + _one_pass_np(epb, E, ov),
+                        _all_reduce_np(dpb, D, ov) + _all_reduce_np(epb, E, ov))
+        if self.base.overlap_grad_reduce:
+            dp_t = dp_t * cal.exposed_comm_fraction
+        edp = np.maximum(world // (etp * ep * pp), 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            owned = np.where(sharded, dense_p / (dp * cp) + expert_p / edp, dense_p + expert_p)
+        opt = self._optimizer_s(np.maximum(np.nan_to_num(owned).astype(np.int64), 1))
+        total = step + dp_t + opt + cal.step_overhead_s
+        total = np.where(valid, total, np.nan)
+        tokens = self.job.global_batch_size * self.job.seq_length
+        flops = head["flops"]
+        return {"iteration_time_s": total, "tokens_per_s_per_gpu": tokens / total / world,
+                "mfu": flops / (total * world * prof.peak_tflops.bf16 * 1e12), "model_tflops_per_gpu": flops / total / world / 1e12,
+                "bubble_fraction": np.where(valid, bubble, np.nan)}
+
+    def _optimizer_s(self, n: np.ndarray) -> np.ndarray:
+        """Fused Adam step over n owned params: the roofline of measure.layer_ops.optimizer_ops, or the
+        cost table's exact entry (then priced per distinct n with the scalar code)."""
+        if self.cost_table is not None:
+            uniq, inv = np.unique(n, return_inverse=True)
+            t = np.array([sum(op_time_s(p, self.profile, self.cost_table, self.fingerprint)
+                              for p in optimizer_ops(self.model, self.base, int(k))) for k in uniq])
+            return t[inv]
+        cal = self.profile.calibration
+        mem_s = 30.0 * n / (self.profile.hbm_bandwidth_gb_per_s * 1e9 * cal.memory_bound_efficiency)
+        return np.maximum(0.0, mem_s) + cal.kernel_launch_us * 1e-6
+
+
+def evaluate(model: ModelSpec, job: JobSpec, placement: Placement, profile: HardwareProfile, batch: RecipeBatch,
+             cost_table: Optional[CostLookup] = None) -> dict[str, np.ndarray]:
+    """One-shot `Evaluator(...).evaluate(batch)`; keep an Evaluator instead when pricing many batches."""
+    return Evaluator(model, job, placement, profile, cost_table).evaluate(batch)
