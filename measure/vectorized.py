@@ -324,6 +324,10 @@ class Evaluator:
         model_tflops_per_gpu, bubble_fraction (arrays of len(batch); NaN where the pipeline split fails)."""
         if batch.base != self.base:
             self._reset(batch.base)
+        with np.errstate(divide="ignore", invalid="ignore"):  # rows with an impossible split come out NaN
+            return self._evaluate(batch)
+
+    def _evaluate(self, batch: RecipeBatch) -> dict[str, np.ndarray]:
         cal, prof, world = self.profile.calibration, self.profile, self.placement.world_size
         tp, pp, vpp, cp, ep, mbs = (np.asarray(getattr(batch, a), dtype=np.int64) for a in ("tp", "pp", "vpp", "cp", "ep", "mbs"))
         etp = np.asarray(batch.etp, dtype=np.int64)
@@ -363,8 +367,7 @@ class Evaluator:
         single = (pp == 1) & (v == 1)
         step = np.where(single, m * (fr + br + wr), closed_form_np(sched, fr, br, wr, pp, v, m) + 2 * (m * v + pp - 1) * p2p)
         busy = m * (mult * tot).sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            bubble = np.where(single, 0.0, 1.0 - busy / (pp * step))
+        bubble = np.where(single, 0.0, 1.0 - busy / (pp * step))
         # data-parallel reduction and parameter gather on the rank holding the most parameters (bf16)
         dense = nd * col_["Pd"] + nm * col_["Pm"] + voc * head["vocab_rows"][:, None]
         expert = nd * col_["Ed"] + nm * col_["Em"]
@@ -378,8 +381,7 @@ class Evaluator:
         if self.base.overlap_grad_reduce:
             dp_t = dp_t * cal.exposed_comm_fraction
         edp = np.maximum(world // (etp * ep * pp), 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            owned = np.where(sharded, dense_p / (dp * cp) + expert_p / edp, dense_p + expert_p)
+        owned = np.where(sharded, dense_p / (dp * cp) + expert_p / edp, dense_p + expert_p)
         opt = self._optimizer_s(np.maximum(np.nan_to_num(owned).astype(np.int64), 1))
         total = step + dp_t + opt + cal.step_overhead_s
         total = np.where(valid, total, np.nan)

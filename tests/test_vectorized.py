@@ -1,0 +1,137 @@
+"""measure.vectorized prices a batch exactly as measure.project.project(simulate_pipeline=False) does, recipe
+by recipe (closed-form schedule; the simulator-vs-closed-form tolerance is tests/test_pipeline_sim.py's)."""
+import random
+
+import numpy as np
+import pytest
+
+from constraints.models import load_model
+from constraints.rules import RuleInput, check_rules
+from constraints.spec import (DataParallelSharding, JobSpec, PipelineSchedule, Placement, Recipe, Recompute,
+                              RecomputeMethod, RecomputeModule)
+from hardware.profile import load_profile
+from measure import collectives as col
+from measure.project import project
+from measure.topology import group_span
+from measure.vectorized import Evaluator, RecipeBatch, _all_reduce_np, _one_pass_np, _span_row, closed_form_np, SCHEDULES
+from measure.pipeline_sim import closed_form_s
+
+RECOMPUTES = [Recompute.none(), Recompute.selective(RecomputeModule.core_attn),
+              Recompute.selective(RecomputeModule.core_attn, RecomputeModule.mlp),
+              Recompute.selective(RecomputeModule.core_attn, RecomputeModule.moe_act),
+              Recompute.selective(RecomputeModule.core_attn, RecomputeModule.mla_up_proj),
+              Recompute.full(RecomputeMethod.uniform, 1), Recompute.full(RecomputeMethod.block, 2)]
+
+
+def _legal_recipes(model, job, world, profile, n, seed, base=Recipe()):
+    """n random recipes that pass every legality rule (errors only), over all batch axes."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(20000):
+        tp, pp, cp = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4])
+        if world % (tp * pp * cp):
+            continue
+        vpp = rng.choice([1, 1, 2, 4])
+        sched = rng.choice(list(PipelineSchedule))
+        acc = rng.random() < 0.3
+        r = base.model_copy(update={
+            "tp": tp, "pp": pp, "cp": cp, "vpp": vpp, "schedule": sched, "mbs": rng.choice([1, 2, 4]),
+            "ep": rng.choice([1, 2, 4, 8]) if model.is_moe else 1, "etp": rng.choice([None, 1, 2]) if model.is_moe else None,
+            "sequence_parallel": tp > 1 and rng.random() < 0.7, "recompute": rng.choice(RECOMPUTES),
+            "dp_sharding": rng.choice(list(DataParallelSharding)),
+            "account_for_embedding_in_pipeline_split": acc, "account_for_loss_in_pipeline_split": acc})
+        r = Recipe.model_validate(r.model_dump())
+        if any(v.severity == "error" for v in check_rules(RuleInput(model, job, r, world, profile))):
+            continue
+        out.append(r)
+        if len(out) == n:
+            return out
+    raise AssertionError(f"only {len(out)} legal recipes found")
+
+
+def _assert_matches(model, job, place, profile, recipes, cost_table=None):
+    got = Evaluator(model, job, place, profile, cost_table).evaluate(RecipeBatch.from_recipes(recipes))
+    for i, r in enumerate(recipes):
+        want = project(model, job, r, place, profile, cost_table=cost_table, simulate_pipeline=False)
+        for k in ("iteration_time_s", "tokens_per_s_per_gpu", "mfu", "model_tflops_per_gpu", "bubble_fraction"):
+            assert got[k][i] == pytest.approx(getattr(want, k), rel=1e-9, abs=1e-12), (k, r)
+
+
+CASES = [("Llama-3.1-8B", "h100-sxm-80gb", 4, 8), ("Mixtral-8x7B-v0.1", "mi355x", 16, 8),
+         ("Moonlight-16B-A3B", "gb200-nvl72", 32, 4)]
+
+
+@pytest.mark.parametrize("name,hw,nodes,gpn", CASES)
+def test_batch_equals_scalar_projection(name, hw, nodes, gpn):
+    model, profile = load_model(name), load_profile(hw)
+    job = JobSpec(seq_length=4096, global_batch_size=512)
+    place = Placement(hardware=hw, num_nodes=nodes, gpus_per_node=gpn)
+    _assert_matches(model, job, place, profile, _legal_recipes(model, job, place.world_size, profile, 60, seed=len(name)))
+
+
+def test_other_flags_and_a_cost_table_follow_the_base_recipe():
+    """Overlap flags flipped, fp8, and measured entries that replace some kernels' roofline times."""
+
+    class Table:
+        def fingerprints(self):
+            return ["dev"]
+
+        def lookup(self, fingerprint, op_key):
+            return 1e-3 if op_key.startswith("fwd/gemm") or op_key.startswith("optimizer/") else None
+
+    model, profile = load_model("Mixtral-8x7B-v0.1"), load_profile("h100-sxm-80gb")
+    job = JobSpec(seq_length=2048, global_batch_size=256, precision="fp8-tensorwise")
+    place = Placement(hardware="h100-sxm-80gb", num_nodes=8, gpus_per_node=8)
+    base = Recipe(overlap_grad_reduce=False, overlap_param_gather=False, overlap_p2p_comm=False,
+                  overlap_moe_expert_parallel_comm=True)
+    recipes = _legal_recipes(model, job, 64, profile, 30, seed=7, base=base)
+    _assert_matches(model, job, place, profile, recipes, cost_table=Table())
+
+
+def test_collective_arrays_equal_scalar_collectives():
+    profile = load_profile("mi355x")  # 64-GPU pods: spans cross pods
+    place = Placement(hardware="mi355x", num_nodes=32, gpus_per_node=8)
+    rows, sizes, want_ar, want_rs = [], [], [], []
+    for size, stride in [(1, 1), (2, 1), (8, 1), (4, 4), (16, 8), (32, 2), (64, 4), (256, 1)]:
+        span = group_span(size, stride, profile, place)
+        for n in (0.0, 1e3, 3.7e8):
+            rows.append(_span_row(size, stride, profile, place))
+            sizes.append(n)
+            want_ar.append(col.all_reduce_s(n, span, profile))
+            want_rs.append(col.reduce_scatter_s(n, span, profile))
+    s = np.array(rows).T
+    ov = profile.calibration.collective_fixed_overhead_us * 1e-6
+    np.testing.assert_allclose(_all_reduce_np(np.array(sizes), s, ov), want_ar, rtol=1e-12)
+    np.testing.assert_allclose(_one_pass_np(np.array(sizes), s, ov), want_rs, rtol=1e-12)
+
+
+def test_closed_form_arrays_equal_scalar_closed_form():
+    cases = [(s, f, b, w, p, v, m) for s in PipelineSchedule for (f, b, w) in [(1.0, 2.0, 1.0), (1.0, 1.0, 3.0)]
+             for p, v, m in [(1, 1, 4), (4, 1, 8), (4, 2, 16), (8, 4, 3)]]
+    got = closed_form_np(np.array([SCHEDULES.index(c[0]) for c in cases]), *(np.array([c[i] for c in cases]) for i in range(1, 7)))
+    np.testing.assert_allclose(got, [closed_form_s(*c) for c in cases], rtol=1e-15)
+
+
+def test_tables_fill_once_and_recipe_round_trips():
+    model, profile = load_model("Llama-3.1-8B"), load_profile("h100-sxm-80gb")
+    job = JobSpec(seq_length=4096, global_batch_size=64)
+    place = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8)
+    recipes = _legal_recipes(model, job, 16, profile, 20, seed=3)
+    batch = RecipeBatch.from_recipes(recipes)
+    assert [batch.recipe(i) for i in range(len(batch))] == recipes
+    ev = Evaluator(model, job, place, profile)
+    first = ev.evaluate(batch)["iteration_time_s"]
+    rows = len(ev.layers.rows), len(ev.stages.rows)
+    again = ev.evaluate(batch)["iteration_time_s"]
+    assert (len(ev.layers.rows), len(ev.stages.rows)) == rows
+    np.testing.assert_array_equal(first, again)
+
+
+def test_impossible_split_is_nan_and_mixed_bases_are_refused():
+    model, profile = load_model("Llama-3.1-8B"), load_profile("h100-sxm-80gb")  # 32 layers
+    job = JobSpec(seq_length=4096, global_batch_size=64)
+    place = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    out = Evaluator(model, job, place, profile).evaluate(RecipeBatch.from_recipes([Recipe(pp=4), Recipe(pp=8, vpp=8)]))
+    assert np.isfinite(out["iteration_time_s"][0]) and np.isnan(out["iteration_time_s"][1])
+    with pytest.raises(ValueError, match="tp_comm_overlap"):
+        RecipeBatch.from_recipes([Recipe(), Recipe(tp_comm_overlap=True)])
