@@ -1,0 +1,153 @@
+"""The searched recipe space: one candidate domain per axis, narrowed by user pins and bounds.
+
+Why candidate domains and not legal ones: legality is decided by the rule functions themselves
+(constraints.rules / rules_features), called on recipes over small factor tables in solver/tables.py;
+this module only says which values are *tried* per axis. The defaults are generous supersets of what
+the rules allow (every power of two up to a cap, every divisor where a divisor is required) and the
+caps are stated here, each with why, so a user can widen them with a bound (`--tp 1..16`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, PipelineSchedule, Placement, Recipe, Recompute,
+                              RecomputeGranularity, RecomputeMethod, RecomputeModule)
+
+AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split")
+DEFAULT_MAX_TP = 8      # TP beyond one 8-GPU NVLink island is never competitive (Narayanan et al. 2021 sec. 3.2)
+DEFAULT_MAX_PP = 64
+DEFAULT_MAX_VPP = 8     # Megatron recipes use VPP <= 8; more only multiplies p2p traffic
+DEFAULT_MAX_CP = 16
+DEFAULT_MAX_EP = 64
+DEFAULT_MAX_MBS = 8
+FULL_RECOMPUTE_LAYERS = (1, 2, 4, 8)  # --recompute-num-layers tried for the block method
+
+
+class SpaceError(ValueError):
+    """A pin or bound that leaves an axis empty (one line: the axis, the value, the fix)."""
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, v = [], 1
+    while v <= n:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def recompute_name(rc: Recompute) -> str:
+    """Short stable name of a recompute choice, used in tables, pins and output."""
+    if rc.granularity == RecomputeGranularity.none:
+        return "none"
+    if rc.granularity == RecomputeGranularity.selective:
+        return "selective:" + "+".join(m.value for m in rc.modules)
+    return f"full:{rc.method.value}:{rc.num_layers}"
+
+
+def recompute_choices(model: ModelSpec) -> list[Recompute]:
+    """none; selective core_attn (Megatron default module); + the MLP or MoE activations; full recompute
+    uniform 1 layer and block N layers (Megatron --recompute-method/--recompute-num-layers)."""
+    out = [Recompute.none(), Recompute.selective(RecomputeModule.core_attn)]
+    if model.is_moe:
+        out.append(Recompute.selective(RecomputeModule.core_attn, RecomputeModule.moe_act))
+    else:
+        out.append(Recompute.selective(RecomputeModule.core_attn, RecomputeModule.mlp))
+    if model.multi_latent_attention:
+        out.append(Recompute.selective(RecomputeModule.core_attn, RecomputeModule.mla_up_proj))
+    out.append(Recompute.full(RecomputeMethod.uniform, 1))
+    out += [Recompute.full(RecomputeMethod.block, n) for n in FULL_RECOMPUTE_LAYERS]
+    return out
+
+
+@dataclass
+class SearchSpace:
+    """Per-axis candidate values (in search order) for one model, job and placement."""
+
+    model: ModelSpec
+    job: JobSpec
+    placement: Placement
+    world_size: int
+    domains: dict[str, list] = field(default_factory=dict)
+
+    def size(self) -> int:
+        """Declared points: the product of the axis domains (before any legality)."""
+        n = 1
+        for values in self.domains.values():
+            n *= len(values)
+        return n
+
+
+def default_domains(model: ModelSpec, job: JobSpec, world: int) -> dict[str, list]:
+    w_div = set(_divisors(world))
+    tp = [t for t in _pow2_upto(DEFAULT_MAX_TP) if t in w_div]
+    pp = [p for p in _divisors(world) if p <= min(DEFAULT_MAX_PP, model.num_layers + 2)]
+    cp = [c for c in _pow2_upto(DEFAULT_MAX_CP) if c in w_div]
+    ep = [e for e in _divisors(model.num_experts) if e <= DEFAULT_MAX_EP and e in w_div] if model.is_moe else [1]
+    etp = [t for t in _pow2_upto(DEFAULT_MAX_TP) if t in w_div] if model.is_moe else [None]
+    return {
+        "tp": tp, "pp": pp, "vpp": list(range(1, DEFAULT_MAX_VPP + 1)), "cp": cp, "ep": ep, "etp": etp,
+        "mbs": [m for m in _pow2_upto(DEFAULT_MAX_MBS) if m <= job.global_batch_size],
+        "sp": [False, True],
+        "recompute": [recompute_name(r) for r in recompute_choices(model)],
+        "schedule": [s.value for s in PipelineSchedule],
+        "dp_sharding": [DataParallelSharding.distributed_optimizer.value, DataParallelSharding.none.value,
+                        DataParallelSharding.megatron_fsdp.value],
+        "acc_split": [False, True],
+    }
+
+
+def parse_range(text: str) -> tuple[Optional[int], Optional[int]]:
+    """'8' -> (8, 8); '2..8' -> (2, 8); '..8' / '2..' open ends."""
+    if ".." in text:
+        lo, hi = text.split("..", 1)
+        return (int(lo) if lo else None, int(hi) if hi else None)
+    v = int(text)
+    return v, v
+
+
+def _restrict(name: str, values: list, allowed: Iterable) -> list:
+    allowed = list(allowed)
+    kept = [v for v in values if v in allowed]
+    return kept
+
+
+def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
+                pins: Optional[dict[str, Sequence]] = None, ranges: Optional[dict[str, tuple]] = None) -> SearchSpace:
+    """Default domains, then `pins` (axis -> allowed values) and `ranges` (axis -> (lo, hi), ends may be None).
+
+    A range may widen a capped default (e.g. tp 1..16 adds 16 where the world size allows it)."""
+    world = placement.world_size
+    domains = default_domains(model, job, world)
+    for axis, (lo, hi) in (ranges or {}).items():
+        if axis not in domains:
+            raise SpaceError(f"--{axis}: not a searchable axis; choose one of {', '.join(AXES)}")
+        values = domains[axis]
+        if hi is not None and axis in ("tp", "cp", "etp", "mbs", "vpp", "ep", "pp") and values and hi > max(v for v in values if v):
+            extra = {"tp": _pow2_upto(hi), "cp": _pow2_upto(hi), "etp": _pow2_upto(hi), "mbs": _pow2_upto(hi),
+                     "vpp": list(range(1, hi + 1)), "pp": _divisors(world),
+                     "ep": _divisors(model.num_experts) if model.is_moe else [1]}[axis]
+            values = sorted(set(values) | {v for v in extra if world % v == 0 or axis in ("mbs", "vpp")})
+        domains[axis] = [v for v in values if v is None or ((lo is None or v >= lo) and (hi is None or v <= hi))]
+        if not domains[axis]:
+            raise SpaceError(f"--{axis} {lo}..{hi}: no candidate value left; widen the range")
+    for axis, allowed in (pins or {}).items():
+        if axis not in domains:
+            raise SpaceError(f"--{axis}: not a searchable axis; choose one of {', '.join(AXES)}")
+        domains[axis] = _restrict(axis, domains[axis], allowed) or list(allowed)
+    return SearchSpace(model=model, job=job, placement=placement, world_size=world, domains=domains)
+
+
+def make_recipe(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: Optional[int], mbs: int, sp: bool, recompute: Recompute,
+                schedule: str, dp_sharding: str, acc_split: bool) -> Recipe:
+    """The one place an axis assignment becomes a Recipe (flags tied to others are set consistently:
+    --overlap-param-gather needs a sharded optimizer, so it follows dp_sharding)."""
+    sharding = DataParallelSharding(dp_sharding)
+    return Recipe(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, mbs=mbs, sequence_parallel=sp and tp > 1,
+                  recompute=recompute, schedule=PipelineSchedule(schedule), dp_sharding=sharding,
+                  overlap_param_gather=sharding != DataParallelSharding.none,
+                  account_for_embedding_in_pipeline_split=acc_split, account_for_loss_in_pipeline_split=acc_split)
