@@ -1,0 +1,195 @@
+"""`shardplan solve`: the best legal recipes for a model, a cluster and a job (click layer over solver/).
+
+Pins and bounds narrow axes (`--tp 8`, `--pp 2..8`); every shown recipe was re-verified by check_case.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import click
+
+from constraints.spec import JobSpec, Placement, Precision
+from solver.space import build_space, parse_range
+
+GIB = 1024 ** 3
+RANGE_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
+
+
+class SolveError(click.ClickException):
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def collect_pins(ranges: dict, schedule, recompute, no_recompute, sp, dp_sharding) -> tuple[dict, dict]:
+    """(pins axis -> allowed values, ranges axis -> (lo, hi)) from the command-line options."""
+    pins, bounds = {}, {}
+    for axis, text in ranges.items():
+        if text is None:
+            continue
+        try:
+            lo, hi = parse_range(text)
+        except ValueError:
+            raise SolveError(f"--{axis} {text!r}: give N or LO..HI, e.g. --{axis} 2..8") from None
+        if lo is not None and lo == hi:
+            pins[axis] = [lo]
+        else:
+            bounds[axis] = (lo, hi)
+    if schedule:
+        pins["schedule"] = [schedule]
+    if no_recompute:
+        pins["recompute"] = ["none"]
+    elif recompute:
+        pins["recompute_kind"] = recompute
+    if sp is not None:
+        pins["sp"] = [sp]
+    if dp_sharding:
+        pins["dp_sharding"] = [dp_sharding]
+    return pins, bounds
+
+
+def solve_case(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s):
+    """Build space and tables, run the chosen method; returns (SolveResult, Tables)."""
+    from solver.cpsat_solve import solve_cpsat
+    from solver.exhaustive import solve_exhaustive
+    from solver.tables import build_tables
+
+    kind = pins.pop("recompute_kind", None)
+    space = build_space(model, job, placement, pins=pins, ranges=bounds)
+    if kind:
+        space.domains["recompute"] = [r for r in space.domains["recompute"] if r.split(":")[0] == kind]
+    tables = build_tables(space, profile, margin)
+    if method == "exhaustive":
+        return solve_exhaustive(tables, k, margin_fraction=margin), tables
+    return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s), tables
+
+
+def recipe_json(ranked, case) -> dict:
+    r = case.recipe
+    rep = ranked.check
+    parallel = {"tp": r.tp, "pp": r.pp, "vpp": r.vpp, "cp": r.cp, "ep": r.ep, "etp": r.etp_effective, "dp": rep.dp,
+                "expert_dp": rep.expert_dp, "mbs": r.mbs, "num_microbatches": rep.memory.num_microbatches,
+                "sequence_parallel": r.sp_active, "recompute": r.recompute.model_dump(mode="json"),
+                "distributed_optimizer": r.dp_sharding.value == "distributed_optimizer", "dp_sharding": r.dp_sharding.value,
+                "schedule": r.schedule.value,
+                "account_for_embedding_and_loss_in_pipeline_split": r.account_for_embedding_in_pipeline_split}
+    out = {"parallel": parallel, "recipe": r.model_dump(mode="json"), "step_time_us": ranked.time_us,
+           "memory": rep.memory.model_dump(mode="json"), "projection": rep.projection}
+    try:
+        from templates.megatron_args import recipe_to_megatron_args
+    except ModuleNotFoundError:
+        recipe_to_megatron_args = None
+    if recipe_to_megatron_args is not None:
+        args = recipe_to_megatron_args(case.model, case.job, r)
+        out["megatron_args"] = _flatten_args(args)
+    return out
+
+
+def _flatten_args(args) -> list:
+    if isinstance(args, dict):
+        return [a for group in args.values() for a in _flatten_args(group)]
+    if isinstance(args, (list, tuple)):
+        return [str(a) for a in args]
+    return _flatten_args(getattr(args, "groups", None) or getattr(args, "__dict__", {}))
+
+
+def _range_options(fn):
+    for axis in reversed(RANGE_AXES):
+        fn = click.option(f"--{axis}", f"{axis}_range", default=None, metavar="N|LO..HI", help=f"pin or bound {axis.upper()}")(fn)
+    return fn
+
+
+@click.command("solve")
+@click.option("--model", "model_name", required=True, help="bundled model name or path to a config")
+@click.option("--hardware", required=True, help="hardware profile name or YAML path")
+@click.option("--nodes", type=click.IntRange(min=1), required=True)
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--seq-length", type=click.IntRange(min=1), required=True)
+@click.option("--global-batch-size", type=click.IntRange(min=1), required=True)
+@click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True)
+@click.option("--top", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True)
+@_range_options
+@click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "zb-h1", "zbv"]), default=None)
+@click.option("--recompute", type=click.Choice(["none", "selective", "full"]), default=None, help="pin the granularity")
+@click.option("--no-recompute", is_flag=True, help="same as --recompute none")
+@click.option("--sequence-parallel/--no-sequence-parallel", "sp", default=None)
+@click.option("--dp-sharding", type=click.Choice(["distributed_optimizer", "none", "megatron_fsdp"]), default=None)
+@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
+@click.option("--objective", type=click.Choice(["throughput"]), default="throughput", show_default=True,
+              help="ranking objective (projected step time)")
+@click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True)
+@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="CP-SAT deterministic time limit (seconds of its deterministic clock)")
+@click.option("--render", "render_dir", type=click.Path(file_okay=False), default=None, help="write one launch script per answer here")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision, k, tp_range, pp_range,
+                  vpp_range, cp_range, ep_range, etp_range, mbs_range, schedule, recompute, no_recompute, sp, dp_sharding,
+                  max_memory_fraction, objective, method, time_limit_s, render_dir, as_json) -> None:
+    """Find the best legal recipes (projected step time), each re-verified by check.
+
+    \b
+    Example:
+      shardplan solve --model Llama-3.1-70B --hardware h100-sxm-80gb --nodes 8 --gpus-per-node 8 \\
+                      --seq-length 8192 --global-batch-size 128 --top 5 --pp 2..8
+    """
+    from constraints.case import Case
+    from constraints.models import load_model
+    from hardware.profile import load_profile
+
+    try:
+        model = load_model(model_name)
+        profile = load_profile(hardware)
+        job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
+        placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
+    except ValueError as exc:
+        raise SolveError(str(exc).splitlines()[0]) from None
+    ranges = dict(zip(RANGE_AXES, (tp_range, pp_range, vpp_range, cp_range, ep_range, etp_range, mbs_range)))
+    pins, bounds = collect_pins(ranges, schedule, recompute, no_recompute, sp, dp_sharding)
+    margin = 1.0 - max_memory_fraction
+    try:
+        result, tables = solve_case(model, job, placement, profile, dict(pins), bounds, k, margin, method, time_limit_s)
+    except ValueError as exc:
+        raise SolveError(str(exc).splitlines()[0]) from None
+    cases = [Case(model=model, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
+    payload = {"recipes": [recipe_json(r, c) for r, c in zip(result.ranked, cases)], "proven_optimal": result.proven_optimal,
+               "bound": (result.bound_us / 1e6 if result.bound_us is not None else None), "bound_unit": "s (iteration time)",
+               "method": result.method, "space": tables.counts, "evaluated": result.evaluated}
+    if not result.ranked:
+        from solver.explain import explain_infeasible
+
+        payload["explanation"] = explain_infeasible(model, job, placement, profile, pins, bounds, margin)
+    if render_dir and cases:
+        try:
+            from templates.cli_render import render_solutions
+        except ModuleNotFoundError:
+            render_solutions = None
+        if render_solutions is not None:
+            render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        click.echo(format_solve(payload, model, placement, job))
+    sys.exit(0 if result.ranked else 1)
+
+
+def format_solve(payload: dict, model, placement, job) -> str:
+    lines = [f"{model.name} on {placement.world_size} x {placement.hardware}, seq {job.seq_length}, GBS {job.global_batch_size}: "
+             f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
+             f"under the projection (bound {payload['bound']} s)"]
+    lines.append(f"{'#':>2} {'TP':>3} {'PP':>3} {'VPP':>3} {'CP':>3} {'EP':>3} {'ETP':>3} {'DP':>5} {'MBS':>3} SP  {'recompute':<26} "
+                 f"{'sharding':<21} {'schedule':<11} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'bubble':>6} {'peak GiB':>8} {'free GiB':>8}")
+    for i, r in enumerate(payload["recipes"], 1):
+        p, m, pr = r["parallel"], r["memory"], r["projection"]
+        rc = r["recipe"]["recompute"]
+        rc_name = rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "") + \
+            (f"({rc['method']},{rc['num_layers']})" if rc["method"] else "")
+        lines.append(f"{i:>2} {p['tp']:>3} {p['pp']:>3} {p['vpp']:>3} {p['cp']:>3} {p['ep']:>3} {p['etp']:>3} {p['dp']:>5} {p['mbs']:>3} "
+                     f"{'on ' if p['sequence_parallel'] else 'off'} {rc_name:<26} {p['dp_sharding']:<21} {p['schedule']:<11} "
+                     f"{pr['tokens_per_s_per_gpu']:>10,.0f} {100 * pr['mfu']:>5.1f}% {pr['iteration_time_s']:>8.3f} "
+                     f"{pr['bubble_fraction']:>6.3f} {m['peak_bytes'] / GIB:>8.2f} {(m['usable_bytes'] - m['peak_bytes']) / GIB:>8.2f}")
+    if "explanation" in payload:
+        lines.append("nothing fits: " + json.dumps(payload["explanation"]))
+    return "\n".join(lines)

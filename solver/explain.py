@@ -1,0 +1,104 @@
+"""Why nothing fits: the smallest conflicting set of user pins / constraint groups, and what would fit.
+
+Each user pin and the memory group get an enforcement literal (solver/cpsat_model.py); the model is solved
+under those assumptions; CP-SAT's sufficient_assumptions_for_infeasibility is intersected with the
+assumption set (OR-Tools issue #5141), shrunk by deletion (drop one, re-solve), and verified by re-solving
+with the core alone. Remedies (more GPUs, half the global batch or sequence, recompute, FP8, a larger-HBM
+part) are each checked by solving again.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ortools.sat.python import cp_model
+
+from constraints.spec import JobSpec, Placement, Precision
+from solver.cpsat_model import build_model
+from solver.cpsat_solve import _solver
+from solver.space import build_space
+from solver.tables import build_tables
+
+LARGER_HBM = {"h100-sxm-80gb": "h200-sxm-141gb", "h800-sxm-80gb": "h200-sxm-141gb", "a100-sxm-80gb": "h200-sxm-141gb",
+              "mi300x": "mi325x", "mi325x": "mi355x", "b200": "b300", "gb200-nvl72": "gb300-nvl72"}
+
+
+def _feasible(rm, assumptions) -> bool:
+    rm.model.clear_assumptions()
+    rm.model.add_assumptions(assumptions)
+    return _solver(30.0).solve(rm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+def minimal_core(rm) -> list[str]:
+    """Names of a minimal infeasible subset of the assumptions (empty when the model is feasible)."""
+    lits = rm.assumptions()
+    solver = _solver(30.0)
+    rm.model.clear_assumptions()
+    rm.model.add_assumptions(lits)
+    if solver.solve(rm.model) != cp_model.INFEASIBLE:
+        return []
+    ids = {lit.index: lit for lit in lits}
+    core = [ids[i] for i in solver.sufficient_assumptions_for_infeasibility() if i in ids] or list(lits)
+    for lit in list(core):
+        trial = [x for x in core if x is not lit]
+        if not _feasible(rm, trial):
+            core = trial
+    assert not _feasible(rm, core), "explanation core must be infeasible on its own"
+    names = {rm.memory_literal.index: "memory_fits"}
+    names.update({lit.index: f"--{axis}" for axis, lit in rm.pin_literals.items()})
+    return [names[lit.index] for lit in core]
+
+
+def _any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
+    try:
+        space = build_space(model, job, placement, pins=dict(pins), ranges=bounds)
+        tables = build_tables(space, profile, margin)
+    except ValueError:
+        return False
+    if not tables.act_rows:
+        return False
+    rm = build_model(tables)
+    rm.model.add(rm.memory_literal == 1)
+    return _feasible(rm, [])
+
+
+def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins: dict, bounds: dict, margin: float,
+                       remedies: bool = True) -> dict:
+    """{'conflict': [names], 'remedies': [descriptions of changes that make it feasible]}."""
+    from hardware.profile import load_profile
+
+    pins = {a: v for a, v in pins.items() if a != "recompute_kind"}
+    space = build_space(model, job, placement, ranges=bounds)
+    for axis, values in pins.items():  # keep pinned values in the domain so the pin is a constraint, not a gap
+        space.domains[axis] = sorted(set(space.domains[axis]) | set(values), key=str)
+    tables = build_tables(space, profile, margin)
+    conflict: list[str] = []
+    if not tables.act_rows:
+        conflict = ["rules: no legal recipe for this model, world size and job"]
+    else:
+        conflict = minimal_core(build_model(tables, pins))
+    out: dict = {"conflict": conflict, "remedies": []}
+    if not remedies:
+        return out
+    trials: list[tuple[str, object]] = [
+        (f"use {2 * placement.num_nodes} nodes", lambda: (job, placement.model_copy(update={"num_nodes": 2 * placement.num_nodes}), profile, pins)),
+        (f"global batch {max(job.global_batch_size // 2, 1)}", lambda: (job.model_copy(update={"global_batch_size": max(job.global_batch_size // 2, 1)}), placement, profile, pins)),
+        (f"sequence length {max(job.seq_length // 2, 1)}", lambda: (job.model_copy(update={"seq_length": max(job.seq_length // 2, 1)}), placement, profile, pins)),
+        ("allow recompute", lambda: (job, placement, profile, {a: v for a, v in pins.items() if a != "recompute"})),
+    ]
+    if not job.precision.is_fp8 and getattr(profile, "supports_fp8", False):
+        trials.append(("train in FP8 (fp8-tensorwise)", lambda: (job.model_copy(update={"precision": Precision.fp8_tensorwise}), placement, profile, pins)))
+    bigger = LARGER_HBM.get(profile.name) or LARGER_HBM.get(placement.hardware)
+    if bigger:
+        trials.append((f"use {bigger}", lambda: (job, placement.model_copy(update={"hardware": bigger}), load_profile(bigger), pins)))
+    for label, make in trials:
+        j, pl, prof, pn = make()
+        if _any_fit(model, j, pl, prof, pn, bounds, margin):
+            out["remedies"].append(label)
+    for axis in pins:
+        if _any_fit(model, job, placement, profile, {a: v for a, v in pins.items() if a != axis}, bounds, margin):
+            out["remedies"].append(f"drop --{axis}")
+    return out
+
+
+def explain(model, job, placement, profile, pins: Optional[dict] = None, margin: float = 0.0) -> dict:
+    return explain_infeasible(model, job, placement, profile, pins or {}, {}, margin)

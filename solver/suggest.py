@@ -1,0 +1,63 @@
+"""`check --suggest`: the nearest legal recipe to a hand-written illegal one.
+
+Nearest = fewest changed axes (TP, PP, VPP, CP, EP, ETP, MBS, SP, recompute, schedule, DP sharding), then
+the projected step time; found over the same exact tables as `solve`, and re-verified by check_case.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from constraints.case import Case
+from solver.cpsat_model import axis_value
+from solver.cpsat_solve import ExactRanker
+from solver.exhaustive import fitting_candidates
+from solver.space import build_space, recompute_name
+from solver.tables import build_tables
+
+AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding")
+
+
+def _own_values(case: Case) -> dict:
+    r = case.recipe
+    return {"tp": r.tp, "pp": r.pp, "vpp": r.vpp, "cp": r.cp, "ep": r.ep, "etp": r.etp if case.model.is_moe else None,
+            "mbs": r.mbs, "sp": r.sp_active, "recompute": recompute_name(r.recompute), "schedule": r.schedule.value,
+            "dp_sharding": r.dp_sharding.value}
+
+
+def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50) -> dict:
+    from hardware.profile import load_profile
+
+    profile = load_profile(case.placement.hardware)
+    own = _own_values(case)
+    space = build_space(case.model, case.job, case.placement)
+    for axis in ("tp", "pp", "vpp", "cp", "ep", "mbs"):
+        if own[axis] not in space.domains[axis]:
+            space.domains[axis] = sorted(set(space.domains[axis]) | {own[axis]})
+    tables = build_tables(space, profile, margin_fraction)
+    a, s = fitting_candidates(tables)
+    if not len(a):
+        return {"found": False, "message": "no legal recipe fits this model, cluster and job; see `shardplan solve`"}
+    dist = np.zeros(len(a), dtype=np.int64)
+    for axis in AXES:
+        if axis == "dp_sharding":
+            same = np.array([v == own[axis] for v in tables.shardings])[s]
+        else:
+            col = np.array([axis_value(tables, i, 0, axis) == own[axis] for i in range(len(tables.act_rows))])
+            same = col[a]
+        dist += ~same
+    order = np.lexsort((s, a, tables.lb_us[a], dist))
+    ranker = ExactRanker(tables, margin_fraction)
+    best_d = None
+    for j in order[:max_tried]:
+        if best_d is not None and dist[j] > best_d:
+            break
+        if ranker.evaluate(int(a[j]), int(s[j])) is not None and best_d is None:
+            best_d = int(dist[j])
+    found = [r for r in ranker.best(10 ** 6) if int(dist[np.flatnonzero((a == r.act) & (s == r.shard))[0]]) == best_d]
+    if not found:
+        return {"found": False, "message": "no verified legal recipe among the nearest candidates"}
+    top = found[0]
+    new = {axis: axis_value(tables, top.act, top.shard, axis) for axis in AXES}
+    return {"found": True, "changed_axes": best_d, "changes": {k: {"from": own[k], "to": new[k]} for k in AXES if new[k] != own[k]},
+            "recipe": top.recipe.model_dump(mode="json"), "projection": top.check.projection,
+            "peak_bytes": top.check.memory.peak_bytes}
