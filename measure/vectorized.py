@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+import math
+
 import numpy as np
 
 from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, PipelineSchedule, Placement, Recipe, Recompute,
@@ -104,6 +106,17 @@ class RecipeBatch:
                    recompute_choices=tuple(choices), base=base)
 
 
+CHUNK_ROWS = 1 << 15  # rows priced per numpy pass
+
+
+def _slice(batch: RecipeBatch, lo: int, hi: int) -> RecipeBatch:
+    if lo == 0 and hi == len(batch):
+        return batch
+    arrays = {k: np.asarray(getattr(batch, k))[lo:hi] for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute",
+                                                                 "schedule", "dp_sharding", "acc_split")}
+    return RecipeBatch(**arrays, recompute_choices=batch.recompute_choices, base=batch.base)
+
+
 class _Axis:
     """Append-only value domain of one key axis with a value -> index lookup array (values are small ints)."""
 
@@ -136,7 +149,7 @@ class _Factor:
     def gather(self, idx: list[np.ndarray], sizes: tuple) -> np.ndarray:
         """The table rows of these keys (one row per batch element)."""
         rows = self.lookup(idx, sizes)
-        return self.table[rows]
+        return self.table.take(rows, axis=0)
 
     def lookup(self, idx: list[np.ndarray], sizes: tuple) -> np.ndarray:
         if sizes != self.sizes:
@@ -164,31 +177,37 @@ _STAGE_COLS = ("nd", "nm", "nfd", "nfm", "emb", "loss", "vocab", "mult")
 
 
 def _span_row(size: int, stride: int, profile: HardwareProfile, placement: Placement) -> list[float]:
-    """(g, per_domain, num_domains, B_up, a_up, B_out, a_out) of one group, as measure.collectives sees it."""
+    """Affine pieces (slope s/byte, intercept s) of measure.collectives' algorithms for one group, so that
+    time(n) = min over pieces + fixed overhead, for n > 0: reduce-scatter / all-gather (ring, hierarchical),
+    then all-reduce (ring, hierarchical with ring or tree across domains), then the overhead (0 when g = 1)."""
     span = group_span(size, stride, profile, placement)
-    return [span.size, span.per_domain, span.num_domains, *col._links(profile, span)]
+    g, k, d = span.size, span.per_domain, span.num_domains
+    if g <= 1:
+        return [0.0] * 11
+    bu, au, bo, ao = col._links(profile, span)
+    ov = profile.calibration.collective_fixed_overhead_us * 1e-6
+    if d == 1:
+        one = [(g - 1) / g / bu, (g - 1) * au] * 2
+        ar = [2 * (g - 1) / g / bu, 2 * (g - 1) * au] * 3
+        return one + ar + [ov]
+    one = [(g - 1) / g / bo, (g - 1) * ao, (k - 1) / k / bu + (d - 1) / d / k / bo, (k - 1) * au + (d - 1) * ao]
+    intra = [2 * (k - 1) / k / bu, 2 * (k - 1) * au]
+    ar = [2 * (g - 1) / g / bo, 2 * (g - 1) * ao,
+          intra[0] + 2 * (d - 1) / d / k / bo, intra[1] + 2 * (d - 1) * ao,
+          intra[0] + 2 / k / bo, intra[1] + 2 * math.log2(d) * ao]
+    return one + ar + [ov]
 
 
-def _one_pass_np(n, s, ov):
-    """measure.collectives.reduce_scatter_s / all_gather_s over arrays; s = span-row columns."""
-    g, k, d, bu, au, bo, ao = s
-    flat = (g - 1) / g * n / bu + (g - 1) * au
-    ring = (g - 1) / g * n / bo + (g - 1) * ao
-    hier = (k - 1) / k * n / bu + (k - 1) * au + (d - 1) / d * (n / k) / bo + (d - 1) * ao
-    t = np.where(d == 1, flat, np.minimum(ring, hier)) + ov
-    return np.where((g <= 1) | (n <= 0), 0.0, t)
+def _one_pass_np(n, s):
+    """measure.collectives.reduce_scatter_s / all_gather_s of n bytes; s = _span_row columns."""
+    t = np.minimum(s[0] * n + s[1], s[2] * n + s[3]) + s[10]
+    return np.where(n > 0, t, 0.0)
 
 
-def _all_reduce_np(n, s, ov):
-    """measure.collectives.all_reduce_s over arrays."""
-    g, k, d, bu, au, bo, ao = s
-    flat = 2 * (g - 1) / g * n / bu + 2 * (g - 1) * au
-    ring = 2 * (g - 1) / g * n / bo + 2 * (g - 1) * ao
-    intra = 2 * ((k - 1) / k * n / bu + (k - 1) * au)
-    inter_ring = 2 * (d - 1) / d * (n / k) / bo + 2 * (d - 1) * ao
-    inter_tree = 2 * (n / k) / bo + 2 * np.log2(d) * ao
-    t = np.where(d == 1, flat, np.minimum(ring, intra + np.minimum(inter_ring, inter_tree))) + ov
-    return np.where((g <= 1) | (n <= 0), 0.0, t)
+def _all_reduce_np(n, s):
+    """measure.collectives.all_reduce_s of n bytes; s = _span_row columns."""
+    t = np.minimum(np.minimum(s[4] * n + s[5], s[6] * n + s[7]), s[8] * n + s[9]) + s[10]
+    return np.where(n > 0, t, 0.0)
 
 
 def closed_form_np(schedule: np.ndarray, f, b, w, p, v, m) -> np.ndarray:
@@ -324,8 +343,12 @@ class Evaluator:
         model_tflops_per_gpu, bubble_fraction (arrays of len(batch); NaN where the pipeline split fails)."""
         if batch.base != self.base:
             self._reset(batch.base)
+        n = len(batch)
+        parts = []
         with np.errstate(divide="ignore", invalid="ignore"):  # rows with an impossible split come out NaN
-            return self._evaluate(batch)
+            for lo in range(0, max(n, 1), CHUNK_ROWS):  # cache-sized blocks: temporaries stay in L2/L3
+                parts.append(self._evaluate(_slice(batch, lo, min(lo + CHUNK_ROWS, n))))
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def _evaluate(self, batch: RecipeBatch) -> dict[str, np.ndarray]:
         cal, prof, world = self.profile.calibration, self.profile, self.placement.world_size
@@ -374,10 +397,9 @@ class Evaluator:
         rank_dp = np.argmax(np.where(mult > 0, dense + expert, -1.0), axis=1)[:, None]
         dense_p, expert_p = (np.take_along_axis(x, rank_dp, axis=1)[:, 0] for x in (dense, expert))
         dpb, epb = dense_p * 2, expert_p * 2
-        ov = cal.collective_fixed_overhead_us * 1e-6
         sharded = np.asarray(batch.dp_sharding, dtype=np.int64) != SHARDINGS.index(DataParallelSharding.none)
-        dp_t = np.where(sharded, _one_pass_np(dpb, D, ov) + _one_pass_np(dpb, D, ov) + _one_pass_np(epb, E, ov) + _one_pass_np(epb, E, ov),
-                        _all_reduce_np(dpb, D, ov) + _all_reduce_np(epb, E, ov))
+        rs_d, rs_e = _one_pass_np(dpb, D), _one_pass_np(epb, E)  # all-gather costs what reduce-scatter does
+        dp_t = np.where(sharded, rs_d + rs_d + rs_e + rs_e, _all_reduce_np(dpb, D) + _all_reduce_np(epb, E))
         if self.base.overlap_grad_reduce:
             dp_t = dp_t * cal.exposed_comm_fraction
         edp = np.maximum(world // (etp * ep * pp), 1)
