@@ -2,7 +2,7 @@
 
 Usage: `.venv/bin/python -m bench.bench_eval_speed [--rows 1000000] [--scalar 200]`. For each model, a grid
 over every batch axis (TP, PP, VPP, CP, EP, ETP, MBS, SP, recompute, schedule, DP sharding, split) is
-priced once to fill the factor tables (timed apart, as "table fill"), rows with an impossible pipeline
+priced once to fill the factor tables (timed apart: "first call", which also prices the grid), rows with an impossible pipeline
 split are dropped, the rest is tiled to --rows, and the timed runs are pure numpy. The scalar path is
 `project(..., simulate_pipeline=False)` on a sample of the same recipes. Prints a markdown table.
 """
@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000, help="recipes per timed vectorised batch")
     ap.add_argument("--scalar", type=int, default=200, help="recipes timed through the scalar project()")
     args = ap.parse_args()
-    print("| model | GPUs | grid recipes (valid split) | table fill s (layer/stage rows) | vectorised evals/s | scalar evals/s | speed-up |")
+    print("| model | GPUs | grid recipes (valid split) | first call s, fills tables (layer/stage rows) | vectorised evals/s | scalar evals/s | speed-up |")
     print("|---|---|---|---|---|---|---|")
     for case in CASES:
         r = bench_case(*case, args.rows, args.scalar)
