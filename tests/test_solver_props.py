@@ -1,0 +1,78 @@
+"""Property, explanation and CLI tests for solve (small spaces, few examples)."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from constraints.case import Case
+from constraints.check import check_case
+from constraints.spec import JobSpec, ModelSpec, Placement
+from hardware.profile import load_profile
+from solver.cpsat_model import axis_value
+from solver.cpsat_solve import solve_cpsat
+from solver.explain import explain_infeasible
+from solver.space import build_space
+from solver.tables import build_tables
+
+SMALL = {"vpp": [1, 2], "mbs": [1, 2], "cp": [1, 2], "recompute": ["none", "selective:core_attn", "full:uniform:1"]}
+
+
+@st.composite
+def problems(draw):
+    heads = draw(st.sampled_from([8, 16, 32]))
+    h = heads * 128
+    model = ModelSpec(name="rand", num_layers=draw(st.sampled_from([4, 6, 8, 12])), hidden_size=h, ffn_hidden_size=4 * h,
+                      num_attention_heads=heads, num_query_groups=draw(st.sampled_from([heads, 8])), kv_channels=128,
+                      vocab_size=32000, max_position_embeddings=8192)
+    job = JobSpec(seq_length=draw(st.sampled_from([1024, 2048, 4096])), global_batch_size=draw(st.sampled_from([8, 16, 32])))
+    pl = Placement(hardware=draw(st.sampled_from(["h100-sxm-80gb", "mi300x"])), num_nodes=1, gpus_per_node=draw(st.sampled_from([4, 8])))
+    return model, job, pl
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_answers_pass_check_and_pinning_optimum_keeps_it(problem):
+    model, job, pl = problem
+    prof = load_profile(pl.hardware)
+    t = build_tables(build_space(model, job, pl, pins=SMALL), prof)
+    res = solve_cpsat(t, k=3)
+    for r in res.ranked:
+        assert check_case(Case(model=model, job=job, recipe=r.recipe, placement=pl), prof).ok
+    if res.ranked:
+        top = res.ranked[0]
+        pins = {ax: [axis_value(t, top.act, top.shard, ax)] for ax in ("tp", "pp", "cp", "mbs", "schedule", "dp_sharding")}
+        again = solve_cpsat(build_tables(build_space(model, job, pl, pins={**SMALL, **pins}), prof), k=1)
+        assert again.ranked[0].recipe == top.recipe and again.ranked[0].time_us == top.time_us
+
+
+def test_explanation_names_conflicting_pins():
+    from constraints.models import load_model
+
+    # 8B params x 18 B (bf16 weight, fp32 grad, Adam state) = 144 GB > 80 GB unless sharded or split
+    model = load_model("Llama-3.1-8B")
+    job = JobSpec(seq_length=4096, global_batch_size=16)
+    pl = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    pins = {"tp": [1], "pp": [1], "dp_sharding": ["none"], "schedule": ["1f1b"], "mbs": [1], "vpp": [1]}
+    out = explain_infeasible(model, job, pl, load_profile(pl.hardware), pins, {}, 0.0, remedies=False)
+    assert {"memory_fits", "--tp", "--pp", "--dp_sharding"} <= set(out["conflict"])
+    assert "--schedule" not in out["conflict"] and "--mbs" not in out["conflict"]
+
+
+def test_cli_solve_json():
+    from solver.cli import cli
+
+    res = CliRunner().invoke(cli, ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1",
+                                   "--seq-length", "4096", "--global-batch-size", "16", "--top", "3", "--vpp", "1..2",
+                                   "--mbs", "1..2", "--cp", "1..2", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert len(data["recipes"]) == 3 and data["proven_optimal"] is True
+    r = data["recipes"][0]
+    assert {"tp", "pp", "vpp", "cp", "ep", "etp", "dp", "mbs", "sequence_parallel", "recompute", "distributed_optimizer",
+            "schedule"} <= set(r["parallel"])
+    assert r["memory"]["peak_bytes"] <= r["memory"]["usable_bytes"] and r["projection"]["iteration_time_s"] > 0
+    assert "--tensor-model-parallel-size" in r["megatron_args"]
+    times = [x["step_time_us"] for x in data["recipes"]]
+    assert times == sorted(times)
