@@ -1,0 +1,51 @@
+"""Benchmark `solve` on the five scenarios of issue 5 (a script, not a timed test).
+
+Reports declared space size, legal activation rows, fitting candidates, table build, CP-SAT solve,
+exhaustive time and their ratio, and whether the two top-K lists agree.
+Run: .venv/bin/python bench/bench_solve.py [scenario-name ...]
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from constraints.models import load_model
+from constraints.spec import JobSpec, Placement
+from hardware.profile import load_profile
+from solver.cpsat_solve import solve_cpsat
+from solver.exhaustive import fitting_candidates, solve_exhaustive
+from solver.space import build_space
+from solver.tables import build_tables
+
+# (name, model, hardware, nodes, gpus/node, seq, global batch); batch sizes as in the published recipes' ranges
+SCENARIOS = [
+    ("llama70b-64xh100", "Llama-3.1-70B", "h100-sxm-80gb", 8, 8, 8192, 128),
+    ("mixtral8x22b-64xmi300x", "Mixtral-8x22B-v0.1", "mi300x", 8, 8, 4096, 256),
+    ("qwen3-235b-256xh100", "Qwen3-235B-A22B", "h100-sxm-80gb", 32, 8, 4096, 1024),
+    ("deepseekv3-1024xh800", "DeepSeek-V3", "h800-sxm-80gb", 128, 8, 4096, 4096),
+    ("llama405b-16384xh100", "Llama-3.1-405B", "h100-sxm-80gb", 2048, 8, 8192, 2048),
+]
+
+
+def run(name, model, hw, nodes, gpn, seq, gbs, k=10):
+    m, prof = load_model(model), load_profile(hw)
+    job, pl = JobSpec(seq_length=seq, global_batch_size=gbs), Placement(hardware=hw, num_nodes=nodes, gpus_per_node=gpn)
+    t0 = time.perf_counter()
+    tables = build_tables(build_space(m, job, pl), prof)
+    t1 = time.perf_counter()
+    cp = solve_cpsat(tables, k)
+    t2 = time.perf_counter()
+    ex = solve_exhaustive(tables, k)
+    t3 = time.perf_counter()
+    same = [r.key for r in cp.ranked] == [r.key for r in ex.ranked]
+    print(f"| {name} | {tables.counts['declared']:,} | {tables.counts['activation_rows']:,} | {len(fitting_candidates(tables)[0]):,} | "
+          f"{t1 - t0:.1f} | {t2 - t1:.1f} | {t3 - t2:.1f} | {(t2 - t1) / max(t3 - t2, 1e-9):.2f} | {cp.evaluated} | {same} |", flush=True)
+
+
+if __name__ == "__main__":
+    chosen = set(sys.argv[1:])
+    print("| scenario | declared | legal rows | fitting | tables s | cpsat s | exhaustive s | ratio | projected | same top-K |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for sc in SCENARIOS:
+        if not chosen or sc[0] in chosen:
+            run(*sc)
