@@ -101,7 +101,7 @@ def static_terms(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int
             "fsdp_unsharded": 2 * biggest * WEIGHT_BYTES + biggest * GRAD_BYTES}
 
 
-def _chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chunk,
+def chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chunk,
                       per_layer: dict[bool, int], vocab: int) -> tuple[int, int, int, int]:
     """(layer activations, embedding, output, recompute working set) of one micro-batch in one chunk."""
     flags = [model.moe_layers[i] for i in chunk.layers]
@@ -141,6 +141,24 @@ def comm_buffer_bytes(model: ModelSpec, recipe: Recipe, sh: act.Shape) -> int:
     return total
 
 
+def rank_activation_terms(sums: list[int], working: int, vpp: int, inflight: int, comm_bytes: int, frag_ppm: int,
+                          framework_overhead_bytes: int) -> dict[str, int]:
+    """One rank's bytes beyond static state, from its chunks' summed (layers, embedding, output) activations:
+    in-flight chunks spread evenly over the rank's VPP chunks (ceil), one micro-batch of output activations,
+    the recompute working set, comm buffers, fragmentation (ppm of activations) and framework overhead."""
+    terms = {
+        "activations": _ceil_div(inflight * sums[0], vpp),
+        "embedding_activations": _ceil_div(inflight * sums[1], vpp),
+        "output_activations": _ceil_div(min(inflight, vpp) * sums[2], vpp) if sums[2] else 0,
+        "recompute_working_set": working,
+        "comm_buffers": comm_bytes,
+    }
+    act_total = terms["activations"] + terms["embedding_activations"] + terms["output_activations"] + working
+    terms["fragmentation"] = act_total * frag_ppm // PPM
+    terms["framework_overhead"] = framework_overhead_bytes
+    return terms
+
+
 def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int, capacity_bytes: int,
                   framework_overhead_bytes: int = 0, fragmentation_fraction: float = 0.0,
                   margin_fraction: float = 0.0) -> MemoryReport:
@@ -160,18 +178,10 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
         sums = [0, 0, 0]
         working = 0
         for chunk in chunks:
-            layers, emb, out, work = _chunk_activation(model, recipe, sh, chunk, per_layer, vocab)
+            layers, emb, out, work = chunk_activation(model, recipe, sh, chunk, per_layer, vocab)
             sums[0], sums[1], sums[2] = sums[0] + layers, sums[1] + emb, sums[2] + out
             working = max(working, work)
-        vpp = len(chunks)
-        terms["activations"] = _ceil_div(inflight * sums[0], vpp)
-        terms["embedding_activations"] = _ceil_div(inflight * sums[1], vpp)
-        terms["output_activations"] = _ceil_div(min(inflight, 1 * vpp) * sums[2], vpp) if sums[2] else 0
-        terms["recompute_working_set"] = working
-        terms["comm_buffers"] = comm
-        act_total = terms["activations"] + terms["embedding_activations"] + terms["output_activations"] + working
-        terms["fragmentation"] = act_total * frag_ppm // PPM
-        terms["framework_overhead"] = framework_overhead_bytes
+        terms.update(rank_activation_terms(sums, working, len(chunks), inflight, comm, frag_ppm, framework_overhead_bytes))
         stages.append(StageMemory(rank=rank, terms=terms, total_bytes=sum(terms.values())))
     peak = max(stages, key=lambda s: (s.total_bytes, -s.rank))
     usable = capacity_bytes * (PPM - round(margin_fraction * PPM)) // PPM

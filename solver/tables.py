@@ -168,7 +168,7 @@ class _ActivationSums:
     """Per-rank bytes memory_report adds on top of static_terms: in-flight activations, embedding and output
     activations, recompute working set, comm buffers, fragmentation, framework overhead — the same terms,
     combined the same way (ceil over VPP), from constraints.memory's own functions. Chunk results are
-    cached by (layer key, the chunk's layer kinds and ends), which is all _chunk_activation reads."""
+    cached by (layer key, the chunk's layer kinds and ends), which is all chunk_activation reads."""
 
     def __init__(self, model, job) -> None:
         self.model, self.job = model, job
@@ -177,7 +177,7 @@ class _ActivationSums:
         self.rank_cache: dict = {}
 
     def signature(self, all_chunks) -> tuple:
-        """What _chunk_activation reads of each chunk: its layers' kinds and whether it holds the ends."""
+        """What chunk_activation reads of each chunk: its layers' kinds and whether it holds the ends."""
         return tuple(tuple((tuple(self.flags[i] for i in c.layers), c.embedding, c.loss, c.mtp) for c in chunks)
                      for chunks in all_chunks)
 
@@ -197,7 +197,7 @@ class _ActivationSums:
                 ck = (key[0], sig)
                 res = self.chunk_cache.get(ck)
                 if res is None:
-                    res = self.chunk_cache[ck] = mem._chunk_activation(model, recipe, sh, chunk, per_layer, vocab)
+                    res = self.chunk_cache[ck] = mem.chunk_activation(model, recipe, sh, chunk, per_layer, vocab)
                 layers, emb, outp, work = res
                 sums[0], sums[1], sums[2] = sums[0] + layers, sums[1] + emb, sums[2] + outp
                 working = max(working, work)
@@ -210,12 +210,9 @@ class _ActivationSums:
         frag_ppm = round(cal.activation_fragmentation_fraction * mem.PPM)
         out = [0] * width
         for rank, (sums, working, vpp) in enumerate(ranks):
-            inflight = inflight_chunks(recipe, rank, m)
-            a = mem._ceil_div(inflight * sums[0], vpp)
-            e = mem._ceil_div(inflight * sums[1], vpp)
-            o = mem._ceil_div(min(inflight, vpp) * sums[2], vpp) if sums[2] else 0
-            total = a + e + o + working
-            out[rank] = total + comm + total * frag_ppm // mem.PPM + cal.framework_overhead_bytes
+            terms = mem.rank_activation_terms(sums, working, vpp, inflight_chunks(recipe, rank, m), comm, frag_ppm,
+                                              cal.framework_overhead_bytes)
+            out[rank] = sum(terms.values())
         return out
 
 
