@@ -88,6 +88,15 @@ class ExactRanker:
         b = self.best(k)
         return b[-1].time_us if len(b) >= k else None
 
+    def evaluate_in_bound_order(self, a, s, lb_us, k: int) -> None:
+        """Evaluate candidates sorted by lower bound until the k-th best exact time is no larger than the
+        next bound (nothing after it can enter the top-k)."""
+        for i in range(len(a)):
+            kth = self.kth_time(k)
+            if kth is not None and lb_us[i] > kth:
+                break
+            self.evaluate(int(a[i]), int(s[i]))
+
 
 def _solver(max_time_s: float) -> cp_model.CpSolver:
     s = cp_model.CpSolver()
@@ -150,12 +159,7 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
 
         a, sh = fitting_candidates(tables, pins)
         assert len(a) and int(tables.lb_us[a[0]]) == threshold, "CP-SAT optimum bound disagrees with the tables"
-        lbs = tables.lb_us[a]
-        for i in range(len(a)):
-            kth = ranker.kth_time(k)
-            if kth is not None and lbs[i] > kth:
-                break
-            ranker.evaluate(int(a[i]), int(sh[i]))
+        ranker.evaluate_in_bound_order(a, sh, tables.lb_us[a], k)
     while cpsat_enumeration:
         found, complete_i = _enumerate(tables, pins, threshold, max_time_s)
         complete = complete and complete_i

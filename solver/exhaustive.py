@@ -43,12 +43,7 @@ def solve_exhaustive(tables: Tables, k: int = 10, pins=None, margin_fraction: fl
     t0 = time.perf_counter()
     a, s = fitting_candidates(tables, pins)
     ranker = ExactRanker(tables, margin_fraction)
-    lb = tables.lb_us[a]
-    for i in range(len(a)):
-        kth = ranker.kth_time(k)
-        if kth is not None and lb[i] > kth:
-            break
-        ranker.evaluate(int(a[i]), int(s[i]))
+    ranker.evaluate_in_bound_order(a, s, tables.lb_us[a], k)
     best = ranker.best(k)
     return SolveResult(best, True, best[0].time_us if best else None, "exhaustive", evaluated=len(ranker.done),
                        rejected=ranker.rejected, stats={"solve_s": time.perf_counter() - t0, "fitting": int(len(a))})
