@@ -40,7 +40,9 @@ class Calibration(_Strict):
 
     gemm_efficiency: tuple[tuple[float, float], ...] = ((20.0, 0.05), (30.0, 0.45), (36.0, 0.70), (40.0, 0.75))
     fp8_gemm_relative_efficiency: float = Field(0.75, gt=0, le=1, description="fp8 GEMM achieved/peak(fp8) over bf16's achieved/peak(bf16)")
-    grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1, description="MoE grouped GEMM vs a plain GEMM of the same per-group size")
+    grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1, description="MoE grouped GEMM vs a plain GEMM of the same per-group size, many tokens per expert")
+    grouped_gemm_half_tokens: float = Field(0.0, ge=0, description="tokens per expert at which the grouped GEMM reaches half that (0 = no token dependence)")
+    moe_dispatch_overhead_us: float = Field(0.0, ge=0, description="per MoE layer, micro-batch and pass (fwd, bwd): host sync of the per-expert token counts and the launch gap behind it")
     attention_efficiency: float = Field(0.5, gt=0, le=1)
     memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")
     collective_bandwidth_efficiency: float = Field(0.7, gt=0, le=1)

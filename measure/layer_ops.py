@@ -75,21 +75,34 @@ def _act_dtype(job: JobSpec) -> str:
     return "fp16" if job.precision == Precision.fp16 else "bf16"
 
 
+def _fp8_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
+    """Quantisation of an fp8 GEMM's activation input (forward) and incoming gradient (backward): read bf16
+    (2 B), write fp8 (1 B) plus its transposed copy for the other GEMM (1 B), an amax/scale pass folded in
+    (Transformer Engine `cast_transpose`, per-tensor on Hopper, 1x32 block scales on Blackwell). Weights are
+    cast once per step and cached across micro-batches (TE `is_first_microbatch`), so they are not here."""
+    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), 4.0 * fwd_elems),
+            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems), 4.0 * bwd_elems)]
+
+
 def _gemm(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16") -> list[PhaseOp]:
-    """Forward, dgrad and wgrad of Y[m,n] = X[m,k] W[k,n]; bytes = inputs at dtype + output at out_dtype."""
+    """Forward, dgrad and wgrad of Y[m,n] = X[m,k] W[k,n]; bytes = inputs at dtype + output at out_dtype;
+    fp8 adds the casts of X and dY (`_fp8_casts`)."""
     ib, ob = DTYPE_BYTES[dtype], DTYPE_BYTES[out_dtype]
     flops = 2.0 * m * n * k
-    return [
+    ops = [
         PhaseOp(Op(OpKind.gemm, (m, n, k), dtype), Phase.fwd, module, flops, (m * k + k * n) * ib + m * n * ob),
         PhaseOp(Op(OpKind.gemm, (m, k, n), dtype), Phase.bwd_dgrad, module, flops, (m * n + k * n) * ib + m * k * ob),
         PhaseOp(Op(OpKind.gemm, (k, n, m), dtype), Phase.bwd_wgrad, module, flops, (m * k + m * n) * ib + k * n * 4),
     ]
+    return ops + (_fp8_casts(m * k, m * n, module) if dtype == "fp8" else [])
 
 
 def _grouped(g: int, m: int, n: int, k: int, dtype: str, module: str) -> list[PhaseOp]:
+    """g GEMMs of m tokens each (`_gemm` per group; the roofline prices small m, see `grouped_token_efficiency`)."""
     ib = DTYPE_BYTES[dtype]
     flops = 2.0 * g * m * n * k
-    return [
+    casts = _fp8_casts(g * m * k, g * m * n, module) if dtype == "fp8" else []
+    return casts + [
         PhaseOp(Op(OpKind.grouped_gemm, (g, m, n, k), dtype), Phase.fwd, module, flops, g * ((m * k + k * n) * ib + m * n * 2)),
         PhaseOp(Op(OpKind.grouped_gemm, (g, m, k, n), dtype), Phase.bwd_dgrad, module, flops, g * ((m * n + k * n) * ib + m * k * 2)),
         PhaseOp(Op(OpKind.grouped_gemm, (g, k, n, m), dtype), Phase.bwd_wgrad, module, flops, g * ((m * k + m * n) * ib + k * n * 4)),
@@ -198,15 +211,25 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     h, E = model.hidden_size, model.num_experts
     ops = _norm(model, t_sp, h)
     ops += _gemm(t_sp, E, h, "bf16", "router")
+    # router score (fp32 softmax / sigmoid) and top-k over (t_sp, E): read logits, write probs and routing map
+    ops += _pointwise(OpKind.elementwise, (t_sp * E,), "router", 2, 2, flops_per_elem=4.0, bwd_factor=1.0)
     g = max(E // recipe.ep, 1)
     m = tokens_per_local_expert(model, job, recipe)
     f = model.moe_ffn_hidden_size // recipe.etp_effective
     routed_tokens = g * m
-    ops += _pointwise(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)  # permute
+    # permute: gather t_sp * topk token copies into expert order (Megatron `permute`, a read and a write of each
+    # copy) before the dispatch, and again after it into local-expert order (`sort_chunks_by_idxs`)
+    ops += _pointwise(OpKind.elementwise, (t_sp * model.moe_router_topk * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+    local_sort = recipe.ep > 1 and g > 1
+    if local_sort:
+        ops += _pointwise(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
     ops += _grouped(g, m, _fc1_width(model, f), h, dt, "moe")
     ops += _activation(model, routed_tokens, f, "moe_act")
     ops += _grouped(g, m, h, f, dt, "moe")
-    ops += _pointwise(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)  # unpermute
+    # unpermute: local re-sort back, then the prob-weighted scatter-add of topk copies into t_sp tokens
+    if local_sort:
+        ops += _pointwise(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+    ops += _pointwise(OpKind.elementwise, (t_sp * model.moe_router_topk * h,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)
     if model.moe_shared_expert_intermediate_size:
         fs = model.moe_shared_expert_intermediate_size // recipe.tp
         ops += _gemm(t, _fc1_width(model, fs), h, dt, "shared_experts")

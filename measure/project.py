@@ -121,7 +121,8 @@ def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placem
         tp = 0.0
     ep = 0.0
     if kind == LayerKind.moe:
-        a2a = t_sp * model.moe_router_topk * h * 2
+        # the busiest rank receives imbalance x the mean share (the a2a ends when it does)
+        a2a = t_sp * model.moe_router_topk * h * 2 * cal.moe_load_imbalance
         ep = 2 * col.all_to_all_s(a2a, groups.ep, profile)
         if recipe.etp_effective > 1:
             ep += col.all_gather_s(a2a * recipe.etp_effective, groups.etp, profile) + col.reduce_scatter_s(
@@ -147,9 +148,31 @@ def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placem
                 expert_p += n
             else:
                 dense_p += n
+    if kind == LayerKind.moe:  # dispatcher host sync per pass (see Calibration.moe_dispatch_overhead_us)
+        by[Phase.fwd] += cal.moe_dispatch_overhead_us * 1e-6
+        by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
     return _LayerCost(fwd=by[Phase.fwd], dgrad=by[Phase.bwd_dgrad], wgrad=by[Phase.bwd_wgrad], recompute_selective=sel,
                       tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_exp, ep_bwd=ep_exp,
                       cp_fwd=cp, cp_bwd=2 * cp, dense_params=dense_p, expert_params=expert_p)
+
+
+FSDP_SHARDINGS = (DataParallelSharding.megatron_fsdp, DataParallelSharding.torch_fsdp2)
+
+
+def dp_comm_s(sharding: DataParallelSharding, dense_bytes: float, expert_bytes: float, num_microbatches: int, groups,
+              profile: HardwareProfile, overlap: bool) -> float:
+    """Data-parallel traffic of one step for one rank's bf16 params/grads (dense over DP x CP, experts over
+    expert-DP). DDP: one gradient all-reduce. Distributed optimizer: one reduce-scatter of grads and one
+    all-gather of params (Megatron `DistributedOptimizer`). FSDP (ZeRO-3: Megatron-FSDP optim_grads_params,
+    torch FSDP2 with reshard after forward): params are all-gathered before each micro-batch's forward and
+    again before its backward, and grads reduce-scattered after each backward (Zhao et al. 2023, "PyTorch
+    FSDP", sec. 3.2), so 3 passes per micro-batch. Overlapped collectives leave the exposed fraction."""
+    if sharding == DataParallelSharding.none:
+        t = col.all_reduce_s(dense_bytes, groups.dp, profile) + col.all_reduce_s(expert_bytes, groups.edp, profile)
+    else:
+        one = (col.reduce_scatter_s(dense_bytes, groups.dp, profile) + col.reduce_scatter_s(expert_bytes, groups.edp, profile))
+        t = (3 * num_microbatches if sharding in FSDP_SHARDINGS else 2) * one  # all-gather costs what reduce-scatter does
+    return t * (profile.calibration.exposed_comm_fraction if overlap else 1.0)
 
 
 def _full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:
@@ -248,14 +271,8 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     # data-parallel gradient reduction and parameter gather (bf16), on the heaviest rank
     rank_dp = max(range(pp), key=lambda r: dense_params[r] + expert_params[r])
     dpb, epb = dense_params[rank_dp] * 2, expert_params[rank_dp] * 2
+    dp_t = dp_comm_s(recipe.dp_sharding, dpb, epb, m, groups, profile, recipe.overlap_grad_reduce)
     sharded = recipe.dp_sharding != DataParallelSharding.none
-    if sharded:
-        dp_t = (col.reduce_scatter_s(dpb, groups.dp, profile) + col.all_gather_s(dpb, groups.dp, profile)
-                + col.reduce_scatter_s(epb, groups.edp, profile) + col.all_gather_s(epb, groups.edp, profile))
-    else:
-        dp_t = col.all_reduce_s(dpb, groups.dp, profile) + col.all_reduce_s(epb, groups.edp, profile)
-    if recipe.overlap_grad_reduce:
-        dp_t *= cal.exposed_comm_fraction
     owned = (dense_params[rank_dp] / (dp * recipe.cp) + expert_params[rank_dp] / max(recipe.expert_dp(world), 1)) if sharded \
         else dense_params[rank_dp] + expert_params[rank_dp]
     opt = sum(op_time_s(p, profile, cost_table, fingerprint) for p in optimizer_ops(model, recipe, int(owned)))

@@ -54,6 +54,21 @@ def matmul_efficiency(cal: Calibration, flops_per_gemm: float, dtype: str) -> fl
     return eff
 
 
+def grouped_token_efficiency(cal: Calibration, tokens_per_group: float) -> float:
+    """Grouped GEMM achieved/peak relative to one plain GEMM of the same per-group FLOPs, as a saturating
+    function of the tokens each expert sees: m / (m + m_half). Few tokens per expert leave most of a
+    128-row MMA tile empty and the per-group tile scheduling unamortised (grouped GEMMs in CUTLASS/TE pad
+    each group to the tile height), so efficiency halves at m_half tokens and tends to the calibration's
+    `grouped_gemm_relative_efficiency` for large m."""
+    half = cal.grouped_gemm_half_tokens
+    return cal.grouped_gemm_relative_efficiency * (tokens_per_group / (tokens_per_group + half) if half > 0 else 1.0)
+
+
+def _grouped_tokens(pop: PhaseOp) -> int:
+    """Tokens per expert of a grouped GEMM: M of fwd / dgrad (g, m, n, k), K (the reduction) of wgrad."""
+    return pop.op.shape[3] if pop.phase.value == "bwd_wgrad" else pop.op.shape[1]
+
+
 def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
     """Analytic time of one kernel from its FLOPs and bytes."""
     cal = profile.calibration
@@ -63,7 +78,7 @@ def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
         groups = pop.op.shape[0] if kind == OpKind.grouped_gemm else 1
         eff = matmul_efficiency(cal, pop.flops / groups, pop.op.dtype)
         if kind == OpKind.grouped_gemm:
-            eff *= cal.grouped_gemm_relative_efficiency
+            eff *= grouped_token_efficiency(cal, _grouped_tokens(pop))
         comp_s = pop.flops / (peak_flops(profile, pop.op.dtype) * eff)
     elif kind in _ATTENTION:
         comp_s = pop.flops / (peak_flops(profile, "bf16") * cal.attention_efficiency)

@@ -29,7 +29,7 @@ from hardware.profile import HardwareProfile
 from measure import collectives as col
 from measure.flops import flops_per_iteration
 from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
-from measure.project import _full_recompute_layers, layer_cost
+from measure.project import FSDP_SHARDINGS, _full_recompute_layers, layer_cost
 from measure.roofline import CostLookup, op_time_s
 from measure.topology import group_span
 
@@ -399,7 +399,10 @@ class Evaluator:
         dpb, epb = dense_p * 2, expert_p * 2
         sharded = np.asarray(batch.dp_sharding, dtype=np.int64) != SHARDINGS.index(DataParallelSharding.none)
         rs_d, rs_e = _one_pass_np(dpb, D), _one_pass_np(epb, E)  # all-gather costs what reduce-scatter does
-        dp_t = np.where(sharded, rs_d + rs_d + rs_e + rs_e, _all_reduce_np(dpb, D) + _all_reduce_np(epb, E))
+        shard_idx = np.asarray(batch.dp_sharding, dtype=np.int64)
+        fsdp = np.isin(shard_idx, [SHARDINGS.index(s) for s in FSDP_SHARDINGS])
+        passes = np.where(fsdp, 3 * m, 2)  # measure.project.dp_comm_s: FSDP gathers and reduces per micro-batch
+        dp_t = np.where(sharded, passes * (rs_d + rs_e), _all_reduce_np(dpb, D) + _all_reduce_np(epb, E))
         if self.base.overlap_grad_reduce:
             dp_t = dp_t * cal.exposed_comm_fraction
         edp = np.maximum(world // (etp * ep * pp), 1)
