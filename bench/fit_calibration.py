@@ -17,6 +17,7 @@ from collections import defaultdict
 import yaml
 
 from bench.runs import RunCase, load_runs
+from bench.validate_projection import assume_moe_dispatcher
 from hardware.profile import PROFILES_DIR, Calibration, HardwareProfile, load_profile
 from measure.project import project
 
@@ -28,7 +29,10 @@ GRIDS = {
     "attention_efficiency": [0.25, 0.35, 0.45, 0.55, 0.65],
     "exposed_comm_fraction": [0.0, 0.1, 0.2, 0.4, 0.7, 1.0],
     "moe_load_imbalance": [1.0, 1.1, 1.25, 1.5, 2.0],
+    "grouped_gemm_half_tokens": [0.0, 128.0, 256.0, 512.0, 1024.0, 2048.0],
+    "moe_dispatch_overhead_us": [0.0, 100.0, 250.0, 500.0, 1000.0, 2000.0],
 }
+MOE_ONLY = ("grouped_gemm_relative_efficiency", "moe_load_imbalance", "grouped_gemm_half_tokens", "moe_dispatch_overhead_us")
 
 
 def calibration_from(params: dict, base: Calibration) -> Calibration:
@@ -58,7 +62,7 @@ def fit_one(name: str, cases: list[RunCase], rounds: int = 2) -> tuple[Calibrati
     start = best = evaluate(params)
     for _ in range(rounds):
         for key, grid in GRIDS.items():
-            if (key.startswith("fp8") and not uses_fp8) or (key in ("grouped_gemm_relative_efficiency", "moe_load_imbalance") and not uses_moe):
+            if (key.startswith("fp8") and not uses_fp8) or (key in MOE_ONLY and not uses_moe):
                 continue
             for val in grid:
                 trial = {**params, key: val}
@@ -86,7 +90,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     by_hw: dict[str, list[RunCase]] = defaultdict(list)
-    for c in load_runs():
+    for c in assume_moe_dispatcher(load_runs()):
         if c.outcome == "ran" and "tokens_per_s_per_gpu" in c.measured:
             by_hw[c.hardware].append(c)
     for name, cases in sorted(by_hw.items()):

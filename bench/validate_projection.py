@@ -4,19 +4,52 @@ Usage: `.venv/bin/python -m bench.validate_projection [--csv PATH] [--rows]`. Pr
 median / mean / p90 / worst absolute % error of tokens/s/GPU and TFLOP/s/GPU by hardware and precision,
 Spearman's rho on groups of rows that differ only in recipe, and the skipped rows with reasons.
 Calibration comes from the hardware profiles (fitted by bench/fit_calibration.py on the whole file).
+On top of bench.runs' assumptions, MoE rows get a dispatcher (`assume_moe_dispatcher`).
 """
 from __future__ import annotations
 
 import argparse
+import csv
+import re
 import statistics
 from collections import defaultdict
+from pathlib import Path
 from typing import Optional
 
 from bench.runs import RUNS_CSV, RunCase, load_all
+from constraints.spec import MoeDispatcher
 from hardware.profile import HardwareProfile, load_profile
 from measure.project import project
+from measure.topology import recipe_groups as rank_groups
 
 METRICS = ("tokens_per_s_per_gpu", "tflops_per_gpu")
+_NODE_AWARE = re.compile(r"hybrid-?ep|deepep|flex", re.I)
+_PLAIN_A2A = re.compile(r"alltoall dispatcher|a2a dispatcher", re.I)
+
+
+def _row_notes(csv_path: str | Path) -> dict[str, str]:
+    with open(csv_path, newline="") as fh:
+        return {r["source_id"]: r.get("notes", "") for r in csv.DictReader(fh)}
+
+
+def assume_moe_dispatcher(cases: list[RunCase], csv_path: str | Path = RUNS_CSV) -> list[RunCase]:
+    """Fill the MoE dispatcher a row leaves unstated (bench.runs takes alltoall for all): flex (DeepEP /
+    HybridEP) when the notes name it, or when the EP group spans more than one scale-up domain, as NVIDIA's
+    tuned cross-node EP recipes do (yanring/Megatron-MoE-ModelZoo best_practice/Qwen3: "Cross-node EP
+    strategy ... DeepEP"; DeepSeek-V3 likewise); alltoall when the notes say so or EP stays in one domain."""
+    notes = _row_notes(csv_path)
+    out = []
+    for c in cases:
+        text = notes.get(c.id, "")
+        if not c.model.is_moe or _PLAIN_A2A.search(text):
+            out.append(c)
+            continue
+        span = rank_groups(c.recipe, load_profile(c.hardware), c.placement).ep
+        if _NODE_AWARE.search(text) or span.num_domains > 1:
+            c = c.model_copy(update={"recipe": c.recipe.model_copy(update={"moe_dispatcher": MoeDispatcher.flex}),
+                                     "assumed": c.assumed + ("moe_dispatcher=flex",)})
+        out.append(c)
+    return out
 
 
 def evaluate(cases: list[RunCase], profiles: Optional[dict[str, HardwareProfile]] = None) -> list[dict]:
@@ -119,7 +152,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     ap.add_argument("--rows", action="store_true", help="also print every row")
     args = ap.parse_args(argv)
     cases, skips = load_all(args.csv)
-    records = evaluate(cases)
+    records = evaluate(assume_moe_dispatcher(cases, args.csv))
     if args.rows:
         print("| id | model | hardware | precision | tok/s/GPU proj | meas | err % |\n|---|---|---|---|---:|---:|---:|")
         for r in records:

@@ -9,11 +9,14 @@ Per micro-batch, per layer, on one rank (see measure/layer_ops.py for shapes):
   again in backward (Korthikanti et al. 2022, sec. 4.2.2); without SP two all-reduces each way.
   `tp_comm_overlap` leaves only the calibration's exposed fraction.
 - EP: dispatch and combine all-to-all of t/TP * topk * h bf16 per rank, forward and backward
-  (AMD Primus projection, MoE A2A bytes); `overlap_moe_expert_parallel_comm` exposes a fraction.
+  (AMD Primus projection, MoE A2A bytes), times the load-imbalance factor (the busiest rank finishes last);
+  the flex dispatcher sends a token once per destination node (`collectives.node_dedup_all_to_all_s`);
+  `overlap_moe_expert_parallel_comm` exposes a fraction. Each MoE layer adds the dispatcher's host sync per pass.
 - CP (p2p ring): CP-1 exchanges of the local K,V chunk, hidden behind attention compute when shorter.
 - PP: one activation send per chunk boundary, t/TP (SP) * h bf16, on the simulator's critical path.
 - DP: gradient reduce-scatter (distributed optimizer / FSDP) or all-reduce of bf16 grads over DP*CP
-  (expert grads over expert-DP) and the bf16 param all-gather; overlapped when the flags are on.
+  (expert grads over expert-DP) and the bf16 param all-gather, per micro-batch under FSDP (`dp_comm_s`);
+  overlapped when the flags are on.
 - Recompute adds the recomputed modules' forward time to the backward.
 """
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict
 
 from constraints.schedule import num_microbatches
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, PipelineSchedule, Placement, Recipe,
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, PipelineSchedule, Placement, Recipe,
                               RecomputeGranularity, RecomputeMethod)
 from constraints.stages import rank_chunks
 from hardware.profile import HardwareProfile
@@ -123,7 +126,10 @@ def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placem
     if kind == LayerKind.moe:
         # the busiest rank receives imbalance x the mean share (the a2a ends when it does)
         a2a = t_sp * model.moe_router_topk * h * 2 * cal.moe_load_imbalance
-        ep = 2 * col.all_to_all_s(a2a, groups.ep, profile)
+        if recipe.moe_dispatcher == MoeDispatcher.flex:
+            ep = 2 * col.node_dedup_all_to_all_s(a2a / model.moe_router_topk, model.moe_router_topk, groups.ep, profile)
+        else:
+            ep = 2 * col.all_to_all_s(a2a, groups.ep, profile)
         if recipe.etp_effective > 1:
             ep += col.all_gather_s(a2a * recipe.etp_effective, groups.etp, profile) + col.reduce_scatter_s(
                 a2a * recipe.etp_effective, groups.etp, profile)
