@@ -13,7 +13,9 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - distributed optimizer (`--use-distributed-optimizer`, overlap grad reduce and param gather) for
   every row without an FSDP column value; Megatron-FSDP / FSDP2 rows use those shardings.
 - recompute none unless the row states it (selective modules are parsed from the text).
-- MoE: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap.
+- MoE: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap; ETP = 1 on Megatron-Bridge
+  rows that leave it empty (its perf presets set expert_tensor_parallel_size=1), else Megatron's default ETP = TP.
+- torch FSDP2 rows (AutoModel): no --overlap-param-gather (FSDP2 gathers parameters itself).
 - account-for-embedding/loss in the pipeline split when layers do not divide PP*VPP but layers+2 do.
 - VPP > 1 means the interleaved schedule, else 1F1B; TP comm overlap off.
 - precision: FP8 / FP8-CS -> fp8-tensorwise, MXFP8 / FP8-MX -> mxfp8, blockwise -> fp8-blockwise,
@@ -176,6 +178,13 @@ def row_case(r: dict) -> RunCase | RunSkip:
         return skip(f"model {name} not bundled and row has no shape")
     vpp = _int(r["vpp"]) or 1
     ep, etp = _int(r["ep"]) or 1, _int(r["etp"])
+    if etp is None and ep > 1 and tp > 1 and "Megatron-Bridge" in r["source"]:
+        # Megatron-Bridge perf presets set expert_tensor_parallel_size=1 for every MoE model (e.g.
+        # scripts/performance/configs/qwen/qwen3_workload_base_configs.py BASE_QWEN3_235B_A22B_CONFIG,
+        # deepseek_workload_base_configs.py BASE_DEEPSEEK_V3_CONFIG); Megatron's own default (ETP = TP)
+        # would make TP2/PP8/EP32 on 256 GPUs an impossible expert grid.
+        etp = 1
+        assumed.append("etp=1 (Megatron-Bridge preset)")
     stages = pp * vpp
     extra = {}
     if model.num_layers % stages:
@@ -197,6 +206,9 @@ def row_case(r: dict) -> RunCase | RunSkip:
     try:
         recipe = Recipe(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, mbs=mbs, sequence_parallel=sp,
                         recompute=_recompute(r["recompute"]), dp_sharding=sharding,
+                        # torch FSDP2 gathers parameters itself; --overlap-param-gather is a distributed-optimizer /
+                        # Megatron-FSDP flag (megatron-rules.md [34]) the row never set
+                        overlap_param_gather=sharding != DataParallelSharding.torch_fsdp2,
                         schedule=PipelineSchedule.interleaved if vpp > 1 else PipelineSchedule.one_f_one_b, **extra)
         job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer)
     except ValueError as exc:
