@@ -140,7 +140,7 @@ def format_table(rows: list[dict]) -> str:
         m, hw, w, s, gbs, prec = r["group"]
         legal = "yes" if r["legal"] else "NO: " + ", ".join(r["violations"])
         fits = "—" if not r["legal"] and r["peak_gib"] is None else ("yes" if r["fits"] else f"NO ({r['peak_gib']:.0f}/{r['usable_gib']:.0f} GiB, {r['dominant']})")
-        rank = "—" if r.get("rank") is None else f"{r['rank']}/{r['candidates']}"
+        rank = "—" if r.get("rank") is None else f"{r['rank']}/{r.get('candidates', '?')}"
         lines.append(f"| {m} | {hw} | {w} | {s} | {gbs} | {prec} | {r['recipe']} | {legal} | {fits} | {_fmt(r.get('proj_tps'), ',.0f')} "
                      f"| {rank} | {'; '.join(r.get('outside') or []) or ('—' if r.get('outside') is None else 'in')} "
                      f"| {r.get('top') or '—'} | {_fmt(r.get('top_tps'), ',.0f')} | {_fmt(r.get('gain_pct'), '+.0f')}{'%' if r.get('gain_pct') is not None else ''} "
@@ -222,7 +222,7 @@ def rank_group(model, job, placement, profile, verdicts: list[dict], recipes: li
         if v.get("proj_tps") is not None and v["fits"]:
             v["rank_faster"], v["candidates"] = rank_among(v["proj_tps"], tps)
             v["rank"] = v["rank_faster"] + 1
-    return {"candidates": int(len(a)), "closed_form_best_tps": best, "rank_s": time.perf_counter() - t0}
+    return {"space_candidates": int(len(a)), "closed_form_best_tps": best, "rank_s": time.perf_counter() - t0}
 
 
 def solve_group(model, job, placement, profile, method: str, time_limit_s: float) -> dict:
@@ -305,11 +305,14 @@ def evaluate_group(key, recipe_groups, max_gpus: int, method: str, time_limit_s:
                "measured_tps": statistics.median(measured) if measured else None, **v, **info,
                **{k: solve.get(k) for k in ("top", "top_tps", "top_simulated_tps", "proven_optimal", "solve_s")},
                "group_s": round(elapsed, 1)}
-        if row.get("legal") is None:
-            why = f"no verdict within {group_timeout_s:.0f} s"
-        if row.get("top_tps") and row.get("proj_tps") and row.get("fits"):
-            row["gain_pct"] = 100.0 * (row["top_tps"] / row["proj_tps"] - 1.0)
-        notes = [n for n in (v.get("note"), why) if n]
+        extra = [f"no verdict within {group_timeout_s:.0f} s"] if row.get("legal") is None else []
+        if row.get("proj_tps") and row.get("fits"):
+            if row.get("top_tps"):
+                row["gain_pct"] = 100.0 * (row["top_tps"] / row["proj_tps"] - 1.0)
+            elif row.get("closed_form_best_tps"):  # solve cut by the timeout: best candidate of the same priced space
+                row["gain_pct"] = 100.0 * (row["closed_form_best_tps"] / row["proj_tps"] - 1.0)
+                extra.append("gain vs the best closed-form candidate")
+        notes = [n for n in (v.get("note"), why, *extra) if n]
         for (rule, src), text in NOT_MEGATRON.items():
             if rule in row.get("violations", []) and src in row["source"]:
                 notes.append(text)

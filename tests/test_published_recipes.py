@@ -1,0 +1,104 @@
+"""Pure parts of bench/published_recipes.py, and the runs.py assumptions it relies on (real runs.csv rows)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bench import published_recipes as pr
+from bench.runs import RUNS_CSV, load_all
+from constraints.case import Case
+from constraints.check import check_case
+from constraints.models import load_model
+from constraints.spec import DataParallelSharding, JobSpec, Placement, Recipe
+from hardware.profile import load_profile
+
+pytestmark = pytest.mark.skipif(not RUNS_CSV.exists(), reason="runs.csv not present")
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return {c.id: c for c in load_all()[0]}
+
+
+def test_groups_join_releases_of_one_config(cases):
+    # MBR-106/151/195/233: Qwen3-235B, 256 x H100, FP8, GBS 8192, one recipe re-measured across releases
+    groups = pr.group_cases([cases[i] for i in ("MBR-106", "MBR-151", "MBR-195", "MBR-233", "MBR-265")])
+    key = ("Qwen3-235B-A22B", "h100-sxm-80gb", 256, 4096, 8192, "fp8-tensorwise")
+    assert [[c.id for c in g] for g in groups[key]] == [["MBR-106", "MBR-151", "MBR-195", "MBR-233"]]
+    assert [c.id for g in groups[key[:4] + (2048, key[5])] for c in g] == ["MBR-265"]  # GBS 2048 is its own group
+
+
+def test_megatron_bridge_moe_rows_get_etp1_and_are_legal(cases):
+    # Megatron-Bridge qwen3_workload_base_configs.py: BASE_QWEN3_235B_A22B_CONFIG sets expert_tensor_parallel_size=1;
+    # with Megatron's default ETP=TP=2 the expert grid 2*32*8 = 512 would not divide 256 GPUs.
+    c = cases["MBR-106"]
+    assert c.recipe.etp == 1 and "etp=1 (Megatron-Bridge preset)" in c.assumed
+    rep = check_case(Case(model=c.model, job=c.job, recipe=c.recipe, placement=c.placement), load_profile(c.hardware))
+    assert rep.legal and rep.expert_dp == 256 // (32 * 8)
+
+
+def test_fsdp2_rows_do_not_claim_overlap_param_gather(cases):
+    c = cases["AUTOMODEL-450"]  # AutoModel Qwen3-30B-A3B, FSDP2, EP8
+    assert c.recipe.dp_sharding == DataParallelSharding.torch_fsdp2 and not c.recipe.overlap_param_gather
+    rep = check_case(Case(model=c.model, job=c.job, recipe=c.recipe, placement=c.placement), load_profile(c.hardware))
+    assert {v.rule for v in rep.violations} - {"memory_fits"} == {"torch_fsdp2"}  # Megatron [37]: FSDP2 needs EP=1
+
+
+def test_outside_space_names_capped_axes():
+    from solver.space import build_space
+
+    m = load_model("Llama-3.1-70B")
+    job = JobSpec(seq_length=4096, global_batch_size=64)
+    space = build_space(m, job, Placement(hardware="h100-sxm-80gb", num_nodes=4, gpus_per_node=8))
+    r = Recipe(tp=1, pp=2, vpp=20, mbs=16, schedule="interleaved")
+    out = pr.outside_space(r, space.domains)
+    assert [o.split("=")[0] for o in out] == ["vpp", "mbs"]
+    assert pr.outside_space(Recipe(tp=4, pp=4, vpp=5, schedule="interleaved"), space.domains) == []
+
+
+def test_rank_counts_strictly_faster_and_skips_nan():
+    assert pr.rank_among(100.0, [99.0, 100.0, 101.0, math.nan, 150.0]) == (2, 4)
+    assert pr.rank_among(100.0, []) == (0, 0)
+
+
+def test_summary_and_table():
+    key = ("M", "h100-sxm-80gb", 8, 4096, 64, "bf16")
+    base = {"group": key, "ids": ["A-1"], "recipe": "TP1 PP1 MBS1", "violations": [], "peak_gib": 10.0, "usable_gib": 79.6,
+            "dominant": "weights", "outcome": ["ran"], "outside": []}
+    rows = [dict(base, legal=True, fits=True, rank=3, gain_pct=10.0, proj_tps=1000.0),
+            dict(base, ids=["A-2", "A-3"], legal=True, fits=True, rank=1, gain_pct=0.0, proj_tps=1100.0),
+            dict(base, ids=["A-4"], legal=False, fits=False, violations=["expert_grid"], group=key[:4] + (128, "bf16"))]
+    s = pr.summarize(rows)
+    assert (s["groups"], s["published_recipes"], s["rows"], s["ranked"]) == (2, 3, 4, 2)
+    assert s["legal_pct"] == pytest.approx(200 / 3) and s["median_rank"] == 2 and s["median_gain_pct"] == 5.0
+    lines = pr.format_table(rows).splitlines()
+    assert len(lines) == 2 + len(rows) and len({line.count("|") for line in lines}) == 1
+    assert "NO: expert_grid" in lines[-1]
+
+
+def test_candidate_batch_prices_like_the_closed_form_projection():
+    """The batch built from solver tables is the same recipes as tables.recipe, priced as project(simulate_pipeline=False)."""
+    from measure.project import project
+    from measure.vectorized import Evaluator
+    from solver.exhaustive import fitting_candidates
+    from solver.space import build_space
+    from solver.tables import build_tables
+
+    m = load_model("Llama-3.1-8B")
+    job = JobSpec(seq_length=4096, global_batch_size=32)
+    pl = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    prof = load_profile("h100-sxm-80gb")
+    space = build_space(m, job, pl, pins={"tp": [1, 2], "pp": [1, 2], "cp": [1], "mbs": [1, 2]})
+    tables = build_tables(space, prof)
+    a, s = fitting_candidates(tables)
+    batch = pr.candidate_batch(tables, a, s)
+    tps = Evaluator(m, job, pl, prof).evaluate(batch)["tokens_per_s_per_gpu"]
+    fields = ("tp", "pp", "vpp", "cp", "ep", "mbs", "sequence_parallel", "recompute", "schedule", "dp_sharding",
+              "account_for_embedding_in_pipeline_split")
+    for i in np.linspace(0, len(a) - 1, 7).astype(int):
+        want = tables.recipe(int(a[i]), int(s[i]))
+        got = batch.recipe(int(i))
+        assert all(getattr(got, f) == getattr(want, f) for f in fields)
+        assert tps[i] == pytest.approx(project(m, job, want, pl, prof, simulate_pipeline=False).tokens_per_s_per_gpu, rel=1e-9)
