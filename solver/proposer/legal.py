@@ -1,0 +1,96 @@
+"""What the tables allow, per axis: the values hints are validated against, and hint -> table index.
+
+Why from the tables and not from the space's candidate domains: a candidate value no legal row uses
+(TP=16 with 8 KV heads) is as useless in a hint as TP=3, so a hint is checked against the values that
+occur in at least one legal activation row (and the shardings the structural rules allow), restricted
+by the user's pins. Columns are built once per Tables with numpy so a 40 k-row table costs milliseconds.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from solver.space import AXES, recompute_name
+
+STRUCT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "schedule", "acc_split")  # order of Tables.struct tuples
+
+
+class AxisColumns:
+    """Per activation row, the value of every axis except dp_sharding (which is the candidate's 2nd index)."""
+
+    def __init__(self, tables) -> None:
+        self.tables = tables
+        n = len(tables.act_rows)
+        struct = np.empty((max(len(tables.struct), 1), len(STRUCT_AXES)), dtype=object)
+        for i, row in enumerate(tables.struct):
+            struct[i, :] = row
+        s_idx = np.asarray(tables.act_struct, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        self.cols: dict[str, np.ndarray] = {a: struct[s_idx, j] for j, a in enumerate(STRUCT_AXES)}
+        rows = np.array([r[1:] for r in tables.act_rows], dtype=object).reshape(n, 3)
+        tp = self.cols["tp"].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+        rc_names = np.array([recompute_name(r) for r in tables.rc_choices], dtype=object)
+        self.cols["mbs"] = rows[:, 0]
+        # SP is dropped at TP=1 (Recipe.sp_active); the solver's own axis view spells it the same way
+        sp = np.empty(n, dtype=object)
+        sp[:] = [bool(v) and int(t_) > 1 for v, t_ in zip(rows[:, 1], tp)]
+        self.cols["sp"] = sp
+        self.cols["recompute"] = rc_names[rows[:, 2].astype(np.int64)] if n else np.zeros(0, dtype=object)
+        self.shardings = list(tables.shardings)
+
+    def row_mask(self, allowed: Mapping[str, Sequence]) -> np.ndarray:
+        """Activation rows whose axis values all lie in `allowed` (dp_sharding is ignored here)."""
+        n = len(self.tables.act_rows)
+        mask = np.ones(n, dtype=bool)
+        for axis, values in allowed.items():
+            if axis == "dp_sharding":
+                continue
+            col = self.cols[axis]
+            mask &= np.array([_member(v, values) for v in col], dtype=bool) if n else mask
+        return mask
+
+    def legal_values(self, pins: Optional[Mapping[str, Sequence]] = None) -> dict[str, list]:
+        """Axis -> values present in some legal row that also satisfies the user's pins."""
+        t = self.tables
+        pins = dict(pins or {})
+        mask = self.row_mask(pins)
+        ok_struct = t.static_ok.any(axis=1) if t.static_ok.size else np.zeros(0, dtype=bool)
+        if len(mask):
+            mask &= ok_struct[np.asarray(t.act_struct, dtype=np.int64)]
+        out: dict[str, list] = {}
+        for axis in AXES:
+            if axis == "dp_sharding":
+                used = t.static_ok[np.unique(np.asarray(t.act_struct)[mask])].any(axis=0) if mask.any() else []
+                vals = [s for s, u in zip(self.shardings, used) if u]
+                out[axis] = [v for v in vals if "dp_sharding" not in pins or _member(v, pins["dp_sharding"])]
+                continue
+            vals = set(self.cols[axis][mask].tolist()) if mask.any() else set()
+            out[axis] = sorted(vals, key=_sort_key)
+        return out
+
+    def best_row_for(self, values: Mapping[str, Sequence], pins: Optional[Mapping[str, Sequence]] = None) -> Optional[tuple[int, int]]:
+        """(act, shard) of the fitting candidate with the lowest step-time bound that matches `values` and
+        the pins: the CP-SAT solution hint for a preference. None when nothing matches or fits."""
+        t = self.tables
+        allowed = {**dict(pins or {}), **dict(values)}
+        rows = np.nonzero(self.row_mask(allowed))[0]
+        shards = [i for i, s in enumerate(self.shardings) if "dp_sharding" not in allowed or _member(s, allowed["dp_sharding"])]
+        if not len(rows) or not shards:
+            return None
+        a = np.repeat(rows, len(shards))
+        s = np.tile(np.asarray(shards, dtype=np.int64), len(rows))
+        keep = t.static_ok[np.asarray(t.act_struct)[a], s] & (t.peak_bytes(a, s) <= t.usable_bytes)
+        a, s = a[keep], s[keep]
+        if not len(a):
+            return None
+        j = int(np.lexsort((s, a, np.asarray(t.lb_us)[a]))[0])
+        return int(a[j]), int(s[j])
+
+
+def _member(value, allowed: Sequence) -> bool:
+    """Membership without Python's True == 1 (a pin sp=[1] must not match, nor tp=[True])."""
+    return any(type(value) is type(v) and value == v for v in allowed if v is not None) or (value is None and None in allowed)
+
+
+def _sort_key(v):
+    return (0, v) if isinstance(v, bool) else (1, v) if isinstance(v, (int, np.integer)) else (2, str(v))

@@ -1,0 +1,278 @@
+"""propose -> solve a restricted sub-search per hint -> add answers to the ledger -> propose again; then the
+full solve over the user's space, hinted with the best ledger entry, every shown recipe re-verified.
+
+Why the final answer is always the full solve: hints are untrusted and only steer. A pin hint becomes a
+sub-search (the user's pins narrowed by the hint's values, forbids of the round removed), a prefer hint
+becomes the CP-SAT solution hint of those sub-searches, and the best recipe found becomes the CP-SAT
+hint of the final solve. The tables are never touched, so no hint can add a recipe the rules refuse,
+and check_case re-judges every recipe before it is shown.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+import time
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from solver.cpsat_solve import SolveResult, solve_cpsat
+from solver.proposer.hints import Hint, Rejected, validate_hints
+from solver.proposer.ledger import Ledger, ProposerContext, entry_from_ranked
+from solver.proposer.legal import AxisColumns
+from solver.proposer.report import HintReport, HintUse, RoundSummary
+
+log = logging.getLogger(__name__)
+
+
+class ProposerConfig(BaseModel):
+    """How hints are made and how long the loop may run (the final full solve is outside the budget)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["none", "rules", "llm"] = Field("rules", description="none: plain solve; rules: built-in, offline")
+    base_url: Optional[str] = Field(None, description="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
+    model: Optional[str] = Field(None, description="model name the endpoint serves")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the key; unset = no key")
+    timeout_s: float = Field(60.0, gt=0, description="per HTTP request")
+    retries: int = Field(2, ge=0, le=10, description="extra attempts after a 5xx, 429 or timeout")
+    backoff_s: float = Field(1.0, ge=0, description="first retry wait; doubles per retry")
+    max_rounds: int = Field(3, ge=0, le=50, description="propose/solve rounds before the final solve")
+    patience: int = Field(1, ge=1, description="stop after this many rounds without a better step time")
+    max_subsearches_per_round: int = Field(4, ge=1, le=64)
+    subsearch_k: int = Field(3, ge=1, description="answers kept per sub-search (the ledger)")
+    budget_s: float = Field(120.0, gt=0, description="wall-clock seconds for all rounds together")
+    compare_unhinted: bool = Field(True, description="re-run the unhinted solve when the final one is not proven")
+
+
+def _takes_hint() -> bool:
+    return "hint" in inspect.signature(solve_cpsat).parameters
+
+
+def _solve(tables, k, pins, margin, max_time_s, hint) -> tuple[SolveResult, bool]:
+    """solve_cpsat, with the CP-SAT hint where the solver takes one (tolerates it being dropped)."""
+    if hint is not None and _takes_hint():
+        return solve_cpsat(tables, k, pins=pins, margin_fraction=margin, max_time_s=max_time_s, hint=hint), True
+    return solve_cpsat(tables, k, pins=pins, margin_fraction=margin, max_time_s=max_time_s), False
+
+
+def _make_proposer(config: ProposerConfig):
+    if config.kind == "rules":
+        from solver.proposer.rules import RuleProposer
+
+        return RuleProposer()
+    from solver.proposer.llm import LLMProposer, client_from_config
+
+    client = client_from_config(config)
+    if client is None:
+        raise ValueError("--proposer llm: needs --llm-base-url URL and --llm-model NAME")
+    return LLMProposer(client)
+
+
+def _subsearch_pins(user_pins: dict, legal: dict, hint: Optional[Hint], forbids: list[Hint]) -> dict:
+    pins = {a: list(v) for a, v in user_pins.items()}
+    if hint is not None:
+        pins.update({a: list(v) for a, v in hint.axes.items()})
+    for f in forbids:
+        (axis, bad), = f.axes.items()
+        left = [v for v in pins.get(axis, legal.get(axis, [])) if not any(type(v) is type(b) and v == b for b in bad)]
+        if left:  # a forbid never empties an axis: skip it for this sub-search instead
+            pins[axis] = left
+    return pins
+
+
+def _pins_key(pins: dict) -> tuple:
+    return tuple(sorted((a, tuple(map(repr, v))) for a, v in pins.items()))
+
+
+class _Loop:
+    def __init__(self, tables, k, pins, margin, max_time_s, config: ProposerConfig, proposer=None) -> None:
+        self.tables, self.k, self.pins, self.margin, self.max_time_s, self.config = tables, k, dict(pins or {}), margin, max_time_s, config
+        self.proposer = proposer if proposer is not None else _make_proposer(config)
+        self.columns = AxisColumns(tables)
+        self.legal = self.columns.legal_values(self.pins)
+        sp = tables.space
+        self.ctx = ProposerContext(model=sp.model, job=sp.job, placement=sp.placement, profile=tables.profile, legal=self.legal)
+        self.ledger: Ledger = self.ctx.ledger
+        self.report = HintReport(kind=config.kind, suggestions=self.proposer.suggestions(self.ctx))
+        self.tried: set = set()
+        self.seen_hints: set = set()
+        self.t0 = time.perf_counter()
+
+    def over_budget(self) -> bool:
+        return time.perf_counter() - self.t0 > self.config.budget_s
+
+    def propose(self, summary: RoundSummary) -> Optional[list[Hint]]:
+        from solver.proposer.llm import LLMError
+
+        try:
+            batches = self.proposer.propose(self.ctx)
+        except LLMError as exc:
+            summary.error = str(exc)
+            log.warning("proposer round %d: %s", summary.round, exc)
+            return None
+        kept: list[Hint] = []
+        for source, raw in batches:
+            hints, rejected = validate_hints(raw, self.legal, source)
+            summary.proposed += len(raw) if isinstance(raw, list) else 1
+            fresh = [h for h in hints if h.key() not in self.seen_hints]  # a repeat from an earlier round adds nothing
+            summary.repeated += len(hints) - len(fresh)
+            self.seen_hints |= {h.key() for h in fresh}
+            kept += fresh
+            self.report.rejected += rejected
+            self.ctx.rejected_reasons += [f"{_brief(r.hint)}: {r.reason}" for r in rejected]
+            summary.rejected += len(rejected)
+        summary.kept = len(kept)
+        return kept
+
+    def subsearch(self, r: int, hint: Optional[Hint], forbids: list[Hint], prefers: list[Hint], use: Optional[HintUse]):
+        """Solve the user's space narrowed by `hint` and the round's forbids; answers go to the ledger.
+        Returns the best Ranked found, False when nothing ran (repeat or failure), None when it found nothing."""
+        pins = _subsearch_pins(self.pins, self.legal, hint, forbids)
+        key = _pins_key(pins)
+        if key in self.tried:
+            if use:
+                use.status = "skipped: same sub-search as an earlier hint"
+            return False
+        self.tried.add(key)
+        preferred = {a: v for p in prefers for a, v in p.axes.items()}
+        cp_hint = self.columns.best_row_for(preferred, pins) if preferred else None
+        try:
+            res, _ = _solve(self.tables, self.config.subsearch_k, pins, self.margin, self.max_time_s, cp_hint)
+        except Exception as exc:  # a hint-driven sub-search is optional steering: record, never abort the solve
+            log.warning("sub-search %s failed: %s", pins, exc)
+            if use:
+                use.status = f"failed: {exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            return False
+        origin = f"round {r}: " + (hint.describe() if hint else "forbids only")
+        for ranked in res.ranked:
+            self.ledger.add(entry_from_ranked(self.tables, ranked, origin))
+        best = res.ranked[0] if res.ranked else None
+        if use:
+            use.status, use.best_time_us, use.num_found = "searched", best.time_us if best else None, len(res.ranked)
+        return best
+
+    def round(self, r: int) -> RoundSummary:
+        summary = RoundSummary(round=r)
+        self.ctx.round_index = r
+        before = self.ledger.best()
+        hints = self.propose(summary)
+        if hints is None:
+            return summary
+        pins_h = [h for h in hints if h.action == "pin"]
+        forbids = [h for h in hints if h.action == "forbid"]
+        prefers = [h for h in hints if h.action == "prefer"]
+        for h in forbids + prefers:
+            self.report.used.append(HintUse(round=r, hint=h, status="applied"))
+        jobs = [(h, HintUse(round=r, hint=h, status="pending")) for h in pins_h]
+        if not jobs and forbids:
+            jobs = [(None, None)]
+        for i, (h, use) in enumerate(jobs):
+            if use:
+                self.report.used.append(use)
+            if i >= self.config.max_subsearches_per_round or self.over_budget():
+                if use:
+                    use.status = "skipped: " + ("round cap" if i >= self.config.max_subsearches_per_round else "time budget")
+                continue
+            found = self.subsearch(r, h, forbids, prefers, use)
+            if found is False:
+                continue
+            summary.subsearches += 1
+            if found is not None and (summary.best_time_us is None or found.time_us < summary.best_time_us):
+                summary.best_time_us = found.time_us
+                summary.best_axes = entry_from_ranked(self.tables, found, "round").axes
+        after = self.ledger.best()
+        summary.improved = after is not None and (before is None or after.time_us < before.time_us)
+        return summary
+
+    def run_rounds(self) -> None:
+        stale = 0
+        self.report.stopped = "max_rounds"
+        for r in range(1, self.config.max_rounds + 1):
+            if self.over_budget():
+                self.report.stopped = "budget"
+                break
+            summary = self.round(r)
+            self.report.rounds.append(summary)
+            if summary.error:
+                self.report.stopped = "error"
+                break
+            if summary.kept == 0 and summary.subsearches == 0 and summary.rejected == 0:
+                self.report.stopped = "no_new_hints"
+                break
+            stale = 0 if summary.improved else stale + 1
+            if stale >= self.config.patience:
+                self.report.stopped = "patience"
+                break
+
+    def final(self) -> SolveResult:
+        best = self.ledger.best()
+        hint = (best.act, best.shard) if best else None
+        self.report.final_hint_axes = best.axes if best else None
+        res, taken = _solve(self.tables, self.k, self.pins or None, self.margin, self.max_time_s, hint)
+        self.report.hint_accepted = taken
+        res = self.reverify(res)
+        top = res.ranked[0] if res.ranked else None
+        self.report.final_top_axes = entry_from_ranked(self.tables, top, "final").axes if top else None
+        if hint is None:
+            self.report.unhinted_compared_by, self.report.unhinted_top_axes = "not_needed", self.report.final_top_axes
+        elif res.proven_optimal:
+            # both runs give the exact top-K under the projection with the same (time, act, shard) tie-break
+            self.report.unhinted_compared_by, self.report.unhinted_top_axes = "proof", self.report.final_top_axes
+        elif self.config.compare_unhinted:
+            plain = self.reverify(_solve(self.tables, self.k, self.pins or None, self.margin, self.max_time_s, None)[0], record=False)
+            ptop = plain.ranked[0] if plain.ranked else None
+            self.report.unhinted_compared_by = "rerun"
+            self.report.unhinted_top_axes = entry_from_ranked(self.tables, ptop, "unhinted").axes if ptop else None
+            self.report.changed_result = (ptop.act, ptop.shard) != (top.act, top.shard) if (ptop and top) else (ptop is None) != (top is None)
+        return res
+
+    def reverify(self, res: SolveResult, record: bool = True) -> SolveResult:
+        """check_case on every recipe about to be shown; a refused one is dropped and named."""
+        from constraints.case import Case
+        from constraints.check import check_case
+
+        sp = self.tables.space
+        kept = []
+        for r in res.ranked:
+            rep = check_case(Case(model=sp.model, job=sp.job, recipe=r.recipe, placement=sp.placement), self.tables.profile,
+                             margin_fraction=self.margin)
+            if rep.ok:
+                kept.append(r)
+            elif record:
+                self.report.dropped_by_check.append(f"{r.recipe.model_dump(mode='json', exclude_defaults=True)}: "
+                                                    + ", ".join(v.rule for v in rep.violations))
+        if record:
+            self.report.reverified = len(res.ranked)
+        return dataclasses.replace(res, ranked=kept)
+
+
+def solve_with_proposer(tables, k: int = 10, pins: Optional[dict] = None, margin_fraction: float = 0.0, max_time_s: float = 60.0,
+                        config: Optional[ProposerConfig] = None, proposer=None) -> tuple[SolveResult, HintReport]:
+    """Top-K legal recipes over the user's space (pins = axis -> allowed values), steered by proposer hints.
+
+    `proposer` overrides the one `config.kind` names (tests, custom rule sets). kind 'none' is the plain
+    solve (re-verified), with an empty report."""
+    config = config or ProposerConfig()
+    if config.kind == "none" and proposer is None:
+        loop = _Loop(tables, k, pins, margin_fraction, max_time_s, config, proposer=_NoProposer())
+        loop.report.stopped = "none"
+    else:
+        loop = _Loop(tables, k, pins, margin_fraction, max_time_s, config, proposer)
+        loop.run_rounds()
+    return loop.final(), loop.report
+
+
+class _NoProposer:
+    kind = "none"
+
+    def propose(self, ctx) -> list:
+        return []
+
+    def suggestions(self, ctx) -> list:
+        return []
+
+
+def _brief(raw) -> str:
+    s = repr(raw)
+    return s if len(s) <= 120 else s[:117] + "..."
