@@ -42,6 +42,7 @@ class Calibration(_Strict):
     fp8_gemm_relative_efficiency: float = Field(0.75, gt=0, le=1, description="fp8 GEMM achieved/peak(fp8) over bf16's achieved/peak(bf16)")
     grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1, description="MoE grouped GEMM vs a plain GEMM of the same per-group size, many tokens per expert")
     grouped_gemm_half_tokens: float = Field(0.0, ge=0, description="tokens per expert at which the grouped GEMM reaches half that (0 = no token dependence)")
+    host_time_per_op_us: float = Field(0.0, ge=0, description="host (Python, framework, launch) time per listed op of a layer; a layer pass takes at least its ops' host time (CPU-bound small kernels)")
     moe_dispatch_overhead_us: float = Field(0.0, ge=0, description="per MoE layer, micro-batch and pass (fwd, bwd): host sync of the per-expert token counts and the launch gap behind it")
     attention_efficiency: float = Field(0.5, gt=0, le=1)
     memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")

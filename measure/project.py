@@ -101,6 +101,18 @@ def _op_times(ops: list[PhaseOp], profile, table, fp, imbalance: float) -> list[
     return out
 
 
+def _host_floor(by: dict, timed: list[tuple[PhaseOp, float]], per_op_s: float) -> None:
+    """A layer pass cannot run faster than the host issues it: forward >= its ops' host time, backward
+    (dgrad + wgrad) >= theirs, the shortfall added to dgrad. Small per-rank kernels (high TP/EP, MBS 1,
+    small hidden) leave the GPU waiting on Python and launches (why CUDA graphs help MoE layers)."""
+    if per_op_s <= 0:
+        return
+    n_fwd = sum(1 for p, _ in timed if p.phase == Phase.fwd)
+    n_bwd = sum(1 for p, _ in timed if p.phase in (Phase.bwd_dgrad, Phase.bwd_wgrad))
+    by[Phase.fwd] = max(by[Phase.fwd], n_fwd * per_op_s)
+    by[Phase.bwd_dgrad] += max(n_bwd * per_op_s - by[Phase.bwd_dgrad] - by[Phase.bwd_wgrad], 0.0)
+
+
 def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
                kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None) -> _LayerCost:
     cal = profile.calibration
@@ -157,6 +169,7 @@ def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placem
     if kind == LayerKind.moe:  # dispatcher host sync per pass (see Calibration.moe_dispatch_overhead_us)
         by[Phase.fwd] += cal.moe_dispatch_overhead_us * 1e-6
         by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
+    _host_floor(by, timed, cal.host_time_per_op_us * 1e-6)
     return _LayerCost(fwd=by[Phase.fwd], dgrad=by[Phase.bwd_dgrad], wgrad=by[Phase.bwd_wgrad], recompute_selective=sel,
                       tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_exp, ep_bwd=ep_exp,
                       cp_fwd=cp, cp_bwd=2 * cp, dense_params=dense_p, expert_params=expert_p)
