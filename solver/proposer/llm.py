@@ -108,13 +108,15 @@ def extract_json(text: str) -> Any:
             return json.loads(c)
         except ValueError:
             pass
+    # prose around one JSON value: decode from the first '{' or '[' only, never from a fragment inside a
+    # truncated reply (that would turn half an answer into a different one)
     decoder = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch in "{[":
-            try:
-                return decoder.raw_decode(text[i:])[0]
-            except ValueError:
-                continue
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if starts:
+        try:
+            return decoder.raw_decode(text[min(starts):])[0]
+        except ValueError:
+            pass
     raise LLMError("reply holds no JSON object")
 
 
