@@ -171,6 +171,8 @@ def _verdict(case, profile) -> dict:
         terms = rep.memory.terms
         out.update(peak_gib=rep.memory.peak_bytes / GIB, usable_gib=rep.memory.usable_bytes / GIB,
                    dominant=max(terms, key=lambda k: terms[k]), terms_gib={k: round(v / GIB, 2) for k, v in terms.items()})
+    if rep.legal and not rep.fits:
+        out["fits_with"] = _fitting_recompute(case, profile)
     if rep.legal:
         try:
             out["proj_tps"] = project(case.model, case.job, case.recipe, case.placement, profile,
@@ -178,6 +180,21 @@ def _verdict(case, profile) -> dict:
         except (RuntimeError, ValueError) as exc:
             out["note"] = f"projection failed: {str(exc).splitlines()[0]}"
     return out
+
+
+def _fitting_recompute(case, profile) -> Optional[str]:
+    """The first recompute choice of our search space (lightest first) under which the recipe fits: tells an
+    unstated recompute setting (bench/runs.py assumes none) from a memory-model gap."""
+    from constraints.case import Case
+    from constraints.check import check_case
+    from solver.space import recompute_choices, recompute_name
+
+    for rc in recompute_choices(case.model)[1:]:
+        r = case.recipe.model_copy(update={"recompute": rc})
+        rep = check_case(Case(model=case.model, job=case.job, recipe=r, placement=case.placement), profile)
+        if rep.ok:
+            return recompute_name(rc)
+    return None
 
 
 def candidate_batch(tables, a, s):
@@ -355,7 +372,9 @@ def problems_section(rows: list[dict]) -> str:
         if r.get("legal") and not r.get("fits") and "ran" in r["outcome"]:
             lines.append(f"- {', '.join(r['ids'])} {r['group'][0]} {r['group'][1]} x{r['group'][2]} {r['recipe']}: peak "
                          f"{r['peak_gib']:.1f} GiB > usable {r['usable_gib']:.1f} GiB, dominant term {r['dominant']} "
-                         f"({r['terms_gib'][r['dominant']]:.1f} GiB); assumed: {', '.join(r['assumed']) or 'nothing'}")
+                         f"({r['terms_gib'][r['dominant']]:.1f} GiB); "
+                         + (f"fits with recompute {r['fits_with']}" if r.get("fits_with") else "no recompute choice makes it fit")
+                         + f"; assumed: {', '.join(r['assumed']) or 'nothing'}")
     return "\n".join(lines)
 
 
