@@ -81,8 +81,14 @@ def _subsearch_pins(user_pins: dict, legal: dict, hint: Optional[Hint], forbids:
     return pins
 
 
-def _pins_key(pins: dict) -> tuple:
-    return tuple(sorted((a, tuple(map(repr, v))) for a, v in pins.items()))
+def _pins_key(pins: dict, legal: dict) -> tuple:
+    """Identity of a sub-search: a pin allowing every legal value of its axis restricts nothing."""
+    out = []
+    for a, v in pins.items():
+        if set(map(repr, legal.get(a, []))) <= set(map(repr, v)):
+            continue
+        out.append((a, tuple(sorted(map(repr, v)))))
+    return tuple(sorted(out))
 
 
 class _Loop:
@@ -129,7 +135,7 @@ class _Loop:
         """Solve the user's space narrowed by `hint` and the round's forbids; answers go to the ledger.
         Returns the best Ranked found, False when nothing ran (repeat or failure), None when it found nothing."""
         pins = _subsearch_pins(self.pins, self.legal, hint, forbids)
-        key = _pins_key(pins)
+        key = _pins_key(pins, self.legal)
         if key in self.tried:
             if use:
                 use.status = "skipped: same sub-search as an earlier hint"
