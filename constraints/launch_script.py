@@ -527,8 +527,7 @@ def _resolve_args(args: list[str]) -> tuple[list[str], list[str]]:
                 raise LaunchScriptError(f"{where} uses {_show(name)}, which is not set; set {_show(name)} in the script or pass it in env")
             unresolved.append(name)
             tok = _MARK_RE.sub(lambda mm: "${" + mm.group(1) + "}", tok)
-        if tok != "":
-            out.append(tok)
+        out.append(tok)
     return out, unresolved
 
 

@@ -74,6 +74,11 @@ def render_command(recipe_file: str, fmt: Format, output: Optional[str], force: 
     except ValueError as exc:
         raise _UserError(str(exc).splitlines()[0]) from None
     try:
+        paths = RenderPaths(data_path=data_path, tokenizer_model=tokenizer_model, checkpoint_dir=checkpoint_dir,
+                            megatron_path=megatron_path)
+    except ValueError as exc:
+        raise _UserError(str(exc)) from None
+    try:
         violations = case_violations(case)
     except ValueError as exc:  # e.g. an unknown hardware profile: nothing to check against
         if not force:
@@ -87,8 +92,6 @@ def render_command(recipe_file: str, fmt: Format, output: Optional[str], force: 
         sys.exit(1)
     for line in violations:
         click.echo(f"warning (--force): {line}", err=True)
-    paths = RenderPaths(data_path=data_path, tokenizer_model=tokenizer_model, checkpoint_dir=checkpoint_dir,
-                        megatron_path=megatron_path)
     text = render_script(case, fmt, paths)
     if output is None:
         click.echo(text, nl=False)

@@ -24,15 +24,41 @@ CHECKPOINT_DIR_PLACEHOLDER = "/path/to/checkpoints"
 MEGATRON_PATH_PLACEHOLDER = "/path/to/Megatron-LM"
 
 
+class RenderPathError(ValueError):
+    """A path that would not reach Megatron as one literal argument; one line naming the option and the fix."""
+
+
+_PATH_OPTIONS = {"data_path": "--data-path", "tokenizer_model": "--tokenizer-model",
+                 "checkpoint_dir": "--checkpoint-dir", "megatron_path": "--megatron-path"}
+
+
+def _check_path(option: str, value: str) -> None:
+    """Quoting keeps any text one shell word, but Megatron's argparse still reads a word that starts with `-`
+    as a flag and an empty word as a stray value; NUL cannot be in a command-line argument at all."""
+    if value == "":
+        raise RenderPathError(f"{option}: empty; give a path")
+    if value.startswith("-"):
+        raise RenderPathError(f"{option} {value!r}: starts with '-', which argparse reads as a flag; write ./{value}")
+    if "\x00" in value:
+        raise RenderPathError(f"{option} {value!r}: holds a NUL character, which no argument can carry; remove it")
+
+
 @dataclass(frozen=True)
 class RenderPaths:
     """Site-specific paths. `tokenizer_model` None means `--tokenizer-type NullTokenizer` with the model's
-    `--vocab-size` (Megatron's synthetic tokenizer: runs with any token ids, good for benchmarking)."""
+    `--vocab-size` (Megatron's synthetic tokenizer: runs with any token ids, good for benchmarking).
+    Any other text is allowed (it is shell-quoted), except what `_check_path` refuses."""
 
     data_path: str = DATA_PATH_PLACEHOLDER
     tokenizer_model: Optional[str] = None
     checkpoint_dir: str = CHECKPOINT_DIR_PLACEHOLDER
     megatron_path: str = MEGATRON_PATH_PLACEHOLDER
+
+    def __post_init__(self) -> None:
+        for field, option in _PATH_OPTIONS.items():
+            value = getattr(self, field)
+            if value is not None:
+                _check_path(option, value)
 
 
 # Fixed training hyper-parameters: not part of a recipe, written out so the script runs as is.

@@ -30,3 +30,12 @@ def test_rendered_script_checks_like_the_yaml(tmp_path, case):
     assert loaded.case.job == case.job
     assert loaded.unknown_flags == []
     assert _verdict(loaded) == direct
+
+
+def test_quoted_empty_word_reaches_check_as_a_stray_value():
+    """bash passes `''` and `"$EMPTY"` as empty arguments (argparse then rejects them); dropping them would
+    hide the mistake and shift what follows."""
+    from constraints.launch_script import extract_argv
+
+    text = "EMPTY=\nARGS=(--lr '' --seq-length 8)\npython pretrain_gpt.py \"${ARGS[@]}\" \"$EMPTY\" $EMPTY --mbs 1\n"
+    assert extract_argv(text).script_args == ["--lr", "", "--seq-length", "8", "", "--mbs", "1"]

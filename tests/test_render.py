@@ -278,3 +278,22 @@ def test_round_trip_every_bundled_model(name):
     parsed = parse_megatron_args(extract_argv(render_script(case, "slurm")).script_args)
     got_model, want_recipe = _same_run(case, parsed)
     assert (got_model, parsed.job, parsed.recipe) == (case.model, case.job, want_recipe)
+
+
+# --- paths Megatron's argparse would misread are refused ---------------------------------------------------
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("data_path", "", "--data-path: empty"),
+    ("checkpoint_dir", "-ck", "starts with '-'"),          # argparse takes `-ck` for a flag, `--save` loses its value
+    ("tokenizer_model", "--lr", "starts with '-'"),
+    ("megatron_path", "/opt/M\x00LM", "NUL character"),
+])
+def test_render_paths_refuse_what_argparse_misreads(field, value, needle):
+    with pytest.raises(ValueError, match=needle) as err:
+        RenderPaths(**{field: value})
+    assert "\n" not in str(err.value)
+
+
+def test_cli_bad_path_is_one_line_exit_2():
+    res = CliRunner().invoke(render_command, [str(EXAMPLE), "--data-path", "-data"])
+    assert res.exit_code == 2 and res.stderr.startswith("error: --data-path '-data'") and res.stderr.count("\n") == 1
