@@ -24,7 +24,7 @@ from solver.space import AXES
 log = logging.getLogger(__name__)
 
 AxisName = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split"]
-Scalar = Union[StrictBool, StrictInt, StrictStr]
+Scalar = Union[StrictBool, StrictInt, StrictStr, None]  # None: ETP follows TP (dense models)
 INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
 MAX_HINTS_PER_REPLY = 16        # a reply with more is cut here; the rest are rejected as "too many"
 MAX_VALUES_PER_AXIS = 64
@@ -81,8 +81,13 @@ class Rejected(BaseModel):
 
 def _one_line(exc: ValidationError) -> str:
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
-    return f"schema: {loc or 'hint'}: {err['msg']}"
+    loc = [str(p) for p in err["loc"]]
+    if len(loc) >= 2 and loc[0] == "axes":
+        if "[key]" in loc:
+            return f"schema: axes.{loc[1]}: unknown axis; axes are {', '.join(AXES)}"
+        return (f"schema: axes.{loc[1]}: unsupported value {_short(err.get('input'))}; give an integer, true/false, a name, "
+                "a list of those, or {\"min\": N, \"max\": N}")
+    return f"schema: {'.'.join(loc) or 'hint'}: {err['msg']}"
 
 
 def _typed_member(value, allowed: Sequence) -> bool:
