@@ -18,6 +18,8 @@ Virtual stage s = chunk * p + rank (interleaved) as in Megatron.
 """
 from __future__ import annotations
 
+import heapq
+from collections import deque
 from dataclasses import dataclass
 
 from constraints.spec import PipelineSchedule
@@ -67,129 +69,234 @@ def _fixed_order(schedule: PipelineSchedule, p: int, v: int, m: int, rank: int, 
     return order
 
 
-def simulate(schedule: PipelineSchedule, f_s: list[list[float]], b_s: list[list[float]], w_s: list[list[float]],
-             num_microbatches: int, p2p_s: float = 0.0, microbatch_group_size: int | None = None) -> SimResult:
-    """f_s[rank][chunk] etc. are per-micro-batch times of one chunk. Returns step time, bubble, in-flight."""
-    p, v, m = len(f_s), len(f_s[0]), num_microbatches
-    n_stages = p * v
-    done: dict[tuple[str, int, int], float] = {}  # (kind, mb, stage) -> finish time
-    free = [0.0] * p
-    busy = [0.0] * p
-    inflight = [0] * p
-    peak = [0] * p
-    split_w = schedule in (PipelineSchedule.zb_h1, PipelineSchedule.zbv)
+class _State:
+    """Finish times per (stage, micro-batch) for F and B (NaN = not run), rank clocks, busy time, in-flight."""
 
-    def ready(kind: str, mb: int, stage: int) -> float | None:
+    def __init__(self, schedule: PipelineSchedule, f_s, b_s, w_s, m: int, p2p_s: float) -> None:
+        p, v = len(f_s), len(f_s[0])
+        self.schedule, self.p, self.v, self.m, self.p2p = schedule, p, v, m, p2p_s
+        self.n_stages = p * v
+        self.split_w = schedule in (PipelineSchedule.zb_h1, PipelineSchedule.zbv)
+        nan = float("nan")
+        self.f_end = [[nan] * m for _ in range(self.n_stages)]
+        self.b_end = [[nan] * m for _ in range(self.n_stages)]
+        self.rank_of = [_place(schedule, p, s)[0] for s in range(self.n_stages)]
+        self.stage = [[_stage_of(schedule, p, r, c) for c in range(v)] for r in range(p)]
+        b_dur = [[b_s[r][c] + (0.0 if self.split_w else w_s[r][c]) for c in range(v)] for r in range(p)]
+        self.dur = {"F": f_s, "B": b_dur, "W": w_s}
+        self.free = [0.0] * p
+        self.busy = [0.0] * p
+        self.inflight = [0] * p
+        self.peak = [0] * p
+
+    def ready(self, kind: str, mb: int, stage: int) -> float | None:
         """Earliest start of op (kind, mb, stage) from its dependencies, None if not yet satisfiable."""
         if kind == "F":
             if stage == 0:
                 return 0.0
-            t = done.get(("F", mb, stage - 1))
-            return None if t is None else t + p2p_s
+            t = self.f_end[stage - 1][mb]
+            return None if t != t else t + self.p2p
         if kind == "B":
-            own = done.get(("F", mb, stage))
-            if own is None:
+            own = self.f_end[stage][mb]
+            if own != own:
                 return None
-            if stage == n_stages - 1:
+            if stage == self.n_stages - 1:
                 return own
-            t = done.get(("B", mb, stage + 1))
-            return None if t is None else max(own, t + p2p_s)
-        return done.get(("B", mb, stage))
+            t = self.b_end[stage + 1][mb]
+            return None if t != t else max(own, t + self.p2p)
+        t = self.b_end[stage][mb]
+        return None if t != t else t
 
-    def run(rank: int, kind: str, mb: int, chunk: int, start: float) -> None:
-        stage = _stage_of(schedule, p, rank, chunk)
-        dur = {"F": f_s, "B": b_s, "W": w_s}[kind][rank][chunk]
-        if kind == "B" and not split_w:
-            dur += w_s[rank][chunk]
+    def run(self, rank: int, kind: str, mb: int, chunk: int, start: float) -> int:
+        """Run the op from `start`; returns its stage."""
+        stage = self.stage[rank][chunk]
+        dur = self.dur[kind][rank][chunk]
         end = start + dur
-        done[(kind, mb, stage)] = end
-        free[rank] = end
-        busy[rank] += dur
         if kind == "F":
-            inflight[rank] += 1
-            peak[rank] = max(peak[rank], inflight[rank])
+            self.f_end[stage][mb] = end
+            self.inflight[rank] += 1
+            if self.inflight[rank] > self.peak[rank]:
+                self.peak[rank] = self.inflight[rank]
         elif kind == "B":
-            inflight[rank] -= 1
+            self.b_end[stage][mb] = end
+            self.inflight[rank] -= 1
+        self.free[rank] = end
+        self.busy[rank] += dur
+        return stage
 
-    if not split_w:
-        group = microbatch_group_size or p
-        orders = [_fixed_order(schedule, p, v, m, r, group) for r in range(p)]
-        pos = [0] * p
-        remaining = sum(len(o) for o in orders)
-        while remaining:
-            progressed = False
-            for r in range(p):
-                while pos[r] < len(orders[r]):
-                    kind, mb, c = orders[r][pos[r]]
-                    t = ready(kind, mb, _stage_of(schedule, p, r, c))
-                    if t is None:
-                        break
-                    run(r, kind, mb, c, max(t, free[r]))
-                    pos[r] += 1
-                    remaining -= 1
-                    progressed = True
-            if not progressed:
-                raise RuntimeError("pipeline schedule deadlocked (internal error)")
+    def neighbours(self, stage: int) -> tuple[int, ...]:
+        """Ranks whose next op may have waited on an op of this stage (the stages either side)."""
+        out = ()
+        if stage > 0:
+            out += (self.rank_of[stage - 1],)
+        if stage + 1 < self.n_stages:
+            out += (self.rank_of[stage + 1],)
+        return out
+
+
+def simulate(schedule: PipelineSchedule, f_s: list[list[float]], b_s: list[list[float]], w_s: list[list[float]],
+             num_microbatches: int, p2p_s: float = 0.0, microbatch_group_size: int | None = None) -> SimResult:
+    """f_s[rank][chunk] etc. are per-micro-batch times of one chunk. Returns step time, bubble, in-flight."""
+    st = _State(schedule, f_s, b_s, w_s, num_microbatches, p2p_s)
+    p = st.p
+    if st.split_w:
+        _greedy(st)
     else:
-        _greedy(schedule, p, v, m, ready, run, free, inflight)
-    step = max(free)
-    bubble = 1.0 - sum(busy) / (p * step) if step > 0 else 0.0
-    return SimResult(step, bubble, tuple(peak), tuple(busy))
+        _replay(st, microbatch_group_size or p)
+    step = max(st.free)
+    bubble = 1.0 - sum(st.busy) / (p * step) if step > 0 else 0.0
+    return SimResult(step, bubble, tuple(st.peak), tuple(st.busy))
 
 
-def _greedy(schedule, p, v, m, ready, run, free, inflight) -> None:
-    """Zero-bubble list scheduling: at each step the rank that can start earliest runs its best op."""
-    limit = [min(2 * p, 2 * m) if schedule == PipelineSchedule.zbv else min(p - r, m) for r in range(p)]
+def _replay(st: _State, group: int) -> None:
+    """Run each rank's fixed order; a rank advances until its next op waits on another rank, and is woken
+    when a neighbouring stage finishes an op. Every op starts at max(dependencies, rank free), which does
+    not depend on the order ranks are visited, so this equals a round-robin replay, in O(ops)."""
+    p, last, p2p = st.p, st.n_stages - 1, st.p2p
+    f_end, b_end, rank_of = st.f_end, st.b_end, st.rank_of
+    dur, inflight, peak, busy = st.dur, st.inflight, st.peak, st.busy
+    orders = [_fixed_order(st.schedule, p, st.v, st.m, r, group) for r in range(p)]
+    pos = [0] * p
+    work = list(range(p - 1, -1, -1))
+    queued = [True] * p
+    while work:
+        r = work.pop()
+        queued[r] = False
+        order, stages, n = orders[r], st.stage[r], len(orders[r])
+        i = pos[r]
+        while i < n:
+            kind, mb, c = order[i]
+            s = stages[c]
+            if kind == "F":  # inline of _State.ready: NaN (x != x) = not yet run
+                if s == 0:
+                    t = 0.0
+                else:
+                    t = f_end[s - 1][mb]
+                    if t != t:
+                        break
+                    t += p2p
+            else:
+                t = f_end[s][mb]
+                if t != t:
+                    break
+                if s != last:
+                    u = b_end[s + 1][mb]
+                    if u != u:
+                        break
+                    u += p2p
+                    if u > t:
+                        t = u
+            free = st.free[r]  # inline of _State.run
+            end = (t if t > free else free) + dur[kind][r][c]
+            if kind == "F":
+                f_end[s][mb] = end
+                inflight[r] += 1
+                if inflight[r] > peak[r]:
+                    peak[r] = inflight[r]
+            else:
+                b_end[s][mb] = end
+                inflight[r] -= 1
+            st.free[r] = end
+            busy[r] += dur[kind][r][c]
+            i += 1
+            for q in (rank_of[s - 1] if s > 0 else r, rank_of[s + 1] if s < last else r):
+                if not queued[q] and q != r:
+                    queued[q] = True
+                    work.append(q)
+        pos[r] = i
+    if any(pos[r] < len(orders[r]) for r in range(p)):
+        raise RuntimeError("pipeline schedule deadlocked (internal error)")
+
+
+def _greedy(st: _State) -> None:
+    """Zero-bubble list scheduling: at each step the rank that can start earliest runs its best op.
+
+    Each rank's best op is cached and recomputed only when that rank or a rank holding a neighbouring
+    stage ran an op (nothing else changes its candidates); a heap with stale-entry skipping finds the
+    earliest rank (ties: lowest rank). ZBV keeps one in-flight slot free of first-chunk forwards, so a
+    micro-batch that entered a rank can always take its second-chunk forward (else a rank full of
+    first-chunk forwards waits on itself: the V turns at the last stage)."""
+    p, v, m, schedule = st.p, st.v, st.m, st.schedule
+    zbv = schedule == PipelineSchedule.zbv
+    limit = [min(2 * p, 2 * m) if zbv else min(p - r, m) for r in range(p)]
     next_f = [[0] * v for _ in range(p)]
     next_b = [[0] * v for _ in range(p)]
-    pending_w: list[list[tuple[int, int]]] = [[] for _ in range(p)]
-    total = 3 * m * v * p
-    executed = 0
+    pending_w: list[deque] = [deque() for _ in range(p)]
+    first_only = [0] * p  # ZBV: micro-batches whose chunk-0 forward ran here but not yet their chunk-1 forward
     chunk_pref = list(range(v - 1, -1, -1))
-    while executed < total:
-        best = None
-        for r in range(p):
-            cands = []
+    ready = st.ready
+
+    def best_of(r: int):
+        """(start, priority, kind, mb, chunk) of rank r's next op, or None."""
+        free = st.free[r]
+        cands = []
+        for c in chunk_pref:
+            mb = next_b[r][c]
+            if mb < m:
+                t = ready("B", mb, st.stage[r][c])
+                if t is not None:
+                    cands.append((t if t > free else free, 0, "B", mb, c))
+        if st.inflight[r] < limit[r]:
             for c in chunk_pref:
-                mb = next_b[r][c]
-                if mb < m:
-                    t = ready("B", mb, _stage_of(schedule, p, r, c))
+                mb = next_f[r][c]
+                if mb < m and not (zbv and c == 0 and first_only[r] + 1 >= limit[r]):
+                    t = ready("F", mb, st.stage[r][c])
                     if t is not None:
-                        cands.append((max(t, free[r]), 0, "B", mb, c))
-            if inflight[r] < limit[r]:
-                for c in chunk_pref:
-                    mb = next_f[r][c]
-                    if mb < m:
-                        t = ready("F", mb, _stage_of(schedule, p, r, c))
-                        if t is not None:
-                            cands.append((max(t, free[r]), 1, "F", mb, c))
-            if pending_w[r]:
-                mb, c = pending_w[r][0]
-                cands.append((free[r], 2, "W", mb, c))
-            if not cands:
-                continue
-            start = min(x[0] for x in cands)
-            # prefer B, then F, among ops startable now; W only fills time before the next B/F
-            now = [x for x in cands if x[0] <= start + 1e-15]
-            pick = min(now, key=lambda x: (x[1], -x[4]))
-            if pick[2] == "W" and len(cands) > 1:
-                other = min((x for x in cands if x[2] != "W"), key=lambda x: x[0])
-                if other[0] <= free[r] + 1e-15:
-                    pick = other
-            if best is None or (pick[0], r) < (best[0], best[5]):
-                best = (*pick, r)
-        if best is None:
+                        cands.append((t if t > free else free, 1, "F", mb, c))
+        if pending_w[r]:
+            mb, c = pending_w[r][0]
+            cands.append((free, 2, "W", mb, c))
+        if not cands:
+            return None
+        if len(cands) == 1:
+            return cands[0]
+        start = min(x[0] for x in cands)
+        # prefer B, then F, among ops startable now; W only fills time before the next B/F
+        pick = None
+        for x in cands:
+            if x[0] <= start + 1e-15 and (pick is None or (x[1], -x[4]) < (pick[1], -pick[4])):
+                pick = x
+        if pick[2] == "W":
+            other = None
+            for x in cands:
+                if x[2] != "W" and (other is None or x[0] < other[0]):
+                    other = x
+            if other[0] <= free + 1e-15:
+                pick = other
+        return pick
+
+    cache = [best_of(r) for r in range(p)]
+    version = [0] * p
+    heap = [(x[0], r, 0) for r, x in enumerate(cache) if x is not None]
+    heapq.heapify(heap)
+
+    def refresh(q: int) -> None:
+        cache[q] = best_of(q)
+        version[q] += 1
+        if cache[q] is not None:
+            heapq.heappush(heap, (cache[q][0], q, version[q]))
+
+    for _ in range(3 * m * v * p):
+        while heap and heap[0][2] != version[heap[0][1]]:
+            heapq.heappop(heap)
+        if not heap:
             raise RuntimeError("zero-bubble schedule deadlocked (internal error)")
-        start, _, kind, mb, c, r = best
-        run(r, kind, mb, c, start)
+        r = heap[0][1]
+        start, _, kind, mb, c = cache[r]
+        stage = st.run(r, kind, mb, c, start)
         if kind == "F":
             next_f[r][c] += 1
+            if zbv:
+                first_only[r] += 1 if c == 0 else -1
         elif kind == "B":
             next_b[r][c] += 1
             pending_w[r].append((mb, c))
         else:
-            pending_w[r].pop(0)
-        executed += 1
+            pending_w[r].popleft()
+        refresh(r)
+        for q in st.neighbours(stage):
+            if q != r:
+                refresh(q)
 
 
 def closed_form_s(schedule: PipelineSchedule, f: float, b: float, w: float, p: int, v: int, m: int) -> float:
