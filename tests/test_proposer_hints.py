@@ -1,6 +1,7 @@
 """Hint validation: schema, legality against the tables within the user's pins, ranges, injection, caps."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from solver.proposer.hints import MAX_HINTS_PER_REPLY, validate_hints
@@ -91,3 +92,13 @@ def test_non_list_reply_is_rejected_whole(legal):
 def test_etp_null_is_legal_for_dense_models(legal):
     hint, reason = _one({"action": "pin", "axes": {"etp": None}}, legal)
     assert reason is None and hint.axes == {"etp": [None]}
+
+
+def test_preference_maps_to_a_fitting_table_candidate():
+    tables = tables_for(pins=TINY)
+    cols = AxisColumns(tables)
+    a, s = cols.best_row_for({"tp": [2], "recompute": ["none"]}, {"dp_sharding": ["none"]})
+    got = cols.values_of(a, s)
+    assert (got["tp"], got["recompute"], got["dp_sharding"]) == (2, "none", "none")
+    assert tables.peak_bytes(np.array([a]), np.array([s]))[0] <= tables.usable_bytes
+    assert cols.best_row_for({"tp": [2]}, {"tp": [1]}) is None  # a preference never leaves the pins

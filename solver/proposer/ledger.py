@@ -11,8 +11,6 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from solver.cpsat_model import axis_value
-from solver.space import AXES
 
 GIB = 1024 ** 3
 
@@ -43,12 +41,12 @@ class LedgerEntry(BaseModel):
         return self.headroom_bytes / self.usable_bytes if self.usable_bytes else 0.0
 
 
-def entry_from_ranked(tables, ranked, origin: str) -> LedgerEntry:
-    """A ledger entry from a solver answer (solver.cpsat_solve.Ranked)."""
+def entry_from_ranked(columns, ranked, origin: str) -> LedgerEntry:
+    """A ledger entry from a solver answer (solver.cpsat_solve.Ranked); `columns` is the tables' AxisColumns."""
     proj, mem = ranked.projection, ranked.check.memory
     total = proj.iteration_time_s or 1.0
     shares = {k: v / total for k, v in proj.breakdown.model_dump().items()}
-    axes = {a: axis_value(tables, ranked.act, ranked.shard, a) for a in AXES}
+    axes = columns.values_of(ranked.act, ranked.shard)
     return LedgerEntry(axes=axes, dp=ranked.check.dp, time_us=ranked.time_us, tokens_per_s_per_gpu=proj.tokens_per_s_per_gpu,
                        mfu=proj.mfu, bubble_fraction=proj.bubble_fraction, time_shares=shares, peak_bytes=mem.peak_bytes,
                        usable_bytes=mem.usable_bytes, act=ranked.act, shard=ranked.shard, origin=origin)

@@ -69,22 +69,39 @@ class AxisColumns:
         return out
 
     def best_row_for(self, values: Mapping[str, Sequence], pins: Optional[Mapping[str, Sequence]] = None) -> Optional[tuple[int, int]]:
-        """(act, shard) of the fitting candidate with the lowest step-time bound that matches `values` and
-        the pins: the CP-SAT solution hint for a preference. None when nothing matches or fits."""
+        """(act, shard) of the fitting candidate with the best table time that matches `values` and the pins:
+        the CP-SAT solution hint for a preference. None when nothing matches or fits."""
         t = self.tables
-        allowed = {**dict(pins or {}), **dict(values)}
-        rows = np.nonzero(self.row_mask(allowed))[0]
-        shards = [i for i, s in enumerate(self.shardings) if "dp_sharding" not in allowed or _member(s, allowed["dp_sharding"])]
-        if not len(rows) or not shards:
-            return None
-        a = np.repeat(rows, len(shards))
-        s = np.tile(np.asarray(shards, dtype=np.int64), len(rows))
-        keep = t.static_ok[np.asarray(t.act_struct)[a], s] & (t.peak_bytes(a, s) <= t.usable_bytes)
-        a, s = a[keep], s[keep]
+        allowed = dict(pins or {})
+        for axis, vals in values.items():  # a preference counts only inside the pins
+            allowed[axis] = [v for v in vals if axis not in allowed or _member(v, allowed[axis])]
+        row_ok = self.row_mask(allowed)
+        shard_ok = np.array([("dp_sharding" not in allowed or _member(s, allowed["dp_sharding"])) for s in self.shardings], dtype=bool)
+        if hasattr(t, "cand_act"):  # candidate arrays: legal (row, sharding) pairs with their ranking time
+            a, s = np.asarray(t.cand_act), np.asarray(t.cand_shard)
+            keep = row_ok[a] & shard_ok[s] & (np.asarray(t.cand_peak) <= t.usable_bytes) if len(a) else np.zeros(0, dtype=bool)
+            time_us = np.asarray(t.cand_time_us)[keep]
+            a, s = a[keep], s[keep]
+        else:  # per-row lower bound tables
+            rows, shards = np.nonzero(row_ok)[0], np.nonzero(shard_ok)[0]
+            a, s = np.repeat(rows, len(shards)), np.tile(shards, len(rows))
+            keep = t.static_ok[np.asarray(t.act_struct)[a], s] & (t.peak_bytes(a, s) <= t.usable_bytes) if len(a) else np.zeros(0, dtype=bool)
+            a, s = a[keep], s[keep]
+            time_us = np.asarray(getattr(t, "lb_us", np.zeros(len(t.act_rows), dtype=np.int64)))[a]
         if not len(a):
             return None
-        j = int(np.lexsort((s, a, np.asarray(t.lb_us)[a]))[0])
+        j = int(np.lexsort((s, a, time_us))[0])
         return int(a[j]), int(s[j])
+
+    def values_of(self, a: int, shard: int) -> dict:
+        """Axis -> value of candidate (act row a, sharding index shard), spelled as in solver.space."""
+        out = {axis: _plain(col[a]) for axis, col in self.cols.items()}
+        out["dp_sharding"] = self.shardings[shard]
+        return {axis: out[axis] for axis in AXES}
+
+
+def _plain(v):
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _member(value, allowed: Sequence) -> bool:

@@ -152,7 +152,7 @@ class _Loop:
             return False
         origin = f"round {r}: " + (hint.describe() if hint else "forbids only")
         for ranked in res.ranked:
-            self.ledger.add(entry_from_ranked(self.tables, ranked, origin))
+            self.ledger.add(entry_from_ranked(self.columns, ranked, origin))
         best = res.ranked[0] if res.ranked else None
         if use:
             use.status, use.best_time_us, use.num_found = "searched", best.time_us if best else None, len(res.ranked)
@@ -186,7 +186,7 @@ class _Loop:
             summary.subsearches += 1
             if found is not None and (summary.best_time_us is None or found.time_us < summary.best_time_us):
                 summary.best_time_us = found.time_us
-                summary.best_axes = entry_from_ranked(self.tables, found, "round").axes
+                summary.best_axes = entry_from_ranked(self.columns, found, "round").axes
         after = self.ledger.best()
         summary.improved = after is not None and (before is None or after.time_us < before.time_us)
         return summary
@@ -219,7 +219,7 @@ class _Loop:
         self.report.hint_accepted = taken
         res = self.reverify(res)
         top = res.ranked[0] if res.ranked else None
-        self.report.final_top_axes = entry_from_ranked(self.tables, top, "final").axes if top else None
+        self.report.final_top_axes = entry_from_ranked(self.columns, top, "final").axes if top else None
         if hint is None:
             self.report.unhinted_compared_by, self.report.unhinted_top_axes = "not_needed", self.report.final_top_axes
         elif res.proven_optimal:
@@ -229,7 +229,7 @@ class _Loop:
             plain = self.reverify(_solve(self.tables, self.k, self.pins or None, self.margin, self.max_time_s, None)[0], record=False)
             ptop = plain.ranked[0] if plain.ranked else None
             self.report.unhinted_compared_by = "rerun"
-            self.report.unhinted_top_axes = entry_from_ranked(self.tables, ptop, "unhinted").axes if ptop else None
+            self.report.unhinted_top_axes = entry_from_ranked(self.columns, ptop, "unhinted").axes if ptop else None
             self.report.changed_result = (ptop.act, ptop.shard) != (top.act, top.shard) if (ptop and top) else (ptop is None) != (top is None)
         return res
 
