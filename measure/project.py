@@ -26,7 +26,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict
 
 from constraints.schedule import num_microbatches
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, PipelineSchedule, Placement, Recipe,
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, Placement, Recipe,
                               RecomputeGranularity, RecomputeMethod)
 from constraints.stages import rank_chunks
 from hardware.profile import HardwareProfile

@@ -15,209 +15,32 @@ Rows whose pipeline split is impossible give NaN.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional, Sequence
-
-import math
+from typing import Optional
 
 import numpy as np
 
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, PipelineSchedule, Placement, Recipe, Recompute,
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Placement, Recipe, Recompute,
                               RecomputeGranularity)
 from constraints.stages import StageSplitError, rank_chunks
 from hardware.profile import HardwareProfile
-from measure import collectives as col
+from measure.collectives_np import all_reduce_np, one_pass_np, span_row
+from measure.factor_table import Axis as _Axis, Factor as _Factor
 from measure.flops import flops_per_iteration
 from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
 from measure.project import FSDP_SHARDINGS, _full_recompute_layers, layer_cost
+from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
+from measure.schedule_np import closed_form_np
 from measure.topology import group_span
 
-SCHEDULES: tuple[PipelineSchedule, ...] = tuple(PipelineSchedule)          # RecipeBatch.schedule indexes this
-SHARDINGS: tuple[DataParallelSharding, ...] = tuple(DataParallelSharding)  # RecipeBatch.dp_sharding indexes this
-_INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
-
-
-@dataclass
-class RecipeBatch:
-    """N recipes as parallel arrays; recipe i is `base` with these axes replaced (see `recipe(i)`).
-
-    tp, pp, vpp, cp, ep, mbs: int arrays; etp: int array, 0 = None (expert TP follows TP);
-    sp: bool (`--sequence-parallel`, ignored at TP=1); acc_split: bool (account for embedding and loss in
-    the pipeline split); recompute: index into `recompute_choices`; schedule: index into SCHEDULES;
-    dp_sharding: index into SHARDINGS. Every other Recipe field (overlap flags, uneven stages, ...) is
-    `base`'s and shared by the batch."""
-
-    tp: np.ndarray
-    pp: np.ndarray
-    vpp: np.ndarray
-    cp: np.ndarray
-    ep: np.ndarray
-    etp: np.ndarray
-    mbs: np.ndarray
-    sp: np.ndarray
-    recompute: np.ndarray
-    schedule: np.ndarray
-    dp_sharding: np.ndarray
-    acc_split: np.ndarray
-    recompute_choices: tuple[Recompute, ...] = (Recompute(),)
-    base: Recipe = field(default_factory=Recipe)
-
-    def __len__(self) -> int:
-        return len(self.tp)
-
-    def recipe(self, i: int) -> Recipe:
-        """The scalar Recipe of row i (what `project` would be called with)."""
-        etp = int(self.etp[i])
-        acc = bool(self.acc_split[i])
-        return self.base.model_copy(update={
-            "tp": int(self.tp[i]), "pp": int(self.pp[i]), "vpp": int(self.vpp[i]), "cp": int(self.cp[i]),
-            "ep": int(self.ep[i]), "etp": etp or None, "mbs": int(self.mbs[i]), "sequence_parallel": bool(self.sp[i]),
-            "recompute": self.recompute_choices[int(self.recompute[i])], "schedule": SCHEDULES[int(self.schedule[i])],
-            "dp_sharding": SHARDINGS[int(self.dp_sharding[i])], "account_for_embedding_in_pipeline_split": acc,
-            "account_for_loss_in_pipeline_split": acc})
-
-    @classmethod
-    def from_recipes(cls, recipes: Sequence[Recipe]) -> "RecipeBatch":
-        """Pack recipes that differ only in the batch axes (raises ValueError naming a differing field)."""
-        axis_fields = {"tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sequence_parallel", "recompute", "schedule",
-                       "dp_sharding", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"}
-        base = recipes[0]
-        rest = {k: v for k, v in base.model_dump().items() if k not in axis_fields}
-        choices: list[Recompute] = []
-        for r in recipes:
-            other = {k: v for k, v in r.model_dump().items() if k not in axis_fields}
-            if other != rest:
-                bad = next(k for k in rest if rest[k] != other[k])
-                raise ValueError(f"RecipeBatch.from_recipes: recipes differ in {bad}, which is not a batch axis; batch them apart")
-            if r.account_for_embedding_in_pipeline_split != r.account_for_loss_in_pipeline_split:
-                raise ValueError("RecipeBatch.from_recipes: account_for_embedding/loss_in_pipeline_split differ; set both or neither")
-            if r.recompute not in choices:
-                choices.append(r.recompute)
-
-        def arr(f, dtype=np.int64):
-            return np.array([f(r) for r in recipes], dtype=dtype)
-
-        return cls(tp=arr(lambda r: r.tp), pp=arr(lambda r: r.pp), vpp=arr(lambda r: r.vpp), cp=arr(lambda r: r.cp),
-                   ep=arr(lambda r: r.ep), etp=arr(lambda r: r.etp or 0), mbs=arr(lambda r: r.mbs),
-                   sp=arr(lambda r: r.sequence_parallel, bool), recompute=arr(lambda r: choices.index(r.recompute)),
-                   schedule=arr(lambda r: SCHEDULES.index(r.schedule)), dp_sharding=arr(lambda r: SHARDINGS.index(r.dp_sharding)),
-                   acc_split=arr(lambda r: r.account_for_embedding_in_pipeline_split, bool),
-                   recompute_choices=tuple(choices), base=base)
-
-
+__all__ = ["Evaluator", "RecipeBatch", "SCHEDULES", "SHARDINGS", "closed_form_np", "evaluate"]
 CHUNK_ROWS = 1 << 15  # rows priced per numpy pass
-
-
-def _slice(batch: RecipeBatch, lo: int, hi: int) -> RecipeBatch:
-    if lo == 0 and hi == len(batch):
-        return batch
-    arrays = {k: np.asarray(getattr(batch, k))[lo:hi] for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute",
-                                                                 "schedule", "dp_sharding", "acc_split")}
-    return RecipeBatch(**arrays, recompute_choices=batch.recompute_choices, base=batch.base)
-
-
-class _Axis:
-    """Append-only value domain of one key axis with a value -> index lookup array (values are small ints)."""
-
-    def __init__(self) -> None:
-        self.values: list[int] = []
-        self.lut = np.full(1, -1, dtype=np.int64)
-
-    def index(self, arr: np.ndarray) -> np.ndarray:
-        if arr.size and (arr.min() < 0 or arr.max() >= len(self.lut) or self.lut[arr].min() < 0):
-            new = sorted(set(np.unique(arr).tolist()) - set(self.values))
-            if new and new[0] < 0:
-                raise ValueError(f"RecipeBatch: negative axis value {new[0]}; axes hold sizes >= 0")
-            self.values += new
-            self.lut = np.full(max(self.values) + 1, -1, dtype=np.int64)
-            self.lut[self.values] = np.arange(len(self.values))
-        return self.lut[arr]
-
-
-class _Factor:
-    """A table of rows computed by scalar code once per key (a tuple of axis indices), looked up densely."""
-
-    def __init__(self, compute) -> None:
-        self.compute = compute
-        self.keys: dict[tuple, int] = {}
-        self.rows: list[np.ndarray] = []
-        self.table = np.zeros((0, 0))
-        self.sizes: tuple = ()
-        self.dense = np.zeros(0, dtype=np.int64)
-
-    def gather(self, idx: list[np.ndarray], sizes: tuple) -> np.ndarray:
-        """The table rows of these keys (one row per batch element)."""
-        rows = self.lookup(idx, sizes)
-        return self.table.take(rows, axis=0)
-
-    def lookup(self, idx: list[np.ndarray], sizes: tuple) -> np.ndarray:
-        if sizes != self.sizes:
-            self.sizes, self.dense = sizes, np.full(int(np.prod(sizes)), -1, dtype=np.int64)
-            for key, row in self.keys.items():
-                self.dense[np.ravel_multi_index(key, sizes)] = row
-        code = np.ravel_multi_index(idx, sizes)
-        rows = self.dense[code]
-        if rows.size and rows.min() < 0:
-            for c in np.unique(code[rows < 0]).tolist():
-                key = tuple(int(i) for i in np.unravel_index(c, sizes))
-                self.keys[key] = self.dense[c] = len(self.rows)
-                self.rows.append(np.asarray(self.compute(key), dtype=np.float64))
-            width = max(len(r) for r in self.rows)  # stage rows vary in length; zero columns are padding
-            self.table = np.stack([np.pad(r, (0, width - len(r))) for r in self.rows])
-            rows = self.dense[code]
-        return rows
-
 
 # layer-row columns: per kind (dense, moe) F B W R S P E, then the head and per-micro-batch constants
 _KIND_COLS = ("F", "B", "W", "R", "S", "P", "E")
 _HEAD_COLS = ("emb_f", "emb_w", "loss_f", "loss_d", "loss_w", "vocab_rows", "p2p_bytes", "flops")
 # stage-row columns, per distinct rank profile: counts, then the profile's multiplicity
 _STAGE_COLS = ("nd", "nm", "nfd", "nfm", "emb", "loss", "vocab", "mult")
-
-
-def _span_row(size: int, stride: int, profile: HardwareProfile, placement: Placement) -> list[float]:
-    """Affine pieces (slope s/byte, intercept s) of measure.collectives' algorithms for one group, so that
-    time(n) = min over pieces + fixed overhead, for n > 0: reduce-scatter / all-gather (ring, hierarchical),
-    then all-reduce (ring, hierarchical with ring or tree across domains), then the overhead (0 when g = 1)."""
-    span = group_span(size, stride, profile, placement)
-    g, k, d = span.size, span.per_domain, span.num_domains
-    if g <= 1:
-        return [0.0] * 11
-    bu, au, bo, ao = col._links(profile, span)
-    ov = profile.calibration.collective_fixed_overhead_us * 1e-6
-    if d == 1:
-        one = [(g - 1) / g / bu, (g - 1) * au] * 2
-        ar = [2 * (g - 1) / g / bu, 2 * (g - 1) * au] * 3
-        return one + ar + [ov]
-    one = [(g - 1) / g / bo, (g - 1) * ao, (k - 1) / k / bu + (d - 1) / d / k / bo, (k - 1) * au + (d - 1) * ao]
-    intra = [2 * (k - 1) / k / bu, 2 * (k - 1) * au]
-    ar = [2 * (g - 1) / g / bo, 2 * (g - 1) * ao,
-          intra[0] + 2 * (d - 1) / d / k / bo, intra[1] + 2 * (d - 1) * ao,
-          intra[0] + 2 / k / bo, intra[1] + 2 * math.log2(d) * ao]
-    return one + ar + [ov]
-
-
-def _one_pass_np(n, s):
-    """measure.collectives.reduce_scatter_s / all_gather_s of n bytes; s = _span_row columns."""
-    t = np.minimum(s[0] * n + s[1], s[2] * n + s[3]) + s[10]
-    return np.where(n > 0, t, 0.0)
-
-
-def _all_reduce_np(n, s):
-    """measure.collectives.all_reduce_s of n bytes; s = _span_row columns."""
-    t = np.minimum(np.minimum(s[4] * n + s[5], s[6] * n + s[7]), s[8] * n + s[9]) + s[10]
-    return np.where(n > 0, t, 0.0)
-
-
-def closed_form_np(schedule: np.ndarray, f, b, w, p, v, m) -> np.ndarray:
-    """measure.pipeline_sim.closed_form_s over arrays; schedule holds indices into SCHEDULES."""
-    t = f + b + w
-    out = (m + p - 1) * t
-    inter = (schedule == SCHEDULES.index(PipelineSchedule.interleaved)) & (v > 1)
-    out = np.where(inter, (m + (p - 1) / v) * t, out)
-    out = np.where(schedule == SCHEDULES.index(PipelineSchedule.zb_h1), m * t + (p - 1) * np.maximum(f + b - w, 0.0), out)
-    return np.where(schedule == SCHEDULES.index(PipelineSchedule.zbv), m * t + (p - 1) * np.maximum(f + b - 2 * w, 0.0) / 2, out)
 
 
 class Evaluator:
@@ -314,9 +137,9 @@ class Evaluator:
         pp = self._val("pp", key[2])
         if dense:  # grads reduce over DP x CP ranks, stride TP (measure.topology.recipe_groups)
             tp, cp = self._val("tp", key[0]), self._val("cp", key[1])
-            return _span_row(w // (tp * pp * cp) * cp, tp, self.profile, self.placement)
+            return span_row(w // (tp * pp * cp) * cp, tp, self.profile, self.placement)
         ep, etp = self._val("ep", key[0]), self._val("etp", key[1])
-        return _span_row(max(w // (etp * ep * pp), 1), etp * ep, self.profile, self.placement)
+        return span_row(max(w // (etp * ep * pp), 1), etp * ep, self.profile, self.placement)
 
     # ---- batch arithmetic -------------------------------------------------------------------
     def _recompute_index(self, choices: tuple[Recompute, ...]) -> np.ndarray:
@@ -398,11 +221,11 @@ class Evaluator:
         dense_p, expert_p = (np.take_along_axis(x, rank_dp, axis=1)[:, 0] for x in (dense, expert))
         dpb, epb = dense_p * 2, expert_p * 2
         sharded = np.asarray(batch.dp_sharding, dtype=np.int64) != SHARDINGS.index(DataParallelSharding.none)
-        rs_d, rs_e = _one_pass_np(dpb, D), _one_pass_np(epb, E)  # all-gather costs what reduce-scatter does
+        rs_d, rs_e = one_pass_np(dpb, D), one_pass_np(epb, E)  # all-gather costs what reduce-scatter does
         shard_idx = np.asarray(batch.dp_sharding, dtype=np.int64)
         fsdp = np.isin(shard_idx, [SHARDINGS.index(s) for s in FSDP_SHARDINGS])
         passes = np.where(fsdp, 3 * m, 2)  # measure.project.dp_comm_s: FSDP gathers and reduces per micro-batch
-        dp_t = np.where(sharded, passes * (rs_d + rs_e), _all_reduce_np(dpb, D) + _all_reduce_np(epb, E))
+        dp_t = np.where(sharded, passes * (rs_d + rs_e), all_reduce_np(dpb, D) + all_reduce_np(epb, E))
         if self.base.overlap_grad_reduce:
             dp_t = dp_t * cal.exposed_comm_fraction
         edp = np.maximum(world // (etp * ep * pp), 1)

@@ -13,7 +13,8 @@ from hardware.profile import load_profile
 from measure import collectives as col
 from measure.project import project
 from measure.topology import group_span
-from measure.vectorized import Evaluator, RecipeBatch, _all_reduce_np, _one_pass_np, _span_row, closed_form_np, SCHEDULES
+from measure.collectives_np import all_reduce_np, one_pass_np, span_row
+from measure.vectorized import SCHEDULES, Evaluator, RecipeBatch, closed_form_np
 from measure.pipeline_sim import closed_form_s
 
 RECOMPUTES = [Recompute.none(), Recompute.selective(RecomputeModule.core_attn),
@@ -95,13 +96,13 @@ def test_collective_arrays_equal_scalar_collectives():
     for size, stride in [(1, 1), (2, 1), (8, 1), (4, 4), (16, 8), (32, 2), (64, 4), (256, 1)]:
         span = group_span(size, stride, profile, place)
         for n in (0.0, 1e3, 3.7e8):
-            rows.append(_span_row(size, stride, profile, place))
+            rows.append(span_row(size, stride, profile, place))
             sizes.append(n)
             want_ar.append(col.all_reduce_s(n, span, profile))
             want_rs.append(col.reduce_scatter_s(n, span, profile))
     s = np.array(rows).T
-    np.testing.assert_allclose(_all_reduce_np(np.array(sizes), s), want_ar, rtol=1e-12)
-    np.testing.assert_allclose(_one_pass_np(np.array(sizes), s), want_rs, rtol=1e-12)
+    np.testing.assert_allclose(all_reduce_np(np.array(sizes), s), want_ar, rtol=1e-12)
+    np.testing.assert_allclose(one_pass_np(np.array(sizes), s), want_rs, rtol=1e-12)
 
 
 def test_closed_form_arrays_equal_scalar_closed_form():

@@ -1,0 +1,95 @@
+"""RecipeBatch: many recipes as parallel numpy arrays over the axes a search varies.
+
+Why arrays: the solver prices millions of recipes that differ only in TP/PP/VPP/CP/EP/ETP/MBS/SP,
+recompute, schedule, DP sharding and the embedding/loss split; one array per axis (enums as indices
+into SCHEDULES / SHARDINGS) lets measure.vectorized price them with gathers instead of Python loops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from constraints.spec import DataParallelSharding, PipelineSchedule, Recipe, Recompute
+
+SCHEDULES: tuple[PipelineSchedule, ...] = tuple(PipelineSchedule)          # RecipeBatch.schedule indexes this
+SHARDINGS: tuple[DataParallelSharding, ...] = tuple(DataParallelSharding)  # RecipeBatch.dp_sharding indexes this
+_INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
+
+
+@dataclass
+class RecipeBatch:
+    """N recipes as parallel arrays; recipe i is `base` with these axes replaced (see `recipe(i)`).
+
+    tp, pp, vpp, cp, ep, mbs: int arrays; etp: int array, 0 = None (expert TP follows TP);
+    sp: bool (`--sequence-parallel`, ignored at TP=1); acc_split: bool (account for embedding and loss in
+    the pipeline split); recompute: index into `recompute_choices`; schedule: index into SCHEDULES;
+    dp_sharding: index into SHARDINGS. Every other Recipe field (overlap flags, uneven stages, ...) is
+    `base`'s and shared by the batch."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    vpp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    etp: np.ndarray
+    mbs: np.ndarray
+    sp: np.ndarray
+    recompute: np.ndarray
+    schedule: np.ndarray
+    dp_sharding: np.ndarray
+    acc_split: np.ndarray
+    recompute_choices: tuple[Recompute, ...] = (Recompute(),)
+    base: Recipe = field(default_factory=Recipe)
+
+    def __len__(self) -> int:
+        return len(self.tp)
+
+    def recipe(self, i: int) -> Recipe:
+        """The scalar Recipe of row i (what `project` would be called with)."""
+        etp = int(self.etp[i])
+        acc = bool(self.acc_split[i])
+        return self.base.model_copy(update={
+            "tp": int(self.tp[i]), "pp": int(self.pp[i]), "vpp": int(self.vpp[i]), "cp": int(self.cp[i]),
+            "ep": int(self.ep[i]), "etp": etp or None, "mbs": int(self.mbs[i]), "sequence_parallel": bool(self.sp[i]),
+            "recompute": self.recompute_choices[int(self.recompute[i])], "schedule": SCHEDULES[int(self.schedule[i])],
+            "dp_sharding": SHARDINGS[int(self.dp_sharding[i])], "account_for_embedding_in_pipeline_split": acc,
+            "account_for_loss_in_pipeline_split": acc})
+
+    @classmethod
+    def from_recipes(cls, recipes: Sequence[Recipe]) -> "RecipeBatch":
+        """Pack recipes that differ only in the batch axes (raises ValueError naming a differing field)."""
+        axis_fields = {"tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sequence_parallel", "recompute", "schedule",
+                       "dp_sharding", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"}
+        base = recipes[0]
+        rest = {k: v for k, v in base.model_dump().items() if k not in axis_fields}
+        choices: list[Recompute] = []
+        for r in recipes:
+            other = {k: v for k, v in r.model_dump().items() if k not in axis_fields}
+            if other != rest:
+                bad = next(k for k in rest if rest[k] != other[k])
+                raise ValueError(f"RecipeBatch.from_recipes: recipes differ in {bad}, which is not a batch axis; batch them apart")
+            if r.account_for_embedding_in_pipeline_split != r.account_for_loss_in_pipeline_split:
+                raise ValueError("RecipeBatch.from_recipes: account_for_embedding/loss_in_pipeline_split differ; set both or neither")
+            if r.recompute not in choices:
+                choices.append(r.recompute)
+
+        def arr(f, dtype=np.int64):
+            return np.array([f(r) for r in recipes], dtype=dtype)
+
+        return cls(tp=arr(lambda r: r.tp), pp=arr(lambda r: r.pp), vpp=arr(lambda r: r.vpp), cp=arr(lambda r: r.cp),
+                   ep=arr(lambda r: r.ep), etp=arr(lambda r: r.etp or 0), mbs=arr(lambda r: r.mbs),
+                   sp=arr(lambda r: r.sequence_parallel, bool), recompute=arr(lambda r: choices.index(r.recompute)),
+                   schedule=arr(lambda r: SCHEDULES.index(r.schedule)), dp_sharding=arr(lambda r: SHARDINGS.index(r.dp_sharding)),
+                   acc_split=arr(lambda r: r.account_for_embedding_in_pipeline_split, bool),
+                   recompute_choices=tuple(choices), base=base)
+
+
+
+def slice_batch(batch: RecipeBatch, lo: int, hi: int) -> RecipeBatch:
+    if lo == 0 and hi == len(batch):
+        return batch
+    arrays = {k: np.asarray(getattr(batch, k))[lo:hi] for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute",
+                                                                 "schedule", "dp_sharding", "acc_split")}
+    return RecipeBatch(**arrays, recompute_choices=batch.recompute_choices, base=batch.base)
