@@ -39,3 +39,13 @@ def test_quoted_empty_word_reaches_check_as_a_stray_value():
 
     text = "EMPTY=\nARGS=(--lr '' --seq-length 8)\npython pretrain_gpt.py \"${ARGS[@]}\" \"$EMPTY\" $EMPTY --mbs 1\n"
     assert extract_argv(text).script_args == ["--lr", "", "--seq-length", "8", "", "--mbs", "1"]
+
+
+def test_control_characters_in_a_path_stay_literal():
+    """The parser marks unresolved variables internally; a path holding the marker bytes must not be read as one."""
+    from constraints.launch_script import LaunchScriptError, extract_argv
+
+    got = extract_argv("python pretrain_gpt.py --data-path '/d/\x01HOME\x02' --lr 1\n")
+    assert got.script_args == ["--data-path", "/d/\x01HOME\x02", "--lr", "1"] and got.unresolved == []
+    with pytest.raises(LaunchScriptError, match="NUL"):
+        extract_argv("python pretrain_gpt.py --lr '\x00'\n")
