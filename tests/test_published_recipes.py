@@ -1,4 +1,5 @@
-"""Pure parts of bench/published_recipes.py, and the runs.py assumptions it relies on (real runs.csv rows)."""
+"""Pure parts of bench/published_recipes.py, its candidate batch (bench/published_groups.py), and the runs.py
+assumptions they rely on (real runs.csv rows)."""
 from __future__ import annotations
 
 import math
@@ -6,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from bench import published_groups as pg
 from bench import published_recipes as pr
 from bench.runs import RUNS_CSV, load_all
 from constraints.case import Case
@@ -28,6 +30,12 @@ def test_groups_join_releases_of_one_config(cases):
     key = ("Qwen3-235B-A22B", "h100-sxm-80gb", 256, 4096, 8192, "fp8-tensorwise")
     assert [[c.id for c in g] for g in groups[key]] == [["MBR-106", "MBR-151", "MBR-195", "MBR-233"]]
     assert [c.id for g in groups[key[:4] + (2048, key[5])] for c in g] == ["MBR-265"]  # GBS 2048 is its own group
+
+
+def test_unset_etp_equals_published_etp_equal_to_tp(cases):
+    # MBCARD-499 publishes ETP1 at TP1, MBSKILL-535 leaves ETP empty: one recipe
+    groups = pr.group_cases([cases["MBCARD-499"], cases["MBSKILL-535"]])
+    assert [[c.id for c in g] for recipes in groups.values() for g in recipes] == [["MBCARD-499", "MBSKILL-535"]]
 
 
 def test_megatron_bridge_moe_rows_get_etp1_and_are_legal(cases):
@@ -93,7 +101,7 @@ def test_candidate_batch_prices_like_the_closed_form_projection():
     space = build_space(m, job, pl, pins={"tp": [1, 2], "pp": [1, 2], "cp": [1], "mbs": [1, 2]})
     tables = build_tables(space, prof)
     a, s = fitting_candidates(tables)
-    batch = pr.candidate_batch(tables, a, s)
+    batch = pg.candidate_batch(tables, a, s)
     tps = Evaluator(m, job, pl, prof).evaluate(batch)["tokens_per_s_per_gpu"]
     fields = ("tp", "pp", "vpp", "cp", "ep", "mbs", "sequence_parallel", "recompute", "schedule", "dp_sharding",
               "account_for_embedding_in_pipeline_split")
