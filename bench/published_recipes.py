@@ -164,7 +164,7 @@ def evaluate_group(key, recipe_groups, max_gpus: int, method: str, time_limit_s:
     """Table rows of one group, run in a child process so a slow solve is cut at group_timeout_s."""
     from bench.published_groups import group_worker
 
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context("spawn")  # not fork: groups start from pool threads, and fork copies their held locks
     parent, child = ctx.Pipe(duplex=False)
     do_rank = key[2] <= max_gpus
     proc = ctx.Process(target=group_worker, args=(child, key, recipe_groups, do_rank, method, time_limit_s), daemon=True)
