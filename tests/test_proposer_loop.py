@@ -131,3 +131,21 @@ def test_budget_stops_the_rounds(tiny):
     result, report = solve_with_proposer(tiny, k=2, config=ProposerConfig(budget_s=1e-9), proposer=prop)
     assert_all_legal(tiny, result)
     assert report.stopped == "budget" and prop.calls == 0
+
+
+def test_prefer_only_reply_seeds_the_final_solve(tiny, plain):
+    prop = Scripted([[{"action": "prefer", "axes": {"tp": 2, "dp_sharding": "none"}}]])
+    result, report = solve_with_proposer(tiny, k=3, config=ProposerConfig(max_rounds=1), proposer=prop)
+    assert [r.key for r in result.ranked] == [r.key for r in plain.ranked]
+    assert report.used[0].status == "applied: CP-SAT solution hint"
+    assert (report.final_hint_axes["tp"], report.final_hint_axes["dp_sharding"]) == (2, "none") and report.hint_accepted
+
+
+def test_hints_capped_in_one_round_are_searched_in_the_next(tiny):
+    two = [{"action": "pin", "axes": {"tp": 1}}, {"action": "pin", "axes": {"tp": 2}}]
+    prop = Scripted([two])
+    _, report = solve_with_proposer(tiny, k=2, config=ProposerConfig(max_rounds=3, patience=3, max_subsearches_per_round=1),
+                                    proposer=prop)
+    statuses = [(u.round, u.hint.axes["tp"], u.status) for u in report.used]
+    assert statuses[:3] == [(1, [1], "searched"), (1, [2], "skipped: round cap"), (2, [2], "searched")]
+    assert report.stopped == "no_new_hints" and len(report.rounds) == 3

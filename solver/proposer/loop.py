@@ -26,6 +26,10 @@ from solver.proposer.report import HintReport, HintUse, RoundSummary
 log = logging.getLogger(__name__)
 
 
+class ProposerConfigError(ValueError):
+    """A proposer configuration that cannot run (one line: the option and the fix)."""
+
+
 class ProposerConfig(BaseModel):
     """How hints are made and how long the loop may run (the final full solve is outside the budget)."""
 
@@ -65,7 +69,7 @@ def _make_proposer(config: ProposerConfig):
 
     client = client_from_config(config)
     if client is None:
-        raise ValueError("--proposer llm: needs --llm-base-url URL and --llm-model NAME")
+        raise ProposerConfigError("--proposer llm: needs --llm-base-url URL and --llm-model NAME")
     return LLMProposer(client)
 
 
@@ -103,6 +107,7 @@ class _Loop:
         self.report = HintReport(kind=config.kind, suggestions=self.proposer.suggestions(self.ctx))
         self.tried: set = set()
         self.seen_hints: set = set()
+        self.prefers: list[Hint] = []
         self.t0 = time.perf_counter()
 
     def over_budget(self) -> bool:
@@ -123,7 +128,6 @@ class _Loop:
             summary.proposed += len(raw) if isinstance(raw, list) else 1
             fresh = [h for h in hints if h.key() not in self.seen_hints]  # a repeat from an earlier round adds nothing
             summary.repeated += len(hints) - len(fresh)
-            self.seen_hints |= {h.key() for h in fresh}
             kept += fresh
             self.report.rejected += rejected
             self.ctx.rejected_reasons += [f"{_brief(r.hint)}: {r.reason}" for r in rejected]
@@ -169,7 +173,10 @@ class _Loop:
         forbids = [h for h in hints if h.action == "forbid"]
         prefers = [h for h in hints if h.action == "prefer"]
         for h in forbids + prefers:
-            self.report.used.append(HintUse(round=r, hint=h, status="applied"))
+            self.report.used.append(HintUse(round=r, hint=h, status="applied: " + ("removed from this round's sub-searches"
+                                            if h.action == "forbid" else "CP-SAT solution hint")))
+            self.seen_hints.add(h.key())
+        self.prefers += prefers
         jobs = [(h, HintUse(round=r, hint=h, status="pending")) for h in pins_h]
         if not jobs and forbids:
             jobs = [(None, None)]
@@ -180,6 +187,8 @@ class _Loop:
                 if use:
                     use.status = "skipped: " + ("round cap" if i >= self.config.max_subsearches_per_round else "time budget")
                 continue
+            if h is not None:
+                self.seen_hints.add(h.key())  # tried (or a repeat of a tried sub-search); capped ones may come back
             found = self.subsearch(r, h, forbids, prefers, use)
             if found is False:
                 continue
@@ -214,7 +223,9 @@ class _Loop:
     def final(self) -> SolveResult:
         best = self.ledger.best()
         hint = (best.act, best.shard) if best else None
-        self.report.final_hint_axes = best.axes if best else None
+        if hint is None and self.prefers:  # nothing searched yet: the preferences seed the final solve
+            hint = self.columns.best_row_for({a: v for p in self.prefers for a, v in p.axes.items()}, self.pins)
+        self.report.final_hint_axes = self.columns.values_of(*hint) if hint else None
         res, taken = _solve(self.tables, self.k, self.pins or None, self.margin, self.max_time_s, hint)
         self.report.hint_accepted = taken
         res = self.reverify(res)
