@@ -62,6 +62,11 @@ def _same_recipe(a, b) -> bool:
     return a.model_copy(update={"etp": a.etp_effective}) == b.model_copy(update={"etp": b.etp_effective})
 
 
+def not_megatron_notes(row: dict) -> list[str]:
+    """Why a violation on this row is right for Megatron-LM although the recipe ran (another framework)."""
+    return [text for (rule, src), text in NOT_MEGATRON.items() if rule in row.get("violations", []) and src in row.get("source", "")]
+
+
 def outside_space(recipe, domains: dict[str, list]) -> list[str]:
     """Axes where `recipe` lies outside the solver's candidate domains (so it cannot be in our list)."""
     from solver.space import recompute_name
@@ -123,12 +128,16 @@ def summarize(rows: list[dict]) -> dict:
         return statistics.median(xs) if xs else None
 
     n = len(rows)
-    return {"groups": len({r["group"] for r in rows}), "published_recipes": n, "rows": sum(len(r["ids"]) for r in rows),
-            "legal_pct": 100.0 * sum(r["legal"] for r in rows) / n if n else None,
+    megatron = [r for r in rows if not r.get("not_megatron")]
+    return {"groups": len({tuple(r["group"]) for r in rows}), "published_recipes": n, "rows": sum(len(r["ids"]) for r in rows),
+            "legal_pct": 100.0 * sum(bool(r["legal"]) for r in rows) / n if n else None,
+            "not_megatron": n - len(megatron),
+            "legal_megatron_pct": 100.0 * sum(bool(r["legal"]) for r in megatron) / len(megatron) if megatron else None,
             "fits_pct": 100.0 * sum(bool(r["legal"] and r["fits"]) for r in rows) / n if n else None,
             "ranked": sum(r.get("rank") is not None for r in rows),
             "median_rank": med([r.get("rank") for r in rows]),
             "median_gain_pct": med([r.get("gain_pct") for r in rows]),
+            "gains_vs_solver_pick": sum(r.get("gain_pct") is not None and r.get("top_tps") is not None for r in rows),
             "in_space_pct": (100.0 * sum(not r.get("outside") for r in rows if r.get("outside") is not None)
                              / max(sum(r.get("outside") is not None for r in rows), 1))}
 
@@ -155,9 +164,11 @@ def format_table(rows: list[dict]) -> str:
 
 def format_summary(s: dict) -> str:
     return (f"{s['groups']} groups, {s['published_recipes']} distinct published recipes ({s['rows']} rows): "
-            f"legal {_fmt(s['legal_pct'], '.0f')}%, legal and fitting {_fmt(s['fits_pct'], '.0f')}%, "
+            f"legal {_fmt(s['legal_pct'], '.0f')}% ({_fmt(s['legal_megatron_pct'], '.0f')}% of the {s['published_recipes'] - s['not_megatron']} "
+            f"Megatron-LM ones), legal and fitting {_fmt(s['fits_pct'], '.0f')}%, "
             f"inside our default search space {_fmt(s['in_space_pct'], '.0f')}%; ranked {s['ranked']}: median rank "
-            f"{_fmt(s['median_rank'], '.0f')}, median projected gain of our top pick {_fmt(s['median_gain_pct'], '+.1f')}%")
+            f"{_fmt(s['median_rank'], '.0f')}, median projected gain of our top pick {_fmt(s['median_gain_pct'], '+.1f')}% "
+            f"({s['gains_vs_solver_pick']} against the solver's pick, the rest against the best priced candidate)")
 
 
 def evaluate_group(key, recipe_groups, max_gpus: int, method: str, time_limit_s: float, group_timeout_s: float) -> list[dict]:
@@ -215,9 +226,8 @@ def evaluate_group(key, recipe_groups, max_gpus: int, method: str, time_limit_s:
                 row["gain_pct"] = 100.0 * (row["closed_form_best_tps"] / row["proj_tps"] - 1.0)
                 extra.append("gain vs the best closed-form candidate")
         notes = [n for n in (v.get("note"), why, *extra) if n]
-        for (rule, src), text in NOT_MEGATRON.items():
-            if rule in row.get("violations", []) and src in row["source"]:
-                notes.append(text)
+        notes += not_megatron_notes(row)
+        row["not_megatron"] = bool(not_megatron_notes(row))
         if "oom" in row["outcome"]:
             notes.append("row reports OOM")
         row["note"] = "; ".join(notes)
@@ -274,9 +284,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="groups evaluated at once")
     ap.add_argument("--only", default=None, help="substring filter on the group key (e.g. a model name)")
     ap.add_argument("--json", dest="json_path", default=None, help="also write rows and summary as JSON here")
+    ap.add_argument("--from-json", dest="from_json", default=None, help="re-print the report of an earlier --json run")
     args = ap.parse_args(argv)
     cases, skips = load_all()
-    rows = run(cases, args.max_gpus, args.method, args.time_limit, args.group_timeout, args.jobs, args.only)
+    if args.from_json:
+        with open(args.from_json) as fh:
+            rows = [dict(r, group=tuple(r["group"]), not_megatron=bool(not_megatron_notes(r))) for r in json.load(fh)["rows"]]
+    else:
+        rows = run(cases, args.max_gpus, args.method, args.time_limit, args.group_timeout, args.jobs, args.only)
     summary = summarize(rows)
     print(format_table(rows))
     print()

@@ -77,13 +77,16 @@ def test_summary_and_table():
             "dominant": "weights", "outcome": ["ran"], "outside": []}
     rows = [dict(base, legal=True, fits=True, rank=3, gain_pct=10.0, proj_tps=1000.0),
             dict(base, ids=["A-2", "A-3"], legal=True, fits=True, rank=1, gain_pct=0.0, proj_tps=1100.0),
-            dict(base, ids=["A-4"], legal=False, fits=False, violations=["expert_grid"], group=key[:4] + (128, "bf16"))]
+            dict(base, ids=["A-4"], legal=False, fits=False, violations=["expert_grid"], group=key[:4] + (128, "bf16")),
+            dict(base, ids=["B-1"], legal=False, fits=False, violations=["torch_fsdp2"], source="NVIDIA-NeMo/Automodel docs")]
+    rows[-1]["not_megatron"] = bool(pr.not_megatron_notes(rows[-1]))
     s = pr.summarize(rows)
-    assert (s["groups"], s["published_recipes"], s["rows"], s["ranked"]) == (2, 3, 4, 2)
-    assert s["legal_pct"] == pytest.approx(200 / 3) and s["median_rank"] == 2 and s["median_gain_pct"] == 5.0
+    assert (s["groups"], s["published_recipes"], s["rows"], s["ranked"], s["not_megatron"]) == (2, 4, 5, 2, 1)
+    assert s["legal_pct"] == 50.0 and s["legal_megatron_pct"] == pytest.approx(200 / 3)
+    assert s["median_rank"] == 2 and s["median_gain_pct"] == 5.0
     lines = pr.format_table(rows).splitlines()
     assert len(lines) == 2 + len(rows) and len({line.count("|") for line in lines}) == 1
-    assert "NO: expert_grid" in lines[-1]
+    assert "NO: expert_grid" in lines[-2]
 
 
 def test_candidate_batch_prices_like_the_closed_form_projection():
