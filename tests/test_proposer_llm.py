@@ -199,3 +199,17 @@ def test_prompt_renders_strictly(tiny):
 def test_extract_json_never_takes_a_fragment_of_a_truncated_reply():
     with pytest.raises(LLMError):
         extract_json('{"hints": [{"action": "pin", "axes": {"tp": 2}}]')
+
+
+def test_deeply_nested_reply_is_an_error_not_a_crash(tiny, plain):
+    deep = '{"hints": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with ScriptedServer([("reply", deep)]) as srv:
+        _, report = _run(tiny, plain, srv, max_rounds=1)
+    assert "nested too deeply" in report.rounds[0].error
+
+
+def test_moderately_nested_junk_is_rejected_with_a_reason(tiny, plain):
+    junk = {"hints": [{"action": "pin", "axes": {"tp": [[[[[[[[2]]]]]]]]}}]}
+    with ScriptedServer([("reply", json.dumps(junk))]) as srv:
+        _, report = _run(tiny, plain, srv, max_rounds=1)
+    assert report.rejected and report.rejected[0].reason.startswith("schema: axes.tp: unsupported value")

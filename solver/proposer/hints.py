@@ -35,7 +35,7 @@ assert set(AXES) == set(AxisName.__args__), "hint axes must follow solver.space.
 # Phrases that address the reader instead of explaining a trade-off (OWASP LLM01 prompt-injection examples)
 _INJECTION = re.compile(
     r"ignore\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|preceding)|disregard|forget\s+(all|everything|your)"
-    r"|system\s*prompt|you\s+are\s+now|new\s+instructions?|override|jailbreak|act\s+as\b|pretend\s+to"
+    r"|system\s*prompt|you\s+are\s+now|new\s+instructions?|override|jailbreak|\bact\s+as\b|pretend\s+to"
     r"|<\|[a-z_]+\|>|\b(system|assistant|user)\s*:|https?://|\bsudo\b|rm\s+-rf|\bexec\(|\beval\(",
     re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -143,6 +143,8 @@ def validate_one(raw: Any, legal: Mapping[str, Sequence], source: str) -> tuple[
         hint = Hint(**data, source=source)
     except ValidationError as exc:
         return None, _one_line(exc)
+    except RecursionError:
+        return None, "schema: nested too deeply"
     except TypeError as exc:  # non-string keys
         return None, f"schema: {str(exc).splitlines()[0]}"
     reason = _check_rationale(hint.rationale)
@@ -186,14 +188,16 @@ def validate_hints(raw_hints: Sequence, legal: Mapping[str, Sequence], source: s
     return kept, rejected
 
 
-def _jsonable(raw: Any) -> Any:
-    """What the report keeps of a raw hint: JSON types only, long text cut."""
+def _jsonable(raw: Any, depth: int = 0) -> Any:
+    """What the report keeps of a raw hint: JSON types only, long text cut, nesting cut at 6 levels."""
     if isinstance(raw, BaseModel):
         raw = raw.model_dump(mode="json")
+    if isinstance(raw, (dict, list, tuple)) and depth >= 6:
+        return "..."
     if isinstance(raw, dict):
-        return {str(k)[:64]: _jsonable(v) for k, v in list(raw.items())[:32]}
+        return {str(k)[:64]: _jsonable(v, depth + 1) for k, v in list(raw.items())[:32]}
     if isinstance(raw, (list, tuple)):
-        return [_jsonable(v) for v in list(raw)[:MAX_VALUES_PER_AXIS]]
+        return [_jsonable(v, depth + 1) for v in list(raw)[:MAX_VALUES_PER_AXIS]]
     if isinstance(raw, str):
         return raw[:MAX_RATIONALE_CHARS]
     if raw is None or isinstance(raw, (bool, int, float)):

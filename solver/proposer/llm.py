@@ -108,6 +108,8 @@ def extract_json(text: str) -> Any:
             return json.loads(c)
         except ValueError:
             pass
+        except RecursionError:  # a hostile reply nested thousands deep
+            raise LLMError("reply JSON is nested too deeply") from None
     # prose around one JSON value: decode from the first '{' or '[' only, never from a fragment inside a
     # truncated reply (that would turn half an answer into a different one)
     decoder = json.JSONDecoder()
@@ -117,6 +119,8 @@ def extract_json(text: str) -> Any:
             return decoder.raw_decode(text[min(starts):])[0]
         except ValueError:
             pass
+        except RecursionError:
+            raise LLMError("reply JSON is nested too deeply") from None
     raise LLMError("reply holds no JSON object")
 
 

@@ -18,7 +18,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.cpsat_solve import SolveResult, solve_cpsat
-from solver.proposer.hints import Hint, Rejected, validate_hints
+from solver.proposer.hints import Hint, validate_hints
 from solver.proposer.ledger import Ledger, ProposerContext, entry_from_ranked
 from solver.proposer.legal import AxisColumns
 from solver.proposer.report import HintReport, HintUse, RoundSummary
