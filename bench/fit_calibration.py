@@ -3,7 +3,7 @@
 Usage: `.venv/bin/python -m bench.fit_calibration [--write] [--cv]`. Coordinate descent over small grids,
 minimising the mean |log(projected / measured)| of tokens/s/GPU over every expressible row:
 - per hardware (its own rows): the GEMM efficiency-curve scale, fp8 and grouped-GEMM relative
-  efficiency, attention efficiency -- properties of the chip and its kernels;
+  efficiency, attention efficiency, achieved HBM bandwidth -- properties of the chip and its kernels;
 - shared by all hardware (all rows): the grouped-GEMM half-efficiency tokens per expert, the MoE
   dispatcher's per-layer host sync, the load-imbalance factor and the exposed share of overlapped
   communication -- properties of the software stack, so one value each keeps the fit from bending a
@@ -35,7 +35,8 @@ LOCAL = {
     "gemm_scale": [0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05],
     "fp8_gemm_relative_efficiency": [0.45, 0.55, 0.65, 0.75, 0.85, 1.0],
     "grouped_gemm_relative_efficiency": [0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0],
-    "attention_efficiency": [0.25, 0.35, 0.45, 0.55, 0.65],
+    "attention_efficiency": [0.2, 0.25, 0.35, 0.45, 0.55, 0.65],
+    "memory_bound_efficiency": [0.5, 0.6, 0.7, 0.8, 0.9],
 }
 SHARED = {
     "exposed_comm_fraction": [0.0, 0.1, 0.2, 0.4, 0.7, 1.0],
