@@ -69,7 +69,8 @@ def format_hint_report(report: HintReport) -> str:
                      f"best {_fmt_time(r.best_time_us)}{' (improved)' if r.improved else ''}{extra}")
     for u in report.used:
         lines.append(f"  used  [{u.hint.source}] {u.hint.describe()}: {u.status}"
-                     + (f", best {_fmt_time(u.best_time_us)}" if u.best_time_us is not None else ""))
+                     + (f", best {_fmt_time(u.best_time_us)}" if u.best_time_us is not None else "")
+                     + (f"  # {_printable(u.hint.rationale, 100)}" if u.hint.rationale else ""))
     for rej in report.rejected:
         lines.append(f"  dropped [{rej.source}] {_short(rej.hint)}: {rej.reason}")
     for s in report.suggestions:
@@ -83,7 +84,11 @@ def format_hint_report(report: HintReport) -> str:
     return "\n".join(lines)
 
 
+def _printable(text: str, limit: int) -> str:
+    """Untrusted text shown on a terminal: printable characters only (no escape sequences), one line, cut."""
+    s = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
 def _short(v: Any) -> str:
-    s = repr(v)
-    s = "".join(ch if ch.isprintable() else "?" for ch in s)
-    return s if len(s) <= 100 else s[:97] + "..."
+    return _printable(repr(v), 100)
