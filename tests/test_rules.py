@@ -105,3 +105,24 @@ def test_fixes_name_a_legal_value():
 def test_sequence_parallel_at_tp1_is_a_warning_not_an_error():
     v = [v for v in check_rules(rin(tp=1, sequence_parallel=True)) if v.rule == "sequence_parallel_needs_tp"][0]
     assert v.severity == "warning"
+
+
+def test_expert_grid_uses_megatron_default_etp_equal_tp():
+    """Published Qwen3-235B 256 x H100 TP2/PP8/VP4/EP32 (runs.csv MBR-106) leaves ETP empty. Megatron defaults
+    --expert-tensor-parallel-size to TP (megatron-rules.md [2]): 2*32*8 = 512 does not divide 256, so the rule is
+    right; the recipe ran with Megatron-Bridge's preset ETP=1 (qwen3_workload_base_configs.py), which bench/runs.py
+    now assumes."""
+    kw = dict(model="Qwen3-235B-A22B", world=256, tp=2, pp=8, vpp=4, ep=32, gbs=8192, sequence_parallel=True,
+              schedule="interleaved", account_for_embedding_in_pipeline_split=True, account_for_loss_in_pipeline_split=True)
+    assert "expert_grid" in _rule_names(check_rules(rin(**kw)))
+    assert "expert_grid" not in _rule_names(check_rules(rin(etp=1, **kw)))
+
+
+def test_torch_fsdp2_rejects_pp_and_ep_like_megatron():
+    """NeMo AutoModel rows (runs.csv AUTOMODEL-447..450) run FSDP2 with PP and EP; Megatron-LM's --use-torch-fsdp2
+    does not support pipeline or expert parallelism (megatron-rules.md [37]; ROCm/Megatron-LM README: "FSDP-v2 is not
+    supported with pipeline parallelism, expert parallelism, MCore's distributed optimizer..."), so those rows are
+    not Megatron recipes and the rule stays."""
+    kw = dict(model="Qwen3-30B-A3B", dp_sharding="torch_fsdp2", overlap_param_gather=False, gbs=512)
+    assert "torch_fsdp2" in _rule_names(check_rules(rin(ep=8, **kw)))
+    assert "torch_fsdp2" not in _rule_names(check_rules(rin(ep=1, **kw)))
