@@ -116,7 +116,7 @@ def test_hostile_values_are_dropped_with_reasons(tiny, plain):
               "schema: action", "schema: priority", "a hint must be an object"]
     for want, got in zip(expect, reasons):
         assert want in got, (want, got)
-    assert all(r.source == "llm:test-model" for r in report.rejected)
+    assert all(r.source == "llm:test-model" and r.round == 1 for r in report.rejected)
     used = [u for u in report.used if u.status == "searched"]
     assert [u.hint.axes for u in used] == [{"tp": [4], "pp": [1]}]
 

@@ -18,8 +18,13 @@ from solver.proposer.report import HintReport, format_hint_report
 __all__ = ["ProposerOptionError", "config_from_options", "format_hint_report", "proposer_options", "HintReport"]
 
 
-class ProposerOptionError(click.UsageError):
-    """One-line usage error naming the option and the fix (exit status 2)."""
+class ProposerOptionError(click.ClickException):
+    """One-line error naming the option and the fix (exit status 2, like the other solve errors)."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.message}", err=True)
 
 
 def proposer_options(fn):

@@ -77,6 +77,7 @@ class Rejected(BaseModel):
     hint: Any
     reason: str
     source: str = ""
+    round: Optional[int] = Field(None, description="loop round that received it")
 
 
 def _one_line(exc: ValidationError) -> str:

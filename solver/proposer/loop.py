@@ -129,7 +129,7 @@ class _Loop:
             fresh = [h for h in hints if h.key() not in self.seen_hints]  # a repeat from an earlier round adds nothing
             summary.repeated += len(hints) - len(fresh)
             kept += fresh
-            self.report.rejected += rejected
+            self.report.rejected += [rej.model_copy(update={"round": summary.round}) for rej in rejected]
             self.ctx.rejected_reasons += [f"{_brief(r.hint)}: {r.reason}" for r in rejected]
             summary.rejected += len(rejected)
         summary.kept = len(kept)

@@ -72,7 +72,7 @@ def format_hint_report(report: HintReport) -> str:
                      + (f", best {_fmt_time(u.best_time_us)}" if u.best_time_us is not None else "")
                      + (f"  # {_printable(u.hint.rationale, 100)}" if u.hint.rationale else ""))
     for rej in report.rejected:
-        lines.append(f"  dropped [{rej.source}] {_short(rej.hint)}: {rej.reason}")
+        lines.append(f"  dropped [{rej.source}{f', round {rej.round}' if rej.round else ''}] {_short(rej.hint)}: {rej.reason}")
     for s in report.suggestions:
         lines.append(f"  suggest [{s.rule}] {s.text}")
     if report.final_hint_axes is not None:
