@@ -113,7 +113,10 @@ def script_name(rank: int, case: Case, fmt: Format) -> str:
 def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format = "torchrun",
                      paths: RenderPaths | None = None, notes: Sequence[str] | None = None) -> list[Path]:
     """One script per case (in the given rank order) plus SUMMARY.md; `notes` adds one free-text column per
-    case (e.g. the projected step time). Returns the script paths. Cases are assumed already checked."""
+    case (e.g. the projected step time). Returns the script paths. Cases are assumed already checked.
+
+    A case pretrain_gpt.py cannot express (a zero-bubble schedule) gets no script, only a SUMMARY row saying
+    why: the script would run another schedule, whose memory and time were never checked (it may not fit)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     if notes is not None and len(notes) != len(cases):
@@ -122,15 +125,21 @@ def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format =
     rows = ["| rank | script | TP | PP | VPP | CP | EP | ETP | DP | MBS | SP | recompute | DP sharding | note |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for i, case in enumerate(cases, start=1):
-        path = directory / script_name(i, case, fmt)
-        write_script(path, render_script(case, fmt, paths))
-        written.append(path)
-        r = case.recipe
         note = (notes[i - 1] if notes is not None else "").replace("|", "/").replace("\n", " ")
-        rows.append(f"| {i} | {path.name} | {r.tp} | {r.pp} | {r.vpp} | {r.cp} | {r.ep} | {r.etp_effective} | "
+        unsupported = unsupported_features(case)
+        if unsupported:
+            script = "not rendered"
+            note = "; ".join([note] * bool(note) + [u.replace("|", "/") for u in unsupported])
+        else:
+            path = directory / script_name(i, case, fmt)
+            write_script(path, render_script(case, fmt, paths))
+            written.append(path)
+            script = path.name
+        r = case.recipe
+        rows.append(f"| {i} | {script} | {r.tp} | {r.pp} | {r.vpp} | {r.cp} | {r.ep} | {r.etp_effective} | "
                     f"{r.dp(case.world_size)} | {r.mbs} | {'yes' if r.sp_active else 'no'} | {r.recompute.granularity.value} | "
                     f"{r.dp_sharding.value} | {note} |")
-    header = [f"# shardplan: {len(cases)} rendered recipe(s), format {fmt}", ""]
+    header = [f"# shardplan: {len(written)} of {len(cases)} recipe(s) rendered, format {fmt}", ""]
     if cases:
         c = cases[0]
         header += [f"Model {c.model.name} on {c.placement.num_nodes} x {c.placement.gpus_per_node} "

@@ -297,3 +297,19 @@ def test_render_paths_refuse_what_argparse_misreads(field, value, needle):
 def test_cli_bad_path_is_one_line_exit_2():
     res = CliRunner().invoke(render_command, [str(EXAMPLE), "--data-path", "-data"])
     assert res.exit_code == 2 and res.stderr.startswith("error: --data-path '-data'") and res.stderr.count("\n") == 1
+
+
+def test_render_solutions_does_not_write_what_pretrain_gpt_cannot_run(tmp_path):
+    """A zero-bubble answer would run as (interleaved) 1F1B, whose memory nobody checked (the round-trip property
+    test met a Mixtral-8x22B ZBV answer that does not fit that way): SUMMARY.md says so instead of a script."""
+    base = GOLDEN_CASES["llama31-70b-gqa"]
+    zbv = case_from_mapping(dict(base, recipe=dict(tp=8, pp=4, vpp=2, schedule="zbv", sequence_parallel=True)))
+    cases = [golden_case("llama31-70b-gqa"), zbv]
+    written = render_solutions(cases, tmp_path / "out", "slurm", notes=["1.5 s/step", "1.4 s/step"])
+    assert [p.name for p in written] == ["01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sbatch"]
+    summary = (tmp_path / "out" / "SUMMARY.md").read_text()
+    assert summary.startswith("# shardplan: 1 of 2 recipe(s) rendered, format slurm")
+    assert "| 2 | not rendered | 8 | 4 | 2 |" in summary
+    assert "1.4 s/step; schedule zbv has no Megatron-LM pretrain_gpt.py flag; this script runs interleaved 1F1B" in summary
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sbatch",
+                                                                    "SUMMARY.md"]
