@@ -213,3 +213,11 @@ def test_moderately_nested_junk_is_rejected_with_a_reason(tiny, plain):
     with ScriptedServer([("reply", json.dumps(junk))]) as srv:
         _, report = _run(tiny, plain, srv, max_rounds=1)
     assert report.rejected and report.rejected[0].reason.startswith("schema: axes.tp: unsupported value")
+
+
+def test_errors_never_show_credentials_in_the_url():
+    with ScriptedServer([("status", 500)]) as srv:
+        url = srv.base_url.replace("http://", "http://user:s3cret@")  # noqa: S105
+        with pytest.raises(LLMError) as err:
+            LLMClient(url, "m", timeout_s=2, retries=0).chat([{"role": "user", "content": "x"}])
+    assert "s3cret" not in str(err.value) and "http://127.0.0.1:" in str(err.value)  # urllib cannot use URL credentials anyway

@@ -15,6 +15,7 @@ import re
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, Optional
@@ -41,6 +42,9 @@ class LLMClient:
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0,
                  retries: int = 2, backoff_s: float = 1.0) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
+        parts = urllib.parse.urlsplit(self.url)  # messages never show credentials written into the URL
+        self.shown_url = urllib.parse.urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))) \
+            if parts.hostname else self.url
         self.model, self.api_key_env = model, api_key_env
         self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
         self.attempts = 0               # HTTP attempts made, for the report and the tests
@@ -64,24 +68,24 @@ class LLMClient:
                 with urllib.request.urlopen(self._request(body), timeout=self.timeout_s) as resp:
                     raw = resp.read(MAX_REPLY_BYTES + 1)
             except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} from {self.url}"
+                last = f"HTTP {exc.code} from {self.shown_url}"
                 if exc.code >= 500 or exc.code == 429:
                     continue
                 raise LLMError(last + " (not retried)") from None
             except (socket.timeout, TimeoutError) as exc:
-                last = f"no reply from {self.url} within {self.timeout_s:g} s ({exc.__class__.__name__})"
+                last = f"no reply from {self.shown_url} within {self.timeout_s:g} s ({exc.__class__.__name__})"
                 continue
             except urllib.error.URLError as exc:
                 if isinstance(exc.reason, (socket.timeout, TimeoutError)):
-                    last = f"no reply from {self.url} within {self.timeout_s:g} s"
+                    last = f"no reply from {self.shown_url} within {self.timeout_s:g} s"
                     continue
-                last = f"cannot reach {self.url}: {exc.reason}"
+                last = f"cannot reach {self.shown_url}: {exc.reason}"
                 continue
             except (ConnectionError, OSError, http.client.HTTPException) as exc:
-                last = f"connection to {self.url} failed: {exc.__class__.__name__}"
+                last = f"connection to {self.shown_url} failed: {exc.__class__.__name__}"
                 continue
             if len(raw) > MAX_REPLY_BYTES:
-                raise LLMError(f"reply from {self.url} is larger than {MAX_REPLY_BYTES} bytes")
+                raise LLMError(f"reply from {self.shown_url} is larger than {MAX_REPLY_BYTES} bytes")
             return _content(raw)
         raise LLMError(f"{last}; gave up after {self.retries + 1} attempt(s)")
 
