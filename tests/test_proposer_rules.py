@@ -37,7 +37,8 @@ def moe():
 
 
 def _entry(**kw) -> LedgerEntry:
-    base = dict(axes={"tp": 2, "pp": 4, "vpp": 1, "ep": 8, "recompute": "none", "schedule": "1f1b"}, dp=2, time_us=2_000_000,
+    base = dict(axes={"tp": 2, "pp": 4, "vpp": 1, "cp": 1, "ep": 8, "etp": 1, "mbs": 1, "sp": True, "recompute": "none",
+                      "schedule": "1f1b", "dp_sharding": "distributed_optimizer", "acc_split": False}, dp=2, time_us=2_000_000,
                 tokens_per_s_per_gpu=4000.0, mfu=0.4, bubble_fraction=0.02, time_shares={"ep_comm": 0.02}, peak_bytes=60 * 2**30,
                 usable_bytes=80 * 2**30, act=0, shard=0, origin="test")
     base.update(kw)
@@ -120,3 +121,25 @@ def test_fp8_is_a_suggestion_where_the_hardware_has_it(dense):
 
 def test_rule_proposer_is_deterministic(moe):
     assert RuleProposer().propose(_ctx(moe)) == RuleProposer().propose(_ctx(moe))
+
+
+def test_large_bubble_also_tries_zero_bubble_schedules():
+    pins = {"tp": [1, 2], "pp": [4], "vpp": [1, 2], "cp": [1], "mbs": [1], "recompute": ["none"], "dp_sharding": ["distributed_optimizer"],
+            "acc_split": [False]}
+    ctx = _ctx(tables_for(gbs=8, pins=pins))
+    assert "zero_bubble_large_bubble" not in _fired(ctx)  # nothing evaluated yet
+    ctx.ledger.add(_entry(axes={"tp": 1, "pp": 4, "vpp": 1, "cp": 1, "ep": 1, "mbs": 1, "recompute": "none", "schedule": "1f1b"},
+                          bubble_fraction=0.3))
+    assert _fired(ctx)["zero_bubble_large_bubble"][0]["axes"] == {"pp": [4], "schedule": ["zb-h1", "zbv"]}
+
+
+def test_headroom_tries_a_larger_microbatch_on_the_best_layout():
+    pins = {"tp": [1, 2], "pp": [1, 2], "vpp": [1], "cp": [1], "mbs": [1, 2, 4], "recompute": ["none"], "schedule": ["1f1b"],
+            "dp_sharding": ["distributed_optimizer"], "acc_split": [False]}
+    ctx = _ctx(tables_for(gbs=32, pins=pins))
+    axes = {"tp": 2, "pp": 1, "vpp": 1, "cp": 1, "ep": 1, "mbs": 1, "recompute": "none", "schedule": "1f1b"}
+    ctx.ledger.add(_entry(axes=axes, peak_bytes=70 * 2**30))   # 10 of 80 GiB free: not enough
+    assert "larger_microbatch_with_headroom" not in _fired(ctx)
+    roomy = _ctx(tables_for(gbs=32, pins=pins))
+    roomy.ledger.add(_entry(axes=axes, peak_bytes=40 * 2**30))  # half of HBM free
+    assert _fired(roomy)["larger_microbatch_with_headroom"][0]["axes"] == {"tp": [2], "pp": [1], "cp": [1], "ep": [1], "mbs": [2, 4]}

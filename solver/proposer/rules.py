@@ -15,6 +15,7 @@ LONG_SEQUENCE_TOKENS = 32768    # Llama 3 (Dubey et al. 2024, Table 4): CP=1 at 
 BUBBLE_SHARE = 0.10             # interleave when >= 10 % of the best step is pipeline bubble
 EP_COMM_SHARE = 0.10            # keep all-to-all inside the scale-up domain when >= 10 % of the step
 MOE_HEADROOM_FRACTION = 0.15    # memory is tight when the best recipe keeps < 15 % of usable HBM free
+LARGER_MBS_HEADROOM_FRACTION = 0.25  # a larger micro-batch is worth a try when >= 25 % of usable HBM is free
 
 RuleFn = Callable[[ProposerContext], list]
 RULES: list[tuple[str, RuleFn]] = []
@@ -99,6 +100,33 @@ def interleave_large_bubble(ctx: ProposerContext) -> list:
     if best is None and 1 not in _ints(ctx, "pp"):
         return [_pin({"schedule": ["interleaved"], "vpp": vpps}, "every legal recipe pipelines (PP>1): interleave to cut the bubble")]
     return []
+
+
+@rule("zero_bubble_large_bubble")
+def zero_bubble_large_bubble(ctx: ProposerContext) -> list:
+    """Zero-bubble schedules split the backward into input and weight gradients and fill the bubble with the
+    latter; ZB-H1 keeps 1F1B's memory with about a third of its bubble (Qi et al. 2024, ICLR, sec. 3)."""
+    zb = [s for s in ("zb-h1", "zbv") if s in ctx.legal.get("schedule", [])]
+    best = ctx.ledger.best()
+    if not zb or best is None or best.axes["pp"] <= 1 or best.bubble_fraction < BUBBLE_SHARE:
+        return []
+    why = f"{100 * best.bubble_fraction:.0f} % bubble at PP={best.axes['pp']}: fill it with weight-gradient work"
+    return [_pin({"pp": [best.axes["pp"]], "schedule": zb}, why)]
+
+
+@rule("larger_microbatch_with_headroom")
+def larger_microbatch_with_headroom(ctx: ProposerContext) -> list:
+    """A larger micro-batch makes larger GEMMs (higher efficiency) and fewer pipeline steps, at more activation
+    memory (Narayanan et al. 2021, sec. 3.4); try it on the best layout when memory is left over."""
+    best = ctx.ledger.best()
+    if best is None or best.headroom_fraction < LARGER_MBS_HEADROOM_FRACTION:
+        return []
+    bigger = [m for m in _ints(ctx, "mbs") if m > best.axes["mbs"]]
+    if not bigger:
+        return []
+    axes = {a: [best.axes[a]] for a in ("tp", "pp", "cp", "ep")}
+    axes["mbs"] = bigger
+    return [_pin(axes, f"the best recipe leaves {100 * best.headroom_fraction:.0f} % of HBM free: spend it on a larger micro-batch")]
 
 
 @rule("selective_before_full")
