@@ -1,13 +1,22 @@
 """Proposers: cross-axis hints (built-in rules or an LLM) that steer the solver, never decide for it.
 
-Public API:
-- `solve_with_proposer(tables, k, pins, margin_fraction, max_time_s, config) -> (SolveResult, HintReport)`
-- `ProposerConfig`, `HintReport` (loop), `Hint`, `Rejected`, `validate_hints` (hints)
-- `proposer_options`, `config_from_options`, `format_hint_report` (cli_options)
+Modules, one idea each:
+- hints.py: the hint schema (pin / forbid / prefer values or ranges, cross-axis combinations) and its
+  validation against the legal values of the tables within the user's pins; drops come with a reason.
+- legal.py: per-axis columns of the tables (legal values, preference -> CP-SAT hint index).
+- ledger.py: evaluated recipes (projection, memory) and the context a proposer reads.
+- rules.py: the built-in, offline, deterministic rule proposer (the default); each hint names its rule.
+- llm.py: an OpenAI-compatible chat-completions proposer (urllib, bounded retries, JSON extraction),
+  prompt from templates/proposer_prompt.j2.
+- loop.py: `solve_with_proposer` — rounds of propose -> restricted sub-searches -> ledger, then the full
+  solve over the user's space hinted with the best ledger entry, every shown recipe re-verified.
+- report.py / cli_options.py: the HintReport, its text form, and the click options for `solve`.
 """
 from __future__ import annotations
 
 from solver.proposer.hints import Hint, Rejected, validate_hints
-from solver.proposer.loop import HintReport, ProposerConfig, solve_with_proposer
+from solver.proposer.loop import ProposerConfig, ProposerConfigError, solve_with_proposer
+from solver.proposer.report import HintReport, format_hint_report
 
-__all__ = ["Hint", "HintReport", "ProposerConfig", "Rejected", "solve_with_proposer", "validate_hints"]
+__all__ = ["Hint", "HintReport", "ProposerConfig", "ProposerConfigError", "Rejected", "format_hint_report",
+           "solve_with_proposer", "validate_hints"]
