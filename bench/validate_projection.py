@@ -131,14 +131,16 @@ def summary(records: list[dict], skips: list) -> str:
             lines.append(f"| {k} | {name} | {s['n']} | {s['median']:.1f} | {s['mean']:.1f} | {s['p90']:.1f} | {s['worst']:.1f} |")
     groups = recipe_groups(records)
     lines += ["", "Spearman rho, projected vs measured tokens/s/GPU, groups differing only in recipe (>= 3 distinct recipes):", ""]
-    lines += ["| model | hardware | GPUs | precision | n | rho |", "|---|---|---:|---|---:|---:|"]
+    lines += ["| model | hardware | GPUs | precision | n | distinct recipes | rho |", "|---|---|---:|---|---:|---:|---:|"]
     rhos = []
     for k, v in sorted(groups.items(), key=lambda kv: str(kv[0])):
         rho = spearman([x["tokens_per_s_per_gpu"] for x in v], [x["measured_tokens_per_s_per_gpu"] for x in v])
         rhos.append(rho)
-        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {len(v)} | {rho:.2f} |")
+        distinct = len({x["case"].recipe for x in v})
+        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {len(v)} | {distinct} | {rho:.2f} |")
     if rhos:
-        lines.append(f"\nmedian rho over {len(rhos)} groups: {statistics.median(rhos):.2f}")
+        lines.append(f"\nmedian rho over {len(rhos)} groups: {statistics.median(rhos):.2f} (rows with equal recipes, e.g. one "
+                     "recipe re-measured across software releases, tie in the projection, so rho also counts release-to-release spread)")
     reasons: dict[str, int] = defaultdict(int)
     for s in skips:
         reasons[s.reason if "not bundled" not in s.reason else "model not bundled (hybrid Mamba/other) and row has no shape"] += 1
