@@ -190,8 +190,8 @@ def _parallel_args(model: ModelSpec, recipe: Recipe) -> list[str]:
             args += ["--expert-tensor-parallel-size", str(recipe.etp)]
     if recipe.sp_active:  # validate_args drops SP at TP=1 with a warning; do not write a flag that does nothing
         args += ["--sequence-parallel"]
-        if recipe.tp_comm_overlap:  # requires --sequence-parallel
-            args += ["--tp-comm-overlap"]
+    if recipe.tp_comm_overlap:  # requires --sequence-parallel; written regardless so a --force render stays illegal
+        args += ["--tp-comm-overlap"]
     sharding = recipe.dp_sharding
     if sharding == DataParallelSharding.distributed_optimizer:
         args += ["--use-distributed-optimizer"]
@@ -205,9 +205,10 @@ def _parallel_args(model: ModelSpec, recipe: Recipe) -> list[str]:
         args += ["--num-distributed-optimizer-instances", str(recipe.num_distributed_optimizer_instances)]
     if recipe.overlap_grad_reduce:
         args += ["--overlap-grad-reduce"]
-        sharded = sharding in (DataParallelSharding.distributed_optimizer, DataParallelSharding.megatron_fsdp)
-        if recipe.overlap_param_gather and sharded:  # needs dist-opt/Megatron-FSDP and --overlap-grad-reduce
-            args += ["--overlap-param-gather"]
+    # needs dist-opt/Megatron-FSDP and --overlap-grad-reduce (check's overlap_param_gather rule): a legal recipe
+    # only sets it with them, and a --force render must not hide that an illegal one does
+    if recipe.overlap_param_gather:
+        args += ["--overlap-param-gather"]
     return args
 
 
@@ -237,15 +238,13 @@ def _moe_args(model: ModelSpec, recipe: Recipe) -> list[str]:
 
 
 def _precision_args(job: JobSpec, recipe: Recipe) -> list[str]:
-    if job.precision == Precision.fp16:
-        return ["--fp16"]
-    args = ["--bf16"]  # FP8 recipes keep BF16 outside the FP8 GEMMs
+    args = ["--fp16"] if job.precision == Precision.fp16 else ["--bf16"]  # FP8 keeps BF16 outside the FP8 GEMMs
     if job.precision.is_fp8:
         fmt, fp8_recipe = _fp8_format_recipe(job.precision)
         args += ["--fp8-format", fmt, "--fp8-recipe", fp8_recipe]
         if fp8_recipe == "delayed":  # amax history as in examples/llama/train_llama3_8b_h100_fp8.sh
             args += ["--fp8-amax-history-len", "1024", "--fp8-amax-compute-algo", "max"]
-    if recipe.fp8_param_gather:
+    if recipe.fp8_param_gather:  # written even where check finds it illegal (--force), so check sees it again
         args += ["--fp8-param-gather"]
     return args
 

@@ -98,9 +98,12 @@ def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None) ->
     """Everything the template sees; every word that reaches bash is already shell-quoted."""
     paths = paths or RenderPaths()
     groups = megatron_arg_groups(case.model, case.job, case.recipe, paths)
-    if needs_cuda_device_max_connections_1(case.recipe, _compute_capability(case.placement.hardware)):
+    written = case.recipe  # MoE flags are not written for a dense model, so they cannot relax the env either
+    if not case.model.is_moe:
+        written = written.model_copy(update={"overlap_moe_expert_parallel_comm": False})
+    if needs_cuda_device_max_connections_1(written, _compute_capability(case.placement.hardware)):
         cuda_max_connections = "1"
-    elif uses_fsdp(case.recipe):
+    elif uses_fsdp(written):
         cuda_max_connections = "unset"
     else:
         cuda_max_connections = "leave"

@@ -49,3 +49,33 @@ def test_control_characters_in_a_path_stay_literal():
     assert got.script_args == ["--data-path", "/d/\x01HOME\x02", "--lr", "1"] and got.unresolved == []
     with pytest.raises(LaunchScriptError, match="NUL"):
         extract_argv("python pretrain_gpt.py --lr '\x00'\n")
+
+
+@pytest.mark.parametrize("fmt", ["torchrun", "slurm"])
+def test_forced_render_of_an_illegal_recipe_keeps_its_violations(tmp_path, fmt):
+    """render --force writes what the recipe says, so check on the script finds the same violations; before,
+    --tp-comm-overlap without SP, --overlap-param-gather without dist-opt and --fp8-param-gather under fp16 were
+    dropped and the script checked legal. A dense model's MoE knob no longer relaxes CUDA_DEVICE_MAX_CONNECTIONS."""
+    from constraints.check import check_case
+    from hardware.profile import load_profile
+
+    case = make_case("Llama-3.1-8B", tp=2, sequence_parallel=False, tp_comm_overlap=True, dp_sharding="none",
+                     fp8_param_gather=True, precision="fp16", overlap_moe_expert_parallel_comm=True)
+    script = tmp_path / "train.sh"
+    script.write_text(render_script(case, fmt))
+    loaded = load_check_input(str(script), "h100-sxm-80gb", 1, 8)
+    prof = load_profile("h100-sxm-80gb")
+    want = {v.rule for v in check_case(case, prof).violations} - {"ep_comm_overlap"}  # MoE-only flag: not written
+    assert {"tp_comm_overlap_needs_sp", "overlap_param_gather", "fp8_param_gather"} <= want
+    assert {v.rule for v in check_case(loaded.case, prof, flags=loaded.flags, env=loaded.env).violations} == want
+
+
+@pytest.mark.xfail(strict=True, reason="constraints/activations.py reads selective recompute with no modules as "
+                   "recomputing nothing; Megatron's --recompute-modules default is [core_attn], which the script states")
+def test_selective_recompute_without_modules_checks_like_its_script(tmp_path):
+    case = make_case("Llama-3.1-8B", tp=2, sequence_parallel=True, recompute={"granularity": "selective"})
+    script = tmp_path / "train.sh"
+    script.write_text(render_script(case, "torchrun"))
+    from solver.inputs import LoadedCase
+    loaded = load_check_input(str(script), "h100-sxm-80gb", 1, 8)
+    assert _verdict(loaded)[2]["peak_bytes"] == _verdict(LoadedCase(case=case))[2]["peak_bytes"]

@@ -170,7 +170,8 @@ def test_tp_pp_vpp_and_sequence_parallel():
     assert value(a, "--num-virtual-stages-per-pipeline-rank") == "5"
     assert "--sequence-parallel" in a and "--tp-comm-overlap" in a
     b = args_of("Llama-3.1-70B", Recipe(tp=1, sequence_parallel=True, tp_comm_overlap=True))
-    assert "--sequence-parallel" not in b and "--tp-comm-overlap" not in b  # SP is dropped at TP=1
+    # SP is dropped at TP=1; --tp-comm-overlap stays, so check on the script still finds tp_comm_overlap_needs_sp
+    assert "--sequence-parallel" not in b and "--tp-comm-overlap" in b
     assert "--num-virtual-stages-per-pipeline-rank" not in b and "--expert-model-parallel-size" not in b
 
 
@@ -215,15 +216,19 @@ def test_recompute_variants():
 def test_data_parallel_sharding_and_overlap():
     dist = args_of("Llama-2-7b")
     assert "--use-distributed-optimizer" in dist and "--overlap-grad-reduce" in dist and "--overlap-param-gather" in dist
-    ddp = args_of("Llama-2-7b", Recipe(dp_sharding=DataParallelSharding.none))
-    assert "--use-distributed-optimizer" not in ddp and "--overlap-param-gather" not in ddp  # needs dist-opt
+    ddp = args_of("Llama-2-7b", Recipe(dp_sharding=DataParallelSharding.none, overlap_param_gather=False))
+    assert "--use-distributed-optimizer" not in ddp and "--overlap-param-gather" not in ddp
+    # --overlap-param-gather needs dist-opt: a recipe that sets it anyway is illegal, and its (--force) script says
+    # so too, rather than quietly running something else than the recipe check judged
+    forced = args_of("Llama-2-7b", Recipe(dp_sharding=DataParallelSharding.none))
+    assert "--use-distributed-optimizer" not in forced and "--overlap-param-gather" in forced
     mf = args_of("Llama-2-7b", Recipe(dp_sharding=DataParallelSharding.megatron_fsdp))
     assert "--use-megatron-fsdp" in mf and value(mf, "--data-parallel-sharding-strategy") == "optim_grads_params"
     assert value(mf, "--ckpt-format") == "fsdp_dtensor"  # validate_args requires it for Megatron-FSDP
     f2 = args_of("Llama-2-7b", Recipe(dp_sharding=DataParallelSharding.torch_fsdp2))
     assert "--use-torch-fsdp2" in f2 and "--no-gradient-accumulation-fusion" in f2
     assert "--use-distributed-optimizer" not in f2
-    no_overlap = args_of("Llama-2-7b", Recipe(overlap_grad_reduce=False))
+    no_overlap = args_of("Llama-2-7b", Recipe(overlap_grad_reduce=False, overlap_param_gather=False))
     assert "--overlap-grad-reduce" not in no_overlap and "--overlap-param-gather" not in no_overlap
 
 
