@@ -6,6 +6,7 @@ flag spellings (megatron/training/arguments.py @ d98e8a64, as dumped into constr
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from constraints.megatron_flags import FLAGS
 from constraints.models import bundled_models, load_model
@@ -264,3 +265,55 @@ def test_cuda_device_max_connections_rule():
     assert not needs_cuda_device_max_connections_1(Recipe(tp=1), 9.0)
     assert not needs_cuda_device_max_connections_1(Recipe(tp=2), 10.0)  # Blackwell: no requirement
     assert not needs_cuda_device_max_connections_1(Recipe(tp=2, dp_sharding=DataParallelSharding.megatron_fsdp), 9.0)
+
+
+# --- property: the parser reads back every recipe field the arguments carry -------------------------------
+
+_BOOLS = ("sequence_parallel", "overlap_p2p_comm", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+          "moe_grouped_gemm", "overlap_moe_expert_parallel_comm", "fp8_param_gather", "cross_entropy_loss_fusion",
+          "distribute_saved_activations", "moe_shared_expert_overlap", "account_for_embedding_in_pipeline_split",
+          "account_for_loss_in_pipeline_split")
+_RECOMPUTES = (Recompute.none(), Recompute.selective(RecomputeModule.core_attn, RecomputeModule.mlp),
+               Recompute.full(RecomputeMethod.uniform, 1), Recompute.full(RecomputeMethod.block, 2))
+
+
+def _read_back_equivalent(model: ModelSpec, r: Recipe) -> Recipe:
+    """The recipe the arguments can express: fields that do nothing in this combination are not written, and
+    the parser gives Megatron's defaults for them (each is a no-op in Megatron too)."""
+    update: dict = {}
+    if not model.is_moe:  # MoE flags are written only for MoE models
+        update.update(moe_dispatcher=MoeDispatcher.allgather, moe_grouped_gemm=False, moe_shared_expert_overlap=False,
+                      overlap_moe_expert_parallel_comm=False)
+    if not r.sp_active:  # validate_args turns SP off at TP=1
+        update["sequence_parallel"] = False
+    if r.cp == 1:  # CP communication settings are written only with CP
+        update.update(cp_comm_type=CpCommType.p2p, hierarchical_cp_sizes=None)
+    return r.model_copy(update=update)
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(st.sampled_from(["Llama-3.1-8B", "Mixtral-8x7B-v0.1", "DeepSeek-V3", "gpt-oss-20b"]),
+       st.fixed_dictionaries({"tp": st.sampled_from([1, 2, 8]), "pp": st.sampled_from([1, 2, 4]),
+                              "cp": st.sampled_from([1, 2]), "ep": st.sampled_from([1, 4]), "etp": st.sampled_from([None, 1]),
+                              "mbs": st.sampled_from([1, 2]), "recompute": st.sampled_from(_RECOMPUTES),
+                              "dp_sharding": st.sampled_from(list(DataParallelSharding)),
+                              "moe_dispatcher": st.sampled_from(list(MoeDispatcher)),
+                              "cp_comm_type": st.sampled_from(list(CpCommType)),
+                              "num_distributed_optimizer_instances": st.sampled_from([1, 2]),
+                              "cpu_offloading_num_layers": st.sampled_from([0, 2]),
+                              "make_vocab_size_divisible_by": st.sampled_from([64, 128]),
+                              **{b: st.booleans() for b in _BOOLS}}),
+       st.sampled_from(list(Precision)), st.sampled_from(list(Optimizer)))
+def test_parser_reads_back_every_field_the_arguments_carry(name, fields, precision, optimizer):
+    """Legal or not (render --force writes illegal ones too), what the recipe says comes back from its argv."""
+    from constraints.megatron_args import parse_megatron_args
+
+    model = load_model(name)
+    if not model.is_moe:
+        fields = {**fields, "ep": 1, "etp": None}
+    recipe = Recipe(**fields)
+    job = JobSpec(seq_length=4096, global_batch_size=64, precision=precision, optimizer=optimizer)
+    parsed = parse_megatron_args(recipe_to_megatron_args(model, job, recipe))
+    assert parsed.unknown_flags == []
+    assert parsed.job == job
+    assert parsed.recipe == _read_back_equivalent(model, recipe)
