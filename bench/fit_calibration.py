@@ -3,7 +3,8 @@
 Usage: `.venv/bin/python -m bench.fit_calibration [--write] [--cv]`. Coordinate descent over small grids,
 minimising the mean |log(projected / measured)| of tokens/s/GPU over every expressible row:
 - per hardware (its own rows): the GEMM efficiency-curve scale, fp8 and grouped-GEMM relative
-  efficiency, attention efficiency, achieved HBM bandwidth -- properties of the chip and its kernels;
+  efficiency, attention efficiency, achieved HBM bandwidth, host time per op -- properties of the chip, its
+  kernels and its host;
 - shared by all hardware (all rows): the grouped-GEMM half-efficiency tokens per expert, the MoE
   dispatcher's per-layer host sync, the load-imbalance factor and the exposed share of overlapped
   communication -- properties of the software stack, so one value each keeps the fit from bending a
@@ -39,13 +40,15 @@ LOCAL = {
     "grouped_gemm_relative_efficiency": [0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0],
     "attention_efficiency": [0.2, 0.25, 0.35, 0.45, 0.55, 0.65],
     "memory_bound_efficiency": [0.5, 0.6, 0.7, 0.8, 0.9],
+    # host per op: the system's CPU (Grace on GB200/GB300, x86 on HGX) and whether its published recipes
+    # capture layers in CUDA graphs, so per system
+    "host_time_per_op_us": [0.0, 20.0, 50.0, 100.0, 150.0, 200.0, 300.0],
 }
 SHARED = {
     "exposed_comm_fraction": [0.0, 0.1, 0.2, 0.4, 0.7, 1.0],
     "moe_load_imbalance": [1.0, 1.1, 1.25, 1.5],
     "grouped_gemm_half_tokens": [0.0, 64.0, 128.0, 256.0, 512.0, 1024.0],
     "moe_dispatch_overhead_us": [0.0, 50.0, 100.0, 200.0, 350.0, 500.0, 750.0, 1000.0],
-    "host_time_per_op_us": [0.0, 20.0, 50.0, 100.0, 150.0, 200.0, 300.0],
 }
 MOE_ONLY = ("grouped_gemm_relative_efficiency", "moe_load_imbalance", "grouped_gemm_half_tokens", "moe_dispatch_overhead_us")
 
