@@ -14,7 +14,10 @@ Conventions (Megatron-LM core, `megatron/core/transformer/*`):
   (tokens of the EP group, all-gathered over ETP; Megatron `MoEAlltoAllTokenDispatcher`).
 - MLA down-projections (q_down, kv_down) are not TP-split (Megatron `MLASelfAttention`, duplicated).
 - FP8 recipes run the TE linears (qkv, proj, fc1, fc2, experts, MLA projections) in fp8; the router,
-  the output layer and core attention stay bf16.
+  the output layer and core attention stay bf16. Each fp8 GEMM adds the casts of its activation input and
+  incoming gradient (`_fp8_casts`).
+- MoE adds the router's score/top-k pass, the permutes before and after the dispatch and the unpermutes
+  (memory-bound passes over t/TP * topk token copies).
 """
 from __future__ import annotations
 

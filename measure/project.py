@@ -18,6 +18,7 @@ Per micro-batch, per layer, on one rank (see measure/layer_ops.py for shapes):
   (expert grads over expert-DP) and the bf16 param all-gather, per micro-batch under FSDP (`dp_comm_s`);
   overlapped when the flags are on.
 - Recompute adds the recomputed modules' forward time to the backward.
+- A layer pass takes at least its ops' host time (`_host_floor`): small kernels leave the GPU waiting on the CPU.
 """
 from __future__ import annotations
 
