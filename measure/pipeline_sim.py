@@ -13,16 +13,16 @@ Schedules (rank i, 0-based, PP = p, chunks per rank v, micro-batches m):
 - ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", sec. 3): B as soon as ready, F while
   fewer than p-i micro-batches are in flight (1F1B's memory), W deferred into idle time.
 - ZBV (Qi et al. 2024, V-shape): 2 chunks, chunk 0 on rank s for virtual stage s < p and chunk 1 on
-  rank 2p-1-s; greedy B > F (chunk 1 first) > W with at most 2p chunks in flight per rank.
+  rank 2p-1-s; greedy B > F (chunk 1 first) > W with at most 2p chunks in flight per rank, one slot kept
+  for a resident micro-batch's chunk-1 forward (`measure.pipeline_greedy`).
 Virtual stage s = chunk * p + rank (interleaved) as in Megatron.
 """
 from __future__ import annotations
 
-import heapq
-from collections import deque
 from dataclasses import dataclass
 
 from constraints.spec import PipelineSchedule
+from measure.pipeline_greedy import greedy
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def _fixed_order(schedule: PipelineSchedule, p: int, v: int, m: int, rank: int, 
     return order
 
 
-class _State:
+class SimState:
     """Finish times per (stage, micro-batch) for F and B (NaN = not run), rank clocks, busy time, in-flight."""
 
     def __init__(self, schedule: PipelineSchedule, f_s, b_s, w_s, m: int, p2p_s: float) -> None:
@@ -137,10 +137,10 @@ class _State:
 def simulate(schedule: PipelineSchedule, f_s: list[list[float]], b_s: list[list[float]], w_s: list[list[float]],
              num_microbatches: int, p2p_s: float = 0.0, microbatch_group_size: int | None = None) -> SimResult:
     """f_s[rank][chunk] etc. are per-micro-batch times of one chunk. Returns step time, bubble, in-flight."""
-    st = _State(schedule, f_s, b_s, w_s, num_microbatches, p2p_s)
+    st = SimState(schedule, f_s, b_s, w_s, num_microbatches, p2p_s)
     p = st.p
     if st.split_w:
-        _greedy(st)
+        greedy(st)
     else:
         _replay(st, microbatch_group_size or p)
     step = max(st.free)
@@ -148,7 +148,7 @@ def simulate(schedule: PipelineSchedule, f_s: list[list[float]], b_s: list[list[
     return SimResult(step, bubble, tuple(st.peak), tuple(st.busy))
 
 
-def _replay(st: _State, group: int) -> None:
+def _replay(st: SimState, group: int) -> None:
     """Run each rank's fixed order; a rank advances until its next op waits on another rank, and is woken
     when a neighbouring stage finishes an op. Every op starts at max(dependencies, rank free), which does
     not depend on the order ranks are visited, so this equals a round-robin replay, in O(ops)."""
@@ -167,7 +167,7 @@ def _replay(st: _State, group: int) -> None:
         while i < n:
             kind, mb, c = order[i]
             s = stages[c]
-            if kind == "F":  # inline of _State.ready: NaN (x != x) = not yet run
+            if kind == "F":  # inline of SimState.ready: NaN (x != x) = not yet run
                 if s == 0:
                     t = 0.0
                 else:
@@ -186,7 +186,7 @@ def _replay(st: _State, group: int) -> None:
                     u += p2p
                     if u > t:
                         t = u
-            free = st.free[r]  # inline of _State.run
+            free = st.free[r]  # inline of SimState.run
             end = (t if t > free else free) + dur[kind][r][c]
             if kind == "F":
                 f_end[s][mb] = end
@@ -206,97 +206,6 @@ def _replay(st: _State, group: int) -> None:
         pos[r] = i
     if any(pos[r] < len(orders[r]) for r in range(p)):
         raise RuntimeError("pipeline schedule deadlocked (internal error)")
-
-
-def _greedy(st: _State) -> None:
-    """Zero-bubble list scheduling: at each step the rank that can start earliest runs its best op.
-
-    Each rank's best op is cached and recomputed only when that rank or a rank holding a neighbouring
-    stage ran an op (nothing else changes its candidates); a heap with stale-entry skipping finds the
-    earliest rank (ties: lowest rank). ZBV keeps one in-flight slot free of first-chunk forwards, so a
-    micro-batch that entered a rank can always take its second-chunk forward (else a rank full of
-    first-chunk forwards waits on itself: the V turns at the last stage)."""
-    p, v, m, schedule = st.p, st.v, st.m, st.schedule
-    zbv = schedule == PipelineSchedule.zbv
-    limit = [min(2 * p, 2 * m) if zbv else min(p - r, m) for r in range(p)]
-    next_f = [[0] * v for _ in range(p)]
-    next_b = [[0] * v for _ in range(p)]
-    pending_w: list[deque] = [deque() for _ in range(p)]
-    first_only = [0] * p  # ZBV: micro-batches whose chunk-0 forward ran here but not yet their chunk-1 forward
-    chunk_pref = list(range(v - 1, -1, -1))
-    ready = st.ready
-
-    def best_of(r: int):
-        """(start, priority, kind, mb, chunk) of rank r's next op, or None."""
-        free = st.free[r]
-        cands = []
-        for c in chunk_pref:
-            mb = next_b[r][c]
-            if mb < m:
-                t = ready("B", mb, st.stage[r][c])
-                if t is not None:
-                    cands.append((t if t > free else free, 0, "B", mb, c))
-        if st.inflight[r] < limit[r]:
-            for c in chunk_pref:
-                mb = next_f[r][c]
-                if mb < m and not (zbv and c == 0 and first_only[r] + 1 >= limit[r]):
-                    t = ready("F", mb, st.stage[r][c])
-                    if t is not None:
-                        cands.append((t if t > free else free, 1, "F", mb, c))
-        if pending_w[r]:
-            mb, c = pending_w[r][0]
-            cands.append((free, 2, "W", mb, c))
-        if not cands:
-            return None
-        if len(cands) == 1:
-            return cands[0]
-        start = min(x[0] for x in cands)
-        # prefer B, then F, among ops startable now; W only fills time before the next B/F
-        pick = None
-        for x in cands:
-            if x[0] <= start + 1e-15 and (pick is None or (x[1], -x[4]) < (pick[1], -pick[4])):
-                pick = x
-        if pick[2] == "W":
-            other = None
-            for x in cands:
-                if x[2] != "W" and (other is None or x[0] < other[0]):
-                    other = x
-            if other[0] <= free + 1e-15:
-                pick = other
-        return pick
-
-    cache = [best_of(r) for r in range(p)]
-    version = [0] * p
-    heap = [(x[0], r, 0) for r, x in enumerate(cache) if x is not None]
-    heapq.heapify(heap)
-
-    def refresh(q: int) -> None:
-        cache[q] = best_of(q)
-        version[q] += 1
-        if cache[q] is not None:
-            heapq.heappush(heap, (cache[q][0], q, version[q]))
-
-    for _ in range(3 * m * v * p):
-        while heap and heap[0][2] != version[heap[0][1]]:
-            heapq.heappop(heap)
-        if not heap:
-            raise RuntimeError("zero-bubble schedule deadlocked (internal error)")
-        r = heap[0][1]
-        start, _, kind, mb, c = cache[r]
-        stage = st.run(r, kind, mb, c, start)
-        if kind == "F":
-            next_f[r][c] += 1
-            if zbv:
-                first_only[r] += 1 if c == 0 else -1
-        elif kind == "B":
-            next_b[r][c] += 1
-            pending_w[r].append((mb, c))
-        else:
-            pending_w[r].popleft()
-        refresh(r)
-        for q in st.neighbours(stage):
-            if q != r:
-                refresh(q)
 
 
 def closed_form_s(schedule: PipelineSchedule, f: float, b: float, w: float, p: int, v: int, m: int) -> float:

@@ -32,6 +32,7 @@ from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispa
 from constraints.stages import rank_chunks
 from hardware.profile import HardwareProfile
 from measure import collectives as col
+from measure.dp_comm import dp_comm_s
 from measure.flops import flops_per_iteration
 from measure.layer_ops import LayerKind, Phase, PhaseOp, head_ops, layer_ops, optimizer_ops
 from measure.pipeline_sim import closed_form_s, simulate
@@ -174,25 +175,6 @@ def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placem
     return _LayerCost(fwd=by[Phase.fwd], dgrad=by[Phase.bwd_dgrad], wgrad=by[Phase.bwd_wgrad], recompute_selective=sel,
                       tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_exp, ep_bwd=ep_exp,
                       cp_fwd=cp, cp_bwd=2 * cp, dense_params=dense_p, expert_params=expert_p)
-
-
-FSDP_SHARDINGS = (DataParallelSharding.megatron_fsdp, DataParallelSharding.torch_fsdp2)
-
-
-def dp_comm_s(sharding: DataParallelSharding, dense_bytes: float, expert_bytes: float, num_microbatches: int, groups,
-              profile: HardwareProfile, overlap: bool) -> float:
-    """Data-parallel traffic of one step for one rank's bf16 params/grads (dense over DP x CP, experts over
-    expert-DP). DDP: one gradient all-reduce. Distributed optimizer: one reduce-scatter of grads and one
-    all-gather of params (Megatron `DistributedOptimizer`). FSDP (ZeRO-3: Megatron-FSDP optim_grads_params,
-    torch FSDP2 with reshard after forward): params are all-gathered before each micro-batch's forward and
-    again before its backward, and grads reduce-scattered after each backward (Zhao et al. 2023, "PyTorch
-    FSDP", sec. 3.2), so 3 passes per micro-batch. Overlapped collectives leave the exposed fraction."""
-    if sharding == DataParallelSharding.none:
-        t = col.all_reduce_s(dense_bytes, groups.dp, profile) + col.all_reduce_s(expert_bytes, groups.edp, profile)
-    else:
-        one = (col.reduce_scatter_s(dense_bytes, groups.dp, profile) + col.reduce_scatter_s(expert_bytes, groups.edp, profile))
-        t = (3 * num_microbatches if sharding in FSDP_SHARDINGS else 2) * one  # all-gather costs what reduce-scatter does
-    return t * (profile.calibration.exposed_comm_fraction if overlap else 1.0)
 
 
 def _full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:

@@ -27,7 +27,8 @@ from measure.collectives_np import all_reduce_np, one_pass_np, span_row
 from measure.factor_table import Axis as _Axis, Factor as _Factor
 from measure.flops import flops_per_iteration
 from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
-from measure.project import FSDP_SHARDINGS, _full_recompute_layers, layer_cost
+from measure.dp_comm import FSDP_SHARDINGS
+from measure.project import _full_recompute_layers, layer_cost
 from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
 from measure.schedule_np import closed_form_np
