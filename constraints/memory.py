@@ -74,14 +74,25 @@ def _chunk_params(model: ModelSpec, recipe: Recipe, chunk: Chunk, layers: list[L
     return dense, expert, biggest
 
 
-def static_terms(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int, chunks: list[Chunk]) -> dict[str, int]:
-    """Weights, gradients, optimizer state (and FSDP working set) of one pipeline rank."""
+def rank_params(model: ModelSpec, recipe: Recipe, chunks: list[Chunk]) -> tuple[int, int, int]:
+    """(dense params, expert params, largest single layer) one pipeline rank holds; reads TP, EP, ETP,
+    the vocab padding and the chunks only (so the solver caches it per those)."""
     layers = all_layer_params(model)
     vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
     dense = expert = biggest = 0
     for chunk in chunks:
         d, e, b = _chunk_params(model, recipe, chunk, layers, vocab)
         dense, expert, biggest = dense + d, expert + e, max(biggest, b)
+    return dense, expert, biggest
+
+
+def static_terms(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int, chunks: list[Chunk]) -> dict[str, int]:
+    """Weights, gradients, optimizer state (and FSDP working set) of one pipeline rank."""
+    return static_from_params(job, recipe, world_size, *rank_params(model, recipe, chunks))
+
+
+def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int, expert: int, biggest: int) -> dict[str, int]:
+    """static_terms from a rank's parameter counts: the sharding arithmetic alone."""
     dense_shards = max(recipe.dp(world_size) * recipe.cp, 1)
     expert_shards = max(recipe.expert_dp(world_size), 1)
     w_bytes = FP8_WEIGHT_BYTES if recipe.fp8_param_gather else WEIGHT_BYTES

@@ -76,7 +76,7 @@ def recipe_json(ranked, case) -> dict:
                 "distributed_optimizer": r.dp_sharding.value == "distributed_optimizer", "dp_sharding": r.dp_sharding.value,
                 "schedule": r.schedule.value,
                 "account_for_embedding_and_loss_in_pipeline_split": r.account_for_embedding_in_pipeline_split}
-    out = {"parallel": parallel, "recipe": r.model_dump(mode="json"), "step_time_us": ranked.time_us,
+    out = {"parallel": parallel, "recipe": r.model_dump(mode="json"), "step_time_us": ranked.time_us, "ranking_time_us": ranked.rank_time_us,
            "memory": rep.memory.model_dump(mode="json"), "projection": rep.projection}
     try:
         from templates.megatron_args import recipe_to_megatron_args
@@ -155,7 +155,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         raise SolveError(str(exc).splitlines()[0]) from None
     cases = [Case(model=model, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
     payload = {"recipes": [recipe_json(r, c) for r, c in zip(result.ranked, cases)], "proven_optimal": result.proven_optimal,
-               "bound": (result.bound_us / 1e6 if result.bound_us is not None else None), "bound_unit": "s (iteration time)",
+               "bound": (result.bound_us / 1e6 if result.bound_us is not None else None), "bound_unit": "s (iteration time, closed-form ranking projection)",
                "method": result.method, "space": tables.counts, "evaluated": result.evaluated}
     if not result.ranked:
         from solver.explain import explain_infeasible

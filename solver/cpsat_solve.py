@@ -1,46 +1,53 @@
-"""Solve: top-K recipes by projected step time, via CP-SAT (optimum, then threshold enumeration).
+"""Solve: top-K recipes, CP-SAT over the exact tables, the event simulator refining the top of the list.
 
-Why two steps: the exact projection (measure.project, a pipeline simulation) is too rich to encode, so
-CP-SAT minimises a table lower bound `lb_us` over the legal, fitting space, then enumerates every
-candidate whose bound is <= a threshold T; each is re-verified by check_case and projected exactly.
-Starting at T = the optimum bound and raising T to the K-th best exact time, the loop stops when the
-K-th best exact time <= T: every candidate left out has bound > T, so exact time > T. The result is the
-exact top-K under the projection, ties broken by (time, table order). Deterministic: one worker, fixed
-seed, deterministic time limit.
+The ranking objective is the closed-form projection in whole µs (solver/table_time.py), ties broken by
+table order (act, shard): the answer is the exact top-K under it. Steps:
+1. numpy lists the fitting candidates that satisfy the pins in (time, act, shard) order (a pre-filter);
+   the first K that check_case verifies are the answer, T = the last one's time.
+2. CP-SAT, over the activation rows that hold any candidate with time <= T (everything else is slower
+   than T whatever its memory, so cannot enter the list), minimises time under the exact memory
+   constraint and the pins: its optimum must equal numpy's first time (asserted; OPTIMAL = proven), and
+   it enumerates every solution with time <= T, which must equal numpy's list (asserted).
+3. Each answer carries the simulated projection (measure.pipeline_sim), as `check` reports it.
+When nothing fits, CP-SAT over all rows must report INFEASIBLE (asserted), and solver/explain.py says why.
+Deterministic: one worker, fixed seed, deterministic time limit.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Optional
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.cpsat_model import build_model
 from solver.tables import US, Tables
 
 SEED = 20240611
+MAX_CPSAT_ENUMERATION = 2000  # above this many candidates in the region, numpy lists them (CP-SAT ~1e3/s)
 
 
 @dataclass
 class Ranked:
-    time_us: int
+    time_us: int               # simulated projection (what check reports), µs
     act: int
     shard: int
     recipe: object
     check: object              # CheckReport with .projection filled
     projection: object         # measure.project.Projection
+    rank_time_us: int = 0      # ranking projection (closed form)
 
     @property
     def key(self) -> tuple:
-        return (self.time_us, self.act, self.shard)
+        return (self.rank_time_us, self.act, self.shard)
 
 
 @dataclass
 class SolveResult:
     ranked: list[Ranked]
     proven_optimal: bool
-    bound_us: Optional[int]    # lower bound on the best projected time (µs); = best when proven
+    bound_us: Optional[int]    # best ranking-projection time (µs), proven a lower bound over the space when proven_optimal
     method: str
     evaluated: int = 0
     rejected: list = field(default_factory=list)   # (recipe, violations) dropped by check_case
@@ -48,14 +55,14 @@ class SolveResult:
 
 
 class ExactRanker:
-    """check_case + project for candidates, cached; keeps the K best by (time_us, act, shard)."""
+    """check_case + simulated projection for candidates, cached; keeps the best by Ranked.key."""
 
     def __init__(self, tables: Tables, margin_fraction: float) -> None:
         self.tables, self.margin = tables, margin_fraction
         self.done: dict[tuple[int, int], Optional[Ranked]] = {}
         self.rejected: list = []
 
-    def evaluate(self, a: int, s: int) -> Optional[Ranked]:
+    def evaluate(self, a: int, s: int, rank_time_us: int = 0) -> Optional[Ranked]:
         if (a, s) in self.done:
             return self.done[(a, s)]
         from constraints.case import Case
@@ -66,8 +73,7 @@ class ExactRanker:
         recipe = t.recipe(a, s)
         case = Case(model=sp.model, job=sp.job, recipe=recipe, placement=sp.placement)
         report = check_case(case, t.profile, margin_fraction=self.margin)
-        out = None
-        proj = None
+        out = proj = None
         if report.ok:
             try:
                 proj = project(sp.model, sp.job, recipe, sp.placement, t.profile)
@@ -75,7 +81,8 @@ class ExactRanker:
                 self.rejected.append((recipe, [f"projection: {exc}"]))
         if proj is not None:
             out = Ranked(time_us=int(round(proj.iteration_time_s * US)), act=a, shard=s, recipe=recipe,
-                         check=report.model_copy(update={"projection": proj.model_dump(mode="json")}), projection=proj)
+                         check=report.model_copy(update={"projection": proj.model_dump(mode="json")}), projection=proj,
+                         rank_time_us=rank_time_us)
         elif not report.ok:
             self.rejected.append((recipe, [v.rule for v in report.violations]))
         self.done[(a, s)] = out
@@ -84,18 +91,30 @@ class ExactRanker:
     def best(self, k: int) -> list[Ranked]:
         return sorted((r for r in self.done.values() if r is not None), key=lambda r: r.key)[:k]
 
-    def kth_time(self, k: int) -> Optional[int]:
-        b = self.best(k)
-        return b[-1].time_us if len(b) >= k else None
 
-    def evaluate_in_bound_order(self, a, s, lb_us, k: int) -> None:
-        """Evaluate candidates sorted by lower bound until the k-th best exact time is no larger than the
-        next bound (nothing after it can enter the top-k)."""
-        for i in range(len(a)):
-            kth = self.kth_time(k)
-            if kth is not None and lb_us[i] > kth:
-                break
-            self.evaluate(int(a[i]), int(s[i]))
+def fitting_index(tables: Tables, pins: Optional[dict] = None) -> np.ndarray:
+    """Candidate indices that fit and satisfy the pins, in (ranking time, act, shard) order."""
+    keep = tables.cand_peak <= tables.usable_bytes
+    for name, allowed in (pins or {}).items():
+        ok = tables.allowed(name, allowed)
+        keep &= ok[tables.cand_shard] if name == "dp_sharding" else ok[tables.cand_act]
+    idx = np.flatnonzero(keep)
+    order = np.lexsort((tables.cand_shard[idx], tables.cand_act[idx], tables.cand_time_us[idx]))
+    return idx[order]
+
+
+def top_verified(tables: Tables, idx: np.ndarray, k: int, margin_fraction: float) -> tuple[list[Ranked], ExactRanker, np.ndarray]:
+    """The first K candidates of `idx` that check_case verifies (a rejection is a bug, reported, skipped);
+    returns them, the ranker, and the part of `idx` examined."""
+    ranker = ExactRanker(tables, margin_fraction)
+    best, n = [], 0
+    for n, i in enumerate(idx, 1):
+        r = ranker.evaluate(int(tables.cand_act[i]), int(tables.cand_shard[i]), int(tables.cand_time_us[i]))
+        if r is not None:
+            best.append(r)
+        if len(best) == k:
+            break
+    return best, ranker, idx[:n]
 
 
 def _solver(max_time_s: float) -> cp_model.CpSolver:
@@ -107,85 +126,62 @@ def _solver(max_time_s: float) -> cp_model.CpSolver:
 
 
 class _Collect(cp_model.CpSolverSolutionCallback):
-    def __init__(self, act, shard, lb) -> None:
+    def __init__(self, rm) -> None:
         super().__init__()
-        self.act, self.shard, self.lb = act, shard, lb
-        self.found: list[tuple[int, int, int]] = []
+        self.rm = rm
+        self.found: list[tuple[int, int]] = []
 
     def on_solution_callback(self) -> None:
-        self.found.append((self.value(self.lb), self.value(self.act), self.value(self.shard)))
+        self.found.append((int(self.rm.rows[self.value(self.rm.act)]), int(self.value(self.rm.shard))))
 
 
-def _enumerate(tables: Tables, pins, threshold: int, max_time_s: float) -> tuple[list[tuple[int, int, int]], bool]:
-    rm = build_model(tables, pins, extra_lb_limit=threshold)
-    for lit in rm.pin_literals.values():
+def _enforced(tables, pins, hint, rows):
+    rm = build_model(tables, pins, hint=hint, rows=rows)
+    for lit in rm.assumptions():
         rm.model.add(lit == 1)
-    rm.model.add(rm.memory_literal == 1)
-    solver = _solver(max_time_s)
-    solver.parameters.enumerate_all_solutions = True
-    cb = _Collect(rm.act, rm.shard, rm.lb_us)
-    status = solver.solve(rm.model, cb)
-    return sorted(cb.found), status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE) and status != cp_model.UNKNOWN
+    return rm
 
 
 def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float = 0.0, max_time_s: float = 60.0,
-                hint: Optional[tuple[int, int]] = None, cpsat_enumeration: bool = False) -> SolveResult:
-    """Exact top-K under the projection; `hint` (act, shard) seeds CP-SAT (proposer hook).
-
-    CP-SAT proves the optimum bound over the legal, fitting space. The threshold enumeration runs in CP-SAT
-    when `cpsat_enumeration` (tests hold it equal), else over the same tables in numpy (fast: CP-SAT lists
-    solutions at ~1e3/s), checked to agree with CP-SAT's optimum bound."""
+                hint: Optional[tuple[int, int]] = None, cpsat_enumeration: bool = True) -> SolveResult:
+    """Exact top-K under the ranking projection, each with its simulated projection; `hint` (act, shard) seeds CP-SAT."""
     t0 = time.perf_counter()
-    ranker = ExactRanker(tables, margin_fraction)
-    if not tables.act_rows:
-        return SolveResult([], True, None, "cpsat")
-    rm = build_model(tables, pins, hint=hint)
-    for lit in rm.pin_literals.values():
-        rm.model.add(lit == 1)
-    rm.model.add(rm.memory_literal == 1)
-    rm.model.minimize(rm.lb_us)
+    idx = fitting_index(tables, pins)
+    if not len(idx):
+        if tables.act_rows:
+            rm = _enforced(tables, pins, hint, None)
+            status = _solver(max_time_s).solve(rm.model)
+            assert status != cp_model.FEASIBLE and status != cp_model.OPTIMAL, "CP-SAT found a fit the tables deny"
+            proven = status == cp_model.INFEASIBLE
+        else:
+            proven = True
+        return SolveResult([], proven, None, "cpsat", stats={"solve_s": time.perf_counter() - t0})
+    best, ranker, pool = top_verified(tables, idx, k, margin_fraction)
+    limit = int(tables.cand_time_us[pool[-1]])
+    rows = np.unique(tables.cand_act[tables.cand_time_us <= limit])
+    rm = _enforced(tables, pins, hint, rows)
+    rm.model.minimize(rm.time_us)
     solver = _solver(max_time_s)
     status = solver.solve(rm.model)
-    if status == cp_model.INFEASIBLE:
-        return SolveResult([], True, None, "cpsat", stats={"solve_s": time.perf_counter() - t0})
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return SolveResult([], False, None, "cpsat", stats={"status": solver.status_name(status)})
+    assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE), f"CP-SAT: {solver.status_name(status)} where the tables fit"
     proven = status == cp_model.OPTIMAL
-    bound = int(solver.best_objective_bound)
-    threshold = int(solver.objective_value)
-    complete = True
-    if not cpsat_enumeration:
-        from solver.exhaustive import fitting_candidates
-
-        a, sh = fitting_candidates(tables, pins)
-        assert len(a) and int(tables.lb_us[a[0]]) == threshold, "CP-SAT optimum bound disagrees with the tables"
-        ranker.evaluate_in_bound_order(a, sh, tables.lb_us[a], k)
-    while cpsat_enumeration:
-        found, complete_i = _enumerate(tables, pins, threshold, max_time_s)
-        complete = complete and complete_i
-        for _, a, s in found:
-            ranker.evaluate(a, s)
-        kth = ranker.kth_time(k)
-        if kth is not None and kth <= threshold:
-            break
-        if kth is not None:
-            threshold = kth
-            continue
-        if threshold >= int(tables.lb_us.max()):
-            break  # every fitting candidate was enumerated: fewer than K exist
-        # fewer than K legal answers so far: widen the threshold (10 %, at least 1 µs)
-        threshold = max(threshold + 1, threshold * 11 // 10)
-    best = ranker.best(k)
-    return SolveResult(best, proven and complete, best[0].time_us if (best and proven) else bound, "cpsat",
+    best_us = int(tables.cand_time_us[idx[0]])
+    assert not proven or int(solver.objective_value) == best_us, "CP-SAT optimum disagrees with the tables"
+    region = idx[tables.cand_time_us[idx] <= limit]
+    if cpsat_enumeration and len(region) <= MAX_CPSAT_ENUMERATION:
+        found = _enumerate(tables, pins, rows, limit, max_time_s)
+        expect = {(int(tables.cand_act[i]), int(tables.cand_shard[i])) for i in region}
+        assert found == expect, "CP-SAT enumeration disagrees with the tables"
+    return SolveResult(best, proven, best_us if proven else int(solver.best_objective_bound), "cpsat",
                        evaluated=len(ranker.done), rejected=ranker.rejected,
-                       stats={"solve_s": time.perf_counter() - t0, "threshold_us": threshold})
+                       stats={"solve_s": time.perf_counter() - t0, "region_rows": int(len(rows)), "threshold_us": limit})
 
 
-def pinned(pins: Optional[dict], extra: dict) -> dict:
-    out = dict(pins or {})
-    out.update(extra)
-    return out
-
-
-def iter_values(values: Iterable) -> list:
-    return list(values)
+def _enumerate(tables, pins, rows, limit: int, max_time_s: float) -> set[tuple[int, int]]:
+    rm = _enforced(tables, pins, None, rows)
+    rm.model.add(rm.time_us <= limit)
+    solver = _solver(max_time_s)
+    solver.parameters.enumerate_all_solutions = True
+    cb = _Collect(rm)
+    solver.solve(rm.model, cb)
+    return set(cb.found)

@@ -9,8 +9,7 @@ import numpy as np
 
 from constraints.case import Case
 from solver.cpsat_model import axis_value
-from solver.cpsat_solve import ExactRanker
-from solver.exhaustive import fitting_candidates
+from solver.cpsat_solve import ExactRanker, fitting_index
 from solver.space import build_space, recompute_name
 from solver.tables import build_tables
 
@@ -34,29 +33,27 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50) -
         if own[axis] not in space.domains[axis]:
             space.domains[axis] = sorted(set(space.domains[axis]) | {own[axis]})
     tables = build_tables(space, profile, margin_fraction)
-    a, s = fitting_candidates(tables)
-    if not len(a):
+    idx = fitting_index(tables)
+    if not len(idx):
         return {"found": False, "message": "no legal recipe fits this model, cluster and job; see `shardplan solve`"}
-    dist = np.zeros(len(a), dtype=np.int64)
+    a, s = tables.cand_act[idx], tables.cand_shard[idx]
+    dist = np.zeros(len(idx), dtype=np.int64)
     for axis in AXES:
-        if axis == "dp_sharding":
-            same = np.array([v == own[axis] for v in tables.shardings])[s]
-        else:
-            col = np.array([axis_value(tables, i, 0, axis) == own[axis] for i in range(len(tables.act_rows))])
-            same = col[a]
-        dist += ~same
-    order = np.lexsort((s, a, tables.lb_us[a], dist))
+        same = tables.allowed(axis, [own[axis]])
+        dist += ~(same[s] if axis == "dp_sharding" else same[a])
+    order = np.lexsort((s, a, tables.cand_time_us[idx], dist))
     ranker = ExactRanker(tables, margin_fraction)
-    best_d = None
+    best_d, found = None, []
     for j in order[:max_tried]:
         if best_d is not None and dist[j] > best_d:
             break
-        if ranker.evaluate(int(a[j]), int(s[j])) is not None and best_d is None:
-            best_d = int(dist[j])
-    found = [r for r in ranker.best(10 ** 6) if int(dist[np.flatnonzero((a == r.act) & (s == r.shard))[0]]) == best_d]
+        r = ranker.evaluate(int(a[j]), int(s[j]), int(tables.cand_time_us[idx[j]]))
+        if r is not None:
+            best_d = int(dist[j]) if best_d is None else best_d
+            found.append(r)
     if not found:
         return {"found": False, "message": "no verified legal recipe among the nearest candidates"}
-    top = found[0]
+    top = sorted(found, key=lambda r: r.key)[0]
     new = {axis: axis_value(tables, top.act, top.shard, axis) for axis in AXES}
     return {"found": True, "changed_axes": best_d, "changes": {k: {"from": own[k], "to": new[k]} for k in AXES if new[k] != own[k]},
             "recipe": top.recipe.model_dump(mode="json"), "projection": top.check.projection,

@@ -10,7 +10,7 @@ from constraints.memory import memory_report
 from constraints.models import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
-from solver.cpsat_solve import solve_cpsat
+from solver.cpsat_solve import fitting_index, solve_cpsat
 from solver.exhaustive import fitting_candidates, solve_exhaustive
 from solver.space import build_space
 from solver.tables import build_tables
@@ -40,6 +40,18 @@ def test_table_peak_equals_memory_report(model):
         assert rep.peak_bytes == int(peaks[j])
 
 
+@pytest.mark.parametrize("model", ["DeepSeek-V3", "Mixtral-8x7B-v0.1"])
+def test_candidate_peaks_equal_memory_report_fitting_or_not(model):
+    """Every candidate's peak (not only fitting ones): MTP, first-k-dense and uneven splits included."""
+    t = _tables(model, pins={"pp": [1, 2, 4, 8], "vpp": [1, 2, 3]})
+    prof = t.profile
+    for i in np.linspace(0, len(t.cand_act) - 1, 30).astype(int):
+        r = t.recipe(int(t.cand_act[i]), int(t.cand_shard[i]))
+        rep = memory_report(t.space.model, t.space.job, r, 8, prof.hbm_capacity_bytes, prof.calibration.framework_overhead_bytes,
+                            prof.calibration.activation_fragmentation_fraction)
+        assert rep.peak_bytes == int(t.cand_peak[i])
+
+
 def test_cpsat_and_exhaustive_agree_and_verify():
     t = _tables(pins={"pp": [1, 2], "recompute": ["none", "selective:core_attn", "full:uniform:1"]})
     ex = solve_exhaustive(t, k=5)
@@ -52,15 +64,19 @@ def test_cpsat_and_exhaustive_agree_and_verify():
         assert check_case(case, t.profile).ok
 
 
-def test_lower_bound_never_exceeds_projection():
+def test_ranking_time_is_the_closed_form_projection():
+    """The table's ranking time is project(simulate_pipeline=False), rounded up to whole microseconds."""
+    import math
+
     from measure.project import project
 
     t = _tables(pins={"pp": [1, 2, 4]})
-    a, s = fitting_candidates(t)
-    for j in np.linspace(0, len(a) - 1, 12).astype(int):
-        r = t.recipe(int(a[j]), int(s[j]))
-        p = project(t.space.model, t.space.job, r, t.space.placement, t.profile)
-        assert t.lb_us[a[j]] <= round(p.iteration_time_s * 1e6)
+    idx = fitting_index(t)
+    for j in np.linspace(0, len(idx) - 1, 12).astype(int):
+        i = idx[j]
+        r = t.recipe(int(t.cand_act[i]), int(t.cand_shard[i]))
+        p = project(t.space.model, t.space.job, r, t.space.placement, t.profile, simulate_pipeline=False)
+        assert abs(int(t.cand_time_us[i]) - math.ceil(p.iteration_time_s * 1e6)) <= 1
 
 
 def test_margin_tightens_memory():

@@ -74,5 +74,5 @@ def test_cli_solve_json():
             "schedule"} <= set(r["parallel"])
     assert r["memory"]["peak_bytes"] <= r["memory"]["usable_bytes"] and r["projection"]["iteration_time_s"] > 0
     assert "--tensor-model-parallel-size" in r["megatron_args"]
-    times = [x["step_time_us"] for x in data["recipes"]]
+    times = [x["ranking_time_us"] for x in data["recipes"]]
     assert times == sorted(times)

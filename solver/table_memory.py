@@ -1,0 +1,182 @@
+"""Exact integer bytes per (table row, rank class) with numpy: the arithmetic of constraints.memory.
+
+Why rank classes: pipeline ranks that hold the same kinds of layers and the same ends (embedding, loss,
+MTP) have the same static bytes and the same activation coefficients; only their in-flight count differs,
+and activation bytes never fall as in-flight rises, so a class's peak is its largest in-flight count.
+A 64-stage split has 2-5 classes, so peaks are max over a handful of columns, not 64.
+
+Static bytes: constraints.memory.static_from_params on rank_params (cached per TP, EP, ETP, split, class).
+Activation bytes: constraints.activation_coef coefficients (per split, full-recompute setting, class) times
+per-shape values (per TP, CP, EP, ETP, MBS, SP, recompute), in-flight counts from
+constraints.schedule.inflight_chunks, then rank_activation_terms' ceilings, fragmentation and overhead,
+written out in numpy. tests/test_solver_core.py holds peaks equal to memory_report.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from constraints import memory as mem
+from constraints.activation_coef import full_recompute_key, rank_coefficients, values_of
+from constraints.schedule import inflight_chunks
+from constraints.spec import Recipe
+from constraints.stages import rank_chunks
+from solver.table_rules import fast_recipe
+
+_SPLIT_BASE = Recipe()
+
+
+def unique_rows(keys: np.ndarray, fn, width: int) -> np.ndarray:
+    """fn(key row as a tuple of ints) -> `width` ints, evaluated once per distinct key, gathered per row."""
+    if not len(keys):
+        return np.zeros((0, width), dtype=np.int64)
+    ranks = [np.unique(keys[:, j], return_inverse=True)[1].reshape(-1) for j in range(keys.shape[1])]
+    radix = [int(r.max()) + 1 for r in ranks]
+    if np.prod(np.array(radix, dtype=float)) < 2.0 ** 62:
+        code = np.zeros(len(keys), dtype=np.int64)
+        for rank, base in zip(ranks, radix):  # mixed-radix code of the per-column ranks: 1-D unique is faster
+            code = code * base + rank
+        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    else:
+        _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    vals = np.array([fn(tuple(int(x) for x in keys[i])) for i in first], dtype=np.int64).reshape(len(first), width)
+    return vals[inv.reshape(-1)]
+
+
+@dataclass
+class Split:
+    """One pipeline split (PP, VPP, account-for split): each rank's chunks, grouped into classes."""
+
+    chunks: list            # per rank: list[Chunk]
+    classes: list[list[int]]  # ranks per class, in first-rank order
+
+
+def make_split(model, pp: int, vpp: int, acc: bool) -> Split:
+    """Chunks per rank (constraints.stages.rank_chunks) and the classes of ranks with equal contents."""
+    recipe = _SPLIT_BASE.model_copy(update={"pp": pp, "vpp": vpp, "account_for_embedding_in_pipeline_split": acc,
+                                            "account_for_loss_in_pipeline_split": acc})
+    chunks = rank_chunks(model, recipe)
+    flags = model.moe_layers
+    sig_of: dict = {}
+    for rank, cs in enumerate(chunks):
+        sig = tuple((tuple(flags[i] for i in c.layers), c.embedding, c.loss, c.mtp) for c in cs)
+        sig_of.setdefault(sig, []).append(rank)
+    return Split(chunks=chunks, classes=list(sig_of.values()))
+
+
+class MemoryTables:
+    """Builds static and activation byte columns for the solver's tables."""
+
+    def __init__(self, space, profile, rc_choices: list, splits: dict, width: int) -> None:
+        self.space, self.profile, self.rc = space, profile, rc_choices
+        self.model, self.job, self.world = space.model, space.job, space.world_size
+        self.splits, self.width = splits, width
+        self.split_keys = list(splits)
+        # full-recompute settings: the only part of recompute the activation coefficients read
+        keys = [full_recompute_key(_SPLIT_BASE.model_copy(update={"recompute": rc})) for rc in rc_choices]
+        self.full_keys = list(dict.fromkeys(keys))
+        self.full_of_rc = np.array([self.full_keys.index(k) for k in keys], dtype=np.int64)
+        self.full_rep = [keys.index(k) for k in self.full_keys]
+
+    # ---- static ------------------------------------------------------------------------------
+    def static_row(self, row: tuple, sharding: str) -> list[int]:
+        """Static bytes per class of one structural row under one DP sharding (0 past the last class)."""
+        tp, pp, vpp, cp, ep, etp, sched, acc = row
+        split = self.splits[(pp, vpp, acc)]
+        r = fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, self.rc[0], sched, sharding, acc)
+        out = [0] * self.width
+        for c, ranks in enumerate(split.classes):
+            params = self._params(tp, ep, etp, (pp, vpp, acc), c)
+            out[c] = sum(mem.static_from_params(self.job, r, self.world, *params).values())
+        return out
+
+    def _params(self, tp, ep, etp, split_key, c):
+        cache = self.__dict__.setdefault("_params_cache", {})
+        key = (tp, ep, etp, split_key, c)
+        hit = cache.get(key)
+        if hit is None:
+            split = self.splits[split_key]
+            r = fast_recipe(tp, split_key[0], split_key[1], 1, ep, etp, 1, False, self.rc[0], "1f1b", "none", split_key[2])
+            hit = cache[key] = mem.rank_params(self.model, r, split.chunks[split.classes[c][0]])
+        return hit
+
+    # ---- activations -------------------------------------------------------------------------
+    def activation(self, cols: dict[str, np.ndarray], frag_ppm: int, overhead_bytes: int) -> np.ndarray:
+        """[rows, width] activation-side bytes; cols: tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, split, m
+        (int arrays; sched indexes the schedule domain, split indexes self.split_keys)."""
+        n = len(cols["tp"])
+        etp = cols["etp"]
+        vals = unique_rows(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp", "rc")] + [etp], axis=1),
+                           self._values, 5)
+        comm = unique_rows(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp")] + [(cols["pp"] > 1).astype(np.int64)],
+                                    axis=1), self._comm, 1)[:, 0]
+        full_ids = self.full_of_rc[cols["rc"]]
+        self._wmax = max((len(self._coef(s, f, c)[1]) for s in range(len(self.split_keys))
+                          for f in set(full_ids.tolist()) for c in range(len(self.splits[self.split_keys[s]].classes))),
+                         default=0)
+        out = np.zeros((n, self.width), dtype=np.int64)
+        sched_names = self.space.domains["schedule"]
+        inflight = unique_rows(np.stack([cols["sched"], cols["split"], cols["m"]], axis=1),
+                               lambda k: self._inflight(sched_names[k[0]], k[1], k[2]), self.width)
+        pld, plm, inp, emb, outb = (vals[:, i] for i in range(5))
+        for c in range(self.width):
+            coef = unique_rows(np.stack([cols["split"], full_ids], axis=1), lambda k: self._coef_flat(k[0], k[1], c),
+                               7 + 2 * max(self._wmax, 1))
+            present, nd, nm, ni, nel, ne, no = (coef[:, i] for i in range(7))
+            vpp = np.maximum(cols["vpp"], 1)
+            inf = inflight[:, c]
+            sums0 = nd * pld + nm * plm + ni * inp + nel * emb
+            sums1, sums2 = ne * emb, no * outb
+            pairs = coef[:, 7:].reshape(n, -1, 2)
+            working = (pairs[:, :, 0] * pld[:, None] + pairs[:, :, 1] * plm[:, None]).max(axis=1)
+            acts = -(-(inf * sums0) // vpp)
+            emb_a = -(-(inf * sums1) // vpp)
+            out_a = -(-(np.minimum(inf, vpp) * sums2) // vpp)
+            total = acts + emb_a + out_a + working
+            total = total + comm + total * frag_ppm // mem.PPM + overhead_bytes
+            out[:, c] = np.where(present > 0, total, 0)
+        return out
+
+    def _recipe_for(self, tp, cp, ep, mbs, sp, rc, etp=0, pp=1):
+        return fast_recipe(tp, pp, 1, cp, ep, etp or None, mbs, bool(sp), self.rc[rc], "1f1b", "none", False)
+
+    def _values(self, k):
+        tp, cp, ep, mbs, sp, rc, etp = k
+        return values_of(self.model, self.job, self._recipe_for(tp, cp, ep, mbs, sp, rc, etp))
+
+    def _comm(self, k):
+        tp, cp, ep, mbs, sp, pp_gt1 = k
+        r = self._recipe_for(tp, cp, ep, mbs, sp, 0, pp=2 if pp_gt1 else 1)
+        from constraints import activations as act
+        return [mem.comm_buffer_bytes(self.model, r, act.shape_of(self.job, r))]
+
+    def _coef(self, split_id: int, full_id: int, c: int):
+        cache = self.__dict__.setdefault("_coef_cache", {})
+        key = (split_id, full_id, c)
+        if key not in cache:
+            split = self.splits[self.split_keys[split_id]]
+            if c >= len(split.classes):
+                cache[key] = (None, ())
+            else:
+                r = _SPLIT_BASE.model_copy(update={"recompute": self.rc[self.full_rep[full_id]]})
+                coef = rank_coefficients(self.model, r, split.chunks[split.classes[c][0]])
+                cache[key] = (coef, coef.working)
+        return cache[key]
+
+    def _coef_flat(self, split_id: int, full_id: int, c: int) -> list[int]:
+        coef, working = self._coef(split_id, full_id, c)
+        w = max(self._wmax, 1)
+        if coef is None:
+            return [0] * (7 + 2 * w)
+        pairs = list(working) + [(0, 0)] * (w - len(working))
+        return [1, coef.n_dense, coef.n_moe, coef.n_inp, coef.n_emb_layers, coef.n_emb, coef.n_out] + [x for p in pairs for x in p]
+
+    def _inflight(self, sched: str, split_id: int, m: int) -> list[int]:
+        pp, vpp, acc = self.split_keys[split_id]
+        split = self.splits[(pp, vpp, acc)]
+        r = fast_recipe(1, pp, vpp, 1, 1, None, 1, False, self.rc[0], sched, "none", acc)
+        out = [0] * self.width
+        for c, ranks in enumerate(split.classes):
+            out[c] = max(inflight_chunks(r, rank, m) for rank in ranks)
+        return out

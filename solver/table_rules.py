@@ -1,0 +1,118 @@
+"""Which factor-table rows are legal: the rule functions of constraints/rules*.py, called on recipes.
+
+Why factor the calls: a rule reads few axes, so judging every full recipe repeats work millions of
+times. Rules are split by what they read (the sets below; tests/test_solver_core.py checks factorised
+verdicts against check_rules on full recipes): structural rules once per (TP, PP, VPP, CP, EP, ETP,
+schedule, split, DP sharding), activation rules once per structural row x (SP, recompute), batch rules
+once per structural row x MBS. Recipes here are built by `model_copy` from a validated base (no pydantic
+validation per row: every value comes from a validated domain), which is what makes this fast.
+"""
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+
+from constraints.rules import RULES, RuleInput
+from constraints.spec import DataParallelSharding, PipelineSchedule, Recipe
+from solver.space import SearchSpace
+
+BATCH_RULES = {"global_batch_divisible", "interleaved_microbatches"}
+ACTIVATION_RULES = {"sequence_parallel_needs_tp", "sequence_parallel_divides_seq", "tp_comm_overlap_needs_sp",
+                    "moe_sequence_parallel", "full_recompute_args", "selective_recompute_args", "fp8_delayed_recompute",
+                    "distribute_saved_activations", "cpu_offloading", "zero_bubble_no_recompute",
+                    "moe_act_needs_grouped_gemm", "ep_comm_overlap"}
+_BASE = Recipe()
+
+
+@lru_cache(maxsize=None)
+def _all_rules() -> tuple:
+    import constraints.rules_features  # noqa: F401  (registers the feature rules)
+    return tuple(RULES)
+
+
+def rules_in(group: str) -> list:
+    """The rule functions of one group: 'structural', 'activation' or 'batch'."""
+    names = {"activation": ACTIVATION_RULES, "batch": BATCH_RULES}.get(group)
+    if names is None:
+        return [fn for fn in _all_rules() if fn.__name__ not in BATCH_RULES | ACTIVATION_RULES]
+    return [fn for fn in _all_rules() if fn.__name__ in names]
+
+
+def has_error(fns, x: RuleInput) -> bool:
+    for fn in fns:
+        v = fn(x)
+        if v is not None and v.severity == "error":
+            return True
+    return False
+
+
+def fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, recompute, schedule, dp_sharding, acc) -> Recipe:
+    """solver.space.make_recipe without per-row validation (same field settings)."""
+    sharding = DataParallelSharding(dp_sharding)
+    return _BASE.model_copy(update={
+        "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs, "sequence_parallel": sp and tp > 1,
+        "recompute": recompute, "schedule": PipelineSchedule(schedule), "dp_sharding": sharding,
+        "overlap_param_gather": sharding != DataParallelSharding.none,
+        "account_for_embedding_in_pipeline_split": acc, "account_for_loss_in_pipeline_split": acc})
+
+
+def schedule_vpp_pairs(space: SearchSpace, pp: int) -> list[tuple[str, int]]:
+    """(schedule, VPP) pairs tried at this PP: 1f1b / zb-h1 with VPP 1, interleaved with VPP >= 2, zbv with
+    VPP 2 (the rule `schedule_matches_vpp` rejects every other pairing, so they are not enumerated). At PP 1
+    every schedule is the same single-stage loop: only the first of the domain is kept (no duplicates)."""
+    d = space.domains
+    out = []
+    for sched in d["schedule"]:
+        if sched in ("1f1b", "zb-h1"):
+            vpps = [1]
+        elif sched == "interleaved":
+            vpps = [v for v in d["vpp"] if v > 1]
+        else:
+            vpps = [2]
+        out += [(sched, v) for v in vpps if v in d["vpp"]]
+    if pp == 1:
+        out = [p for p in out if p[1] == 1][:1]
+    return out
+
+
+def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple]:
+    """Legal structural rows (TP, PP, VPP, CP, EP, ETP, schedule, split) under the first DP sharding that
+    the structural rules accept (static_legality then judges each sharding)."""
+    d, model, world = space.domains, space.model, space.world_size
+    fns = rules_in("structural")
+    rows = []
+    for tp, pp, cp in itertools.product(d["tp"], d["pp"], d["cp"]):
+        if world % (tp * pp * cp):
+            continue
+        for (sched, vpp), acc in itertools.product(schedule_vpp_pairs(space, pp), d["acc_split"]):
+            # account-for-embedding/loss only where the layers do not split evenly (prunes duplicates)
+            if acc and model.num_layers % (pp * vpp) == 0:
+                continue
+            for ep, etp in itertools.product(d["ep"], d["etp"]):
+                for sh in d["dp_sharding"]:
+                    r = fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, base_rc, sched, sh, acc)
+                    if not has_error(fns, RuleInput(model, space.job, r, world, profile)):
+                        rows.append((tp, pp, vpp, cp, ep, etp, sched, acc))
+                        break
+    return rows
+
+
+def sharding_ok(space: SearchSpace, profile, row: tuple, base_rc) -> list[bool]:
+    """Per DP sharding: do the structural rules hold for this row?"""
+    tp, pp, vpp, cp, ep, etp, sched, acc = row
+    fns = rules_in("structural")
+    return [not has_error(fns, RuleInput(space.model, space.job, fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, base_rc,
+                                                                              sched, sh, acc), space.world_size, profile))
+            for sh in space.domains["dp_sharding"]]
+
+
+def activation_ok(space: SearchSpace, profile, row: tuple, sp: bool, rc, sharding: str) -> bool:
+    tp, pp, vpp, cp, ep, etp, sched, acc = row
+    r = fast_recipe(tp, pp, vpp, cp, ep, etp, 1, sp, rc, sched, sharding, acc)
+    return not has_error(rules_in("activation"), RuleInput(space.model, space.job, r, space.world_size, profile))
+
+
+def batch_ok(space: SearchSpace, profile, row: tuple, mbs: int, rc, sharding: str) -> bool:
+    tp, pp, vpp, cp, ep, etp, sched, acc = row
+    r = fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, tp > 1, rc, sched, sharding, acc)
+    return not has_error(rules_in("batch"), RuleInput(space.model, space.job, r, space.world_size, profile))
