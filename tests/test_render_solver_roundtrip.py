@@ -172,7 +172,7 @@ def test_solver_answers_round_trip_through_render_and_check(model_name, fmt, tmp
 def test_hostile_site_paths_do_not_change_the_recovered_recipe(tmp_path, model_name, rank, fmt, data_path,
                                                               checkpoint_dir, megatron_path, tokenizer_model):
     answers = solved(model_name)
-    ranked, case = answers[min(rank, len(answers) - 1)]
+    _, case = answers[min(rank, len(answers) - 1)]
     paths = RenderPaths(data_path=data_path, tokenizer_model=tokenizer_model, checkpoint_dir=checkpoint_dir,
                         megatron_path=megatron_path)
     text, loaded = _render_and_load(case, fmt, tmp_path, paths)
