@@ -97,7 +97,7 @@ def rank_among(published_tps: float, candidate_tps) -> tuple[int, int]:
         if t != t:  # NaN: impossible pipeline split
             continue
         n += 1
-        faster += t > published_tps
+        faster += bool(t > published_tps)  # plain ints: numpy scalars would reach --json as strings
     return faster, n
 
 
@@ -270,6 +270,11 @@ def problems_section(rows: list[dict]) -> str:
                          f"({r['terms_gib'][r['dominant']]:.1f} GiB); "
                          + (f"fits with recompute {r['fits_with']}" if r.get("fits_with") else "no recompute choice makes it fit")
                          + f"; assumed: {', '.join(r['assumed']) or 'nothing'}")
+    lines += ["", "### Published recipes reported OOM that we say fit", ""]
+    for r in rows:
+        if r.get("legal") and r.get("fits") and r["outcome"] == ["oom"]:
+            lines.append(f"- {', '.join(r['ids'])} {r['group'][0]} {r['group'][1]} x{r['group'][2]} {r['recipe']}: our peak "
+                         f"{r['peak_gib']:.1f} GiB <= usable {r['usable_gib']:.1f} GiB (largest term {r['dominant']})")
     return "\n".join(lines)
 
 
@@ -289,7 +294,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     cases, skips = load_all()
     if args.from_json:
         with open(args.from_json) as fh:
-            rows = [dict(r, group=tuple(r["group"]), not_megatron=bool(not_megatron_notes(r))) for r in json.load(fh)["rows"]]
+            rows = [dict(r, group=tuple(r["group"]), not_megatron=bool(not_megatron_notes(r)),
+                         **{k: int(r[k]) for k in ("rank", "rank_faster", "candidates") if isinstance(r.get(k), str)})
+                    for r in json.load(fh)["rows"]]
     else:
         rows = run(cases, args.max_gpus, args.method, args.time_limit, args.group_timeout, args.jobs, args.only)
     summary = summarize(rows)

@@ -217,7 +217,8 @@ def row_case(r: dict) -> RunCase | RunSkip:
     if gpus % gpn:
         gpn = 1
     measured = {k: float(r[k]) for k in MEASURED if r[k] and re.match(r"^[0-9.eE+-]+$", r[k])}
-    oom = "OOM" in r["notes"] or "does-not-fit" in r["notes"]
+    # "did not OOM" (MBSKILL-518) is a run that fitted
+    oom = bool(re.search(r"(?<!not )\bOOM\b", r["notes"])) or "does-not-fit" in r["notes"]
     return RunCase(id=rid, model=model, job=job, recipe=recipe, placement=Placement(hardware=profile, num_nodes=gpus // gpn, gpus_per_node=gpn),
                    hardware=profile, measured=measured, outcome="oom" if oom else "ran", precision_published=r["precision"],
                    source=r["source"], assumed=tuple(assumed))

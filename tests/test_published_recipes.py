@@ -54,6 +54,11 @@ def test_fsdp2_rows_do_not_claim_overlap_param_gather(cases):
     assert {v.rule for v in rep.violations} - {"memory_fits"} == {"torch_fsdp2"}  # Megatron [37]: FSDP2 needs EP=1
 
 
+def test_oom_outcome_reads_did_not_oom_as_ran(cases):
+    # MBSKILL-518 notes: "VPP=10 variant: 60.2 GB peak, did not OOM"; MBSKILL-514: "OOM (fragmentation) ..."
+    assert (cases["MBSKILL-518"].outcome, cases["MBSKILL-514"].outcome) == ("ran", "oom")
+
+
 def test_outside_space_names_capped_axes():
     from solver.space import build_space
 
