@@ -146,6 +146,19 @@ def _fmt(x: Optional[float], spec: str, none: str = "—") -> str:
     return none if x is None else format(x, spec)
 
 
+def short_note(row: dict) -> str:
+    """The table's note column: why rank / top pick are missing, in a few words (the JSON keeps the full note)."""
+    note = row.get("note", "")
+    out = [text for key, text in (("max-gpus", "not ranked: > --max-gpus"), ("space not priced", "not ranked: timeout"),
+                                  ("solve not done", "solve timeout, gain vs best priced"), ("failed", "rank/solve failed"))
+           if key in note]
+    if row.get("not_megatron"):
+        out.append("not a Megatron-LM recipe")
+    if "oom" in row.get("outcome", []):
+        out.append("published: OOM")
+    return "; ".join(out)
+
+
 def format_table(rows: list[dict]) -> str:
     head = ("| model | hw | GPUs | seq | GBS | prec | published recipe | legal | fits | proj tok/s/GPU | rank | outside our space "
             "| top pick | top tok/s/GPU | gain | measured tok/s/GPU | note |")
@@ -158,7 +171,7 @@ def format_table(rows: list[dict]) -> str:
         lines.append(f"| {m} | {hw} | {w} | {s} | {gbs} | {prec} | {r['recipe']} | {legal} | {fits} | {_fmt(r.get('proj_tps'), ',.0f')} "
                      f"| {rank} | {'; '.join(r.get('outside') or []) or ('—' if r.get('outside') is None else 'in')} "
                      f"| {r.get('top') or '—'} | {_fmt(r.get('top_tps'), ',.0f')} | {_fmt(r.get('gain_pct'), '+.0f')}{'%' if r.get('gain_pct') is not None else ''} "
-                     f"| {_fmt(r.get('measured_tps'), ',.0f')} | {r.get('note', '')} |")
+                     f"| {_fmt(r.get('measured_tps'), ',.0f')} | {short_note(r)} |")
     return "\n".join(lines)
 
 

@@ -91,7 +91,7 @@ def test_summary_and_table():
     assert s["median_rank"] == 2 and s["median_gain_pct"] == 5.0
     lines = pr.format_table(rows).splitlines()
     assert len(lines) == 2 + len(rows) and len({line.count("|") for line in lines}) == 1
-    assert "NO: expert_grid" in lines[-2]
+    assert "NO: expert_grid" in lines[-2] and lines[-1].endswith("| not a Megatron-LM recipe |")
 
 
 def test_candidate_batch_prices_like_the_closed_form_projection():
