@@ -11,6 +11,7 @@ from typing import Optional
 import click
 
 from constraints.spec import JobSpec, Placement, Precision
+from solver.proposer.cli_options import config_from_options, format_hint_report, proposer_options
 from solver.space import build_space, parse_range
 
 GIB = 1024 ** 3
@@ -53,6 +54,13 @@ def collect_pins(ranges: dict, schedule, recompute, no_recompute, sp, dp_shardin
 
 def solve_case(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s):
     """Build space and tables, run the chosen method; returns (SolveResult, Tables)."""
+    result, tables, _ = solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, None)
+    return result, tables
+
+
+def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, proposer_config):
+    """solve_case, steered by the proposer (solver/proposer) when `proposer_config` asks for one; returns
+    (SolveResult, Tables, HintReport or None). The answer is always the full solve, re-verified."""
     from solver.cpsat_solve import solve_cpsat
     from solver.exhaustive import solve_exhaustive
     from solver.tables import build_tables
@@ -63,8 +71,13 @@ def solve_case(model, job, placement, profile, pins, bounds, k, margin, method, 
         space.domains["recompute"] = [r for r in space.domains["recompute"] if r.split(":")[0] == kind]
     tables = build_tables(space, profile, margin)
     if method == "exhaustive":
-        return solve_exhaustive(tables, k, margin_fraction=margin), tables
-    return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s), tables
+        return solve_exhaustive(tables, k, margin_fraction=margin), tables, None
+    if proposer_config is not None and proposer_config.kind != "none":
+        from solver.proposer import solve_with_proposer
+
+        result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config)
+        return result, tables, report
+    return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s), tables, None
 
 
 def recipe_json(ranked, case) -> dict:
@@ -125,9 +138,10 @@ def _range_options(fn):
               help="CP-SAT deterministic time limit (seconds of its deterministic clock)")
 @click.option("--render", "render_dir", type=click.Path(file_okay=False), default=None, help="write one launch script per answer here")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+@proposer_options
 def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision, k, tp_range, pp_range,
                   vpp_range, cp_range, ep_range, etp_range, mbs_range, schedule, recompute, no_recompute, sp, dp_sharding,
-                  max_memory_fraction, objective, method, time_limit_s, render_dir, as_json) -> None:
+                  max_memory_fraction, objective, method, time_limit_s, render_dir, as_json, **proposer_kw) -> None:
     """Find the best legal recipes (projected step time), each re-verified by check.
 
     \b
@@ -139,6 +153,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     from constraints.models import load_model
     from hardware.profile import load_profile
 
+    proposer_config = config_from_options(**proposer_kw)  # a bad --proposer llm combination fails before any work
     try:
         model = load_model(model_name)
         profile = load_profile(hardware)
@@ -150,13 +165,15 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     pins, bounds = collect_pins(ranges, schedule, recompute, no_recompute, sp, dp_sharding)
     margin = 1.0 - max_memory_fraction
     try:
-        result, tables = solve_case(model, job, placement, profile, dict(pins), bounds, k, margin, method, time_limit_s)
+        result, tables, hint_report = solve_case_with_hints(model, job, placement, profile, dict(pins), bounds, k, margin, method,
+                                                            time_limit_s, proposer_config)
     except ValueError as exc:
         raise SolveError(str(exc).splitlines()[0]) from None
     cases = [Case(model=model, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
     payload = {"recipes": [recipe_json(r, c) for r, c in zip(result.ranked, cases)], "proven_optimal": result.proven_optimal,
                "bound": (result.bound_us / 1e6 if result.bound_us is not None else None), "bound_unit": "s (iteration time, closed-form ranking projection)",
-               "method": result.method, "space": tables.counts, "evaluated": result.evaluated}
+               "method": result.method, "space": tables.counts, "evaluated": result.evaluated,
+               "proposer": hint_report.model_dump(mode="json") if hint_report else None}
     if not result.ranked:
         from solver.explain import explain_infeasible
 
@@ -172,6 +189,8 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         click.echo(json.dumps(payload, indent=2))
     else:
         click.echo(format_solve(payload, model, placement, job))
+        if hint_report is not None:
+            click.echo(format_hint_report(hint_report))
     sys.exit(0 if result.ranked else 1)
 
 
@@ -186,7 +205,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
         rc = r["recipe"]["recompute"]
         rc_name = rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "") + \
             (f"({rc['method']},{rc['num_layers']})" if rc["method"] else "")
-        lines.append(f"{i:>2} {p['tp']:>3} {p['pp']:>3} {p['vpp']:>3} {p['cp']:>3} {p['ep']:>3} {p['etp']:>3} {p['dp']:>5} {p['mbs']:>3} "
+        lines.append(f"{i:>2} {p['tp']:>3} {p['pp']:>3} {p['vpp']:>3} {p['cp']:>3} {p['ep']:>3} {(p['etp'] if model.is_moe else '-'):>3} {p['dp']:>5} {p['mbs']:>3} "
                      f"{'on ' if p['sequence_parallel'] else 'off'} {rc_name:<26} {p['dp_sharding']:<21} {p['schedule']:<11} "
                      f"{pr['tokens_per_s_per_gpu']:>10,.0f} {100 * pr['mfu']:>5.1f}% {pr['iteration_time_s']:>8.3f} "
                      f"{pr['bubble_fraction']:>6.3f} {m['peak_bytes'] / GIB:>8.2f} {(m['usable_bytes'] - m['peak_bytes']) / GIB:>8.2f}")

@@ -74,16 +74,18 @@ def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint
     constraints with literals; `hint` (global act, shard) becomes a CP-SAT solution hint (the proposer's hook)."""
     m = cp_model.CpModel()
     rows = np.arange(len(tables.act_rows), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-    n_rows, n_shard, n_struct = len(rows), len(tables.shardings), len(tables.struct)
-    # variable family: the two table indices (and the structural row they imply)
+    structs, local_struct = np.unique(tables.act_struct[rows], return_inverse=True)  # structural rows in use
+    n_rows, n_shard, n_struct = len(rows), len(tables.shardings), len(structs)
+    static_rows = (structs[:, None] * n_shard + np.arange(n_shard)[None, :]).reshape(-1)
+    # variable family: the two table indices (and the structural row they imply, locally numbered)
     act = m.new_int_var(0, max(n_rows - 1, 0), "act")
     shard = m.new_int_var(0, max(n_shard - 1, 0), "shard")
     struct = m.new_int_var(0, max(n_struct - 1, 0), "struct")
-    m.add_element(act, _ints(tables.act_struct[rows]), struct)
+    m.add_element(act, _ints(local_struct.reshape(-1)), struct)
     ss = m.new_int_var(0, max(n_struct * n_shard - 1, 0), "struct_shard")
     m.add(ss == struct * n_shard + shard)
     # constraint group: (structural row, sharding) legal under the structural rules
-    m.add_element(ss, _ints(tables.static_ok.reshape(-1)), 1)
+    m.add_element(ss, _ints(tables.static_ok[structs].reshape(-1)), 1)
     # variable family: axis views, integer-coded
     axis, codes = {}, {}
     for name in AXIS_COLUMNS:
@@ -96,7 +98,7 @@ def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint
     # constraint group: exact memory per rank class, enforced by one literal
     mem_lit = m.new_bool_var("memory_fits")
     for c in range(tables.act_bytes.shape[1]):
-        col_s, col_a = _ints(tables.static_bytes[:, c]), _ints(tables.act_bytes[rows, c])
+        col_s, col_a = _ints(tables.static_bytes[static_rows, c]), _ints(tables.act_bytes[rows, c])
         st = m.new_int_var(0, max(col_s, default=0), f"static_{c}")
         ac = m.new_int_var(0, max(col_a, default=0), f"act_{c}")
         m.add_element(ss, col_s, st)

@@ -94,7 +94,9 @@ def default_domains(model: ModelSpec, job: JobSpec, world: int) -> dict[str, lis
         "mbs": [m for m in _pow2_upto(DEFAULT_MAX_MBS) if m <= job.global_batch_size],
         "sp": [False, True],
         "recompute": [recompute_name(r) for r in recompute_choices(model)],
-        "schedule": [s.value for s in PipelineSchedule],
+        # zero-bubble schedules only when asked (--schedule zb-h1|zbv): Megatron-LM's pretrain_gpt.py has no
+        # zero-bubble schedule, so a default answer must be one Megatron runs (1F1B or interleaved)
+        "schedule": [PipelineSchedule.one_f_one_b.value, PipelineSchedule.interleaved.value],
         "dp_sharding": [DataParallelSharding.distributed_optimizer.value, DataParallelSharding.none.value,
                         DataParallelSharding.megatron_fsdp.value],
         "acc_split": [False, True],

@@ -106,6 +106,8 @@ class MemoryTables:
         """[rows, width] activation-side bytes; cols: tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, split, m
         (int arrays; sched indexes the schedule domain, split indexes self.split_keys)."""
         n = len(cols["tp"])
+        if n == 0:
+            return np.zeros((0, self.width), dtype=np.int64)
         etp = cols["etp"]
         vals = unique_rows(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp", "rc")] + [etp], axis=1),
                            self._values, 5)
