@@ -58,9 +58,11 @@ def solve_case(model, job, placement, profile, pins, bounds, k, margin, method, 
     return result, tables
 
 
-def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, proposer_config):
-    """solve_case, steered by the proposer (solver/proposer) when `proposer_config` asks for one; returns
-    (SolveResult, Tables, HintReport or None). The answer is always the full solve, re-verified."""
+def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, proposer_config,
+                          objective: str = "throughput"):
+    """solve_case, steered by the proposer (solver/proposer) when `proposer_config` asks for one (throughput
+    objective only); returns (SolveResult, Tables, HintReport or None). The answer is always the full
+    solve, re-verified."""
     from solver.cpsat_solve import solve_cpsat
     from solver.exhaustive import solve_exhaustive
     from solver.tables import build_tables
@@ -71,13 +73,13 @@ def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margi
         space.domains["recompute"] = [r for r in space.domains["recompute"] if r.split(":")[0] == kind]
     tables = build_tables(space, profile, margin)
     if method == "exhaustive":
-        return solve_exhaustive(tables, k, margin_fraction=margin), tables, None
-    if proposer_config is not None and proposer_config.kind != "none":
+        return solve_exhaustive(tables, k, margin_fraction=margin, objective=objective), tables, None
+    if proposer_config is not None and proposer_config.kind != "none" and objective == "throughput":
         from solver.proposer import solve_with_proposer
 
         result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config)
         return result, tables, report
-    return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s), tables, None
+    return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s, objective=objective), tables, None
 
 
 def recipe_json(ranked, case) -> dict:
@@ -131,8 +133,11 @@ def _range_options(fn):
 @click.option("--sequence-parallel/--no-sequence-parallel", "sp", default=None)
 @click.option("--dp-sharding", type=click.Choice(["distributed_optimizer", "none", "megatron_fsdp"]), default=None)
 @click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
-@click.option("--objective", type=click.Choice(["throughput"]), default="throughput", show_default=True,
-              help="ranking objective (projected step time)")
+@click.option("--objective", type=click.Choice(["throughput", "memory", "fewest-gpus"]), default="throughput", show_default=True,
+              help="throughput: shortest projected step; memory: most headroom (smallest exact peak); "
+                   "fewest-gpus: fewest nodes (up to --nodes) reaching --target-tokens-per-s")
+@click.option("--target-tokens-per-s", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="total tokens/s to reach, for --objective fewest-gpus")
 @click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True)
 @click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="CP-SAT deterministic time limit (seconds of its deterministic clock)")
@@ -141,7 +146,8 @@ def _range_options(fn):
 @proposer_options
 def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision, k, tp_range, pp_range,
                   vpp_range, cp_range, ep_range, etp_range, mbs_range, schedule, recompute, no_recompute, sp, dp_sharding,
-                  max_memory_fraction, objective, method, time_limit_s, render_dir, as_json, **proposer_kw) -> None:
+                  max_memory_fraction, objective, target_tokens_per_s, method, time_limit_s, render_dir, as_json,
+                  **proposer_kw) -> None:
     """Find the best legal recipes (projected step time), each re-verified by check.
 
     \b
@@ -164,16 +170,30 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     ranges = dict(zip(RANGE_AXES, (tp_range, pp_range, vpp_range, cp_range, ep_range, etp_range, mbs_range)))
     pins, bounds = collect_pins(ranges, schedule, recompute, no_recompute, sp, dp_sharding)
     margin = 1.0 - max_memory_fraction
+    tried = None
     try:
-        result, tables, hint_report = solve_case_with_hints(model, job, placement, profile, dict(pins), bounds, k, margin, method,
-                                                            time_limit_s, proposer_config)
+        if objective == "fewest-gpus":
+            from solver.fewest_gpus import fewest_gpus
+
+            def solve_at(pl):
+                res, tab, _ = solve_case_with_hints(model, job, pl, profile, dict(pins), bounds, k, margin, method, time_limit_s, None)
+                return res, tab
+
+            result, tables, placement, tried = fewest_gpus(placement, target_tokens_per_s, solve_at)
+            hint_report = None
+        else:
+            result, tables, hint_report = solve_case_with_hints(model, job, placement, profile, dict(pins), bounds, k, margin,
+                                                                method, time_limit_s, proposer_config, objective)
     except ValueError as exc:
         raise SolveError(str(exc).splitlines()[0]) from None
     cases = [Case(model=model, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
     payload = {"recipes": [recipe_json(r, c) for r, c in zip(result.ranked, cases)], "proven_optimal": result.proven_optimal,
                "bound": (result.bound_us / 1e6 if result.bound_us is not None else None), "bound_unit": "s (iteration time, closed-form ranking projection)",
                "method": result.method, "space": tables.counts, "evaluated": result.evaluated,
-               "proposer": hint_report.model_dump(mode="json") if hint_report else None}
+               "proposer": hint_report.model_dump(mode="json") if hint_report else None, "objective": objective,
+               "nodes": placement.num_nodes}
+    if tried is not None:
+        payload["fewest_gpus"] = {"target_tokens_per_s": target_tokens_per_s, "tried": tried}
     if not result.ranked:
         from solver.explain import explain_infeasible
 

@@ -42,6 +42,7 @@ class RecipeModel:
     axis: dict[str, cp_model.IntVar]
     codes: dict[str, list]                     # axis -> value per integer code
     memory_literal: cp_model.IntVar
+    peak_bytes: cp_model.IntVar = None
     pin_literals: dict[str, cp_model.IntVar] = field(default_factory=dict)
 
     def assumptions(self) -> list:
@@ -97,6 +98,7 @@ def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint
     codes["dp_sharding"], axis["dp_sharding"] = list(tables.shardings), shard
     # constraint group: exact memory per rank class, enforced by one literal
     mem_lit = m.new_bool_var("memory_fits")
+    rank_totals = []
     for c in range(tables.act_bytes.shape[1]):
         col_s, col_a = _ints(tables.static_bytes[static_rows, c]), _ints(tables.act_bytes[rows, c])
         st = m.new_int_var(0, max(col_s, default=0), f"static_{c}")
@@ -104,6 +106,10 @@ def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint
         m.add_element(ss, col_s, st)
         m.add_element(act, col_a, ac)
         m.add(st + ac <= tables.usable_bytes).only_enforce_if(mem_lit)
+        rank_totals.append(st + ac)
+    # the peak (the memory-headroom objective): max over rank classes of static + activation bytes
+    peak = m.new_int_var(0, int(tables.static_bytes.max(initial=0) + tables.act_bytes.max(initial=0)), "peak_bytes")
+    m.add_max_equality(peak, rank_totals)
     # objective feed: the ranking time of the (row, sharding) pair
     times = _ints(pair_times(tables)[rows].reshape(-1))
     pair = m.new_int_var(0, max(n_rows * n_shard - 1, 0), "pair")
@@ -111,7 +117,7 @@ def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint
     t = m.new_int_var(min(times, default=0), max(times, default=0), "time_us")
     m.add_element(pair, times, t)
     rm = RecipeModel(model=m, tables=tables, rows=rows, act=act, shard=shard, time_us=t, axis=axis, codes=codes,
-                     memory_literal=mem_lit)
+                     memory_literal=mem_lit, peak_bytes=peak)
     # constraint group: user pins, one literal each
     for name, allowed in (pins or {}).items():
         lit = m.new_bool_var(f"pin_{name}")

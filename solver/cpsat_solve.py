@@ -92,14 +92,25 @@ class ExactRanker:
         return sorted((r for r in self.done.values() if r is not None), key=lambda r: r.key)[:k]
 
 
-def fitting_index(tables: Tables, pins: Optional[dict] = None) -> np.ndarray:
-    """Candidate indices that fit and satisfy the pins, in (ranking time, act, shard) order."""
+OBJECTIVES = ("throughput", "memory")  # minimise the ranking time / the peak bytes (most headroom)
+
+
+def primary_key(tables: Tables, objective: str) -> np.ndarray:
+    """Per candidate, the integer the objective minimises: ranking time (µs) or exact peak (bytes)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
+    return tables.cand_time_us if objective == "throughput" else tables.cand_peak
+
+
+def fitting_index(tables: Tables, pins: Optional[dict] = None, objective: str = "throughput") -> np.ndarray:
+    """Candidate indices that fit and satisfy the pins, in (objective, ranking time, act, shard) order."""
     keep = tables.cand_peak <= tables.usable_bytes
     for name, allowed in (pins or {}).items():
         ok = tables.allowed(name, allowed)
         keep &= ok[tables.cand_shard] if name == "dp_sharding" else ok[tables.cand_act]
     idx = np.flatnonzero(keep)
-    order = np.lexsort((tables.cand_shard[idx], tables.cand_act[idx], tables.cand_time_us[idx]))
+    key = primary_key(tables, objective)
+    order = np.lexsort((tables.cand_shard[idx], tables.cand_act[idx], tables.cand_time_us[idx], key[idx]))
     return idx[order]
 
 
@@ -147,10 +158,12 @@ def _enforced(tables, pins, hint, rows):
 
 
 def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float = 0.0, max_time_s: float = 60.0,
-                hint: Optional[tuple[int, int]] = None, cpsat_enumeration: bool = False) -> SolveResult:
-    """Exact top-K under the ranking projection, each with its simulated projection; `hint` (act, shard) seeds CP-SAT."""
+                hint: Optional[tuple[int, int]] = None, cpsat_enumeration: bool = False,
+                objective: str = "throughput") -> SolveResult:
+    """Exact top-K under the objective (ranking time, or peak bytes), each with its simulated projection;
+    `hint` (act, shard) seeds CP-SAT."""
     t0 = time.perf_counter()
-    idx = fitting_index(tables, pins)
+    idx = fitting_index(tables, pins, objective)
     if not len(idx):
         if tables.act_rows:
             rm = _enforced(tables, pins, hint, None)
@@ -161,29 +174,34 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
             proven = True
         return SolveResult([], proven, None, "cpsat", stats={"solve_s": time.perf_counter() - t0})
     best, ranker, pool = top_verified(tables, idx, k, margin_fraction)
-    limit = int(tables.cand_time_us[pool[-1]])
-    rows = np.unique(tables.cand_act[tables.cand_time_us <= limit])
+    key = primary_key(tables, objective)
+    limit = int(key[pool[-1]])
+    rows = np.unique(tables.cand_act[key <= limit])
     rm = _enforced(tables, pins, hint, rows)
-    rm.model.minimize(rm.time_us)
+    target = rm.time_us if objective == "throughput" else rm.peak_bytes
+    rm.model.minimize(target)
     solver = _solver(max_time_s)
     status = solver.solve(rm.model)
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE), f"CP-SAT: {solver.status_name(status)} where the tables fit"
     proven = status == cp_model.OPTIMAL
-    best_us = int(tables.cand_time_us[idx[0]])
-    assert not proven or int(solver.objective_value) == best_us, "CP-SAT optimum disagrees with the tables"
-    region = idx[tables.cand_time_us[idx] <= limit]
+    best_value = int(key[idx[0]])
+    assert not proven or int(solver.objective_value) == best_value, "CP-SAT optimum disagrees with the tables"
+    region = idx[key[idx] <= limit]
     if cpsat_enumeration and len(region) <= MAX_CPSAT_ENUMERATION:
-        found = _enumerate(tables, pins, rows, limit, max_time_s)
+        found = _enumerate(tables, pins, rows, limit, max_time_s, objective)
         expect = {(int(tables.cand_act[i]), int(tables.cand_shard[i])) for i in region}
         assert found == expect, "CP-SAT enumeration disagrees with the tables"
-    return SolveResult(best, proven, best_us if proven else int(solver.best_objective_bound), "cpsat",
-                       evaluated=len(ranker.done), rejected=ranker.rejected,
-                       stats={"solve_s": time.perf_counter() - t0, "region_rows": int(len(rows)), "threshold_us": limit})
+    bound = best_value if proven else int(solver.best_objective_bound)
+    if objective != "throughput":   # `bound` is in the objective's unit; report the best time alongside
+        bound = int(tables.cand_time_us[idx[0]]) if proven else None
+    return SolveResult(best, proven, bound, "cpsat", evaluated=len(ranker.done), rejected=ranker.rejected,
+                       stats={"solve_s": time.perf_counter() - t0, "region_rows": int(len(rows)), "threshold": limit,
+                              "objective": objective, "best_objective": best_value})
 
 
-def _enumerate(tables, pins, rows, limit: int, max_time_s: float) -> set[tuple[int, int]]:
+def _enumerate(tables, pins, rows, limit: int, max_time_s: float, objective: str = "throughput") -> set[tuple[int, int]]:
     rm = _enforced(tables, pins, None, rows)
-    rm.model.add(rm.time_us <= limit)
+    rm.model.add((rm.time_us if objective == "throughput" else rm.peak_bytes) <= limit)
     solver = _solver(max_time_s)
     solver.parameters.enumerate_all_solutions = True
     cb = _Collect(rm)

@@ -21,9 +21,10 @@ def fitting_candidates(tables: Tables, pins: Optional[dict] = None) -> tuple[np.
     return tables.cand_act[idx], tables.cand_shard[idx]
 
 
-def solve_exhaustive(tables: Tables, k: int = 10, pins=None, margin_fraction: float = 0.0) -> SolveResult:
+def solve_exhaustive(tables: Tables, k: int = 10, pins=None, margin_fraction: float = 0.0,
+                     objective: str = "throughput") -> SolveResult:
     t0 = time.perf_counter()
-    idx = fitting_index(tables, pins)
+    idx = fitting_index(tables, pins, objective)
     best, ranker, _ = top_verified(tables, idx, k, margin_fraction)
     return SolveResult(best, True, int(tables.cand_time_us[idx[0]]) if len(idx) else None, "exhaustive",
                        evaluated=len(ranker.done), rejected=ranker.rejected,

@@ -140,7 +140,9 @@ def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
     for axis, allowed in (pins or {}).items():
         if axis not in domains:
             raise SpaceError(f"--{axis}: not a searchable axis; choose one of {', '.join(AXES)}")
-        domains[axis] = _restrict(axis, domains[axis], allowed) or list(allowed)
+        # named choices (schedules, shardings) are taken as given, so opt-in values (zero-bubble) can be pinned in
+        named = axis in ("schedule", "dp_sharding")
+        domains[axis] = list(allowed) if named else (_restrict(axis, domains[axis], allowed) or list(allowed))
     return SearchSpace(model=model, job=job, placement=placement, world_size=world, domains=domains)
 
 
