@@ -1,19 +1,22 @@
 """Build the CP-SAT model of record over the factor tables (solving lives in solver/cpsat_solve.py).
 
-Encoding (see solver/tables.py for the tables):
-- `act` (int): local index into `rows`, a set of activation rows (all of them, or a region the solve has
-  shown holds the top-K: solver/cpsat_solve.py); each row is one legal (TP, PP, VPP, CP, EP, ETP, schedule,
-  split, MBS, SP, recompute), so every rule judged on that table holds by construction.
-- `shard` (int): DP sharding index; `struct_shard = struct(act) * n_shard + shard` indexes the static
-  table, and an element constraint keeps only (structural row, sharding) pairs the rules allow.
-- axis views (`tp`, `pp`, ... ints): element constraints act -> integer code of the value; user pins and
+Encoding (see solver/tables.py for the tables). Measured first: element constraints indexed by a
+12k-value row variable took 11.6 s to prove a 2k-row explanation instance infeasible; this one-hot
+table encoding took 1.4 s (and the optimisation region 1.3 s -> well under 1 s).
+- `pick[i]` (bool): candidate i of `cands` is the recipe; exactly one is true. A candidate is one legal
+  (activation row, DP sharding) pair: activation rows are legal (TP, PP, VPP, CP, EP, ETP, schedule,
+  split, MBS, SP, recompute) by construction and the sharding is one the structural rules accept, so
+  every rule judged on the tables holds. `cands` is all of them, or a region the solve has shown holds
+  the top-K (solver/cpsat_solve.py). `act` / `shard` are integer views (table indices) for hints and reading.
+- axis views (`tp`, `pp`, ... ints) = sum of pick x integer code of the candidate's value; user pins and
   bounds are domain constraints on them, each enforced by its own literal (the explanation's assumptions).
-- memory (exact integer bytes): per rank class c, static_c = static[struct_shard, c] and
-  act_c = act_bytes[act, c] by element constraints, and `memory` => static_c + act_c <= usable. Two integer
-  variables per class, no boolean x bytes sums (OR-Tools issue #5293 cannot arise); every value is
-  < 2^47, far from CP-SAT's 2^62 bound.
-- objective feed: `time_us` = time[act * n_shard + shard], the ranking projection in whole microseconds
-  (solver/table_time.py); pairs the rules forbid carry a sentinel and are excluded by the static element.
+- memory (exact integer bytes): per rank class c, static_c = sum pick x static bytes and act_c = sum pick x
+  activation bytes (unenforced definitions), and `memory` => static_c + act_c <= usable on the two integer
+  variables. Presolve could substitute the definitions into the enforced constraint, the pattern of
+  OR-Tools issue #5293 (enforcement lost when boolean coefficients sum past 2^31), so the solver runs with
+  presolve_inclusion_work_limit = 0 as the issue advises, and every verdict is cross-checked against the
+  numpy tables (asserted in solver/cpsat_solve.py). Every value is < 2^47, far from CP-SAT's 2^62 bound.
+- objective feeds: `time_us` = sum pick x ranking time (µs); `peak_bytes` = max over classes of static_c + act_c.
 """
 from __future__ import annotations
 
@@ -23,7 +26,6 @@ from typing import Optional, Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.table_time import UNPRICEABLE_US
 from solver.tables import AXIS_NAMES, Tables
 
 AXIS_COLUMNS = AXIS_NAMES
@@ -35,8 +37,9 @@ class RecipeModel:
 
     model: cp_model.CpModel
     tables: Tables
-    rows: np.ndarray                           # local act index -> global activation row
-    act: cp_model.IntVar
+    cands: np.ndarray                          # candidate indices (into tables.cand_*) the model ranges over
+    pick: list                                 # one bool per candidate
+    act: cp_model.IntVar                       # global activation row of the picked candidate
     shard: cp_model.IntVar
     time_us: cp_model.IntVar
     axis: dict[str, cp_model.IntVar]
@@ -50,7 +53,7 @@ class RecipeModel:
 
     def candidate(self, solver) -> tuple[int, int]:
         """(global activation row, sharding) of the solver's current solution."""
-        return int(self.rows[solver.value(self.act)]), int(solver.value(self.shard))
+        return int(solver.value(self.act)), int(solver.value(self.shard))
 
 
 def axis_value(tables: Tables, a: int, shard: int, axis: str):
@@ -58,66 +61,60 @@ def axis_value(tables: Tables, a: int, shard: int, axis: str):
     return tables.axis_value(a, shard, axis)
 
 
-def pair_times(tables: Tables) -> np.ndarray:
-    """[act, shard] ranking time in µs; the sentinel where the rules forbid the pair."""
-    out = np.full((len(tables.act_rows), len(tables.shardings)), UNPRICEABLE_US, dtype=np.int64)
-    out[tables.cand_act, tables.cand_shard] = tables.cand_time_us
-    return out
-
-
 def _ints(a) -> list[int]:
     return [int(x) for x in a]
 
 
+def _dot(pick: list, coefs) -> cp_model.LinearExpr:
+    return cp_model.LinearExpr.weighted_sum(pick, _ints(coefs))
+
+
 def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint: Optional[tuple[int, int]] = None,
                 rows: Optional[np.ndarray] = None) -> RecipeModel:
-    """Model over `rows` of `tables` (default: all); `pins` (axis -> allowed values) become enforced
-    constraints with literals; `hint` (global act, shard) becomes a CP-SAT solution hint (the proposer's hook)."""
+    """Model over the candidates whose activation row is in `rows` (default: all candidates); `pins` (axis ->
+    allowed values) become enforced constraints with literals; `hint` (global act, shard) becomes a
+    CP-SAT solution hint (the proposer's hook)."""
     m = cp_model.CpModel()
-    rows = np.arange(len(tables.act_rows), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-    structs, local_struct = np.unique(tables.act_struct[rows], return_inverse=True)  # structural rows in use
-    n_rows, n_shard, n_struct = len(rows), len(tables.shardings), len(structs)
-    static_rows = (structs[:, None] * n_shard + np.arange(n_shard)[None, :]).reshape(-1)
-    # variable family: the two table indices (and the structural row they imply, locally numbered)
-    act = m.new_int_var(0, max(n_rows - 1, 0), "act")
+    cands = np.arange(len(tables.cand_act), dtype=np.int64)
+    if rows is not None:
+        cands = cands[np.isin(tables.cand_act, np.asarray(rows, dtype=np.int64))]
+    a, h = tables.cand_act[cands], tables.cand_shard[cands]
+    n_shard = len(tables.shardings)
+    # variable family: one boolean per candidate, exactly one picked; integer views of the table indices
+    pick = [m.new_bool_var(f"pick_{i}") for i in range(len(cands))]
+    m.add_exactly_one(pick)
+    act = m.new_int_var(0, max(len(tables.act_rows) - 1, 0), "act")
+    m.add(act == _dot(pick, a))
     shard = m.new_int_var(0, max(n_shard - 1, 0), "shard")
-    struct = m.new_int_var(0, max(n_struct - 1, 0), "struct")
-    m.add_element(act, _ints(local_struct.reshape(-1)), struct)
-    ss = m.new_int_var(0, max(n_struct * n_shard - 1, 0), "struct_shard")
-    m.add(ss == struct * n_shard + shard)
-    # constraint group: (structural row, sharding) legal under the structural rules
-    m.add_element(ss, _ints(tables.static_ok[structs].reshape(-1)), 1)
+    m.add(shard == _dot(pick, h))
     # variable family: axis views, integer-coded
     axis, codes = {}, {}
     for name in AXIS_COLUMNS:
         vocab, col = tables.axis_codes(name)
         codes[name] = vocab
         var = m.new_int_var(0, max(len(vocab) - 1, 0), name)
-        m.add_element(act, _ints(col[rows]), var)
+        m.add(var == _dot(pick, col[a]))
         axis[name] = var
     codes["dp_sharding"], axis["dp_sharding"] = list(tables.shardings), shard
     # constraint group: exact memory per rank class, enforced by one literal
     mem_lit = m.new_bool_var("memory_fits")
     rank_totals = []
+    static = tables.static_bytes[tables.act_struct[a] * n_shard + h]
     for c in range(tables.act_bytes.shape[1]):
-        col_s, col_a = _ints(tables.static_bytes[static_rows, c]), _ints(tables.act_bytes[rows, c])
-        st = m.new_int_var(0, max(col_s, default=0), f"static_{c}")
-        ac = m.new_int_var(0, max(col_a, default=0), f"act_{c}")
-        m.add_element(ss, col_s, st)
-        m.add_element(act, col_a, ac)
+        st = m.new_int_var(0, int(static[:, c].max(initial=0)), f"static_{c}")
+        ac = m.new_int_var(0, int(tables.act_bytes[a, c].max(initial=0)), f"act_{c}")
+        m.add(st == _dot(pick, static[:, c]))
+        m.add(ac == _dot(pick, tables.act_bytes[a, c]))
         m.add(st + ac <= tables.usable_bytes).only_enforce_if(mem_lit)
         rank_totals.append(st + ac)
-    # the peak (the memory-headroom objective): max over rank classes of static + activation bytes
+    # objective feeds: ranking time, and the peak (memory-headroom objective)
+    times = tables.cand_time_us[cands]
+    t = m.new_int_var(int(times.min(initial=0)), int(times.max(initial=0)), "time_us")
+    m.add(t == _dot(pick, times))
     peak = m.new_int_var(0, int(tables.static_bytes.max(initial=0) + tables.act_bytes.max(initial=0)), "peak_bytes")
     m.add_max_equality(peak, rank_totals)
-    # objective feed: the ranking time of the (row, sharding) pair
-    times = _ints(pair_times(tables)[rows].reshape(-1))
-    pair = m.new_int_var(0, max(n_rows * n_shard - 1, 0), "pair")
-    m.add(pair == act * n_shard + shard)
-    t = m.new_int_var(min(times, default=0), max(times, default=0), "time_us")
-    m.add_element(pair, times, t)
-    rm = RecipeModel(model=m, tables=tables, rows=rows, act=act, shard=shard, time_us=t, axis=axis, codes=codes,
-                     memory_literal=mem_lit, peak_bytes=peak)
+    rm = RecipeModel(model=m, tables=tables, cands=cands, pick=pick, act=act, shard=shard, time_us=t, axis=axis,
+                     codes=codes, memory_literal=mem_lit, peak_bytes=peak)
     # constraint group: user pins, one literal each
     for name, allowed in (pins or {}).items():
         lit = m.new_bool_var(f"pin_{name}")
@@ -125,8 +122,8 @@ def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint
         m.add_linear_expression_in_domain(axis[name], cp_model.Domain.from_values(ok)).only_enforce_if(lit)
         rm.pin_literals[name] = lit
     if hint is not None:
-        local = np.flatnonzero(rows == hint[0])
-        if len(local):
-            m.add_hint(act, int(local[0]))
-            m.add_hint(shard, int(hint[1]))
+        hit = np.flatnonzero((a == hint[0]) & (h == hint[1]))
+        if len(hit):
+            for i, p in enumerate(pick):
+                m.add_hint(p, i == int(hit[0]))
     return rm
