@@ -44,6 +44,12 @@ _HEAD_COLS = ("emb_f", "emb_w", "loss_f", "loss_d", "loss_w", "vocab_rows", "p2p
 _STAGE_COLS = ("nd", "nm", "nfd", "nfm", "emb", "loss", "vocab", "mult")
 
 
+def _kind_cols(lc) -> list[float]:
+    """One layer kind's columns (_KIND_COLS order) from measure.project.layer_cost."""
+    return [lc.fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd, lc.dgrad + lc.tp_bwd + lc.ep_bwd + lc.cp_bwd, lc.wgrad,
+            lc.fwd + lc.tp_fwd + lc.ep_fwd, lc.recompute_selective, lc.dense_params, lc.expert_params]
+
+
 class Evaluator:
     """Prices RecipeBatches for one (model, job, placement, profile[, cost table]); keep one per search.
 
@@ -68,6 +74,7 @@ class Evaluator:
         self.rc_map = np.zeros(0, dtype=np.int64)  # global rc -> (mods idx, fulls idx, selective flag)
         self.layers = _Factor(self._layer_row)
         self.stages = _Factor(self._stage_row)
+        self._shared_rows: dict = {}
         self.dp_spans = _Factor(lambda k: self._span(k, dense=True))
         self.edp_spans = _Factor(lambda k: self._span(k, dense=False))
 
@@ -81,14 +88,25 @@ class Evaluator:
         rc = Recompute(granularity=RecomputeGranularity.selective, modules=mods) if mods else Recompute()
         r = self.base.model_copy(update={"tp": tp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs, "pp": 1, "vpp": 1,
                                          "sequence_parallel": bool(key[5]), "recompute": rc})
-        row: list[float] = []
-        for kind in (LayerKind.dense, LayerKind.moe):
-            if kind == LayerKind.moe and not self.model.is_moe:
-                row += [0.0] * len(_KIND_COLS)
-                continue
-            lc = layer_cost(self.model, self.job, r, self.placement, self.profile, kind, self.cost_table, self.fingerprint)
-            row += [lc.fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd, lc.dgrad + lc.tp_bwd + lc.ep_bwd + lc.cp_bwd, lc.wgrad,
-                    lc.fwd + lc.tp_fwd + lc.ep_fwd, lc.recompute_selective, lc.dense_params, lc.expert_params]
+        # the dense layer, the head ops and the FLOPs do not read EP / ETP (checked on DeepSeek-V3 when this cache
+        # was added; tests/test_vectorized.py holds the whole row equal to project): share them across EP x ETP
+        shared_key = (key[0], key[1], key[4], key[5], key[6])
+        shared = self._shared_rows.get(shared_key)
+        if shared is None:
+            shared = self._shared_rows[shared_key] = self._ep_free_row(r, tp, cp, mbs)
+        moe_row = [0.0] * len(_KIND_COLS)
+        if self.model.is_moe:
+            lc = layer_cost(self.model, self.job, r, self.placement, self.profile, LayerKind.moe, self.cost_table, self.fingerprint)
+            moe_row = _kind_cols(lc)
+        return shared[0] + moe_row + shared[1]
+
+    def _ep_free_row(self, r: Recipe, tp: int, cp: int, mbs: int) -> tuple[list[float], list[float]]:
+        """(dense-layer columns, head columns) of one layer key; zeros for a kind no layer has."""
+        dense_row = [0.0] * len(_KIND_COLS)
+        has_dense = not self.model.is_moe or False in self.model.moe_layers
+        if has_dense:
+            lc = layer_cost(self.model, self.job, r, self.placement, self.profile, LayerKind.dense, self.cost_table, self.fingerprint)
+            dense_row = _kind_cols(lc)
         head = [(p, op_time_s(p, self.profile, self.cost_table, self.fingerprint)) for p in head_ops(self.model, self.job, r)]
         emb = [(p, t) for p, t in head if p.op.kind.value == "embedding"]
         loss = [(p, t) for p, t in head if p.op.kind.value != "embedding"]
@@ -96,10 +114,10 @@ class Evaluator:
                          if p.phase == Phase.bwd_wgrad and p.op.kind.value == "gemm") // max(1 + self.model.mtp_num_layers, 1)
         t_tok = mbs * self.job.seq_length // cp
         p2p_bytes = (t_tok // tp if r.sp_active else t_tok) * self.model.hidden_size * 2
-        row += [sum(t for p, t in emb if p.phase == Phase.fwd), sum(t for p, t in emb if p.phase != Phase.fwd),
-                *(sum(t for p, t in loss if p.phase == ph) for ph in (Phase.fwd, Phase.bwd_dgrad, Phase.bwd_wgrad)),
-                vocab_rows, p2p_bytes, flops_per_iteration(self.model, self.job, r)]
-        return row
+        head_row = [sum(t for p, t in emb if p.phase == Phase.fwd), sum(t for p, t in emb if p.phase != Phase.fwd),
+                    *(sum(t for p, t in loss if p.phase == ph) for ph in (Phase.fwd, Phase.bwd_dgrad, Phase.bwd_wgrad)),
+                    vocab_rows, p2p_bytes, flops_per_iteration(self.model, self.job, r)]
+        return dense_row, head_row
 
     def _stage_row(self, key: tuple) -> list[float]:
         pp, vpp = self._val("pp", key[0]), self._val("vpp", key[1])
