@@ -217,7 +217,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
 def format_solve(payload: dict, model, placement, job) -> str:
     lines = [f"{model.name} on {placement.world_size} x {placement.hardware}, seq {job.seq_length}, GBS {job.global_batch_size}: "
              f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
-             f"under the projection (bound {payload['bound']} s)"]
+             f"for objective {payload.get('objective', 'throughput')} (best ranking step {payload['bound']} s)"]
     lines.append(f"{'#':>2} {'TP':>3} {'PP':>3} {'VPP':>3} {'CP':>3} {'EP':>3} {'ETP':>3} {'DP':>5} {'MBS':>3} SP  {'recompute':<26} "
                  f"{'sharding':<21} {'schedule':<11} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'bubble':>6} {'peak GiB':>8} {'free GiB':>8}")
     for i, r in enumerate(payload["recipes"], 1):
