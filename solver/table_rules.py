@@ -22,6 +22,7 @@ ACTIVATION_RULES = {"sequence_parallel_needs_tp", "sequence_parallel_divides_seq
                     "distribute_saved_activations", "cpu_offloading", "zero_bubble_no_recompute",
                     "moe_act_needs_grouped_gemm", "ep_comm_overlap"}
 _BASE = Recipe()
+_BASE_FIELDS = dict(_BASE.__dict__)
 
 
 @lru_cache(maxsize=None)
@@ -49,11 +50,17 @@ def has_error(fns, x: RuleInput) -> bool:
 def fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, recompute, schedule, dp_sharding, acc) -> Recipe:
     """solver.space.make_recipe without per-row validation (same field settings)."""
     sharding = DataParallelSharding(dp_sharding)
-    return _BASE.model_copy(update={
-        "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs, "sequence_parallel": sp and tp > 1,
-        "recompute": recompute, "schedule": PipelineSchedule(schedule), "dp_sharding": sharding,
-        "overlap_param_gather": sharding != DataParallelSharding.none,
-        "account_for_embedding_in_pipeline_split": acc, "account_for_loss_in_pipeline_split": acc})
+    fields = {**_BASE_FIELDS, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs,
+              "sequence_parallel": sp and tp > 1, "recompute": recompute, "schedule": PipelineSchedule(schedule),
+              "dp_sharding": sharding, "overlap_param_gather": sharding != DataParallelSharding.none,
+              "account_for_embedding_in_pipeline_split": acc, "account_for_loss_in_pipeline_split": acc}
+    # what pydantic's model_copy does, minus its deep-copy bookkeeping (3x faster; the rows number ~1e5)
+    r = object.__new__(Recipe)
+    object.__setattr__(r, "__dict__", fields)
+    object.__setattr__(r, "__pydantic_fields_set__", set())
+    object.__setattr__(r, "__pydantic_extra__", None)
+    object.__setattr__(r, "__pydantic_private__", None)
+    return r
 
 
 def schedule_vpp_pairs(space: SearchSpace, pp: int) -> list[tuple[str, int]]:
