@@ -141,17 +141,26 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
 
 def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx) -> list[tuple]:
     """(struct, mbs, sp, rc) rows whose activation and batch rules hold (judged under the row's first
-    accepted sharding: these rules do not read the sharding)."""
-    rows = []
+    accepted sharding: these rules do not read the sharding). Verdicts are shared across rows that differ
+    only in ETP and the account-for split, which these rule groups do not read
+    (tests/test_solver_rules_factored.py holds the tables equal to check_rules on every full recipe)."""
+    rows, act_cache, batch_cache = [], {}, {}
     for i, row in enumerate(struct):
         if not static_ok[i].any():
             continue
         sh = shardings[int(np.argmax(static_ok[i]))]
-        tp = row[0]
-        sp_rc = [(sp, rci) for sp in space.domains["sp"] for rci in rc_idx
-                 if not (sp and tp == 1) and activation_ok(space, profile, row, sp, rcs_all[rci], sh)]
+        tp, pp, vpp, cp, ep, _etp, sched, _acc = row
+        key = (tp, pp, vpp, cp, ep, sched, sh)
+        sp_rc = act_cache.get(key)
+        if sp_rc is None:
+            sp_rc = act_cache[key] = [(sp, rci) for sp in space.domains["sp"] for rci in rc_idx
+                                      if not (sp and tp == 1) and activation_ok(space, profile, row, sp, rcs_all[rci], sh)]
         for mbs in space.domains["mbs"]:
-            if batch_ok(space, profile, row, mbs, rcs_all[0], sh):
+            bkey = (tp, pp, vpp, cp, sched, sh, mbs)
+            ok = batch_cache.get(bkey)
+            if ok is None:
+                ok = batch_cache[bkey] = batch_ok(space, profile, row, mbs, rcs_all[0], sh)
+            if ok:
                 rows += [(i, mbs, sp, rci) for sp, rci in sp_rc]
     return rows
 

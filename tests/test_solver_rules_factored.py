@@ -1,0 +1,51 @@
+"""The solver's factorised legality equals check_rules on full recipes.
+
+solver/table_rules.py judges each rule group on the table whose axes it reads (and caches activation
+verdicts without ETP and the split); this enumerates every full assignment of a small MoE space, asks
+check_rules about each complete recipe, and requires the tables to hold exactly the legal ones."""
+from __future__ import annotations
+
+import itertools
+
+from constraints.models import load_model
+from constraints.rules import RuleInput, check_rules
+from constraints.spec import JobSpec, Placement
+from hardware.profile import load_profile
+from solver.space import build_space, make_recipe
+from solver.table_rules import schedule_vpp_pairs
+from solver.tables import build_tables
+
+PINS = {"tp": [1, 2, 4], "pp": [1, 2, 4], "vpp": [1, 2, 3], "cp": [1, 2], "ep": [1, 2, 8], "etp": [1, 2], "mbs": [1, 2],
+        "recompute": ["none", "selective:core_attn+moe_act", "full:uniform:1"],
+        "schedule": ["1f1b", "interleaved", "zb-h1", "zbv"]}
+
+
+def test_tables_hold_exactly_the_rule_legal_recipes():
+    model = load_model("Mixtral-8x7B-v0.1")
+    job = JobSpec(seq_length=4096, global_batch_size=16)
+    pl = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8)
+    prof = load_profile(pl.hardware)
+    space = build_space(model, job, pl, pins=PINS)
+    t = build_tables(space, prof)
+    in_tables = {(t.struct[s], mbs, bool(sp and t.struct[s][0] > 1), rc, t.shardings[h])
+                 for a, h in zip(t.cand_act.tolist(), t.cand_shard.tolist()) for s, mbs, sp, rc in [t.act_rows[a]]}
+    d = space.domains
+    from solver.space import recompute_choices, recompute_name
+
+    rc_of = {recompute_name(r): (i, r) for i, r in enumerate(recompute_choices(model))}
+    legal = checked = 0
+    for tp, pp, cp, ep, etp, acc in itertools.product(d["tp"], d["pp"], d["cp"], d["ep"], d["etp"], d["acc_split"]):
+        if 16 % (tp * pp * cp):
+            continue
+        for (sched, vpp), mbs, sp, rc_name, sh in itertools.product(schedule_vpp_pairs(space, pp), d["mbs"], d["sp"],
+                                                                    d["recompute"], d["dp_sharding"]):
+            if (sp and tp == 1) or (acc and model.num_layers % (pp * vpp) == 0):
+                continue
+            rci, rc = rc_of[rc_name]
+            r = make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, sh, acc)
+            ok = not any(v.severity == "error" for v in check_rules(RuleInput(model, job, r, pl.world_size, prof)))
+            key = ((tp, pp, vpp, cp, ep, etp, sched, acc), mbs, bool(sp and tp > 1), rci, sh)
+            assert ok == (key in in_tables), (r.model_dump(exclude_defaults=True), ok)
+            legal += ok
+            checked += 1
+    assert legal == len(in_tables) and legal > 100 and checked > legal + 1000  # both verdicts well represented
