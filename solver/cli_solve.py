@@ -25,7 +25,7 @@ class SolveError(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
-def collect_pins(ranges: dict, schedule, recompute, no_recompute, sp, dp_sharding) -> tuple[dict, dict]:
+def collect_pins(ranges: dict, schedule, recompute, no_recompute, sp, dp_sharding, tp_comm_overlap=None) -> tuple[dict, dict]:
     """(pins axis -> allowed values, ranges axis -> (lo, hi)) from the command-line options."""
     pins, bounds = {}, {}
     for axis, text in ranges.items():
@@ -49,6 +49,8 @@ def collect_pins(ranges: dict, schedule, recompute, no_recompute, sp, dp_shardin
         pins["sp"] = [sp]
     if dp_sharding:
         pins["dp_sharding"] = [dp_sharding]
+    if tp_comm_overlap is not None:
+        pins["tp_comm_overlap"] = [tp_comm_overlap]
     return pins, bounds
 
 
@@ -87,7 +89,7 @@ def recipe_json(ranked, case) -> dict:
     rep = ranked.check
     parallel = {"tp": r.tp, "pp": r.pp, "vpp": r.vpp, "cp": r.cp, "ep": r.ep, "etp": r.etp_effective, "dp": rep.dp,
                 "expert_dp": rep.expert_dp, "mbs": r.mbs, "num_microbatches": rep.memory.num_microbatches,
-                "sequence_parallel": r.sp_active, "recompute": r.recompute.model_dump(mode="json"),
+                "sequence_parallel": r.sp_active, "tp_comm_overlap": r.tp_comm_overlap, "recompute": r.recompute.model_dump(mode="json"),
                 "distributed_optimizer": r.dp_sharding.value == "distributed_optimizer", "dp_sharding": r.dp_sharding.value,
                 "schedule": r.schedule.value,
                 "account_for_embedding_and_loss_in_pipeline_split": r.account_for_embedding_in_pipeline_split}
@@ -131,6 +133,7 @@ def _range_options(fn):
 @click.option("--recompute", type=click.Choice(["none", "selective", "full"]), default=None, help="pin the granularity")
 @click.option("--no-recompute", is_flag=True, help="same as --recompute none")
 @click.option("--sequence-parallel/--no-sequence-parallel", "sp", default=None)
+@click.option("--tp-comm-overlap/--no-tp-comm-overlap", "tp_comm_overlap", default=None, help="pin TP communication overlap")
 @click.option("--dp-sharding", type=click.Choice(["distributed_optimizer", "none", "megatron_fsdp"]), default=None)
 @click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
 @click.option("--objective", type=click.Choice(["throughput", "memory", "fewest-gpus"]), default="throughput", show_default=True,
@@ -145,7 +148,7 @@ def _range_options(fn):
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @proposer_options
 def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision, k, tp_range, pp_range,
-                  vpp_range, cp_range, ep_range, etp_range, mbs_range, schedule, recompute, no_recompute, sp, dp_sharding,
+                  vpp_range, cp_range, ep_range, etp_range, mbs_range, schedule, recompute, no_recompute, sp, tp_comm_overlap, dp_sharding,
                   max_memory_fraction, objective, target_tokens_per_s, method, time_limit_s, render_dir, as_json,
                   **proposer_kw) -> None:
     """Find the best legal recipes (projected step time), each re-verified by check.
@@ -168,7 +171,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     except ValueError as exc:
         raise SolveError(str(exc).splitlines()[0]) from None
     ranges = dict(zip(RANGE_AXES, (tp_range, pp_range, vpp_range, cp_range, ep_range, etp_range, mbs_range)))
-    pins, bounds = collect_pins(ranges, schedule, recompute, no_recompute, sp, dp_sharding)
+    pins, bounds = collect_pins(ranges, schedule, recompute, no_recompute, sp, dp_sharding, tp_comm_overlap)
     margin = 1.0 - max_memory_fraction
     tried = None
     try:
@@ -226,9 +229,11 @@ def format_solve(payload: dict, model, placement, job) -> str:
         rc_name = rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "") + \
             (f"({rc['method']},{rc['num_layers']})" if rc["method"] else "")
         lines.append(f"{i:>2} {p['tp']:>3} {p['pp']:>3} {p['vpp']:>3} {p['cp']:>3} {p['ep']:>3} {(p['etp'] if model.is_moe else '-'):>3} {p['dp']:>5} {p['mbs']:>3} "
-                     f"{'on ' if p['sequence_parallel'] else 'off'} {rc_name:<26} {p['dp_sharding']:<21} {p['schedule']:<11} "
+                     f"{('ovl' if p['tp_comm_overlap'] else 'on ') if p['sequence_parallel'] else 'off'} {rc_name:<26} {p['dp_sharding']:<21} {p['schedule']:<11} "
                      f"{pr['tokens_per_s_per_gpu']:>10,.0f} {100 * pr['mfu']:>5.1f}% {pr['iteration_time_s']:>8.3f} "
                      f"{pr['bubble_fraction']:>6.3f} {m['peak_bytes'] / GIB:>8.2f} {(m['usable_bytes'] - m['peak_bytes']) / GIB:>8.2f}")
+    if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
+        lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:
         lines.append("nothing fits: " + json.dumps(payload["explanation"]))
     return "\n".join(lines)

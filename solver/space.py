@@ -14,7 +14,8 @@ from typing import Iterable, Optional, Sequence
 from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, PipelineSchedule, Placement, Recipe, Recompute,
                               RecomputeGranularity, RecomputeMethod, RecomputeModule)
 
-AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split")
+AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split",
+        "tp_comm_overlap")
 DEFAULT_MAX_TP = 8      # TP beyond one 8-GPU NVLink island is never competitive (Narayanan et al. 2021 sec. 3.2)
 DEFAULT_MAX_PP = 64
 DEFAULT_MAX_VPP = 8     # Megatron recipes use VPP <= 8; more only multiplies p2p traffic
@@ -100,6 +101,8 @@ def default_domains(model: ModelSpec, job: JobSpec, world: int) -> dict[str, lis
         "dp_sharding": [DataParallelSharding.distributed_optimizer.value, DataParallelSharding.none.value,
                         DataParallelSharding.megatron_fsdp.value],
         "acc_split": [False, True],
+        # --tp-comm-overlap (TE userbuffers) hides TP communication behind GEMMs; needs SP, so only tried with it
+        "tp_comm_overlap": [False, True],
     }
 
 
@@ -147,11 +150,12 @@ def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
 
 
 def make_recipe(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: Optional[int], mbs: int, sp: bool, recompute: Recompute,
-                schedule: str, dp_sharding: str, acc_split: bool) -> Recipe:
+                schedule: str, dp_sharding: str, acc_split: bool, tp_comm_overlap: bool = False) -> Recipe:
     """The one place an axis assignment becomes a Recipe (flags tied to others are set consistently:
     --overlap-param-gather needs a sharded optimizer, so it follows dp_sharding)."""
     sharding = DataParallelSharding(dp_sharding)
     return Recipe(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, mbs=mbs, sequence_parallel=sp and tp > 1,
                   recompute=recompute, schedule=PipelineSchedule(schedule), dp_sharding=sharding,
                   overlap_param_gather=sharding != DataParallelSharding.none,
-                  account_for_embedding_in_pipeline_split=acc_split, account_for_loss_in_pipeline_split=acc_split)
+                  account_for_embedding_in_pipeline_split=acc_split, account_for_loss_in_pipeline_split=acc_split,
+                  tp_comm_overlap=tp_comm_overlap)

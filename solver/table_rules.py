@@ -47,13 +47,14 @@ def has_error(fns, x: RuleInput) -> bool:
     return False
 
 
-def fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, recompute, schedule, dp_sharding, acc) -> Recipe:
+def fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, recompute, schedule, dp_sharding, acc, tpo=False) -> Recipe:
     """solver.space.make_recipe without per-row validation (same field settings)."""
     sharding = DataParallelSharding(dp_sharding)
     fields = {**_BASE_FIELDS, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs,
               "sequence_parallel": sp and tp > 1, "recompute": recompute, "schedule": PipelineSchedule(schedule),
               "dp_sharding": sharding, "overlap_param_gather": sharding != DataParallelSharding.none,
-              "account_for_embedding_in_pipeline_split": acc, "account_for_loss_in_pipeline_split": acc}
+              "account_for_embedding_in_pipeline_split": acc, "account_for_loss_in_pipeline_split": acc,
+              "tp_comm_overlap": tpo}
     # what pydantic's model_copy does, minus its deep-copy bookkeeping (3x faster; the rows number ~1e5)
     r = object.__new__(Recipe)
     object.__setattr__(r, "__dict__", fields)
@@ -113,9 +114,9 @@ def sharding_ok(space: SearchSpace, profile, row: tuple, base_rc) -> list[bool]:
             for sh in space.domains["dp_sharding"]]
 
 
-def activation_ok(space: SearchSpace, profile, row: tuple, sp: bool, rc, sharding: str) -> bool:
+def activation_ok(space: SearchSpace, profile, row: tuple, sp: bool, rc, sharding: str, tpo: bool = False) -> bool:
     tp, pp, vpp, cp, ep, etp, sched, acc = row
-    r = fast_recipe(tp, pp, vpp, cp, ep, etp, 1, sp, rc, sched, sharding, acc)
+    r = fast_recipe(tp, pp, vpp, cp, ep, etp, 1, sp, rc, sched, sharding, acc, tpo)
     return not has_error(rules_in("activation"), RuleInput(space.model, space.job, r, space.world_size, profile))
 
 

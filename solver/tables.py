@@ -27,7 +27,7 @@ from solver.table_memory import MemoryTables, make_split
 from solver.table_rules import activation_ok, batch_ok, sharding_ok, struct_rows
 
 US = 1_000_000
-AXIS_NAMES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "acc_split")
+AXIS_NAMES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "acc_split", "tp_comm_overlap")
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Tables:
     shardings: list[str]
     static_ok: np.ndarray                 # [struct, sharding] bool: structural rules hold
     static_bytes: np.ndarray              # [struct*nshard + shard, class] int64, 0 past the split's classes
-    act_rows: list[tuple]                 # (struct index, mbs, sp, rc index)
+    act_rows: list[tuple]                 # (struct index, mbs, sp, rc index, tp_comm_overlap)
     act_struct: np.ndarray                # [act] struct index
     act_bytes: np.ndarray                 # [act, class] int64 incl. comm buffers and framework overhead
     cand_act: np.ndarray                  # [cand] activation row of each legal (row, sharding) candidate
@@ -51,9 +51,9 @@ class Tables:
     _codes: dict = field(default_factory=dict)
 
     def recipe(self, a: int, shard: int) -> Recipe:
-        s, mbs, sp, rc = self.act_rows[a]
+        s, mbs, sp, rc, tpo = self.act_rows[a]
         tp, pp, vpp, cp, ep, etp, sched, acc = self.struct[s]
-        return make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, self.rc_choices[rc], sched, self.shardings[shard], acc)
+        return make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, self.rc_choices[rc], sched, self.shardings[shard], acc, tpo)
 
     def peak_bytes(self, a: np.ndarray, shard: np.ndarray) -> np.ndarray:
         """Exact peak bytes (max over rank classes) of candidates (a, shard)."""
@@ -73,6 +73,8 @@ class Tables:
                 values = [row[1] for row in self.act_rows]
             elif axis == "sp":
                 values = [bool(row[2] and self.struct[row[0]][0] > 1) for row in self.act_rows]
+            elif axis == "tp_comm_overlap":
+                values = [bool(row[4]) for row in self.act_rows]
             else:
                 col = [s[pos] for s in self.struct]
                 values = [col[row[0]] for row in self.act_rows]
@@ -140,7 +142,7 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
 
 
 def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx) -> list[tuple]:
-    """(struct, mbs, sp, rc) rows whose activation and batch rules hold (judged under the row's first
+    """(struct, mbs, sp, rc, tp_comm_overlap) rows whose activation and batch rules hold (judged under the row's first
     accepted sharding: these rules do not read the sharding). Verdicts are shared across rows that differ
     only in ETP and the account-for split, which these rule groups do not read
     (tests/test_solver_rules_factored.py holds the tables equal to check_rules on every full recipe)."""
@@ -153,28 +155,32 @@ def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_i
         key = (tp, pp, vpp, cp, ep, sched, sh)
         sp_rc = act_cache.get(key)
         if sp_rc is None:
-            sp_rc = act_cache[key] = [(sp, rci) for sp in space.domains["sp"] for rci in rc_idx
-                                      if not (sp and tp == 1) and activation_ok(space, profile, row, sp, rcs_all[rci], sh)]
+            # TP comm overlap is tried only where SP is on (the rule tp_comm_overlap_needs_sp rejects the rest)
+            sp_rc = act_cache[key] = [(sp, rci, tpo) for sp in space.domains["sp"] for rci in rc_idx
+                                      for tpo in space.domains["tp_comm_overlap"]
+                                      if not (sp and tp == 1) and not (tpo and not (sp and tp > 1))
+                                      and activation_ok(space, profile, row, sp, rcs_all[rci], sh, tpo)]
         for mbs in space.domains["mbs"]:
             bkey = (tp, pp, vpp, cp, sched, sh, mbs)
             ok = batch_cache.get(bkey)
             if ok is None:
                 ok = batch_cache[bkey] = batch_ok(space, profile, row, mbs, rcs_all[0], sh)
             if ok:
-                rows += [(i, mbs, sp, rci) for sp, rci in sp_rc]
+                rows += [(i, mbs, sp, rci, tpo) for sp, rci, tpo in sp_rc]
     return rows
 
 
 def _columns(space, struct, act_rows, memt: MemoryTables) -> dict[str, np.ndarray]:
     """Per activation row, the integer columns the memory and time tables read."""
     n = len(act_rows)
-    ar = np.array(act_rows, dtype=np.int64).reshape(n, 4)
+    ar = np.array(act_rows, dtype=np.int64).reshape(n, 5)
     sched_names = space.domains["schedule"]
     split_id = {k: j for j, k in enumerate(memt.split_keys)}
     s_cols = np.array([(tp, pp, vpp, cp, ep, etp or 0, sched_names.index(sch), int(acc), split_id[(pp, vpp, acc)])
                        for tp, pp, vpp, cp, ep, etp, sch, acc in struct], dtype=np.int64).reshape(len(struct), 9)
     g = s_cols[ar[:, 0]]
-    cols = {"struct": ar[:, 0], "mbs": ar[:, 1], "sp": (ar[:, 2] & (g[:, 0] > 1)).astype(np.int64), "rc": ar[:, 3]}
+    cols = {"struct": ar[:, 0], "mbs": ar[:, 1], "sp": (ar[:, 2] & (g[:, 0] > 1)).astype(np.int64), "rc": ar[:, 3],
+            "tpo": ar[:, 4]}
     for j, name in enumerate(("tp", "pp", "vpp", "cp", "ep", "etp", "sched", "acc", "split")):
         cols[name] = g[:, j]
     dp = np.maximum(space.world_size // (cols["tp"] * cols["pp"] * cols["cp"]), 1)

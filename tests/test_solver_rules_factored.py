@@ -27,8 +27,8 @@ def test_tables_hold_exactly_the_rule_legal_recipes():
     prof = load_profile(pl.hardware)
     space = build_space(model, job, pl, pins=PINS)
     t = build_tables(space, prof)
-    in_tables = {(t.struct[s], mbs, bool(sp and t.struct[s][0] > 1), rc, t.shardings[h])
-                 for a, h in zip(t.cand_act.tolist(), t.cand_shard.tolist()) for s, mbs, sp, rc in [t.act_rows[a]]}
+    in_tables = {(t.struct[s], mbs, bool(sp and t.struct[s][0] > 1), rc, t.shardings[h], bool(tpo))
+                 for a, h in zip(t.cand_act.tolist(), t.cand_shard.tolist()) for s, mbs, sp, rc, tpo in [t.act_rows[a]]}
     d = space.domains
     from solver.space import recompute_choices, recompute_name
 
@@ -37,14 +37,15 @@ def test_tables_hold_exactly_the_rule_legal_recipes():
     for tp, pp, cp, ep, etp, acc in itertools.product(d["tp"], d["pp"], d["cp"], d["ep"], d["etp"], d["acc_split"]):
         if 16 % (tp * pp * cp):
             continue
-        for (sched, vpp), mbs, sp, rc_name, sh in itertools.product(schedule_vpp_pairs(space, pp), d["mbs"], d["sp"],
-                                                                    d["recompute"], d["dp_sharding"]):
-            if (sp and tp == 1) or (acc and model.num_layers % (pp * vpp) == 0):
+        for (sched, vpp), mbs, sp, rc_name, sh, tpo in itertools.product(schedule_vpp_pairs(space, pp), d["mbs"], d["sp"],
+                                                                         d["recompute"], d["dp_sharding"], d["tp_comm_overlap"]):
+            # the space tries TP comm overlap only with SP at TP>1 (its rule rejects the rest)
+            if (sp and tp == 1) or (acc and model.num_layers % (pp * vpp) == 0) or (tpo and not (sp and tp > 1)):
                 continue
             rci, rc = rc_of[rc_name]
-            r = make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, sh, acc)
+            r = make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, sh, acc, tpo)
             ok = not any(v.severity == "error" for v in check_rules(RuleInput(model, job, r, pl.world_size, prof)))
-            key = ((tp, pp, vpp, cp, ep, etp, sched, acc), mbs, bool(sp and tp > 1), rci, sh)
+            key = ((tp, pp, vpp, cp, ep, etp, sched, acc), mbs, bool(sp and tp > 1), rci, sh, tpo)
             assert ok == (key in in_tables), (r.model_dump(exclude_defaults=True), ok)
             legal += ok
             checked += 1

@@ -27,7 +27,7 @@ class AxisColumns:
             struct[i, :] = row
         s_idx = np.asarray(tables.act_struct, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
         self.cols: dict[str, np.ndarray] = {a: struct[s_idx, j] for j, a in enumerate(STRUCT_AXES)}
-        rows = np.array([r[1:] for r in tables.act_rows], dtype=object).reshape(n, 3)
+        rows = np.array([r[1:] for r in tables.act_rows], dtype=object).reshape(n, 4)
         tp = self.cols["tp"].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
         rc_names = np.array([recompute_name(r) for r in tables.rc_choices], dtype=object)
         self.cols["mbs"] = rows[:, 0]
@@ -36,6 +36,9 @@ class AxisColumns:
         sp[:] = [bool(v) and int(t_) > 1 for v, t_ in zip(rows[:, 1], tp)]
         self.cols["sp"] = sp
         self.cols["recompute"] = rc_names[rows[:, 2].astype(np.int64)] if n else np.zeros(0, dtype=object)
+        tpo = np.empty(n, dtype=object)
+        tpo[:] = [bool(v) for v in rows[:, 3]]
+        self.cols["tp_comm_overlap"] = tpo
         self.shardings = list(tables.shardings)
 
     def row_mask(self, allowed: Mapping[str, Sequence]) -> np.ndarray:
@@ -77,17 +80,11 @@ class AxisColumns:
             allowed[axis] = [v for v in vals if axis not in allowed or _member(v, allowed[axis])]
         row_ok = self.row_mask(allowed)
         shard_ok = np.array([("dp_sharding" not in allowed or _member(s, allowed["dp_sharding"])) for s in self.shardings], dtype=bool)
-        if hasattr(t, "cand_act"):  # candidate arrays: legal (row, sharding) pairs with their ranking time
-            a, s = np.asarray(t.cand_act), np.asarray(t.cand_shard)
-            keep = row_ok[a] & shard_ok[s] & (np.asarray(t.cand_peak) <= t.usable_bytes) if len(a) else np.zeros(0, dtype=bool)
-            time_us = np.asarray(t.cand_time_us)[keep]
-            a, s = a[keep], s[keep]
-        else:  # per-row lower bound tables
-            rows, shards = np.nonzero(row_ok)[0], np.nonzero(shard_ok)[0]
-            a, s = np.repeat(rows, len(shards)), np.tile(shards, len(rows))
-            keep = t.static_ok[np.asarray(t.act_struct)[a], s] & (t.peak_bytes(a, s) <= t.usable_bytes) if len(a) else np.zeros(0, dtype=bool)
-            a, s = a[keep], s[keep]
-            time_us = np.asarray(getattr(t, "lb_us", np.zeros(len(t.act_rows), dtype=np.int64)))[a]
+        # candidate arrays: legal (row, sharding) pairs with their ranking time
+        a, s = np.asarray(t.cand_act), np.asarray(t.cand_shard)
+        keep = row_ok[a] & shard_ok[s] & (np.asarray(t.cand_peak) <= t.usable_bytes) if len(a) else np.zeros(0, dtype=bool)
+        time_us = np.asarray(t.cand_time_us)[keep]
+        a, s = a[keep], s[keep]
         if not len(a):
             return None
         j = int(np.lexsort((s, a, time_us))[0])
