@@ -251,7 +251,7 @@ def evaluate_group(key, recipe_groups, max_gpus: int, method: str, time_limit_s:
 def run(cases, max_gpus: int, method: str, time_limit_s: float, group_timeout_s: float, jobs: int = 1,
         only: Optional[str] = None, log=sys.stderr) -> list[dict]:
     groups = group_cases(cases)
-    keys = [k for k in groups if not only or only.lower() in " ".join(map(str, k)).lower()]
+    keys = [k for k in groups if not only or any(o.strip().lower() in " ".join(map(str, k)).lower() for o in only.split("|"))]
     rows: list[dict] = []
     if jobs <= 1:
         for i, k in enumerate(keys, 1):
@@ -300,7 +300,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--group-timeout", type=float, default=180.0, help="wall-clock limit per group (s)")
     ap.add_argument("--method", choices=["exhaustive", "cpsat"], default="exhaustive")
     ap.add_argument("--jobs", type=int, default=1, help="groups evaluated at once")
-    ap.add_argument("--only", default=None, help="substring filter on the group key (e.g. a model name)")
+    ap.add_argument("--only", default=None, help="substring(s) of the group key, '|'-separated (e.g. 'Llama-2-7b|GPT-3')")
     ap.add_argument("--json", dest="json_path", default=None, help="also write rows and summary as JSON here")
     ap.add_argument("--from-json", dest="from_json", default=None, help="re-print the report of an earlier --json run")
     args = ap.parse_args(argv)
