@@ -74,6 +74,20 @@ def candidate_batch(tables, a, s):
                        recompute_choices=tuple(tables.rc_choices), base=tables.recipe(int(a[0]), int(s[0])))
 
 
+def price_candidates(tables, a, s, evaluator):
+    """Closed-form tokens/s/GPU of candidates (a, s), one RecipeBatch per value of the non-batch fields the
+    tables vary (TP comm overlap: a Recipe field shared by a batch through its base)."""
+    import numpy as np
+
+    tpo = np.array([bool(tables.act_rows[i][4]) if len(tables.act_rows[i]) > 4 else False for i in a], dtype=bool)
+    out = np.full(len(a), np.nan)
+    for value in (False, True):
+        idx = np.flatnonzero(tpo == value)
+        if len(idx):
+            out[idx] = evaluator.evaluate(candidate_batch(tables, a[idx], s[idx]))["tokens_per_s_per_gpu"]
+    return out
+
+
 def rank_group(model, job, placement, profile, verdicts: list[dict], recipes: list) -> dict:
     """Price every legal, fitting candidate of our default space; fill rank / outside-space per published recipe."""
     from measure.vectorized import Evaluator
@@ -87,7 +101,7 @@ def rank_group(model, job, placement, profile, verdicts: list[dict], recipes: li
     a, s = fitting_candidates(tables)
     tps = []
     if len(a):
-        tps = Evaluator(model, job, placement, profile).evaluate(candidate_batch(tables, a, s))["tokens_per_s_per_gpu"]
+        tps = price_candidates(tables, a, s, Evaluator(model, job, placement, profile))
     best = float(max((t for t in tps if t == t), default=float("nan"))) if len(a) else None
     for v, r in zip(verdicts, recipes):
         v["outside"] = outside_space(r, space.domains)
