@@ -8,7 +8,7 @@ few of them:
 - activation rows = structural row x (MBS, SP, recompute) -> activation-side bytes per rank class;
 - a candidate is (activation row, sharding) whose structural row accepts that sharding; its exact peak is
   max over rank classes of static + activation, the sum constraints.memory.memory_report forms (a test
-  holds the two equal), and its ranking time is measure.vectorized's closed-form projection
+  holds the two equal), and, when it fits, its ranking time is measure.vectorized's closed-form projection
   (= measure.project.project(..., simulate_pipeline=False)), rounded up to whole microseconds.
 Legality: each rule is called on the table whose axes it reads (solver/table_rules.py). Every answer
 is re-verified by check_case anyway.
@@ -46,7 +46,7 @@ class Tables:
     cand_act: np.ndarray                  # [cand] activation row of each legal (row, sharding) candidate
     cand_shard: np.ndarray                # [cand] sharding index
     cand_peak: np.ndarray                 # [cand] exact peak bytes
-    cand_time_us: np.ndarray              # [cand] ranking projection, integer microseconds (ceil)
+    cand_time_us: np.ndarray              # [cand] ranking projection, integer microseconds (ceil); sentinel if not fitting
     counts: dict = field(default_factory=dict)
     _codes: dict = field(default_factory=dict)
 
@@ -131,9 +131,13 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     cand_act, cand_shard = a_all[keep], s_all[keep]
     peak = (static_bytes[act_struct[cand_act] * n_sh + cand_shard] + act_bytes[cand_act]).max(axis=1) if len(cand_act) \
         else np.zeros(0, dtype=np.int64)
-    from solver.table_time import ranking_time_us
+    from solver.table_time import UNPRICEABLE_US, ranking_time_us
 
-    times = ranking_time_us(space, profile, struct, act_rows, cols, rcs_all, shardings, cand_act, cand_shard)
+    # the ranking time only matters where a candidate can be an answer: price the fitting ones (a candidate
+    # that does not fit carries the sentinel, so CP-SAT's objective never prefers it; memory still rejects it)
+    fit = peak <= usable
+    times = np.full(len(cand_act), UNPRICEABLE_US, dtype=np.int64)
+    times[fit] = ranking_time_us(space, profile, struct, act_rows, cols, rcs_all, shardings, cand_act[fit], cand_shard[fit])
     return Tables(space=space, profile=profile, usable_bytes=usable, rc_choices=rcs_all, struct=struct, shardings=shardings,
                   static_ok=static_ok, static_bytes=static_bytes, act_rows=act_rows, act_struct=act_struct,
                   act_bytes=act_bytes, cand_act=cand_act, cand_shard=cand_shard, cand_peak=peak, cand_time_us=times,
