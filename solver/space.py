@@ -22,7 +22,8 @@ DEFAULT_MAX_VPP = 8     # Megatron recipes use VPP <= 8; more only multiplies p2
 DEFAULT_MAX_CP = 16
 DEFAULT_MAX_EP = 64
 DEFAULT_MAX_MBS = 8
-FULL_RECOMPUTE_LAYERS = (1, 2, 4, 8)  # --recompute-num-layers tried for the block method
+FULL_RECOMPUTE_LAYERS = (1, 2, 4, 8)
+INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")  # sizes: every pinned or bounded value must be >= 1  # --recompute-num-layers tried for the block method
 
 
 class SpaceError(ValueError):
@@ -127,6 +128,12 @@ def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
 
     A range may widen a capped default (e.g. tp 1..16 adds 16 where the world size allows it)."""
     world = placement.world_size
+    for axis, (lo, hi) in (ranges or {}).items():
+        if axis in INT_AXES and any(v is not None and v < 1 for v in (lo, hi)):
+            raise SpaceError(f"--{axis} {lo}..{hi}: sizes are positive integers; give N >= 1 or LO..HI with LO >= 1")
+    for axis, allowed in (pins or {}).items():
+        if axis in INT_AXES and any(v is not None and (not isinstance(v, int) or v < 1) for v in allowed):
+            raise SpaceError(f"--{axis} {list(allowed)}: sizes are positive integers; give N >= 1")
     domains = default_domains(model, job, world)
     for axis, (lo, hi) in (ranges or {}).items():
         if axis not in domains:

@@ -58,3 +58,13 @@ def test_cli_fewest_gpus_stops_at_first_node_count_reaching_target():
     assert all(t["tokens_per_s"] < 1.5 * per_node for t in tried[:-1])
     bad = CliRunner().invoke(cli, base + ["--objective", "fewest-gpus"])
     assert bad.exit_code == 2 and "--target-tokens-per-s" in bad.output
+
+
+def test_cli_rejects_non_positive_sizes_in_one_line():
+    from solver.cli import cli
+
+    base = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
+            "--global-batch-size", "16", "--proposer", "none"]
+    for bad in (["--tp", "0"], ["--pp", "-2"], ["--mbs", "0..4"]):
+        res = CliRunner().invoke(cli, base + bad)
+        assert res.exit_code == 2 and "positive integers" in res.output and res.output.count("\n") == 1, res.output
