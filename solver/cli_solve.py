@@ -197,7 +197,12 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
                "nodes": placement.num_nodes}
     if tried is not None:
         payload["fewest_gpus"] = {"target_tokens_per_s": target_tokens_per_s, "tried": tried}
-    if not result.ranked:
+    if not result.ranked and tried and any(t["tokens_per_s"] > 0 for t in tried):
+        best = max(tried, key=lambda t: t["tokens_per_s"])
+        payload["explanation"] = {"conflict": ["--target-tokens-per-s"],
+                                  "remedies": [f"more than {placement.num_nodes} nodes (best {best['tokens_per_s']:,.0f} "
+                                               f"tokens/s at {best['nodes']} nodes)", "a lower --target-tokens-per-s"]}
+    elif not result.ranked:
         from solver.explain import explain_infeasible
 
         payload["explanation"] = explain_infeasible(model, job, placement, profile, pins, bounds, margin)
