@@ -70,9 +70,11 @@ def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margi
     from solver.tables import build_tables
 
     kind = pins.pop("recompute_kind", None)
+    if kind:  # --recompute full|selective: a pin on every recompute choice of that granularity
+        from solver.space import recompute_choices, recompute_name
+
+        pins["recompute"] = [n for n in map(recompute_name, recompute_choices(model)) if n.split(":")[0] == kind]
     space = build_space(model, job, placement, pins=pins, ranges=bounds)
-    if kind:
-        space.domains["recompute"] = [r for r in space.domains["recompute"] if r.split(":")[0] == kind]
     tables = build_tables(space, profile, margin)
     if method == "exhaustive":
         return solve_exhaustive(tables, k, margin_fraction=margin, objective=objective), tables, None
@@ -194,9 +196,15 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
                "bound": (result.bound_us / 1e6 if result.bound_us is not None else None), "bound_unit": "s (iteration time, closed-form ranking projection)",
                "method": result.method, "space": tables.counts, "evaluated": result.evaluated,
                "proposer": hint_report.model_dump(mode="json") if hint_report else None, "objective": objective,
-               "nodes": placement.num_nodes}
+               "nodes": placement.num_nodes, "best_objective": result.stats.get("best_objective"),
+               "rejected_by_check": [{"recipe": r.model_dump(mode="json", exclude_defaults=True), "why": why}
+                                     for r, why in result.rejected]}
     if tried is not None:
         payload["fewest_gpus"] = {"target_tokens_per_s": target_tokens_per_s, "tried": tried}
+    if kind_pin := pins.pop("recompute_kind", None):  # the same recompute pin the solve used, for the explanation
+        from solver.space import recompute_choices, recompute_name
+
+        pins["recompute"] = [n for n in map(recompute_name, recompute_choices(model)) if n.split(":")[0] == kind_pin]
     if not result.ranked and tried and any(t["tokens_per_s"] > 0 for t in tried):
         best = max(tried, key=lambda t: t["tokens_per_s"])
         payload["explanation"] = {"conflict": ["--target-tokens-per-s"],
@@ -223,9 +231,15 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
 
 
 def format_solve(payload: dict, model, placement, job) -> str:
-    lines = [f"{model.name} on {placement.world_size} x {placement.hardware}, seq {job.seq_length}, GBS {job.global_batch_size}: "
-             f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
-             f"for objective {payload.get('objective', 'throughput')} (best ranking step {payload['bound']} s)"]
+    objective = payload.get("objective", "throughput")
+    head = f"{model.name} on {placement.world_size} x {placement.hardware}, seq {job.seq_length}, GBS {job.global_batch_size}: "
+    if not payload["recipes"]:
+        lines = [head + "no recipe"]
+    else:
+        best = (f"smallest peak {payload['best_objective'] / GIB:.2f} GiB" if objective == "memory" and payload.get("best_objective")
+                else f"best ranking step {payload['bound']} s")
+        lines = [head + f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
+                 f"for objective {objective} ({best})"]
     lines.append(f"{'#':>2} {'TP':>3} {'PP':>3} {'VPP':>3} {'CP':>3} {'EP':>3} {'ETP':>3} {'DP':>5} {'MBS':>3} SP  {'recompute':<26} "
                  f"{'sharding':<21} {'schedule':<11} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'bubble':>6} {'peak GiB':>8} {'free GiB':>8}")
     for i, r in enumerate(payload["recipes"], 1):

@@ -168,8 +168,12 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
     if not len(idx):
         if tables.act_rows:
             rm = _enforced(tables, pins, hint, None)
-            status = _solver(max_time_s).solve(rm.model)
-            assert status != cp_model.FEASIBLE and status != cp_model.OPTIMAL, "CP-SAT found a fit the tables deny"
+            solver = _solver(max_time_s)
+            status = solver.solve(rm.model)
+            if status in (cp_model.FEASIBLE, cp_model.OPTIMAL):
+                raise RuntimeError("CP-SAT found a fitting recipe the exact tables deny; please report this model and job")
+            if status == cp_model.MODEL_INVALID:
+                raise RuntimeError(f"CP-SAT rejected the model: {rm.model.validate()}")
             proven = status == cp_model.INFEASIBLE
         else:
             proven = True
@@ -183,15 +187,19 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
     rm.model.minimize(target)
     solver = _solver(max_time_s)
     status = solver.solve(rm.model)
-    assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE), f"CP-SAT: {solver.status_name(status)} where the tables fit"
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise RuntimeError(f"CP-SAT: {solver.status_name(status)} where the exact tables fit "
+                           f"({rm.model.validate() or 'raise --time-limit'})")
     proven = status == cp_model.OPTIMAL
     best_value = int(key[idx[0]])
-    assert not proven or int(solver.objective_value) == best_value, "CP-SAT optimum disagrees with the tables"
+    if proven and int(solver.objective_value) != best_value:
+        raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
     region = idx[key[idx] <= limit]
     if cpsat_enumeration and len(region) <= MAX_CPSAT_ENUMERATION:
         found = _enumerate(tables, pins, rows, limit, max_time_s, objective)
         expect = {(int(tables.cand_act[i]), int(tables.cand_shard[i])) for i in region}
-        assert found == expect, "CP-SAT enumeration disagrees with the tables"
+        if found != expect:
+            raise RuntimeError("CP-SAT enumeration disagrees with the exact tables; please report this model and job")
     bound = best_value if proven else int(solver.best_objective_bound)
     if objective != "throughput":   # `bound` is in the objective's unit; report the best time alongside
         bound = int(tables.cand_time_us[idx[0]]) if proven else None

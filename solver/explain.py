@@ -22,10 +22,18 @@ LARGER_HBM = {"h100-sxm-80gb": "h200-sxm-141gb", "h800-sxm-80gb": "h200-sxm-141g
               "mi300x": "mi325x", "mi325x": "mi355x", "b200": "b300", "gb200-nvl72": "gb300-nvl72"}
 
 
+def _status(rm, solver) -> int:
+    """Solve; a status that is neither a verdict (feasible / infeasible) is an error, never read as one."""
+    status = solver.solve(rm.model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE):
+        raise RuntimeError(f"CP-SAT gave no verdict ({solver.status_name(status)}): {rm.model.validate() or 'time limit'}")
+    return status
+
+
 def _feasible(rm, assumptions) -> bool:
     rm.model.clear_assumptions()
     rm.model.add_assumptions(assumptions)
-    return _solver(30.0).solve(rm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    return _status(rm, _solver(30.0)) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
 def minimal_core(rm) -> list[str]:
@@ -34,7 +42,7 @@ def minimal_core(rm) -> list[str]:
     solver = _solver(30.0)
     rm.model.clear_assumptions()
     rm.model.add_assumptions(lits)
-    if solver.solve(rm.model) != cp_model.INFEASIBLE:
+    if _status(rm, solver) != cp_model.INFEASIBLE:
         return []
     ids = {lit.index: lit for lit in lits}
     core = [ids[i] for i in solver.sufficient_assumptions_for_infeasibility() if i in ids] or list(lits)
@@ -42,7 +50,8 @@ def minimal_core(rm) -> list[str]:
         trial = [x for x in core if x is not lit]
         if not _feasible(rm, trial):
             core = trial
-    assert not _feasible(rm, core), "explanation core must be infeasible on its own"
+    if _feasible(rm, core):
+        raise RuntimeError("explanation core is feasible on its own; please report this model and job")
     names = {rm.memory_literal.index: "memory_fits"}
     names.update({lit.index: f"--{axis}" for axis, lit in rm.pin_literals.items()})
     return [names[lit.index] for lit in core]

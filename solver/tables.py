@@ -138,6 +138,10 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     fit = peak <= usable
     times = np.full(len(cand_act), UNPRICEABLE_US, dtype=np.int64)
     times[fit] = ranking_time_us(space, profile, struct, act_rows, cols, rcs_all, shardings, cand_act[fit], cand_shard[fit])
+    # unpriced candidates rank after every priced one, with a value small enough that CP-SAT's bound on the
+    # objective sum (candidates x largest time) stays far inside int64 (a 2^50 sentinel overflowed it)
+    priced = times < UNPRICEABLE_US
+    times[~priced] = int(times[priced].max()) + 1 if priced.any() else 1
     return Tables(space=space, profile=profile, usable_bytes=usable, rc_choices=rcs_all, struct=struct, shardings=shardings,
                   static_ok=static_ok, static_bytes=static_bytes, act_rows=act_rows, act_struct=act_struct,
                   act_bytes=act_bytes, cand_act=cand_act, cand_shard=cand_shard, cand_peak=peak, cand_time_us=times,

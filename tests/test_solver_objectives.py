@@ -68,3 +68,23 @@ def test_cli_rejects_non_positive_sizes_in_one_line():
     for bad in (["--tp", "0"], ["--pp", "-2"], ["--mbs", "0..4"]):
         res = CliRunner().invoke(cli, base + bad)
         assert res.exit_code == 2 and "positive integers" in res.output and res.output.count("\n") == 1, res.output
+
+
+def test_full_model_is_valid_and_explains_memory_when_nothing_fits():
+    """Many candidates that do not fit (Llama-3.1-70B on one node): the full CP-SAT model must stay a valid
+    int64 model (an unpriced-candidate sentinel of 2^50 once overflowed its objective bound), and the
+    explanation must name the memory limit, with more nodes as the remedy."""
+    from solver.cpsat_model import build_model
+    from solver.explain import explain_infeasible
+
+    model = load_model("Llama-3.1-70B")
+    job = JobSpec(seq_length=8192, global_batch_size=64)
+    pl = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    prof = load_profile("h100-sxm-80gb")
+    t = build_tables(build_space(model, job, pl), prof)
+    assert t.counts["candidates"] > 8000 and t.counts["fitting"] == 0
+    assert build_model(t).model.validate() == ""
+    res = solve_cpsat(t, k=3)
+    assert res.ranked == [] and res.proven_optimal
+    out = explain_infeasible(model, job, pl, prof, {}, {}, 0.0)
+    assert out["conflict"] == ["memory_fits"] and "use 2 nodes" in out["remedies"]
