@@ -4,10 +4,11 @@ The ranking objective is the closed-form projection in whole µs (solver/table_t
 table order (act, shard): the answer is the exact top-K under it. Steps:
 1. numpy lists the fitting candidates that satisfy the pins in (time, act, shard) order (a pre-filter);
    the first K that check_case verifies are the answer, T = the last one's time.
-2. CP-SAT, over the activation rows that hold any candidate with time <= T (everything else is slower
-   than T whatever its memory, so cannot enter the list), minimises time under the exact memory
-   constraint and the pins: its optimum must equal numpy's first time (asserted; OPTIMAL = proven), and
-   it enumerates every solution with time <= T, which must equal numpy's list (asserted).
+2. CP-SAT, over the activation rows that hold any candidate with objective <= T (every other row is worse
+   than T whatever its memory, so cannot enter the list), lists every solution with objective <= T under
+   the exact memory constraint and the pins. A complete listing (status OPTIMAL) proves the optimum (its
+   minimum) and the answer set; both must equal numpy's (checked, a mismatch is an error). When the region
+   holds more than MAX_CPSAT_ENUMERATION candidates, CP-SAT minimises instead and its optimum is checked.
 3. Each answer carries the simulated projection (measure.pipeline_sim), as `check` reports it.
 When nothing fits, CP-SAT over all rows must report INFEASIBLE (asserted), and solver/explain.py says why.
 Deterministic: one worker, fixed seed, deterministic time limit.
@@ -142,13 +143,15 @@ def _solver(max_time_s: float) -> cp_model.CpSolver:
 
 
 class _Collect(cp_model.CpSolverSolutionCallback):
-    def __init__(self, rm) -> None:
+    def __init__(self, rm, target) -> None:
         super().__init__()
-        self.rm = rm
+        self.rm, self.target = rm, target
         self.found: list[tuple[int, int]] = []
+        self.values: list[int] = []
 
     def on_solution_callback(self) -> None:
         self.found.append((int(self.value(self.rm.act)), int(self.value(self.rm.shard))))
+        self.values.append(int(self.value(self.target)))
 
 
 def _enforced(tables, pins, hint, rows):
@@ -159,7 +162,7 @@ def _enforced(tables, pins, hint, rows):
 
 
 def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float = 0.0, max_time_s: float = 60.0,
-                hint: Optional[tuple[int, int]] = None, cpsat_enumeration: bool = False,
+                hint: Optional[tuple[int, int]] = None, cpsat_enumeration: bool = True,
                 objective: str = "throughput") -> SolveResult:
     """Exact top-K under the objective (ranking time, or peak bytes), each with its simulated projection;
     `hint` (act, shard) seeds CP-SAT."""
@@ -182,25 +185,28 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
     key = primary_key(tables, objective)
     limit = int(key[pool[-1]])
     rows = np.unique(tables.cand_act[key <= limit])
-    rm = _enforced(tables, pins, hint, rows)
-    target = rm.time_us if objective == "throughput" else rm.peak_bytes
-    rm.model.minimize(target)
-    solver = _solver(max_time_s)
-    status = solver.solve(rm.model)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise RuntimeError(f"CP-SAT: {solver.status_name(status)} where the exact tables fit "
-                           f"({rm.model.validate() or 'raise --time-limit'})")
-    proven = status == cp_model.OPTIMAL
     best_value = int(key[idx[0]])
-    if proven and int(solver.objective_value) != best_value:
-        raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
     region = idx[key[idx] <= limit]
     if cpsat_enumeration and len(region) <= MAX_CPSAT_ENUMERATION:
-        found = _enumerate(tables, pins, rows, limit, max_time_s, objective)
+        # one CP-SAT pass lists every legal, fitting, pinned solution with objective <= limit; a complete
+        # listing proves both the optimum (its minimum) and the answer set, both held equal to the tables
+        found, values, proven = _enumerate(tables, pins, rows, limit, max_time_s, objective, hint)
         expect = {(int(tables.cand_act[i]), int(tables.cand_shard[i])) for i in region}
-        if found != expect:
+        if proven and (found != expect or min(values) != best_value):
             raise RuntimeError("CP-SAT enumeration disagrees with the exact tables; please report this model and job")
-    bound = best_value if proven else int(solver.best_objective_bound)
+        bound = best_value if proven else min(values, default=None)
+    else:
+        rm = _enforced(tables, pins, hint, rows)
+        rm.model.minimize(rm.time_us if objective == "throughput" else rm.peak_bytes)
+        solver = _solver(max_time_s)
+        status = solver.solve(rm.model)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            raise RuntimeError(f"CP-SAT: {solver.status_name(status)} where the exact tables fit "
+                               f"({rm.model.validate() or 'raise --time-limit'})")
+        proven = status == cp_model.OPTIMAL
+        if proven and int(solver.objective_value) != best_value:
+            raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
+        bound = best_value if proven else int(solver.best_objective_bound)
     if objective != "throughput":   # `bound` is in the objective's unit; report the best time alongside
         bound = int(tables.cand_time_us[idx[0]]) if proven else None
     return SolveResult(best, proven, bound, "cpsat", evaluated=len(ranker.done), rejected=ranker.rejected,
@@ -208,11 +214,16 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
                               "objective": objective, "best_objective": best_value})
 
 
-def _enumerate(tables, pins, rows, limit: int, max_time_s: float, objective: str = "throughput") -> set[tuple[int, int]]:
-    rm = _enforced(tables, pins, None, rows)
-    rm.model.add((rm.time_us if objective == "throughput" else rm.peak_bytes) <= limit)
+def _enumerate(tables, pins, rows, limit: int, max_time_s: float, objective: str = "throughput",
+               hint=None) -> tuple[set[tuple[int, int]], list[int], bool]:
+    """(solutions, their objective values, complete?) of the region model with objective <= limit."""
+    rm = _enforced(tables, pins, hint, rows)
+    target = rm.time_us if objective == "throughput" else rm.peak_bytes
+    rm.model.add(target <= limit)
     solver = _solver(max_time_s)
     solver.parameters.enumerate_all_solutions = True
-    cb = _Collect(rm)
-    solver.solve(rm.model, cb)
-    return set(cb.found)
+    cb = _Collect(rm, target)
+    status = solver.solve(rm.model, cb)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE):
+        raise RuntimeError(f"CP-SAT: {solver.status_name(status)} ({rm.model.validate() or 'raise --time-limit'})")
+    return set(cb.found), cb.values, status == cp_model.OPTIMAL
