@@ -83,3 +83,16 @@ def test_margin_tightens_memory():
     loose = _tables(pins={"pp": [1, 2]})
     tight = _tables(pins={"pp": [1, 2]}, margin=0.5)
     assert len(fitting_candidates(tight)[0]) < len(fitting_candidates(loose)[0])
+
+
+def test_minimise_path_for_large_regions_agrees_with_exhaustive(monkeypatch):
+    """Regions above MAX_CPSAT_ENUMERATION are proven by minimisation instead of listing: same answer."""
+    import solver.cpsat_solve as cs
+
+    t = _tables(pins={"pp": [1, 2], "recompute": ["none", "selective:core_attn", "full:uniform:1"]})
+    listed = solve_cpsat(t, k=5)
+    monkeypatch.setattr(cs, "MAX_CPSAT_ENUMERATION", 0)
+    minimised = solve_cpsat(t, k=5)
+    ex = solve_exhaustive(t, k=5)
+    assert [r.key for r in listed.ranked] == [r.key for r in minimised.ranked] == [r.key for r in ex.ranked]
+    assert listed.proven_optimal and minimised.proven_optimal and listed.bound_us == minimised.bound_us == ex.bound_us
