@@ -9,6 +9,7 @@ Activations: constraints/activations.py times the schedule's in-flight count (co
 """
 from __future__ import annotations
 
+import numpy as np
 from pydantic import Field
 
 from constraints import activations as act
@@ -156,11 +157,14 @@ def rank_activation_terms(sums: list[int], working: int, vpp: int, inflight: int
                           framework_overhead_bytes: int) -> dict[str, int]:
     """One rank's bytes beyond static state, from its chunks' summed (layers, embedding, output) activations:
     in-flight chunks spread evenly over the rank's VPP chunks (ceil), one micro-batch of output activations,
-    the recompute working set, comm buffers, fragmentation (ppm of activations) and framework overhead."""
+    the recompute working set, comm buffers, fragmentation (ppm of activations) and framework overhead.
+    Every argument may also be a numpy int64 array (one entry per table row): the solver's tables
+    (solver/table_memory.py) price a million rows with this same arithmetic."""
+    out_chunks = np.minimum(inflight, vpp) if isinstance(inflight, np.ndarray) else min(inflight, vpp)
     terms = {
         "activations": _ceil_div(inflight * sums[0], vpp),
         "embedding_activations": _ceil_div(inflight * sums[1], vpp),
-        "output_activations": _ceil_div(min(inflight, vpp) * sums[2], vpp) if sums[2] else 0,
+        "output_activations": _ceil_div(out_chunks * sums[2], vpp),
         "recompute_working_set": working,
         "comm_buffers": comm_bytes,
     }

@@ -9,7 +9,8 @@ Static bytes: constraints.memory.static_from_params on rank_params (cached per T
 Activation bytes: constraints.activation_coef coefficients (per split, full-recompute setting, class) times
 per-shape values (per TP, CP, EP, ETP, MBS, SP, recompute), in-flight counts from
 constraints.schedule.inflight_chunks, then rank_activation_terms' ceilings, fragmentation and overhead,
-written out in numpy. tests/test_solver_core.py holds peaks equal to memory_report.
+through constraints.memory.rank_activation_terms on numpy columns. tests/test_solver_core.py holds peaks equal
+to memory_report.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from constraints import activations as act
 from constraints import memory as mem
 from constraints.activation_coef import full_recompute_key, rank_coefficients, values_of
 from constraints.schedule import inflight_chunks
@@ -114,7 +116,7 @@ class MemoryTables:
         comm = unique_rows(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp")] + [(cols["pp"] > 1).astype(np.int64)],
                                     axis=1), self._comm, 1)[:, 0]
         full_ids = self.full_of_rc[cols["rc"]]
-        self._wmax = max((len(self._coef(s, f, c)[1]) for s in range(len(self.split_keys))
+        self._wmax = max((len(self._coef(s, f, c).working) for s in range(len(self.split_keys))
                           for f in set(full_ids.tolist()) for c in range(len(self.splits[self.split_keys[s]].classes))),
                          default=0)
         out = np.zeros((n, self.width), dtype=np.int64)
@@ -122,22 +124,16 @@ class MemoryTables:
         inflight = unique_rows(np.stack([cols["sched"], cols["split"], cols["m"]], axis=1),
                                lambda k: self._inflight(sched_names[k[0]], k[1], k[2]), self.width)
         pld, plm, inp, emb, outb = (vals[:, i] for i in range(5))
+        vpp = np.maximum(cols["vpp"], 1)
         for c in range(self.width):
             coef = unique_rows(np.stack([cols["split"], full_ids], axis=1), lambda k: self._coef_flat(k[0], k[1], c),
                                7 + 2 * max(self._wmax, 1))
             present, nd, nm, ni, nel, ne, no = (coef[:, i] for i in range(7))
-            vpp = np.maximum(cols["vpp"], 1)
-            inf = inflight[:, c]
-            sums0 = nd * pld + nm * plm + ni * inp + nel * emb
-            sums1, sums2 = ne * emb, no * outb
+            sums = [nd * pld + nm * plm + ni * inp + nel * emb, ne * emb, no * outb]  # activation_coef.evaluate
             pairs = coef[:, 7:].reshape(n, -1, 2)
             working = (pairs[:, :, 0] * pld[:, None] + pairs[:, :, 1] * plm[:, None]).max(axis=1)
-            acts = -(-(inf * sums0) // vpp)
-            emb_a = -(-(inf * sums1) // vpp)
-            out_a = -(-(np.minimum(inf, vpp) * sums2) // vpp)
-            total = acts + emb_a + out_a + working
-            total = total + comm + total * frag_ppm // mem.PPM + overhead_bytes
-            out[:, c] = np.where(present > 0, total, 0)
+            terms = mem.rank_activation_terms(sums, working, vpp, inflight[:, c], comm, frag_ppm, overhead_bytes)
+            out[:, c] = np.where(present > 0, sum(terms.values()), 0)
         return out
 
     def _recipe_for(self, tp, cp, ep, mbs, sp, rc, etp=0, pp=1):
@@ -150,7 +146,6 @@ class MemoryTables:
     def _comm(self, k):
         tp, cp, ep, mbs, sp, pp_gt1 = k
         r = self._recipe_for(tp, cp, ep, mbs, sp, 0, pp=2 if pp_gt1 else 1)
-        from constraints import activations as act
         return [mem.comm_buffer_bytes(self.model, r, act.shape_of(self.job, r))]
 
     def _coef(self, split_id: int, full_id: int, c: int):
@@ -159,19 +154,18 @@ class MemoryTables:
         if key not in cache:
             split = self.splits[self.split_keys[split_id]]
             if c >= len(split.classes):
-                cache[key] = (None, ())
+                cache[key] = None
             else:
                 r = _SPLIT_BASE.model_copy(update={"recompute": self.rc[self.full_rep[full_id]]})
-                coef = rank_coefficients(self.model, r, split.chunks[split.classes[c][0]])
-                cache[key] = (coef, coef.working)
+                cache[key] = rank_coefficients(self.model, r, split.chunks[split.classes[c][0]])
         return cache[key]
 
     def _coef_flat(self, split_id: int, full_id: int, c: int) -> list[int]:
-        coef, working = self._coef(split_id, full_id, c)
+        coef = self._coef(split_id, full_id, c)
         w = max(self._wmax, 1)
         if coef is None:
             return [0] * (7 + 2 * w)
-        pairs = list(working) + [(0, 0)] * (w - len(working))
+        pairs = list(coef.working) + [(0, 0)] * (w - len(coef.working))
         return [1, coef.n_dense, coef.n_moe, coef.n_inp, coef.n_emb_layers, coef.n_emb, coef.n_out] + [x for p in pairs for x in p]
 
     def _inflight(self, sched: str, split_id: int, m: int) -> list[int]:
