@@ -54,6 +54,17 @@ def collect_pins(ranges: dict, schedule, recompute, no_recompute, sp, dp_shardin
     return pins, bounds
 
 
+def resolve_recompute_kind(model, pins: dict) -> dict:
+    """--recompute full|selective (pins['recompute_kind']) as a pin on every recompute choice of that granularity,
+    so the solve and the explanation see one ordinary pin."""
+    kind = pins.pop("recompute_kind", None)
+    if kind:
+        from solver.space import recompute_choices, recompute_name
+
+        pins["recompute"] = [n for n in map(recompute_name, recompute_choices(model)) if n.split(":")[0] == kind]
+    return pins
+
+
 def solve_case(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s):
     """Build space and tables, run the chosen method; returns (SolveResult, Tables)."""
     result, tables, _ = solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, None)
@@ -69,12 +80,7 @@ def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margi
     from solver.exhaustive import solve_exhaustive
     from solver.tables import build_tables
 
-    kind = pins.pop("recompute_kind", None)
-    if kind:  # --recompute full|selective: a pin on every recompute choice of that granularity
-        from solver.space import recompute_choices, recompute_name
-
-        pins["recompute"] = [n for n in map(recompute_name, recompute_choices(model)) if n.split(":")[0] == kind]
-    space = build_space(model, job, placement, pins=pins, ranges=bounds)
+    space = build_space(model, job, placement, pins=resolve_recompute_kind(model, pins), ranges=bounds)
     tables = build_tables(space, profile, margin)
     if method == "exhaustive":
         return solve_exhaustive(tables, k, margin_fraction=margin, objective=objective), tables, None
@@ -174,6 +180,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         raise SolveError(str(exc).splitlines()[0]) from None
     ranges = dict(zip(RANGE_AXES, (tp_range, pp_range, vpp_range, cp_range, ep_range, etp_range, mbs_range)))
     pins, bounds = collect_pins(ranges, schedule, recompute, no_recompute, sp, dp_sharding, tp_comm_overlap)
+    pins = resolve_recompute_kind(model, pins)
     margin = 1.0 - max_memory_fraction
     tried = None
     try:
@@ -201,10 +208,6 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
                                      for r, why in result.rejected]}
     if tried is not None:
         payload["fewest_gpus"] = {"target_tokens_per_s": target_tokens_per_s, "tried": tried}
-    if kind_pin := pins.pop("recompute_kind", None):  # the same recompute pin the solve used, for the explanation
-        from solver.space import recompute_choices, recompute_name
-
-        pins["recompute"] = [n for n in map(recompute_name, recompute_choices(model)) if n.split(":")[0] == kind_pin]
     if not result.ranked and tried and any(t["tokens_per_s"] > 0 for t in tried):
         best = max(tried, key=lambda t: t["tokens_per_s"])
         payload["explanation"] = {"conflict": ["--target-tokens-per-s"],

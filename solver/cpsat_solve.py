@@ -23,10 +23,11 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.cpsat_model import build_model
-from solver.tables import US, Tables
+from solver.table_time import US
+from solver.tables import Tables
 
 SEED = 20240611
-MAX_CPSAT_ENUMERATION = 2000  # above this many candidates in the region, numpy lists them (CP-SAT ~1e3/s)
+MAX_CPSAT_ENUMERATION = 2000  # above this many candidates in the region, CP-SAT minimises instead of listing (~1e3/s)
 
 
 @dataclass
@@ -142,6 +143,14 @@ def _solver(max_time_s: float) -> cp_model.CpSolver:
     return s
 
 
+def solve_model(rm, solver: cp_model.CpSolver, callback=None) -> int:
+    """Solve; MODEL_INVALID is an error naming OR-Tools' reason (e.g. int64 overflow), never read as a verdict."""
+    status = solver.solve(rm.model, callback)
+    if status == cp_model.MODEL_INVALID:
+        raise RuntimeError(f"CP-SAT rejected the model: {rm.model.validate()}")
+    return status
+
+
 class _Collect(cp_model.CpSolverSolutionCallback):
     def __init__(self, rm, target) -> None:
         super().__init__()
@@ -171,12 +180,9 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
     if not len(idx):
         if tables.act_rows:
             rm = _enforced(tables, pins, hint, None)
-            solver = _solver(max_time_s)
-            status = solver.solve(rm.model)
+            status = solve_model(rm, _solver(max_time_s))
             if status in (cp_model.FEASIBLE, cp_model.OPTIMAL):
                 raise RuntimeError("CP-SAT found a fitting recipe the exact tables deny; please report this model and job")
-            if status == cp_model.MODEL_INVALID:
-                raise RuntimeError(f"CP-SAT rejected the model: {rm.model.validate()}")
             proven = status == cp_model.INFEASIBLE
         else:
             proven = True
@@ -199,10 +205,9 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
         rm = _enforced(tables, pins, hint, rows)
         rm.model.minimize(rm.time_us if objective == "throughput" else rm.peak_bytes)
         solver = _solver(max_time_s)
-        status = solver.solve(rm.model)
+        status = solve_model(rm, solver)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise RuntimeError(f"CP-SAT: {solver.status_name(status)} where the exact tables fit "
-                               f"({rm.model.validate() or 'raise --time-limit'})")
+            raise RuntimeError(f"CP-SAT: {solver.status_name(status)} where the exact tables fit; raise --time-limit")
         proven = status == cp_model.OPTIMAL
         if proven and int(solver.objective_value) != best_value:
             raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
@@ -223,7 +228,7 @@ def _enumerate(tables, pins, rows, limit: int, max_time_s: float, objective: str
     solver = _solver(max_time_s)
     solver.parameters.enumerate_all_solutions = True
     cb = _Collect(rm, target)
-    status = solver.solve(rm.model, cb)
+    status = solve_model(rm, solver, cb)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE):
-        raise RuntimeError(f"CP-SAT: {solver.status_name(status)} ({rm.model.validate() or 'raise --time-limit'})")
+        raise RuntimeError(f"CP-SAT: {solver.status_name(status)}; raise --time-limit")
     return set(cb.found), cb.values, status == cp_model.OPTIMAL

@@ -14,7 +14,7 @@ from ortools.sat.python import cp_model
 
 from constraints.spec import JobSpec, Placement, Precision
 from solver.cpsat_model import build_model
-from solver.cpsat_solve import _solver
+from solver.cpsat_solve import _solver, solve_model
 from solver.space import build_space
 from solver.tables import build_tables
 
@@ -24,9 +24,9 @@ LARGER_HBM = {"h100-sxm-80gb": "h200-sxm-141gb", "h800-sxm-80gb": "h200-sxm-141g
 
 def _status(rm, solver) -> int:
     """Solve; a status that is neither a verdict (feasible / infeasible) is an error, never read as one."""
-    status = solver.solve(rm.model)
+    status = solve_model(rm, solver)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE):
-        raise RuntimeError(f"CP-SAT gave no verdict ({solver.status_name(status)}): {rm.model.validate() or 'time limit'}")
+        raise RuntimeError(f"CP-SAT gave no verdict ({solver.status_name(status)}) within its time limit")
     return status
 
 
@@ -75,7 +75,6 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
     """{'conflict': [names], 'remedies': [descriptions of changes that make it feasible]}."""
     from hardware.profile import load_profile
 
-    pins = {a: v for a, v in pins.items() if a != "recompute_kind"}
     space = build_space(model, job, placement, ranges=bounds)
     for axis, values in pins.items():  # keep pinned values in the domain so the pin is a constraint, not a gap
         space.domains[axis] = sorted(set(space.domains[axis]) | set(values), key=str)

@@ -156,13 +156,20 @@ def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
     return SearchSpace(model=model, job=job, placement=placement, world_size=world, domains=domains)
 
 
-def make_recipe(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: Optional[int], mbs: int, sp: bool, recompute: Recompute,
-                schedule: str, dp_sharding: str, acc_split: bool, tp_comm_overlap: bool = False) -> Recipe:
-    """The one place an axis assignment becomes a Recipe (flags tied to others are set consistently:
+def recipe_fields(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: Optional[int], mbs: int, sp: bool,
+                  recompute: Recompute, schedule: str, dp_sharding: str, acc_split: bool, tp_comm_overlap: bool = False) -> dict:
+    """The one place an axis assignment becomes Recipe fields (flags tied to others are set consistently:
     --overlap-param-gather needs a sharded optimizer, so it follows dp_sharding)."""
     sharding = DataParallelSharding(dp_sharding)
-    return Recipe(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, mbs=mbs, sequence_parallel=sp and tp > 1,
-                  recompute=recompute, schedule=PipelineSchedule(schedule), dp_sharding=sharding,
-                  overlap_param_gather=sharding != DataParallelSharding.none,
-                  account_for_embedding_in_pipeline_split=acc_split, account_for_loss_in_pipeline_split=acc_split,
-                  tp_comm_overlap=tp_comm_overlap)
+    return {"tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs, "sequence_parallel": sp and tp > 1,
+            "recompute": recompute, "schedule": PipelineSchedule(schedule), "dp_sharding": sharding,
+            "overlap_param_gather": sharding != DataParallelSharding.none,
+            "account_for_embedding_in_pipeline_split": acc_split, "account_for_loss_in_pipeline_split": acc_split,
+            "tp_comm_overlap": tp_comm_overlap}
+
+
+def make_recipe(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: Optional[int], mbs: int, sp: bool, recompute: Recompute,
+                schedule: str, dp_sharding: str, acc_split: bool, tp_comm_overlap: bool = False) -> Recipe:
+    """A validated Recipe from an axis assignment."""
+    return Recipe(**recipe_fields(tp, pp, vpp, cp, ep, etp, mbs, sp, recompute, schedule, dp_sharding, acc_split,
+                                  tp_comm_overlap))

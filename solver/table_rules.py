@@ -1,11 +1,11 @@
 """Which factor-table rows are legal: the rule functions of constraints/rules*.py, called on recipes.
 
 Why factor the calls: a rule reads few axes, so judging every full recipe repeats work millions of
-times. Rules are split by what they read (the sets below; tests/test_solver_core.py checks factorised
-verdicts against check_rules on full recipes): structural rules once per (TP, PP, VPP, CP, EP, ETP,
-schedule, split, DP sharding), activation rules once per structural row x (SP, recompute), batch rules
-once per structural row x MBS. Recipes here are built by `model_copy` from a validated base (no pydantic
-validation per row: every value comes from a validated domain), which is what makes this fast.
+times. Rules are split by what they read (the sets below; tests/test_solver_rules_factored.py checks
+factorised verdicts against check_rules on every full recipe of a space): structural rules once per (TP,
+PP, VPP, CP, EP, ETP, schedule, split, DP sharding), activation rules once per structural row x (SP,
+recompute, TP comm overlap), batch rules once per structural row x MBS. Recipes here are built without
+pydantic validation per row (every value comes from a validated domain), which is what makes this fast.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import itertools
 from functools import lru_cache
 
 from constraints.rules import RULES, RuleInput
-from constraints.spec import DataParallelSharding, PipelineSchedule, Recipe
-from solver.space import SearchSpace
+from constraints.spec import Recipe
+from solver.space import SearchSpace, recipe_fields
 
 BATCH_RULES = {"global_batch_divisible", "interleaved_microbatches"}
 ACTIVATION_RULES = {"sequence_parallel_needs_tp", "sequence_parallel_divides_seq", "tp_comm_overlap_needs_sp",
@@ -26,17 +26,14 @@ _BASE_FIELDS = dict(_BASE.__dict__)
 
 
 @lru_cache(maxsize=None)
-def _all_rules() -> tuple:
-    import constraints.rules_features  # noqa: F401  (registers the feature rules)
-    return tuple(RULES)
-
-
-def rules_in(group: str) -> list:
+def rules_in(group: str) -> tuple:
     """The rule functions of one group: 'structural', 'activation' or 'batch'."""
+    import constraints.rules_features  # noqa: F401  (registers the feature rules)
+
     names = {"activation": ACTIVATION_RULES, "batch": BATCH_RULES}.get(group)
     if names is None:
-        return [fn for fn in _all_rules() if fn.__name__ not in BATCH_RULES | ACTIVATION_RULES]
-    return [fn for fn in _all_rules() if fn.__name__ in names]
+        return tuple(fn for fn in RULES if fn.__name__ not in BATCH_RULES | ACTIVATION_RULES)
+    return tuple(fn for fn in RULES if fn.__name__ in names)
 
 
 def has_error(fns, x: RuleInput) -> bool:
@@ -48,13 +45,8 @@ def has_error(fns, x: RuleInput) -> bool:
 
 
 def fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, recompute, schedule, dp_sharding, acc, tpo=False) -> Recipe:
-    """solver.space.make_recipe without per-row validation (same field settings)."""
-    sharding = DataParallelSharding(dp_sharding)
-    fields = {**_BASE_FIELDS, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs,
-              "sequence_parallel": sp and tp > 1, "recompute": recompute, "schedule": PipelineSchedule(schedule),
-              "dp_sharding": sharding, "overlap_param_gather": sharding != DataParallelSharding.none,
-              "account_for_embedding_in_pipeline_split": acc, "account_for_loss_in_pipeline_split": acc,
-              "tp_comm_overlap": tpo}
+    """solver.space.make_recipe without per-row validation (the same recipe_fields)."""
+    fields = {**_BASE_FIELDS, **recipe_fields(tp, pp, vpp, cp, ep, etp, mbs, sp, recompute, schedule, dp_sharding, acc, tpo)}
     # what pydantic's model_copy does, minus its deep-copy bookkeeping (3x faster; the rows number ~1e5)
     r = object.__new__(Recipe)
     object.__setattr__(r, "__dict__", fields)
@@ -83,9 +75,9 @@ def schedule_vpp_pairs(space: SearchSpace, pp: int) -> list[tuple[str, int]]:
     return out
 
 
-def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple]:
-    """Legal structural rows (TP, PP, VPP, CP, EP, ETP, schedule, split) under the first DP sharding that
-    the structural rules accept (static_legality then judges each sharding)."""
+def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple[tuple, list[bool]]]:
+    """Structural rows (TP, PP, VPP, CP, EP, ETP, schedule, split) that the structural rules accept under at
+    least one DP sharding, each with its verdict per sharding (in the domain's order)."""
     d, model, world = space.domains, space.model, space.world_size
     fns = rules_in("structural")
     rows = []
@@ -97,21 +89,12 @@ def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple]:
             if acc and model.num_layers % (pp * vpp) == 0:
                 continue
             for ep, etp in itertools.product(d["ep"], d["etp"]):
-                for sh in d["dp_sharding"]:
-                    r = fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, base_rc, sched, sh, acc)
-                    if not has_error(fns, RuleInput(model, space.job, r, world, profile)):
-                        rows.append((tp, pp, vpp, cp, ep, etp, sched, acc))
-                        break
+                ok = [not has_error(fns, RuleInput(model, space.job, fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, base_rc,
+                                                                                 sched, sh, acc), world, profile))
+                      for sh in d["dp_sharding"]]
+                if any(ok):
+                    rows.append(((tp, pp, vpp, cp, ep, etp, sched, acc), ok))
     return rows
-
-
-def sharding_ok(space: SearchSpace, profile, row: tuple, base_rc) -> list[bool]:
-    """Per DP sharding: do the structural rules hold for this row?"""
-    tp, pp, vpp, cp, ep, etp, sched, acc = row
-    fns = rules_in("structural")
-    return [not has_error(fns, RuleInput(space.model, space.job, fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, base_rc,
-                                                                              sched, sh, acc), space.world_size, profile))
-            for sh in space.domains["dp_sharding"]]
 
 
 def activation_ok(space: SearchSpace, profile, row: tuple, sp: bool, rc, sharding: str, tpo: bool = False) -> bool:

@@ -16,8 +16,9 @@ US = 1_000_000
 UNPRICEABLE_US = np.int64(1) << 50  # a candidate the projection cannot price (NaN) ranks last, never first
 
 
-def ranking_time_us(space, profile, struct, act_rows, cols: dict, rcs_all, shardings, cand_act: np.ndarray,
-                    cand_shard: np.ndarray) -> np.ndarray:
+def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np.ndarray, cand_shard: np.ndarray) -> np.ndarray:
+    """Closed-form iteration time (µs, ceil) of candidates (activation row, sharding), from the row columns
+    solver/tables.py builds; the sentinel where the projection cannot price one."""
     if not len(cand_act):
         return np.zeros(0, dtype=np.int64)
     sched_codes = np.array([SCHEDULES.index(PipelineSchedule(s)) for s in space.domains["schedule"]], dtype=np.int64)

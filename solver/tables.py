@@ -24,9 +24,9 @@ from constraints.spec import Recipe
 from constraints.stages import StageSplitError
 from solver.space import SearchSpace, make_recipe, recompute_choices, recompute_name
 from solver.table_memory import MemoryTables, make_split
-from solver.table_rules import activation_ok, batch_ok, sharding_ok, struct_rows
+from solver.table_rules import activation_ok, batch_ok, struct_rows
+from solver.table_time import UNPRICEABLE_US, ranking_time_us
 
-US = 1_000_000
 AXIS_NAMES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "acc_split", "tp_comm_overlap")
 
 
@@ -101,8 +101,8 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     rcs_all = recompute_choices(model)
     rc_idx = [i for i, r in enumerate(rcs_all) if recompute_name(r) in space.domains["recompute"]]
     shardings = list(space.domains["dp_sharding"])
-    splits, struct = {}, []
-    for row in struct_rows(space, profile, rcs_all[0]):
+    splits, struct, ok_rows = {}, [], []
+    for row, ok in struct_rows(space, profile, rcs_all[0]):
         key = (row[1], row[2], row[7])
         if key not in splits:
             try:
@@ -111,10 +111,11 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
                 splits[key] = None
         if splits[key] is not None:
             struct.append(row)
+            ok_rows.append(ok)
     splits = {k: v for k, v in splits.items() if v is not None}
     width = max([len(s.classes) for s in splits.values()], default=1)
     memt = MemoryTables(space, profile, rcs_all, splits, width)
-    static_ok = np.array([sharding_ok(space, profile, row, rcs_all[0]) for row in struct], dtype=bool).reshape(len(struct), len(shardings))
+    static_ok = np.array(ok_rows, dtype=bool).reshape(len(struct), len(shardings))
     static_bytes = np.zeros((len(struct) * len(shardings), width), dtype=np.int64)
     for i, row in enumerate(struct):
         for k, sh in enumerate(shardings):
@@ -131,13 +132,11 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     cand_act, cand_shard = a_all[keep], s_all[keep]
     peak = (static_bytes[act_struct[cand_act] * n_sh + cand_shard] + act_bytes[cand_act]).max(axis=1) if len(cand_act) \
         else np.zeros(0, dtype=np.int64)
-    from solver.table_time import UNPRICEABLE_US, ranking_time_us
-
     # the ranking time only matters where a candidate can be an answer: price the fitting ones (a candidate
     # that does not fit carries the sentinel, so CP-SAT's objective never prefers it; memory still rejects it)
     fit = peak <= usable
     times = np.full(len(cand_act), UNPRICEABLE_US, dtype=np.int64)
-    times[fit] = ranking_time_us(space, profile, struct, act_rows, cols, rcs_all, shardings, cand_act[fit], cand_shard[fit])
+    times[fit] = ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act[fit], cand_shard[fit])
     # unpriced candidates rank after every priced one, with a value small enough that CP-SAT's bound on the
     # objective sum (candidates x largest time) stays far inside int64 (a 2^50 sentinel overflowed it)
     priced = times < UNPRICEABLE_US
@@ -146,7 +145,7 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
                   static_ok=static_ok, static_bytes=static_bytes, act_rows=act_rows, act_struct=act_struct,
                   act_bytes=act_bytes, cand_act=cand_act, cand_shard=cand_shard, cand_peak=peak, cand_time_us=times,
                   counts={"declared": space.size(), "structural_rows": len(struct), "activation_rows": len(act_rows),
-                          "candidates": int(len(cand_act)), "fitting": int((peak <= usable).sum())})
+                          "candidates": int(len(cand_act)), "fitting": int(fit.sum())})
 
 
 def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx) -> list[tuple]:
