@@ -27,14 +27,15 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict
 
 from constraints.schedule import num_microbatches
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, Placement, Recipe,
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Placement, Recipe,
                               RecomputeGranularity, RecomputeMethod)
 from constraints.stages import rank_chunks
 from hardware.profile import HardwareProfile
 from measure import collectives as col
 from measure.dp_comm import dp_comm_s
 from measure.flops import flops_per_iteration
-from measure.layer_ops import LayerKind, Phase, PhaseOp, head_ops, layer_ops, optimizer_ops
+from measure.layer_cost import layer_cost, timed_ops
+from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
 from measure.pipeline_sim import closed_form_s, simulate
 from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
@@ -65,118 +66,6 @@ class Projection(BaseModel):
     breakdown: Breakdown
 
 
-_RECOMPUTE_MODULES = {"moe": {"moe", "moe_act", "router"}, "mlp": {"mlp"}, "core_attn": {"core_attn"},
-                      "layernorm": {"layernorm"}, "moe_act": {"moe_act"}, "mla_up_proj": {"mla_up_proj"},
-                      "shared_experts": {"shared_experts"}}
-
-
-def _recomputed(recipe: Recipe) -> set[str]:
-    out: set[str] = set()
-    for m in recipe.recompute.modules:
-        out |= _RECOMPUTE_MODULES.get(m.value, {m.value})
-    return out
-
-
-class _LayerCost(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    fwd: float
-    dgrad: float
-    wgrad: float
-    recompute_selective: float
-    tp_fwd: float
-    tp_bwd: float
-    ep_fwd: float
-    ep_bwd: float
-    cp_fwd: float
-    cp_bwd: float
-    dense_params: int
-    expert_params: int
-
-
-def _op_times(ops: list[PhaseOp], profile, table, fp, imbalance: float) -> list[tuple[PhaseOp, float]]:
-    out = []
-    for p in ops:
-        t = op_time_s(p, profile, table, fp)
-        if p.module in ("moe", "moe_act"):
-            t *= imbalance
-        out.append((p, t))
-    return out
-
-
-def _host_floor(by: dict, timed: list[tuple[PhaseOp, float]], per_op_s: float) -> None:
-    """A layer pass cannot run faster than the host issues it: forward >= its ops' host time, backward
-    (dgrad + wgrad) >= theirs, the shortfall added to dgrad. Small per-rank kernels (high TP/EP, MBS 1,
-    small hidden) leave the GPU waiting on Python and launches (why CUDA graphs help MoE layers)."""
-    if per_op_s <= 0:
-        return
-    n_fwd = sum(1 for p, _ in timed if p.phase == Phase.fwd)
-    n_bwd = sum(1 for p, _ in timed if p.phase in (Phase.bwd_dgrad, Phase.bwd_wgrad))
-    by[Phase.fwd] = max(by[Phase.fwd], n_fwd * per_op_s)
-    by[Phase.bwd_dgrad] += max(n_bwd * per_op_s - by[Phase.bwd_dgrad] - by[Phase.bwd_wgrad], 0.0)
-
-
-def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
-               kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None) -> _LayerCost:
-    cal = profile.calibration
-    timed = _op_times(layer_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance)
-    by = {ph: sum(t for p, t in timed if p.phase == ph) for ph in Phase}
-    rc = _recomputed(recipe)
-    sel = sum(t for p, t in timed if p.phase == Phase.fwd and p.module in rc)
-    groups = recipe_groups(recipe, profile, placement)
-    t_tok = recipe.mbs * job.seq_length // recipe.cp
-    t_sp = t_tok // recipe.tp if recipe.sp_active else t_tok
-    h = model.hidden_size
-    act_bytes = t_tok * h * 2
-    n_blocks = 2 if kind == LayerKind.dense else 1  # MoE block's TP comm is replaced by EP/ETP traffic
-    if recipe.tp > 1:
-        if recipe.sp_active:
-            one = col.all_gather_s(act_bytes, groups.tp, profile) + col.reduce_scatter_s(act_bytes, groups.tp, profile)
-        else:
-            one = col.all_reduce_s(act_bytes, groups.tp, profile)
-        tp = n_blocks * one
-    else:
-        tp = 0.0
-    ep = 0.0
-    if kind == LayerKind.moe:
-        # the busiest rank receives imbalance x the mean share (the a2a ends when it does)
-        a2a = t_sp * model.moe_router_topk * h * 2 * cal.moe_load_imbalance
-        if recipe.moe_dispatcher == MoeDispatcher.flex:
-            ep = 2 * col.node_dedup_all_to_all_s(a2a / model.moe_router_topk, model.moe_router_topk, groups.ep, profile)
-        else:
-            ep = 2 * col.all_to_all_s(a2a, groups.ep, profile)
-        if recipe.etp_effective > 1:
-            ep += col.all_gather_s(a2a * recipe.etp_effective, groups.etp, profile) + col.reduce_scatter_s(
-                a2a * recipe.etp_effective, groups.etp, profile)
-        if recipe.tp > 1 and recipe.sp_active:
-            tp += one
-    cp = 0.0
-    if recipe.cp > 1:
-        kv_heads = model.num_attention_heads if model.multi_latent_attention else model.num_query_groups
-        d = (model.qk_head_dim + model.qk_pos_emb_head_dim) if model.multi_latent_attention else model.kv_channels
-        kv_bytes = 2 * recipe.mbs * t_tok * max(kv_heads // recipe.tp, 1) * d * 2
-        attn = sum(t for p, t in timed if p.phase == Phase.fwd and p.module == "core_attn")
-        ring = (recipe.cp - 1) * col.p2p_s(kv_bytes, groups.cp.num_domains > 1, profile)
-        cp = max(ring - attn, ring * cal.exposed_comm_fraction)
-    tp_exp = tp * (cal.exposed_comm_fraction if recipe.tp_comm_overlap else 1.0)
-    ep_exp = ep * (cal.exposed_comm_fraction if recipe.overlap_moe_expert_parallel_comm else 1.0)
-    dense_p = expert_p = 0
-    for p, _ in timed:
-        if p.phase == Phase.bwd_wgrad and p.op.kind.value in ("gemm", "grouped_gemm"):
-            s = p.op.shape
-            n = s[0] * s[1] * s[2] if p.op.kind.value == "grouped_gemm" else s[0] * s[1]
-            if p.module == "moe":
-                expert_p += n
-            else:
-                dense_p += n
-    if kind == LayerKind.moe:  # dispatcher host sync per pass (see Calibration.moe_dispatch_overhead_us)
-        by[Phase.fwd] += cal.moe_dispatch_overhead_us * 1e-6
-        by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
-    _host_floor(by, timed, cal.host_time_per_op_us * 1e-6)
-    return _LayerCost(fwd=by[Phase.fwd], dgrad=by[Phase.bwd_dgrad], wgrad=by[Phase.bwd_wgrad], recompute_selective=sel,
-                      tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_exp, ep_bwd=ep_exp,
-                      cp_fwd=cp, cp_bwd=2 * cp, dense_params=dense_p, expert_params=expert_p)
-
-
 def _full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:
     """Layers of a chunk whose whole forward is recomputed (Megatron --recompute-method/num-layers)."""
     rc = recipe.recompute
@@ -201,7 +90,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     kinds = {LayerKind.dense: layer_cost(model, job, recipe, placement, profile, LayerKind.dense, cost_table, fingerprint)}
     if model.is_moe:
         kinds[LayerKind.moe] = layer_cost(model, job, recipe, placement, profile, LayerKind.moe, cost_table, fingerprint)
-    head = _op_times(head_ops(model, job, recipe), profile, cost_table, fingerprint, 1.0)
+    head = timed_ops(head_ops(model, job, recipe), profile, cost_table, fingerprint, 1.0)
     emb_fwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase == Phase.fwd)
     emb_bwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase != Phase.fwd)
     loss = {ph: sum(t for p, t in head if p.op.kind.value != "embedding" and p.phase == ph) for ph in Phase}

@@ -1,13 +1,13 @@
 """RecipeBatch: many recipes as parallel numpy arrays over the axes a search varies.
 
 Why arrays: the solver prices millions of recipes that differ only in TP/PP/VPP/CP/EP/ETP/MBS/SP,
-recompute, schedule, DP sharding and the embedding/loss split; one array per axis (enums as indices
+recompute, schedule, DP sharding, the embedding/loss split and TP comm overlap; one array per axis (enums as indices
 into SCHEDULES / SHARDINGS) lets measure.vectorized price them with gathers instead of Python loops.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -25,7 +25,7 @@ class RecipeBatch:
     tp, pp, vpp, cp, ep, mbs: int arrays; etp: int array, 0 = None (expert TP follows TP);
     sp: bool (`--sequence-parallel`, ignored at TP=1); acc_split: bool (account for embedding and loss in
     the pipeline split); recompute: index into `recompute_choices`; schedule: index into SCHEDULES;
-    dp_sharding: index into SHARDINGS. Every other Recipe field (overlap flags, uneven stages, ...) is
+    dp_sharding: index into SHARDINGS; tp_comm_overlap: bool, or None for `base`'s. Every other Recipe field (overlap flags, uneven stages, ...) is
     `base`'s and shared by the batch."""
 
     tp: np.ndarray
@@ -40,6 +40,7 @@ class RecipeBatch:
     schedule: np.ndarray
     dp_sharding: np.ndarray
     acc_split: np.ndarray
+    tp_comm_overlap: Optional[np.ndarray] = None
     recompute_choices: tuple[Recompute, ...] = (Recompute(),)
     base: Recipe = field(default_factory=Recipe)
 
@@ -55,13 +56,15 @@ class RecipeBatch:
             "ep": int(self.ep[i]), "etp": etp or None, "mbs": int(self.mbs[i]), "sequence_parallel": bool(self.sp[i]),
             "recompute": self.recompute_choices[int(self.recompute[i])], "schedule": SCHEDULES[int(self.schedule[i])],
             "dp_sharding": SHARDINGS[int(self.dp_sharding[i])], "account_for_embedding_in_pipeline_split": acc,
-            "account_for_loss_in_pipeline_split": acc})
+            "account_for_loss_in_pipeline_split": acc,
+            **({} if self.tp_comm_overlap is None else {"tp_comm_overlap": bool(self.tp_comm_overlap[i])})})
 
     @classmethod
     def from_recipes(cls, recipes: Sequence[Recipe]) -> "RecipeBatch":
         """Pack recipes that differ only in the batch axes (raises ValueError naming a differing field)."""
         axis_fields = {"tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sequence_parallel", "recompute", "schedule",
-                       "dp_sharding", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"}
+                       "dp_sharding", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
+                       "tp_comm_overlap"}
         base = recipes[0]
         rest = {k: v for k, v in base.model_dump().items() if k not in axis_fields}
         choices: list[Recompute] = []
@@ -83,6 +86,7 @@ class RecipeBatch:
                    sp=arr(lambda r: r.sequence_parallel, bool), recompute=arr(lambda r: choices.index(r.recompute)),
                    schedule=arr(lambda r: SCHEDULES.index(r.schedule)), dp_sharding=arr(lambda r: SHARDINGS.index(r.dp_sharding)),
                    acc_split=arr(lambda r: r.account_for_embedding_in_pipeline_split, bool),
+                   tp_comm_overlap=arr(lambda r: r.tp_comm_overlap, bool),
                    recompute_choices=tuple(choices), base=base)
 
 
@@ -92,4 +96,5 @@ def slice_batch(batch: RecipeBatch, lo: int, hi: int) -> RecipeBatch:
         return batch
     arrays = {k: np.asarray(getattr(batch, k))[lo:hi] for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute",
                                                                  "schedule", "dp_sharding", "acc_split")}
+    arrays["tp_comm_overlap"] = None if batch.tp_comm_overlap is None else np.asarray(batch.tp_comm_overlap)[lo:hi]
     return RecipeBatch(**arrays, recompute_choices=batch.recompute_choices, base=batch.base)

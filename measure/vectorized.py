@@ -3,8 +3,9 @@
 Why: the solver ranks millions of recipes, and `measure.project.project` costs ~1 ms each. Every quantity
 it forms depends on few recipe axes, so the space splits into small factor tables filled by the scalar
 code once per key, and a batch is priced by numpy gathers plus the closed-form schedule arithmetic:
-- layer rows keyed by (TP, CP, EP, ETP, MBS, SP, recompute modules): `project.layer_cost` for the dense
-  and the MoE layer, plus the head ops, FLOPs and pipeline p2p bytes;
+- layer rows keyed by (TP, CP, EP, ETP, MBS, SP, recompute modules, TP comm overlap): `layer_cost` for the
+  dense and the MoE layer (its shape-determined parts computed once per shape and per-op times once per op,
+  then finished per recompute / overlap variant), plus the head ops, FLOPs and pipeline p2p bytes;
 - stage rows keyed by (PP, VPP, account-for split, full-recompute method/layers): per distinct pipeline
   rank, how many dense / MoE layers, fully recomputed layers, embedding / loss chunks it holds
   (`constraints.stages.rank_chunks`); ranks with equal counts are folded (with their multiplicity);
@@ -28,7 +29,8 @@ from measure.factor_table import Axis as _Axis, Factor as _Factor
 from measure.flops import flops_per_iteration
 from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
 from measure.dp_comm import FSDP_SHARDINGS
-from measure.project import _full_recompute_layers, layer_cost
+from measure.layer_cost import LayerParts, finish_parts, layer_parts, recomputed_modules
+from measure.project import _full_recompute_layers
 from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
 from measure.schedule_np import closed_form_np
@@ -45,7 +47,7 @@ _STAGE_COLS = ("nd", "nm", "nfd", "nfm", "emb", "loss", "vocab", "mult")
 
 
 def _kind_cols(lc) -> list[float]:
-    """One layer kind's columns (_KIND_COLS order) from measure.project.layer_cost."""
+    """One layer kind's columns (_KIND_COLS order) from a measure.layer_cost.LayerCost."""
     return [lc.fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd, lc.dgrad + lc.tp_bwd + lc.ep_bwd + lc.cp_bwd, lc.wgrad,
             lc.fwd + lc.tp_fwd + lc.ep_fwd, lc.recompute_selective, lc.dense_params, lc.expert_params]
 
@@ -74,7 +76,9 @@ class Evaluator:
         self.rc_map = np.zeros(0, dtype=np.int64)  # global rc -> (mods idx, fulls idx, selective flag)
         self.layers = _Factor(self._layer_row)
         self.stages = _Factor(self._stage_row)
-        self._shared_rows: dict = {}
+        self._parts_cache: dict = {}   # (layer kind, shape key) -> LayerParts
+        self._op_cache: dict = {}      # (op, phase) -> seconds, shared by every shape
+        self._head_rows: dict = {}     # (tp, cp, mbs, sp) -> head columns
         self.dp_spans = _Factor(lambda k: self._span(k, dense=True))
         self.edp_spans = _Factor(lambda k: self._span(k, dense=False))
 
@@ -83,41 +87,56 @@ class Evaluator:
         return self.axes[axis].values[i]
 
     def _layer_row(self, key: tuple) -> list[float]:
-        tp, cp, ep, etp, mbs = (self._val(a, i) for a, i in zip(("tp", "cp", "ep", "etp", "mbs"), key[:5]))
-        mods = self.rc_mods[key[6]]
-        rc = Recompute(granularity=RecomputeGranularity.selective, modules=mods) if mods else Recompute()
-        r = self.base.model_copy(update={"tp": tp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs, "pp": 1, "vpp": 1,
-                                         "sequence_parallel": bool(key[5]), "recompute": rc})
-        # the dense layer, the head ops and the FLOPs do not read EP / ETP (checked on DeepSeek-V3 when this cache
-        # was added; tests/test_vectorized.py holds the whole row equal to project): share them across EP x ETP
-        shared_key = (key[0], key[1], key[4], key[5], key[6])
-        shared = self._shared_rows.get(shared_key)
-        if shared is None:
-            shared = self._shared_rows[shared_key] = self._ep_free_row(r, tp, cp, mbs)
+        """Key (tp, cp, ep, etp, mbs, sp, recompute-modules, tp-comm-overlap indices) -> dense-layer,
+        MoE-layer and head columns. The shape-determined parts are cached per shape (they read neither
+        recompute nor the overlap flags) and finished per variant: measure.layer_cost.finish_parts."""
+        shape, mods, tpo = key[:6], self.rc_mods[key[6]], bool(key[7])
+        recomputed = recomputed_modules(mods)
+        ep_overlap, cal = self.base.overlap_moe_expert_parallel_comm, self.profile.calibration
+        # the dense layer and the head ops do not read EP / ETP (tests/test_vectorized.py holds the whole row
+        # equal to project): share them across EP x ETP
+        ep_free = (shape[0], shape[1], shape[4], shape[5])
+        dense_row = [0.0] * len(_KIND_COLS)
+        if not self.model.is_moe or False in self.model.moe_layers:
+            parts = self._parts(LayerKind.dense, ep_free)
+            dense_row = _kind_cols(finish_parts(parts, recomputed, tpo, ep_overlap, cal))
         moe_row = [0.0] * len(_KIND_COLS)
         if self.model.is_moe:
-            lc = layer_cost(self.model, self.job, r, self.placement, self.profile, LayerKind.moe, self.cost_table, self.fingerprint)
-            moe_row = _kind_cols(lc)
-        return shared[0] + moe_row + shared[1]
+            moe_row = _kind_cols(finish_parts(self._parts(LayerKind.moe, shape), recomputed, tpo, ep_overlap, cal))
+        head = self._head_rows.get(ep_free)
+        if head is None:
+            head = self._head_rows[ep_free] = self._head_row(self._shape_recipe(shape))
+        return dense_row + moe_row + head
 
-    def _ep_free_row(self, r: Recipe, tp: int, cp: int, mbs: int) -> tuple[list[float], list[float]]:
-        """(dense-layer columns, head columns) of one layer key; zeros for a kind no layer has."""
-        dense_row = [0.0] * len(_KIND_COLS)
-        has_dense = not self.model.is_moe or False in self.model.moe_layers
-        if has_dense:
-            lc = layer_cost(self.model, self.job, r, self.placement, self.profile, LayerKind.dense, self.cost_table, self.fingerprint)
-            dense_row = _kind_cols(lc)
+    def _shape_recipe(self, shape: tuple) -> Recipe:
+        tp, cp, ep, etp, mbs = (self._val(a, i) for a, i in zip(("tp", "cp", "ep", "etp", "mbs"), shape[:5]))
+        return self.base.model_copy(update={"tp": tp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs, "pp": 1, "vpp": 1,
+                                            "sequence_parallel": bool(shape[5]), "recompute": Recompute()})
+
+    def _parts(self, kind: LayerKind, key: tuple) -> LayerParts:
+        """measure.layer_cost.layer_parts of one layer kind at one per-rank shape, computed once. Dense keys
+        are (tp, cp, mbs, sp) indices: EP / ETP are then read as the batch's first values, which a dense
+        layer never uses."""
+        parts = self._parts_cache.get((kind, key))
+        if parts is None:
+            shape = key if len(key) == 6 else (key[0], key[1], 0, 0, key[2], key[3])
+            parts = self._parts_cache[(kind, key)] = layer_parts(
+                self.model, self.job, self._shape_recipe(shape), self.placement, self.profile, kind, self.cost_table,
+                self.fingerprint, self._op_cache)
+        return parts
+
+    def _head_row(self, r: Recipe) -> list[float]:
+        """Embedding / loss times per phase, vocabulary rows, pipeline p2p bytes and model FLOPs."""
         head = [(p, op_time_s(p, self.profile, self.cost_table, self.fingerprint)) for p in head_ops(self.model, self.job, r)]
         emb = [(p, t) for p, t in head if p.op.kind.value == "embedding"]
         loss = [(p, t) for p, t in head if p.op.kind.value != "embedding"]
         vocab_rows = sum(p.op.shape[0] * p.op.shape[1] for p, _ in head
                          if p.phase == Phase.bwd_wgrad and p.op.kind.value == "gemm") // max(1 + self.model.mtp_num_layers, 1)
-        t_tok = mbs * self.job.seq_length // cp
-        p2p_bytes = (t_tok // tp if r.sp_active else t_tok) * self.model.hidden_size * 2
-        head_row = [sum(t for p, t in emb if p.phase == Phase.fwd), sum(t for p, t in emb if p.phase != Phase.fwd),
-                    *(sum(t for p, t in loss if p.phase == ph) for ph in (Phase.fwd, Phase.bwd_dgrad, Phase.bwd_wgrad)),
-                    vocab_rows, p2p_bytes, flops_per_iteration(self.model, self.job, r)]
-        return dense_row, head_row
+        t_tok = r.mbs * self.job.seq_length // r.cp
+        p2p_bytes = (t_tok // r.tp if r.sp_active else t_tok) * self.model.hidden_size * 2
+        return [sum(t for p, t in emb if p.phase == Phase.fwd), sum(t for p, t in emb if p.phase != Phase.fwd),
+                *(sum(t for p, t in loss if p.phase == ph) for ph in (Phase.fwd, Phase.bwd_dgrad, Phase.bwd_wgrad)),
+                vocab_rows, p2p_bytes, flops_per_iteration(self.model, self.job, r)]
 
     def _stage_row(self, key: tuple) -> list[float]:
         pp, vpp = self._val("pp", key[0]), self._val("vpp", key[1])
@@ -204,8 +223,10 @@ class Evaluator:
         rcm = self.rc_map[rc]
         ix = {a: self.axes[a].index(v) for a, v in (("tp", tp), ("pp", pp), ("vpp", vpp), ("cp", cp), ("ep", ep), ("etp", etp), ("mbs", mbs))}
         n = {a: len(self.axes[a].values) for a in _INT_AXES}
-        L = self.layers.gather([ix["tp"], ix["cp"], ix["ep"], ix["etp"], ix["mbs"], sp.astype(np.int64), rcm[:, 0]],
-                               (n["tp"], n["cp"], n["ep"], n["etp"], n["mbs"], 2, len(self.rc_mods)))
+        tpo = (np.full(len(tp), self.base.tp_comm_overlap) if batch.tp_comm_overlap is None
+               else np.asarray(batch.tp_comm_overlap, dtype=bool)) & (tp > 1)
+        L = self.layers.gather([ix["tp"], ix["cp"], ix["ep"], ix["etp"], ix["mbs"], sp.astype(np.int64), rcm[:, 0], tpo.astype(np.int64)],
+                               (n["tp"], n["cp"], n["ep"], n["etp"], n["mbs"], 2, len(self.rc_mods), 2))
         S = self.stages.gather([ix["pp"], ix["vpp"], acc, rcm[:, 1]], (n["pp"], n["vpp"], 2, len(self.rc_fulls)))
         D = self.dp_spans.gather([ix["tp"], ix["cp"], ix["pp"]], (n["tp"], n["cp"], n["pp"])).T
         E = self.edp_spans.gather([ix["ep"], ix["etp"], ix["pp"]], (n["ep"], n["etp"], n["pp"])).T

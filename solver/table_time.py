@@ -23,18 +23,12 @@ def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np
         return np.zeros(0, dtype=np.int64)
     sched_codes = np.array([SCHEDULES.index(PipelineSchedule(s)) for s in space.domains["schedule"]], dtype=np.int64)
     shard_codes = np.array([SHARDINGS.index(DataParallelSharding(s)) for s in shardings], dtype=np.int64)
-    t_s = np.full(len(cand_act), np.nan)
-    # RecipeBatch varies the search axes; --tp-comm-overlap is a base-recipe field, so price each value apart
-    for tpo in (False, True):
-        sel = np.flatnonzero(cols["tpo"][cand_act] == int(tpo))
-        if not len(sel):
-            continue
-        a = cand_act[sel]
-        batch = RecipeBatch(tp=cols["tp"][a], pp=cols["pp"][a], vpp=cols["vpp"][a], cp=cols["cp"][a], ep=cols["ep"][a],
-                            etp=cols["etp"][a], mbs=cols["mbs"][a], sp=cols["sp"][a].astype(bool), recompute=cols["rc"][a],
-                            schedule=sched_codes[cols["sched"][a]], dp_sharding=shard_codes[cand_shard[sel]],
-                            acc_split=cols["acc"][a].astype(bool), recompute_choices=tuple(rcs_all),
-                            base=Recipe(tp_comm_overlap=tpo))
-        t_s[sel] = Evaluator(space.model, space.job, space.placement, profile).evaluate(batch)["iteration_time_s"]
+    a = cand_act
+    batch = RecipeBatch(tp=cols["tp"][a], pp=cols["pp"][a], vpp=cols["vpp"][a], cp=cols["cp"][a], ep=cols["ep"][a],
+                        etp=cols["etp"][a], mbs=cols["mbs"][a], sp=cols["sp"][a].astype(bool), recompute=cols["rc"][a],
+                        schedule=sched_codes[cols["sched"][a]], dp_sharding=shard_codes[cand_shard],
+                        acc_split=cols["acc"][a].astype(bool), tp_comm_overlap=cols["tpo"][a].astype(bool),
+                        recompute_choices=tuple(rcs_all), base=Recipe())
+    t_s = Evaluator(space.model, space.job, space.placement, profile).evaluate(batch)["iteration_time_s"]
     t_us = np.ceil(np.nan_to_num(t_s, nan=np.inf, posinf=np.inf) * US)
     return np.where(np.isfinite(t_us), t_us, UNPRICEABLE_US).astype(np.int64)

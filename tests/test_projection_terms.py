@@ -8,7 +8,8 @@ from hardware.profile import load_profile
 from measure import collectives as col
 from measure.layer_ops import LayerKind, Phase, layer_ops
 from measure.ops import OpKind
-from measure.project import layer_cost, project
+from measure.layer_cost import layer_cost
+from measure.project import project
 from measure.roofline import grouped_token_efficiency
 from measure.topology import GroupSpan
 

@@ -8,7 +8,7 @@ import pytest
 from constraints.models import load_model
 from constraints.rules import RuleInput, check_rules
 from constraints.spec import (DataParallelSharding, JobSpec, PipelineSchedule, Placement, Recipe, Recompute,
-                              RecomputeMethod, RecomputeModule)
+                              RecomputeGranularity, RecomputeMethod, RecomputeModule)
 from hardware.profile import load_profile
 from measure import collectives as col
 from measure.project import project
@@ -133,5 +133,21 @@ def test_impossible_split_is_nan_and_mixed_bases_are_refused():
     place = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
     out = Evaluator(model, job, place, profile).evaluate(RecipeBatch.from_recipes([Recipe(pp=4), Recipe(pp=8, vpp=8)]))
     assert np.isfinite(out["iteration_time_s"][0]) and np.isnan(out["iteration_time_s"][1])
-    with pytest.raises(ValueError, match="tp_comm_overlap"):
-        RecipeBatch.from_recipes([Recipe(), Recipe(tp_comm_overlap=True)])
+    with pytest.raises(ValueError, match="overlap_grad_reduce"):
+        RecipeBatch.from_recipes([Recipe(), Recipe(overlap_grad_reduce=False)])
+
+
+def test_tp_comm_overlap_axis_equals_scalar_per_row():
+    """--tp-comm-overlap is a batch axis (the solver searches it): each row is priced as project() prices
+    that recipe, and overlap lowers the time only where TP > 1."""
+    model, profile = load_model("Mixtral-8x7B-v0.1"), load_profile("h100-sxm-80gb")
+    job = JobSpec(seq_length=4096, global_batch_size=64)
+    place = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8)
+    rc = Recompute(granularity=RecomputeGranularity.selective, modules=[RecomputeModule.moe_act])
+    recipes = [Recipe(tp=tp, ep=ep, pp=2, sequence_parallel=tp > 1, tp_comm_overlap=o, recompute=r)
+               for tp in (1, 2, 4) for ep in (1, 4) for o in (False, True) for r in (Recompute(), rc)]
+    _assert_matches(model, job, place, profile, recipes)
+    t = Evaluator(model, job, place, profile).evaluate(RecipeBatch.from_recipes(recipes))["iteration_time_s"]
+    for i in range(0, len(recipes), 4):
+        off, on = t[i], t[i + 2]
+        assert (on < off) if recipes[i].tp > 1 else (on == off)

@@ -1,0 +1,196 @@
+"""One transformer layer's per-micro-batch cost on one rank: compute, recompute and TP/EP/CP communication.
+
+Why two steps: what a layer costs splits into the expensive part that depends only on the per-rank shape
+(TP, CP, EP, ETP, MBS, SP: the ops, their times, the collectives' raw times; `layer_parts`) and the cheap
+part that the recompute modules and the overlap flags decide (`finish_layer_cost`). The solver prices
+thousands of layer shapes under several recompute sets and both `--tp-comm-overlap` values, so the
+vectorised projection caches the parts per shape and finishes them per variant; `layer_cost` is the
+two steps in one, which `measure.project` uses.
+
+Communication per micro-batch (see measure/project.py's docstring for the sources):
+- TP: with SP an all-gather and a reduce-scatter per block, else an all-reduce; the MoE block swaps its TP
+  all-reduce for EP/ETP traffic but keeps the SP gather/scatter pair.
+- EP: dispatch + combine all-to-all of t/TP * topk * h bf16, times the load-imbalance factor; the flex
+  dispatcher deduplicates per destination node; ETP adds an all-gather + reduce-scatter over ETP.
+- CP (p2p ring): CP-1 K,V exchanges, hidden behind attention compute when shorter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from constraints.spec import JobSpec, ModelSpec, MoeDispatcher, Placement, Recipe
+from hardware.profile import Calibration, HardwareProfile
+from measure import collectives as col
+from measure.layer_ops import LayerKind, Phase, PhaseOp, layer_ops
+from measure.roofline import CostLookup, op_time_s
+from measure.topology import recipe_groups
+
+# Megatron's --recompute-modules names -> the layer_ops modules whose forward they re-run
+_RECOMPUTE_MODULES = {"moe": {"moe", "moe_act", "router"}, "mlp": {"mlp"}, "core_attn": {"core_attn"},
+                      "layernorm": {"layernorm"}, "moe_act": {"moe_act"}, "mla_up_proj": {"mla_up_proj"},
+                      "shared_experts": {"shared_experts"}}
+
+
+def recomputed_modules(modules) -> frozenset[str]:
+    """layer_ops modules whose forward selective recompute of these --recompute-modules re-runs in the backward."""
+    out: set[str] = set()
+    for m in modules:
+        out |= _RECOMPUTE_MODULES.get(m.value, {m.value})
+    return frozenset(out)
+
+
+class LayerCost(BaseModel):
+    """Seconds per micro-batch of one layer on one rank (communication already reduced by overlap),
+    and the parameters its weight gradients cover (dense vs expert: they reduce over different groups)."""
+
+    model_config = ConfigDict(extra="forbid")
+    fwd: float
+    dgrad: float
+    wgrad: float
+    recompute_selective: float
+    tp_fwd: float
+    tp_bwd: float
+    ep_fwd: float
+    ep_bwd: float
+    cp_fwd: float
+    cp_bwd: float
+    dense_params: int
+    expert_params: int
+
+
+@dataclass(frozen=True)
+class LayerParts:
+    """The shape-determined part of a LayerCost: phase times, forward time per module (what selective
+    recompute may re-run), and TP / EP communication before any overlap."""
+
+    fwd_s: float
+    dgrad_s: float
+    wgrad_s: float
+    fwd_by_module_s: dict
+    tp_raw_s: float
+    ep_raw_s: float
+    cp_s: float
+    dense_params: int
+    expert_params: int
+
+
+def timed_ops(ops: list[PhaseOp], profile, table, fp, imbalance: float, cache: Optional[dict] = None) -> list[tuple[PhaseOp, float]]:
+    """(op, seconds) with MoE expert ops scaled by the load imbalance; `cache` memoises per (op, phase, flops, bytes)."""
+    out = []
+    for p in ops:
+        key = (p.op, p.phase, p.flops, p.bytes_moved)  # everything op_time_s reads but the module
+        t = cache.get(key) if cache is not None else None
+        if t is None:
+            t = op_time_s(p, profile, table, fp)
+            if cache is not None:
+                cache[key] = t
+        if p.module in ("moe", "moe_act"):
+            t *= imbalance
+        out.append((p, t))
+    return out
+
+
+def _host_floor(by: dict, timed: list[tuple[PhaseOp, float]], per_op_s: float) -> None:
+    """A layer pass cannot run faster than the host issues it: forward >= its ops' host time, backward
+    (dgrad + wgrad) >= theirs, the shortfall added to dgrad. Small per-rank kernels (high TP/EP, MBS 1,
+    small hidden) leave the GPU waiting on Python and launches (why CUDA graphs help MoE layers)."""
+    if per_op_s <= 0:
+        return
+    n_fwd = sum(1 for p, _ in timed if p.phase == Phase.fwd)
+    n_bwd = sum(1 for p, _ in timed if p.phase in (Phase.bwd_dgrad, Phase.bwd_wgrad))
+    by[Phase.fwd] = max(by[Phase.fwd], n_fwd * per_op_s)
+    by[Phase.bwd_dgrad] += max(n_bwd * per_op_s - by[Phase.bwd_dgrad] - by[Phase.bwd_wgrad], 0.0)
+
+
+def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile, t_sp: int) -> float:
+    """Dispatch + combine (and ETP gather/scatter) seconds of one MoE layer's forward, before overlap."""
+    h, cal = model.hidden_size, profile.calibration
+    # the busiest rank receives imbalance x the mean share (the a2a ends when it does)
+    a2a = t_sp * model.moe_router_topk * h * 2 * cal.moe_load_imbalance
+    if recipe.moe_dispatcher == MoeDispatcher.flex:
+        ep = 2 * col.node_dedup_all_to_all_s(a2a / model.moe_router_topk, model.moe_router_topk, groups.ep, profile)
+    else:
+        ep = 2 * col.all_to_all_s(a2a, groups.ep, profile)
+    if recipe.etp_effective > 1:
+        ep += col.all_gather_s(a2a * recipe.etp_effective, groups.etp, profile) + col.reduce_scatter_s(
+            a2a * recipe.etp_effective, groups.etp, profile)
+    return ep
+
+
+def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
+                kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
+                op_cache: Optional[dict] = None) -> LayerParts:
+    """The part of a layer's cost its per-rank shape decides (reads TP, CP, EP, ETP, MBS, SP and the base
+    recipe's dispatcher, never recompute or the overlap flags)."""
+    cal = profile.calibration
+    timed = timed_ops(layer_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance, op_cache)
+    by = {ph: sum(t for p, t in timed if p.phase == ph) for ph in Phase}
+    fwd_by_module: dict[str, float] = {}
+    for p, t in timed:
+        if p.phase == Phase.fwd:
+            fwd_by_module[p.module] = fwd_by_module.get(p.module, 0.0) + t
+    groups = recipe_groups(recipe, profile, placement)
+    t_tok = recipe.mbs * job.seq_length // recipe.cp
+    t_sp = t_tok // recipe.tp if recipe.sp_active else t_tok
+    act_bytes = t_tok * model.hidden_size * 2
+    n_blocks = 2 if kind == LayerKind.dense else 1  # MoE block's TP comm is replaced by EP/ETP traffic
+    tp = ep = 0.0
+    if recipe.tp > 1:
+        if recipe.sp_active:
+            one = col.all_gather_s(act_bytes, groups.tp, profile) + col.reduce_scatter_s(act_bytes, groups.tp, profile)
+        else:
+            one = col.all_reduce_s(act_bytes, groups.tp, profile)
+        tp = n_blocks * one
+        if kind == LayerKind.moe and recipe.sp_active:
+            tp += one
+    if kind == LayerKind.moe:
+        ep = _ep_raw_s(model, recipe, groups, profile, t_sp)
+    cp = 0.0
+    if recipe.cp > 1:
+        kv_heads = model.num_attention_heads if model.multi_latent_attention else model.num_query_groups
+        d = (model.qk_head_dim + model.qk_pos_emb_head_dim) if model.multi_latent_attention else model.kv_channels
+        kv_bytes = 2 * recipe.mbs * t_tok * max(kv_heads // recipe.tp, 1) * d * 2
+        ring = (recipe.cp - 1) * col.p2p_s(kv_bytes, groups.cp.num_domains > 1, profile)
+        cp = max(ring - fwd_by_module.get("core_attn", 0.0), ring * cal.exposed_comm_fraction)
+    dense_p = expert_p = 0
+    for p, _ in timed:
+        if p.phase == Phase.bwd_wgrad and p.op.kind.value in ("gemm", "grouped_gemm"):
+            s = p.op.shape
+            n = s[0] * s[1] * s[2] if p.op.kind.value == "grouped_gemm" else s[0] * s[1]
+            if p.module == "moe":
+                expert_p += n
+            else:
+                dense_p += n
+    if kind == LayerKind.moe:  # dispatcher host sync per pass (see Calibration.moe_dispatch_overhead_us)
+        by[Phase.fwd] += cal.moe_dispatch_overhead_us * 1e-6
+        by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
+    _host_floor(by, timed, cal.host_time_per_op_us * 1e-6)
+    return LayerParts(fwd_s=by[Phase.fwd], dgrad_s=by[Phase.bwd_dgrad], wgrad_s=by[Phase.bwd_wgrad],
+                      fwd_by_module_s=fwd_by_module, tp_raw_s=tp, ep_raw_s=ep, cp_s=cp,
+                      dense_params=dense_p, expert_params=expert_p)
+
+
+def finish_layer_cost(parts: LayerParts, recipe: Recipe, cal: Calibration) -> LayerCost:
+    """Apply what the recipe's recompute modules and overlap flags decide (see `finish_parts`)."""
+    return finish_parts(parts, recomputed_modules(recipe.recompute.modules), recipe.tp_comm_overlap,
+                        recipe.overlap_moe_expert_parallel_comm, cal)
+
+
+def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, ep_overlap: bool, cal: Calibration) -> LayerCost:
+    """The selective recompute's forward time over the `recomputed` layer_ops modules, and only the
+    calibration's exposed fraction of TP (`--tp-comm-overlap`) / EP (`--overlap-moe-expert-parallel-comm`)."""
+    sel = sum(t for m, t in parts.fwd_by_module_s.items() if m in recomputed)
+    tp_exp = parts.tp_raw_s * (cal.exposed_comm_fraction if tp_overlap else 1.0)
+    ep_exp = parts.ep_raw_s * (cal.exposed_comm_fraction if ep_overlap else 1.0)
+    return LayerCost(fwd=parts.fwd_s, dgrad=parts.dgrad_s, wgrad=parts.wgrad_s, recompute_selective=sel,
+                     tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_exp, ep_bwd=ep_exp, cp_fwd=parts.cp_s, cp_bwd=2 * parts.cp_s,
+                     dense_params=parts.dense_params, expert_params=parts.expert_params)
+
+
+def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
+               kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None) -> LayerCost:
+    """A layer's cost for this recipe: `layer_parts` finished by `finish_layer_cost`."""
+    return finish_layer_cost(layer_parts(model, job, recipe, placement, profile, kind, table, fp), recipe, profile.calibration)
