@@ -51,11 +51,22 @@ class Factor:
         code = np.ravel_multi_index(idx, sizes)
         rows = self.dense[code]
         if rows.size and rows.min() < 0:
+            first_new = len(self.rows)
             for c in np.unique(code[rows < 0]).tolist():
                 key = tuple(int(i) for i in np.unravel_index(c, sizes))
                 self.keys[key] = self.dense[c] = len(self.rows)
                 self.rows.append(np.asarray(self.compute(key), dtype=np.float64))
-            width = max(len(r) for r in self.rows)  # stage rows vary in length; zero columns are padding
-            self.table = np.stack([np.pad(r, (0, width - len(r))) for r in self.rows])
+            self._append(self.rows[first_new:])
             rows = self.dense[code]
         return rows
+
+    def _append(self, new_rows: list[np.ndarray]) -> None:
+        """Grow the dense table by new rows; stage rows vary in length, zero columns are padding."""
+        width = max([self.table.shape[1]] + [len(r) for r in new_rows])
+        block = np.zeros((len(new_rows), width))
+        for i, r in enumerate(new_rows):
+            block[i, :len(r)] = r
+        old = self.table
+        if old.shape[1] < width:
+            old = np.pad(old, ((0, 0), (0, width - old.shape[1])))
+        self.table = np.concatenate([old, block]) if len(old) else block
