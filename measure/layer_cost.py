@@ -71,7 +71,7 @@ class LayerParts:
     wgrad_s: float
     fwd_by_module_s: dict
     tp_raw_s: float
-    ep_raw_s: float
+    ep_raw_by_dispatcher_s: dict
     cp_s: float
     dense_params: int
     expert_params: int
@@ -105,12 +105,14 @@ def _host_floor(by: dict, timed: list[tuple[PhaseOp, float]], per_op_s: float) -
     by[Phase.bwd_dgrad] += max(n_bwd * per_op_s - by[Phase.bwd_dgrad] - by[Phase.bwd_wgrad], 0.0)
 
 
-def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile, t_sp: int) -> float:
-    """Dispatch + combine (and ETP gather/scatter) seconds of one MoE layer's forward, before overlap."""
+def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile, t_sp: int,
+              dispatcher: MoeDispatcher) -> float:
+    """Dispatch + combine (and ETP gather/scatter) seconds of one MoE layer's forward, before overlap.
+    The allgather dispatcher is priced as the all-to-all (same bytes reach each rank's experts)."""
     h, cal = model.hidden_size, profile.calibration
     # the busiest rank receives imbalance x the mean share (the a2a ends when it does)
     a2a = t_sp * model.moe_router_topk * h * 2 * cal.moe_load_imbalance
-    if recipe.moe_dispatcher == MoeDispatcher.flex:
+    if dispatcher == MoeDispatcher.flex:
         ep = 2 * col.node_dedup_all_to_all_s(a2a / model.moe_router_topk, model.moe_router_topk, groups.ep, profile)
     else:
         ep = 2 * col.all_to_all_s(a2a, groups.ep, profile)
@@ -123,8 +125,8 @@ def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile
 def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
                 kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
                 op_cache: Optional[dict] = None) -> LayerParts:
-    """The part of a layer's cost its per-rank shape decides (reads TP, CP, EP, ETP, MBS, SP and the base
-    recipe's dispatcher, never recompute or the overlap flags)."""
+    """The part of a layer's cost its per-rank shape decides (reads TP, CP, EP, ETP, MBS, SP; never
+    recompute, the dispatcher or the overlap flags: EP traffic is kept per dispatcher)."""
     cal = profile.calibration
     timed = timed_ops(layer_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance, op_cache)
     by = {ph: sum(t for p, t in timed if p.phase == ph) for ph in Phase}
@@ -137,7 +139,8 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
     t_sp = t_tok // recipe.tp if recipe.sp_active else t_tok
     act_bytes = t_tok * model.hidden_size * 2
     n_blocks = 2 if kind == LayerKind.dense else 1  # MoE block's TP comm is replaced by EP/ETP traffic
-    tp = ep = 0.0
+    tp = 0.0
+    ep = {d: 0.0 for d in MoeDispatcher}
     if recipe.tp > 1:
         if recipe.sp_active:
             one = col.all_gather_s(act_bytes, groups.tp, profile) + col.reduce_scatter_s(act_bytes, groups.tp, profile)
@@ -147,7 +150,7 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
         if kind == LayerKind.moe and recipe.sp_active:
             tp += one
     if kind == LayerKind.moe:
-        ep = _ep_raw_s(model, recipe, groups, profile, t_sp)
+        ep = {d: _ep_raw_s(model, recipe, groups, profile, t_sp, d) for d in MoeDispatcher}
     cp = 0.0
     if recipe.cp > 1:
         kv_heads = model.num_attention_heads if model.multi_latent_attention else model.num_query_groups
@@ -169,22 +172,24 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
         by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
     _host_floor(by, timed, cal.host_time_per_op_us * 1e-6)
     return LayerParts(fwd_s=by[Phase.fwd], dgrad_s=by[Phase.bwd_dgrad], wgrad_s=by[Phase.bwd_wgrad],
-                      fwd_by_module_s=fwd_by_module, tp_raw_s=tp, ep_raw_s=ep, cp_s=cp,
+                      fwd_by_module_s=fwd_by_module, tp_raw_s=tp, ep_raw_by_dispatcher_s=ep, cp_s=cp,
                       dense_params=dense_p, expert_params=expert_p)
 
 
 def finish_layer_cost(parts: LayerParts, recipe: Recipe, cal: Calibration) -> LayerCost:
     """Apply what the recipe's recompute modules and overlap flags decide (see `finish_parts`)."""
     return finish_parts(parts, recomputed_modules(recipe.recompute.modules), recipe.tp_comm_overlap,
-                        recipe.overlap_moe_expert_parallel_comm, cal)
+                        recipe.moe_dispatcher, recipe.overlap_moe_expert_parallel_comm, cal)
 
 
-def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, ep_overlap: bool, cal: Calibration) -> LayerCost:
-    """The selective recompute's forward time over the `recomputed` layer_ops modules, and only the
-    calibration's exposed fraction of TP (`--tp-comm-overlap`) / EP (`--overlap-moe-expert-parallel-comm`)."""
+def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dispatcher: MoeDispatcher, ep_overlap: bool,
+                 cal: Calibration) -> LayerCost:
+    """The selective recompute's forward time over the `recomputed` layer_ops modules, the dispatcher's EP
+    traffic, and only the calibration's exposed fraction of TP (`--tp-comm-overlap`) / EP
+    (`--overlap-moe-expert-parallel-comm`)."""
     sel = sum(t for m, t in parts.fwd_by_module_s.items() if m in recomputed)
     tp_exp = parts.tp_raw_s * (cal.exposed_comm_fraction if tp_overlap else 1.0)
-    ep_exp = parts.ep_raw_s * (cal.exposed_comm_fraction if ep_overlap else 1.0)
+    ep_exp = parts.ep_raw_by_dispatcher_s[dispatcher] * (cal.exposed_comm_fraction if ep_overlap else 1.0)
     return LayerCost(fwd=parts.fwd_s, dgrad=parts.dgrad_s, wgrad=parts.wgrad_s, recompute_selective=sel,
                      tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_exp, ep_bwd=ep_exp, cp_fwd=parts.cp_s, cp_bwd=2 * parts.cp_s,
                      dense_params=parts.dense_params, expert_params=parts.expert_params)

@@ -3,10 +3,11 @@
 Why: the solver ranks millions of recipes, and `measure.project.project` costs ~1 ms each. Every quantity
 it forms depends on few recipe axes, so the space splits into small factor tables filled by the scalar
 code once per key, and a batch is priced by numpy gathers plus the closed-form schedule arithmetic:
-- layer rows keyed by (TP, CP, EP, ETP, MBS, SP, recompute modules, TP comm overlap): `layer_cost` for the
+- layer rows keyed by (TP, CP, EP, ETP, MBS, SP, recompute modules, TP comm overlap, MoE dispatcher, EP comm
+  overlap): `layer_cost` for the
   dense and the MoE layer (its shape-determined parts computed once per shape and per-op times once per op,
   then finished per recompute / overlap variant), plus the head ops, FLOPs and pipeline p2p bytes;
-- stage rows keyed by (PP, VPP, account-for split, full-recompute method/layers): per distinct pipeline
+- stage rows keyed by (PP, VPP, account-for split, full-recompute method/layers, first/last stage layers): per distinct pipeline
   rank, how many dense / MoE layers, fully recomputed layers, embedding / loss chunks it holds
   (`constraints.stages.rank_chunks`); ranks with equal counts are folded (with their multiplicity);
 - collective spans keyed by (group size, stride) over the placement (`measure.topology.group_span`),
@@ -31,7 +32,7 @@ from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
 from measure.dp_comm import FSDP_SHARDINGS
 from measure.layer_cost import LayerParts, finish_parts, layer_parts, recomputed_modules
 from measure.project import _full_recompute_layers
-from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
+from measure.recipe_batch import _INT_AXES, DISPATCHERS, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
 from measure.schedule_np import closed_form_np
 from measure.topology import group_span
@@ -69,7 +70,7 @@ class Evaluator:
 
     def _reset(self, base: Recipe) -> None:
         self.base = base
-        self.axes = {a: _Axis() for a in _INT_AXES}
+        self.axes = {a: _Axis() for a in _INT_AXES + ("first", "last")}
         self.rc_list: list[Recompute] = []
         self.rc_mods: list[tuple] = []      # distinct --recompute-modules sets (decide selective cost)
         self.rc_fulls: list[Recompute] = []  # distinct full-recompute settings (decide per-chunk counts)
@@ -87,22 +88,24 @@ class Evaluator:
         return self.axes[axis].values[i]
 
     def _layer_row(self, key: tuple) -> list[float]:
-        """Key (tp, cp, ep, etp, mbs, sp, recompute-modules, tp-comm-overlap indices) -> dense-layer,
-        MoE-layer and head columns. The shape-determined parts are cached per shape (they read neither
-        recompute nor the overlap flags) and finished per variant: measure.layer_cost.finish_parts."""
+        """Key (tp, cp, ep, etp, mbs, sp, recompute-modules, tp-comm-overlap, dispatcher, ep-overlap indices)
+        -> dense-layer, MoE-layer and head columns. The shape-determined parts are cached per shape (they read
+        neither recompute, the dispatcher nor the overlap flags) and finished per variant:
+        measure.layer_cost.finish_parts."""
         shape, mods, tpo = key[:6], self.rc_mods[key[6]], bool(key[7])
+        dispatcher, ep_overlap = DISPATCHERS[key[8]], bool(key[9])
         recomputed = recomputed_modules(mods)
-        ep_overlap, cal = self.base.overlap_moe_expert_parallel_comm, self.profile.calibration
+        cal = self.profile.calibration
         # the dense layer and the head ops do not read EP / ETP (tests/test_vectorized.py holds the whole row
         # equal to project): share them across EP x ETP
         ep_free = (shape[0], shape[1], shape[4], shape[5])
         dense_row = [0.0] * len(_KIND_COLS)
         if not self.model.is_moe or False in self.model.moe_layers:
             parts = self._parts(LayerKind.dense, ep_free)
-            dense_row = _kind_cols(finish_parts(parts, recomputed, tpo, ep_overlap, cal))
+            dense_row = _kind_cols(finish_parts(parts, recomputed, tpo, dispatcher, ep_overlap, cal))
         moe_row = [0.0] * len(_KIND_COLS)
         if self.model.is_moe:
-            moe_row = _kind_cols(finish_parts(self._parts(LayerKind.moe, shape), recomputed, tpo, ep_overlap, cal))
+            moe_row = _kind_cols(finish_parts(self._parts(LayerKind.moe, shape), recomputed, tpo, dispatcher, ep_overlap, cal))
         head = self._head_rows.get(ep_free)
         if head is None:
             head = self._head_rows[ep_free] = self._head_row(self._shape_recipe(shape))
@@ -140,9 +143,11 @@ class Evaluator:
 
     def _stage_row(self, key: tuple) -> list[float]:
         pp, vpp = self._val("pp", key[0]), self._val("vpp", key[1])
+        first, last = self._val("first", key[4]), self._val("last", key[5])
         r = self.base.model_copy(update={"pp": pp, "vpp": vpp, "recompute": self.rc_fulls[key[3]],
                                          "account_for_embedding_in_pipeline_split": bool(key[2]),
-                                         "account_for_loss_in_pipeline_split": bool(key[2])})
+                                         "account_for_loss_in_pipeline_split": bool(key[2]),
+                                         "first_stage_layers": first or None, "last_stage_layers": last or None})
         try:
             chunks = rank_chunks(self.model, r)
         except StageSplitError:
@@ -223,11 +228,14 @@ class Evaluator:
         rcm = self.rc_map[rc]
         ix = {a: self.axes[a].index(v) for a, v in (("tp", tp), ("pp", pp), ("vpp", vpp), ("cp", cp), ("ep", ep), ("etp", etp), ("mbs", mbs))}
         n = {a: len(self.axes[a].values) for a in _INT_AXES}
-        tpo = (np.full(len(tp), self.base.tp_comm_overlap) if batch.tp_comm_overlap is None
-               else np.asarray(batch.tp_comm_overlap, dtype=bool)) & (tp > 1)
-        L = self.layers.gather([ix["tp"], ix["cp"], ix["ep"], ix["etp"], ix["mbs"], sp.astype(np.int64), rcm[:, 0], tpo.astype(np.int64)],
-                               (n["tp"], n["cp"], n["ep"], n["etp"], n["mbs"], 2, len(self.rc_mods), 2))
-        S = self.stages.gather([ix["pp"], ix["vpp"], acc, rcm[:, 1]], (n["pp"], n["vpp"], 2, len(self.rc_fulls)))
+        tpo = batch.column("tp_comm_overlap").astype(bool) & (tp > 1)  # no TP traffic to hide at TP=1
+        disp, epo = batch.column("moe_dispatcher").astype(np.int64), batch.column("ep_overlap").astype(np.int64)
+        L = self.layers.gather([ix["tp"], ix["cp"], ix["ep"], ix["etp"], ix["mbs"], sp.astype(np.int64), rcm[:, 0], tpo.astype(np.int64),
+                                disp, epo], (n["tp"], n["cp"], n["ep"], n["etp"], n["mbs"], 2, len(self.rc_mods), 2, len(DISPATCHERS), 2))
+        first = self.axes["first"].index(batch.column("first_stage_layers").astype(np.int64))
+        last = self.axes["last"].index(batch.column("last_stage_layers").astype(np.int64))
+        S = self.stages.gather([ix["pp"], ix["vpp"], acc, rcm[:, 1], first, last],
+                               (n["pp"], n["vpp"], 2, len(self.rc_fulls), len(self.axes["first"].values), len(self.axes["last"].values)))
         D = self.dp_spans.gather([ix["tp"], ix["cp"], ix["pp"]], (n["tp"], n["cp"], n["pp"])).T
         E = self.edp_spans.gather([ix["ep"], ix["etp"], ix["pp"]], (n["ep"], n["etp"], n["pp"])).T
         col_ = {c: L[:, i:i + 1] for i, c in enumerate([f"{c}d" for c in _KIND_COLS] + [f"{c}m" for c in _KIND_COLS])}

@@ -8,7 +8,7 @@ import pytest
 from constraints.models import load_model
 from constraints.rules import RuleInput, check_rules
 from constraints.spec import (DataParallelSharding, JobSpec, PipelineSchedule, Placement, Recipe, Recompute,
-                              RecomputeGranularity, RecomputeMethod, RecomputeModule)
+                              MoeDispatcher, RecomputeGranularity, RecomputeMethod, RecomputeModule)
 from hardware.profile import load_profile
 from measure import collectives as col
 from measure.project import project
@@ -151,3 +151,20 @@ def test_tp_comm_overlap_axis_equals_scalar_per_row():
     for i in range(0, len(recipes), 4):
         off, on = t[i], t[i + 2]
         assert (on < off) if recipes[i].tp > 1 else (on == off)
+
+
+def test_dispatcher_ep_overlap_and_uneven_stage_axes_equal_scalar_per_row():
+    """The MoE dispatcher, --overlap-moe-expert-parallel-comm and --decoder-first/last-pipeline-num-layers are
+    batch axes (the solver searches them): each row is priced as project() prices that recipe."""
+    model, profile = load_model("Mixtral-8x7B-v0.1"), load_profile("h100-sxm-80gb")  # 32 layers, 8 experts
+    job = JobSpec(seq_length=4096, global_batch_size=64)
+    place = Placement(hardware="h100-sxm-80gb", num_nodes=4, gpus_per_node=8)
+    recipes = [Recipe(tp=2, ep=ep, pp=4, vpp=vpp, sequence_parallel=True, moe_dispatcher=d, overlap_moe_expert_parallel_comm=o,
+                      first_stage_layers=f, last_stage_layers=f, schedule=PipelineSchedule.interleaved if vpp > 1 else PipelineSchedule.one_f_one_b)
+               for ep in (2, 8) for d in MoeDispatcher for o in (False, True) for vpp, f in ((1, None), (1, 7), (1, 6), (2, 6))]
+    _assert_matches(model, job, place, profile, recipes)
+    t = Evaluator(model, job, place, profile).evaluate(RecipeBatch.from_recipes(recipes))["iteration_time_s"]
+    by = {(r.ep, r.moe_dispatcher, r.overlap_moe_expert_parallel_comm, r.vpp, r.first_stage_layers): x for r, x in zip(recipes, t)}
+    # cross-node EP (8 ranks over 4 nodes of 8 at TP 2): hiding EP traffic helps; uneven splits change the time
+    assert by[(8, MoeDispatcher.alltoall, True, 1, None)] < by[(8, MoeDispatcher.alltoall, False, 1, None)]
+    assert by[(8, MoeDispatcher.alltoall, False, 1, 7)] != by[(8, MoeDispatcher.alltoall, False, 1, None)]
