@@ -1,0 +1,70 @@
+"""ModelSpec from parsed Megatron-LM flags, with Megatron's own defaults and derivations where a flag is absent.
+
+Why its own module: the model half of a Megatron command line has its own required flags, its own derived
+sizes (SwiGLU FFN width, GQA groups, MLA head dims) and may be incomplete (then `shardplan check` asks for
+the missing flags instead of guessing). Defaults and derivations follow megatron/training/arguments.py
+(validate_args) and TransformerConfig @ d98e8a64 unless a comment says otherwise.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from constraints.megatron_errors import MegatronArgsError, error_from_validation
+from constraints.megatron_patterns import moe_layer_pattern
+from constraints.spec import Activation, ModelSpec, Normalization
+
+# Model flags Megatron needs before it can build the network; without them there is no ModelSpec.
+REQUIRED_MODEL_FLAGS = ("--num-layers", "--hidden-size", "--num-attention-heads", "--max-position-embeddings",
+                        "--vocab-size")
+
+
+def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec], list[str]]:
+    """(ModelSpec, []) from the parsed flags, or (None, the required model flags that are absent)."""
+    missing = [f for f in REQUIRED_MODEL_FLAGS if f not in raw]
+    if missing:
+        return None, missing
+    g = raw.get
+    L, h, heads = g("--num-layers"), g("--hidden-size"), g("--num-attention-heads")
+    if "--kv-channels" not in raw and heads > 0 and h % heads:
+        raise MegatronArgsError(f"--hidden-size {h} is not divisible by --num-attention-heads {heads}; set --kv-channels")
+    swiglu = g("--swiglu", False)
+    # validate_args: ffn = 4h, or int(4h*2/3 / 64)*64 with SwiGLU.
+    ffn = g("--ffn-hidden-size") or (int((4 * h * 2 / 3) / 64) * 64 if swiglu else 4 * h)
+    pos = "rope" if g("--use-rotary-position-embeddings") else g("--position-embedding-type", "learned_absolute")
+    bias = not g("--disable-bias-linear", False)  # --disable-bias-linear sets add_bias_linear False (default True)
+    experts = g("--num-experts")
+    mla = g("--multi-latent-attention", False)
+    fields: dict[str, Any] = dict(
+        name=name, num_layers=L, hidden_size=h, ffn_hidden_size=ffn, num_attention_heads=heads,
+        # TransformerConfig: num_query_groups only with --group-query-attention (flag default 1), else = heads.
+        num_query_groups=g("--num-query-groups", 1) if g("--group-query-attention") else heads,
+        kv_channels=g("--kv-channels") or (h // heads if heads > 0 else 0), vocab_size=g("--vocab-size"),
+        max_position_embeddings=g("--max-position-embeddings"),
+        activation=Activation.swiglu if swiglu else (Activation.squared_relu if g("--squared-relu") else Activation.gelu),
+        normalization=Normalization(g("--normalization", "LayerNorm")),
+        tied_embeddings=not g("--untie-embeddings-and-output-weights", False),
+        learned_position_embeddings=pos == "learned_absolute" and not g("--no-position-embedding", False),
+        attention_bias=bias or bool(g("--add-qkv-bias")), mlp_bias=bias, qk_layernorm=g("--qk-layernorm", False),
+        attention_sinks=g("--softmax-type") == "learnable",
+        hidden_dropout=g("--hidden-dropout", 0.1), attention_dropout=g("--attention-dropout", 0.1),
+        mtp_num_layers=g("--mtp-num-layers") or 0, multi_latent_attention=mla,
+    )
+    if experts is not None:
+        fields.update(num_experts=experts, moe_router_topk=g("--moe-router-topk", 2),
+                      moe_ffn_hidden_size=g("--moe-ffn-hidden-size") or ffn,  # validate_args: defaults to ffn
+                      moe_shared_expert_intermediate_size=g("--moe-shared-expert-intermediate-size"),
+                      moe_router_score_bias=g("--moe-router-enable-expert-bias", False),
+                      # core/transformer/moe/router.py: the router linear has a bias whenever add_bias_linear is on
+                      moe_router_bias=bias,
+                      layer_is_moe=moe_layer_pattern(g("--moe-layer-freq", 1), L) if L > 0 else None)
+    if mla:  # flag defaults: kv-lora-rank 32, qk-head-dim 128, qk-pos-emb-head-dim 64, v-head-dim 128, q-lora-rank None
+        fields.update(q_lora_rank=g("--q-lora-rank"), kv_lora_rank=g("--kv-lora-rank", 32), qk_head_dim=g("--qk-head-dim", 128),
+                      qk_pos_emb_head_dim=g("--qk-pos-emb-head-dim", 64), v_head_dim=g("--v-head-dim", 128))
+        if "--kv-channels" not in raw:  # MLA ignores kv_channels; ModelSpec's head dim is nope + rope (constraints/models.py)
+            fields["kv_channels"] = fields["qk_head_dim"] + fields["qk_pos_emb_head_dim"]
+    try:
+        return ModelSpec(**fields), []
+    except ValidationError as e:
+        raise error_from_validation(e, fields) from None

@@ -1,0 +1,89 @@
+"""Split a Megatron-LM argument list into {flag: value} exactly as Megatron's argparse would.
+
+Why its own module: splitting is pure argparse mechanics driven by the dumped flag table (how many values,
+of what type, which choices), independent of what any flag means to shardplan. It also sorts every flag
+three ways (constraints.megatron_flags): modelled or read by rules (kept in the dict only), known to have
+no effect (`ignored`), or not understood (`unknown`, reported to the user, never dropped silently).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from constraints import megatron_flags as mf
+from constraints.megatron_errors import MegatronArgsError
+
+# argparse `choices=` of the string flags shardplan reads (megatron/training/arguments.py @ d98e8a64).
+_CHOICES = {
+    "--normalization": ("LayerNorm", "RMSNorm"), "--recompute-granularity": ("full", "selective"),
+    "--recompute-method": ("uniform", "block"), "--moe-token-dispatcher-type": ("allgather", "alltoall", "flex"),
+    "--fp8-format": ("e4m3", "hybrid"), "--fp8-recipe": ("tensorwise", "delayed", "mxfp8", "blockwise", "custom"),
+    "--position-embedding-type": ("learned_absolute", "rope", "yarn", "mrope", "relative", "none"),
+    "--cp-comm-type": ("p2p", "a2a", "allgather", "a2a+p2p"), "--softmax-type": ("vanilla", "off-by-one", "learnable"),
+    "--optimizer": ("adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"),
+}
+
+
+def _is_value(tok: str) -> bool:
+    """argparse takes `-1` / `-.5` as a value (the parser defines no negative-number-like options)."""
+    return not tok.startswith("-") or re.fullmatch(r"-\.?[0-9][0-9.eE+-]*", tok) is not None
+
+
+def _convert(flag: str, info: mf.FlagInfo, text: str) -> Any:
+    """One value in the flag's argparse type; a string flag's value must be one of its choices."""
+    try:
+        if info.value_type == "int":
+            return int(text)
+        if info.value_type == "float":
+            return float(text)
+    except ValueError:
+        kind = "an integer" if info.value_type == "int" else "a number"
+        raise MegatronArgsError(f"{flag} expects {kind}, got {text!r}; pass e.g. {flag} 8") from None
+    allowed = _CHOICES.get(flag)
+    if allowed and text not in allowed:
+        raise MegatronArgsError(f"{flag} {text!r} is not one of {', '.join(allowed)}; pick one of them")
+    return text
+
+
+def tokenize_args(argv: list[str]) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Split argv as Megatron's argparse would: ({flag: value}, ignored flags, not-understood entries)."""
+    raw: dict[str, Any] = {}
+    ignored: list[str] = []
+    unknown: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if not tok.startswith("-") or _is_value(tok):
+            unknown.append(f"{tok} (stray value, not after a flag that takes it)")
+            continue
+        flag, eq, inline = tok.partition("=")
+        info = mf.lookup(flag)
+        if info is None:
+            vals = [inline] if eq else []
+            while not eq and i < len(argv) and _is_value(argv[i]):
+                vals.append(argv[i])
+                i += 1
+            raw[flag] = True if not vals else (vals[0] if len(vals) == 1 else vals)
+            unknown.append(f"{flag} (not a Megatron-LM flag)")
+            continue
+        if info.nargs == 0:
+            if eq:
+                raise MegatronArgsError(f"{flag} takes no value, got {tok!r}; write {flag} alone")
+            value: Any = True
+        else:
+            vals = [inline] if eq else []
+            want = 1 if info.nargs in (1, "+") else (info.nargs if isinstance(info.nargs, int) else 0)
+            while not eq and i < len(argv) and _is_value(argv[i]) and (info.nargs in ("+", "*") or len(vals) < want):
+                vals.append(argv[i])
+                i += 1
+            if len(vals) < want:
+                raise MegatronArgsError(f"{flag} is missing its value; write {flag} VALUE")
+            conv = [_convert(flag, info, v) for v in vals]
+            value = conv[0] if info.nargs == 1 else conv
+        raw[flag] = value
+        if info.no_effect:
+            ignored.append(flag) if flag not in ignored else None
+        elif flag not in mf.MODELLED and flag not in mf.RULE_FLAGS and flag not in unknown:
+            unknown.append(flag)
+    return raw, ignored, unknown
