@@ -11,6 +11,7 @@ from typing import Optional
 import click
 
 from constraints.spec import JobSpec, Placement, Precision
+from solver.fewest_gpus import target_explanation
 from solver.proposer.cli_options import config_from_options, format_hint_report, proposer_options
 from solver.space import build_space, parse_range
 
@@ -185,13 +186,14 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     tried = None
     try:
         if objective == "fewest-gpus":
-            from solver.fewest_gpus import fewest_gpus
+            from solver.fewest_gpus import CountScreen, fewest_gpus
 
             def solve_at(pl):
                 res, tab, _ = solve_case_with_hints(model, job, pl, profile, dict(pins), bounds, k, margin, method, time_limit_s, None)
                 return res, tab
 
-            result, tables, placement, tried = fewest_gpus(placement, target_tokens_per_s, solve_at)
+            screen = CountScreen(model, job, profile, margin, pins, bounds)
+            result, tables, placement, tried = fewest_gpus(placement, target_tokens_per_s, solve_at, screen)
             hint_report = None
         else:
             result, tables, hint_report = solve_case_with_hints(model, job, placement, profile, dict(pins), bounds, k, margin,
@@ -208,11 +210,8 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
                                      for r, why in result.rejected]}
     if tried is not None:
         payload["fewest_gpus"] = {"target_tokens_per_s": target_tokens_per_s, "tried": tried}
-    if not result.ranked and tried and any(t["tokens_per_s"] > 0 for t in tried):
-        best = max(tried, key=lambda t: t["tokens_per_s"])
-        payload["explanation"] = {"conflict": ["--target-tokens-per-s"],
-                                  "remedies": [f"more than {placement.num_nodes} nodes (best {best['tokens_per_s']:,.0f} "
-                                               f"tokens/s at {best['nodes']} nodes)", "a lower --target-tokens-per-s"]}
+    if not result.ranked and tried and target_explanation(tried, placement.num_nodes):
+        payload["explanation"] = target_explanation(tried, placement.num_nodes)
     elif not result.ranked:
         from solver.explain import explain_infeasible
 
