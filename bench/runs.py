@@ -13,7 +13,12 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - distributed optimizer (`--use-distributed-optimizer`, overlap grad reduce and param gather) for
   every row without an FSDP column value; Megatron-FSDP / FSDP2 rows use those shardings.
 - recompute none unless the row states it (selective modules are parsed from the text).
-- MoE: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap; ETP = 1 on Megatron-Bridge
+- Megatron-Bridge performance-table rows (MBR, release in the notes): the MoE dispatcher (flex when the preset
+  names a HybridEP/DeepEP backend, else alltoall), `--overlap-moe-expert-parallel-comm` (the preset's
+  moe_a2a_overlap) and, when the row is silent, the recompute of that release's benchmark preset whose
+  TP/PP/VPP/EP/MBS match the row (bench/mbridge_presets.py); CUDA graphs, fp8 attention and fused grouped
+  MLP of the preset have no Recipe field and are not modelled.
+- MoE otherwise: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap; ETP = 1 on Megatron-Bridge
   rows that leave it empty (its perf presets set expert_tensor_parallel_size=1), else Megatron's default ETP = TP.
 - torch FSDP2 rows (AutoModel): no --overlap-param-gather (FSDP2 gathers parameters itself).
 - account-for-embedding/loss in the pipeline split when layers do not divide PP*VPP but layers+2 do.
@@ -35,10 +40,11 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict
 
+from bench.mbridge_presets import preset_for
 from constraints.models import load_model
-from constraints.spec import (Activation, DataParallelSharding, JobSpec, ModelSpec, Normalization, Optimizer,
-                              PipelineSchedule, Placement, Precision, Recipe, Recompute, RecomputeGranularity,
-                              RecomputeModule)
+from constraints.spec import (Activation, DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, Normalization,
+                              Optimizer, PipelineSchedule, Placement, Precision, Recipe, Recompute, RecomputeGranularity,
+                              RecomputeMethod, RecomputeModule)
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS_CSV = REPO.parent / "shared" / "validation" / "runs.csv"
@@ -143,6 +149,35 @@ def even_layout(num_layers: int, mtp_layers: int, stages: int) -> str:
     return "|".join(out)
 
 
+def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: int, mbs: int, assumed: list) -> dict:
+    """Recipe fields an MBR row leaves empty, from its release's Megatron-Bridge benchmark preset (see module doc)."""
+    m = re.search(r"release (\S+)", r["notes"])
+    if not m or "docs/performance-summary" not in r["source"]:
+        return {}
+    p = preset_for(m.group(1), r["model"], r["hardware"], r["precision"], tp, pp, vpp, ep, mbs)
+    if p is None:
+        return {}
+    out: dict = {}
+    if model.is_moe:
+        flex = p.get("moe_flex_dispatcher_backend") in ("hybridep", "deepep")
+        out["moe_dispatcher"] = MoeDispatcher.flex if flex else MoeDispatcher.alltoall
+        out["overlap_moe_expert_parallel_comm"] = bool(p.get("moe_a2a_overlap"))
+        assumed.append(f"moe_dispatcher={out['moe_dispatcher'].value} (preset {m.group(1)})")
+        if out["overlap_moe_expert_parallel_comm"]:
+            assumed.append(f"overlap_moe_expert_parallel_comm (preset {m.group(1)})")
+    if not r["recompute"]:
+        mods = [RecomputeModule(x) for x in (p.get("recompute_modules") or []) if x in RecomputeModule._value2member_map_]
+        if p.get("recompute_num_layers"):
+            # scripts/performance/utils/overrides.py _set_recompute_overrides: num_layers -> full, block
+            out["recompute"] = Recompute(granularity=RecomputeGranularity.full, method=RecomputeMethod.block,
+                                         num_layers=p["recompute_num_layers"])
+        elif mods:
+            out["recompute"] = Recompute.selective(*mods)
+        if "recompute" in out:
+            assumed.append(f"recompute from preset {m.group(1)}")
+    return out
+
+
 def row_case(r: dict) -> RunCase | RunSkip:
     rid, name = r["source_id"], r["model"]
 
@@ -200,16 +235,17 @@ def row_case(r: dict) -> RunCase | RunSkip:
     sp = tp > 1 and r["sequence_parallel"].lower() != "false"
     if tp > 1 and not r["sequence_parallel"]:
         assumed.append("sequence_parallel")
-    if not r["recompute"]:
+    preset = _preset_fields(r, model, tp, pp, vpp, ep, mbs, assumed)
+    if not r["recompute"] and "recompute" not in preset:
         assumed.append("recompute none")
     optimizer = Optimizer.muon if "muon" in r["notes"].lower() else Optimizer.adam
     try:
         recipe = Recipe(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, mbs=mbs, sequence_parallel=sp,
-                        recompute=_recompute(r["recompute"]), dp_sharding=sharding,
+                        recompute=preset.pop("recompute", None) or _recompute(r["recompute"]), dp_sharding=sharding,
                         # torch FSDP2 gathers parameters itself; --overlap-param-gather is a distributed-optimizer /
                         # Megatron-FSDP flag (megatron-rules.md [34]) the row never set
                         overlap_param_gather=sharding != DataParallelSharding.torch_fsdp2,
-                        schedule=PipelineSchedule.interleaved if vpp > 1 else PipelineSchedule.one_f_one_b, **extra)
+                        schedule=PipelineSchedule.interleaved if vpp > 1 else PipelineSchedule.one_f_one_b, **extra, **preset)
         job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer)
     except ValueError as exc:
         return skip(f"invalid spec: {str(exc).splitlines()[0]}")

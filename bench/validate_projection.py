@@ -36,12 +36,13 @@ def assume_moe_dispatcher(cases: list[RunCase], csv_path: str | Path = RUNS_CSV)
     """Fill the MoE dispatcher a row leaves unstated (bench.runs takes alltoall for all): flex (DeepEP /
     HybridEP) when the notes name it, or when the EP group spans more than one scale-up domain, as NVIDIA's
     tuned cross-node EP recipes do (yanring/Megatron-MoE-ModelZoo best_practice/Qwen3: "Cross-node EP
-    strategy ... DeepEP"; DeepSeek-V3 likewise); alltoall when the notes say so or EP stays in one domain."""
+    strategy ... DeepEP"; DeepSeek-V3 likewise); alltoall when the notes say so or EP stays in one domain.
+    Rows whose dispatcher bench.runs took from their release's Megatron-Bridge preset keep it."""
     notes = _row_notes(csv_path)
     out = []
     for c in cases:
         text = notes.get(c.id, "")
-        if not c.model.is_moe or _PLAIN_A2A.search(text):
+        if not c.model.is_moe or _PLAIN_A2A.search(text) or any(a.startswith("moe_dispatcher=") for a in c.assumed):
             out.append(c)
             continue
         span = rank_groups(c.recipe, load_profile(c.hardware), c.placement).ep

@@ -185,13 +185,21 @@ def finish_layer_cost(parts: LayerParts, recipe: Recipe, cal: Calibration) -> La
 def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dispatcher: MoeDispatcher, ep_overlap: bool,
                  cal: Calibration) -> LayerCost:
     """The selective recompute's forward time over the `recomputed` layer_ops modules, the dispatcher's EP
-    traffic, and only the calibration's exposed fraction of TP (`--tp-comm-overlap`) / EP
-    (`--overlap-moe-expert-parallel-comm`)."""
+    traffic, and only the calibration's exposed fraction of TP (`--tp-comm-overlap`); EP under
+    `--overlap-moe-expert-parallel-comm` hides at most the other micro-batch's compute (see below)."""
     sel = sum(t for m, t in parts.fwd_by_module_s.items() if m in recomputed)
     tp_exp = parts.tp_raw_s * (cal.exposed_comm_fraction if tp_overlap else 1.0)
-    ep_exp = parts.ep_raw_by_dispatcher_s[dispatcher] * (cal.exposed_comm_fraction if ep_overlap else 1.0)
+    ep_raw = parts.ep_raw_by_dispatcher_s[dispatcher]
+    ep_fwd = ep_bwd = ep_raw
+    if ep_overlap:
+        # --overlap-moe-expert-parallel-comm runs the forward of one micro-batch against the backward of another
+        # (Megatron-LM core/pipeline_parallel/combined_1f1b.py, "EP A2A overlap"): a forward dispatch/combine hides
+        # behind the other micro-batch's backward compute and a backward one behind its forward compute, so no
+        # more than that compute is hidden; the calibration's exposed fraction stays visible in any case.
+        ep_fwd = max(ep_raw - (parts.dgrad_s + parts.wgrad_s), ep_raw * cal.exposed_comm_fraction)
+        ep_bwd = max(ep_raw - parts.fwd_s, ep_raw * cal.exposed_comm_fraction)
     return LayerCost(fwd=parts.fwd_s, dgrad=parts.dgrad_s, wgrad=parts.wgrad_s, recompute_selective=sel,
-                     tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_exp, ep_bwd=ep_exp, cp_fwd=parts.cp_s, cp_bwd=2 * parts.cp_s,
+                     tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_fwd, ep_bwd=ep_bwd, cp_fwd=parts.cp_s, cp_bwd=2 * parts.cp_s,
                      dense_params=parts.dense_params, expert_params=parts.expert_params)
 
 
