@@ -37,9 +37,27 @@ Rule = Callable[[RuleInput], Optional[Violation]]
 RULES: list[Rule] = []
 
 
-def rule(fn: Rule) -> Rule:
-    RULES.append(fn)
-    return fn
+# Recipe fields that decide the pipeline split (constraints.stages.virtual_stage_layer_counts reads them all)
+UNEVEN_SPLIT_FIELDS = ("first_stage_layers last_stage_layers account_for_embedding_in_pipeline_split "
+                       "account_for_loss_in_pipeline_split")
+SPLIT_FIELDS = "pp vpp pipeline_layout " + UNEVEN_SPLIT_FIELDS
+
+
+def rule(fn: Optional[Rule] = None, *, reads: Optional[str] = None):
+    """Register a rule: `@rule` or `@rule(reads="tp pp cp")`.
+
+    `reads` names every Recipe field the rule may look at, on any path (properties spelled as their fields:
+    etp_effective = tp etp, sp_active = sequence_parallel tp, dp() = tp pp cp, expert_dp() = tp etp ep pp);
+    model, job, world size, profile, flags and env are free to read. Why: the solver memoises a rule's
+    verdict by the values of these fields alone (solver/table_rules.py), so a field missing here makes the
+    solver wrong; tests/test_solver_speed_rule_reads.py varies every other field and holds the verdict.
+    None (undeclared) means every field."""
+    def register(f: Rule) -> Rule:
+        f.reads = None if reads is None else frozenset(reads.split())
+        RULES.append(f)
+        return f
+
+    return register if fn is None else register(fn)
 
 
 def divisors(n: int) -> list[int]:
@@ -56,7 +74,7 @@ def _v(name: str, message: str, fix: str, severity: str = "error") -> Violation:
 
 
 # ---------------------------------------------------------------- world / data parallel
-@rule
+@rule(reads="tp pp cp")
 def world_divisible(x: RuleInput) -> Optional[Violation]:
     """[1] world_size % (TP*PP*CP) == 0 (arguments.py validate_args; parallel_state.initialize_model_parallel)."""
     r = x.recipe
@@ -69,7 +87,7 @@ def world_divisible(x: RuleInput) -> Optional[Violation]:
               f"use --pipeline-model-parallel-size {pp}" if pp else "choose TP*CP dividing the world size")
 
 
-@rule
+@rule(reads="tp etp ep pp")
 def expert_grid(x: RuleInput) -> Optional[Violation]:
     """[2] world_size % (ETP*EP*PP) == 0; expert-DP = world/(ETP*EP*PP) (parallel_state expert grid,
     --expert-tensor-parallel-size, --expert-model-parallel-size)."""
@@ -83,7 +101,7 @@ def expert_grid(x: RuleInput) -> Optional[Violation]:
               f"use --expert-model-parallel-size {ep}")
 
 
-@rule
+@rule(reads="tp pp cp ep etp")
 def expert_dp_matches_dp(x: RuleInput) -> Optional[Violation]:
     """[2] With a rank order whose PP is not outermost (--use-tp-pp-dp-mapping) and PP>1, the dense and
     expert grids only share PP groups if expert-DP*EP*ETP lines up with DP*CP*TP, i.e. expert-DP == DP."""
@@ -96,7 +114,7 @@ def expert_dp_matches_dp(x: RuleInput) -> Optional[Violation]:
               "drop --use-tp-pp-dp-mapping (default order tp-cp-ep-dp-pp) or make EP*ETP equal TP*CP")
 
 
-@rule
+@rule(reads="num_distributed_optimizer_instances tp pp cp")
 def distributed_optimizer_instances(x: RuleInput) -> Optional[Violation]:
     """[3] (DP*CP) % --num-distributed-optimizer-instances == 0 (parallel_state)."""
     r = x.recipe
@@ -109,7 +127,7 @@ def distributed_optimizer_instances(x: RuleInput) -> Optional[Violation]:
 
 
 # ---------------------------------------------------------------- batch
-@rule
+@rule(reads="tp pp cp mbs")
 def global_batch_divisible(x: RuleInput) -> Optional[Violation]:
     """[5] --global-batch-size % (--micro-batch-size * DP) == 0 (num_microbatches_calculator)."""
     r = x.recipe
@@ -126,7 +144,7 @@ def global_batch_divisible(x: RuleInput) -> Optional[Violation]:
 
 
 # ---------------------------------------------------------------- pipeline split
-@rule
+@rule(reads=SPLIT_FIELDS)
 def one_virtual_pipeline_spec(x: RuleInput) -> Optional[Violation]:
     """[7][8] A layout string fixes VPP itself and excludes first/last-stage and account-for-* flags."""
     r = x.recipe
@@ -147,7 +165,7 @@ def one_virtual_pipeline_spec(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads=UNEVEN_SPLIT_FIELDS)
 def uneven_split_exclusive(x: RuleInput) -> Optional[Violation]:
     """[11] Uneven first/last stages cannot be combined with --account-for-*-in-pipeline-split."""
     r = x.recipe
@@ -157,7 +175,7 @@ def uneven_split_exclusive(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads=SPLIT_FIELDS)
 def layers_split(x: RuleInput) -> Optional[Violation]:
     """[9][10][11] The decoder layers (+1 per account-for flag) must split over PP (x VPP) stages; uneven
     first/last stages must leave a positive, evenly divisible middle; each chunk needs >= 1 layer
@@ -180,7 +198,7 @@ def layers_split(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="vpp pp overlap_p2p_comm")
 def interleaved_needs_pp(x: RuleInput) -> Optional[Violation]:
     """[12] Interleaving (VPP>1) needs PP>1 with --overlap-p2p-communication (default), else PP>2 (validate_args)."""
     r = x.recipe
@@ -193,7 +211,7 @@ def interleaved_needs_pp(x: RuleInput) -> Optional[Violation]:
               "drop the virtual pipeline (VPP=1)" if r.pp == 1 else "enable --overlap-p2p-communication or use PP >= 3")
 
 
-@rule
+@rule(reads="schedule vpp")
 def schedule_matches_vpp(x: RuleInput) -> Optional[Violation]:
     """shardplan's schedule enum vs VPP: interleaved <=> VPP>1 (Megatron picks the interleaved schedule when
     VPP is set); ZB-V runs exactly 2 chunks per rank; ZB-H1 and 1F1B one."""
@@ -206,7 +224,7 @@ def schedule_matches_vpp(x: RuleInput) -> Optional[Violation]:
     return _v("schedule_matches_vpp", f"schedule {r.schedule.value} does not run with VPP={r.vpp}", fix)
 
 
-@rule
+@rule(reads="vpp pp schedule tp cp mbs microbatch_group_size")
 def interleaved_microbatches(x: RuleInput) -> Optional[Violation]:
     """[13] Interleaved schedule (schedules.py): group size N (--microbatch-group-size-per-virtual-pipeline-stage,
     default PP) must be in [PP, M], and M % N must be 0 or >= PP."""
@@ -227,7 +245,7 @@ def interleaved_microbatches(x: RuleInput) -> Optional[Violation]:
 
 
 # ---------------------------------------------------------------- attention / TP / SP / CP
-@rule
+@rule(reads="tp")
 def heads_divisible_by_tp(x: RuleInput) -> Optional[Violation]:
     """[14] --num-attention-heads % TP == 0 (TransformerConfig)."""
     a, tp = x.model.num_attention_heads, x.recipe.tp
@@ -237,7 +255,7 @@ def heads_divisible_by_tp(x: RuleInput) -> Optional[Violation]:
               f"use --tensor-model-parallel-size {nearest([d for d in divisors(a) if x.world_size % d == 0], tp)}")
 
 
-@rule
+@rule(reads="tp")
 def query_groups_vs_tp(x: RuleInput) -> Optional[Violation]:
     """[15] --num-query-groups must be a multiple or a divisor of TP (TransformerConfig)."""
     g, tp = x.model.num_query_groups, x.recipe.tp
@@ -248,7 +266,7 @@ def query_groups_vs_tp(x: RuleInput) -> Optional[Violation]:
               f"use --tensor-model-parallel-size {nearest(ok, tp)}")
 
 
-@rule
+@rule(reads="sequence_parallel tp")
 def sequence_parallel_needs_tp(x: RuleInput) -> Optional[Violation]:
     """[16] --sequence-parallel with TP=1 is silently turned off by validate_args (a warning, not an error)."""
     if x.recipe.sequence_parallel and x.recipe.tp == 1:
@@ -257,7 +275,7 @@ def sequence_parallel_needs_tp(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="cp tp sequence_parallel")
 def sequence_parallel_divides_seq(x: RuleInput) -> Optional[Violation]:
     """SP scatters the (CP-local) sequence over TP ranks: (seq/CP) % TP == 0 (tensor_parallel mappings assert)."""
     r = x.recipe
@@ -268,7 +286,7 @@ def sequence_parallel_divides_seq(x: RuleInput) -> Optional[Violation]:
               f"use --seq-length {-(-x.job.seq_length // (r.tp * r.cp)) * r.tp * r.cp}")
 
 
-@rule
+@rule(reads="tp_comm_overlap sequence_parallel tp")
 def tp_comm_overlap_needs_sp(x: RuleInput) -> Optional[Violation]:
     """[17] --tp-comm-overlap requires --sequence-parallel."""
     if x.recipe.tp_comm_overlap and not x.recipe.sp_active:
@@ -276,7 +294,7 @@ def tp_comm_overlap_needs_sp(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="cp")
 def context_parallel_seq(x: RuleInput) -> Optional[Violation]:
     """[19] CP>1 needs --seq-length % (2*CP) == 0 (load-balanced causal chunks; validate_args)."""
     cp, s = x.recipe.cp, x.job.seq_length
@@ -286,7 +304,7 @@ def context_parallel_seq(x: RuleInput) -> Optional[Violation]:
               f"use --context-parallel-size {nearest([c for c in divisors(s // 2) if x.world_size % c == 0], cp)} or --seq-length {-(-s // (2 * cp)) * 2 * cp}")
 
 
-@rule
+@rule(reads="")
 def position_embeddings_cover_seq(x: RuleInput) -> Optional[Violation]:
     """[19] --max-position-embeddings >= --seq-length for a learned absolute position table."""
     m = x.model
@@ -296,7 +314,7 @@ def position_embeddings_cover_seq(x: RuleInput) -> Optional[Violation]:
               f"use --seq-length {m.max_position_embeddings}")
 
 
-@rule
+@rule(reads="hierarchical_cp_sizes cp cp_comm_type")
 def hierarchical_cp(x: RuleInput) -> Optional[Violation]:
     """[20] --hierarchical-context-parallel-sizes must multiply to CP; --cp-comm-type a2a+p2p requires them."""
     r = x.recipe
@@ -312,7 +330,7 @@ def hierarchical_cp(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="cp cp_comm_type tp")
 def cp_a2a_heads(x: RuleInput) -> Optional[Violation]:
     """a2a (Ulysses) CP scatters heads: (heads/TP) % CP == 0 (TE DotProductAttention with cp_comm_type a2a)."""
     r = x.recipe
@@ -324,7 +342,7 @@ def cp_a2a_heads(x: RuleInput) -> Optional[Violation]:
     return _v("cp_a2a_heads", f"a2a context parallelism needs heads/TP = {local} divisible by CP={r.cp}", "use --cp-comm-type p2p")
 
 
-@rule
+@rule(reads="dp_sharding overlap_moe_expert_parallel_comm tp cp")
 def cuda_device_max_connections(x: RuleInput) -> Optional[Violation]:
     """[21] Pre-Blackwell (arch < 10) with TP>1 or CP>1: CUDA_DEVICE_MAX_CONNECTIONS must be 1 unless FSDP or
     --overlap-moe-expert-parallel-comm (then only warnings); FSDP2 / Megatron-FSDP require it NOT to be 1."""

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules import RuleInput, Violation, _v, divisors, nearest, rule
+from constraints.rules import SPLIT_FIELDS, RuleInput, Violation, _v, divisors, nearest, rule
 from constraints.spec import (DataParallelSharding, MoeDispatcher, Optimizer, PipelineSchedule, Precision,
                               RecomputeGranularity, RecomputeModule)
 from constraints.stages import StageSplitError, virtual_stage_layer_counts
 
 
 # ---------------------------------------------------------------- experts
-@rule
+@rule(reads="ep")
 def experts_divisible_by_ep(x: RuleInput) -> Optional[Violation]:
     """[23] EP>1 requires --num-experts and num_experts % EP == 0."""
     ep, e = x.recipe.ep, x.model.num_experts
@@ -28,7 +28,7 @@ def experts_divisible_by_ep(x: RuleInput) -> Optional[Violation]:
               f"use --expert-model-parallel-size {nearest([d for d in divisors(e) if x.world_size % d == 0], ep)}")
 
 
-@rule
+@rule(reads="etp tp")
 def expert_tp_on_dense(x: RuleInput) -> Optional[Violation]:
     """--expert-tensor-parallel-size only means something for MoE models; on a dense model it must not
     change the grid (Megatron builds the expert grid anyway, so ETP must still divide it)."""
@@ -39,7 +39,7 @@ def expert_tp_on_dense(x: RuleInput) -> Optional[Violation]:
               "warning")
 
 
-@rule
+@rule(reads="tp etp")
 def moe_bias_needs_etp1(x: RuleInput) -> Optional[Violation]:
     """MoE layers with linear biases (--add-bias-linear on experts, e.g. gpt-oss) need ETP == 1
     (Megatron experts.py: bias is not supported with expert tensor parallelism)."""
@@ -49,7 +49,7 @@ def moe_bias_needs_etp1(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="ep tp sequence_parallel")
 def moe_sequence_parallel(x: RuleInput) -> Optional[Violation]:
     """[18] EP>1 with TP>1 and no SP: Megatron warns "sequence parallelism must be used"."""
     r = x.recipe
@@ -58,7 +58,7 @@ def moe_sequence_parallel(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="moe_shared_expert_overlap moe_dispatcher")
 def shared_expert_overlap_dispatcher(x: RuleInput) -> Optional[Violation]:
     """[25] --moe-shared-expert-overlap only with the alltoall or flex dispatcher."""
     r = x.recipe
@@ -68,7 +68,7 @@ def shared_expert_overlap_dispatcher(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="overlap_moe_expert_parallel_comm ep moe_dispatcher pp vpp recompute")
 def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
     """[26] --overlap-moe-expert-parallel-comm: EP>1, alltoall/flex dispatcher, VPP set when PP>1, no full
     recompute and no 'moe' recompute module, bf16/fp16 training."""
@@ -90,7 +90,7 @@ def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
               "drop --overlap-moe-expert-parallel-comm or meet its requirements")
 
 
-@rule
+@rule(reads="recompute moe_grouped_gemm")
 def moe_act_needs_grouped_gemm(x: RuleInput) -> Optional[Violation]:
     """[27] 'moe_act' in --recompute-modules needs --moe-grouped-gemm."""
     r = x.recipe
@@ -99,7 +99,7 @@ def moe_act_needs_grouped_gemm(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="moe_grouped_gemm")
 def grouped_gemm_arch(x: RuleInput) -> Optional[Violation]:
     """[27] --moe-grouped-gemm needs compute capability >= 8."""
     cc = getattr(x.profile, "compute_capability", None)
@@ -117,7 +117,7 @@ def _layers_per_stage(x: RuleInput) -> int:
     return max(counts) * x.recipe.vpp
 
 
-@rule
+@rule(reads="recompute " + SPLIT_FIELDS)
 def full_recompute_args(x: RuleInput) -> Optional[Violation]:
     """[30] full: --recompute-method in {uniform, block} and --recompute-num-layers between 1 and layers per stage."""
     rc = x.recipe.recompute
@@ -133,7 +133,7 @@ def full_recompute_args(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="recompute moe_shared_expert_overlap")
 def selective_recompute_args(x: RuleInput) -> Optional[Violation]:
     """[31] selective: --recompute-method and --recompute-num-layers must be unset; mla_up_proj needs MLA;
     shared_experts conflicts with --moe-shared-expert-overlap; none without granularity."""
@@ -156,7 +156,7 @@ def selective_recompute_args(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="recompute")
 def fp8_delayed_recompute(x: RuleInput) -> Optional[Violation]:
     """[31] The fp8 delayed-scaling recipe disallows moe_act and layernorm recompute."""
     mods = set(x.recipe.recompute.modules)
@@ -166,7 +166,7 @@ def fp8_delayed_recompute(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="distribute_saved_activations tp recompute sequence_parallel")
 def distribute_saved_activations(x: RuleInput) -> Optional[Violation]:
     """[32] --distribute-saved-activations: TP>1, full recompute with a method, and not sequence parallel."""
     r = x.recipe
@@ -178,7 +178,7 @@ def distribute_saved_activations(x: RuleInput) -> Optional[Violation]:
               "drop --distribute-saved-activations")
 
 
-@rule
+@rule(reads="cpu_offloading_num_layers pp recompute")
 def cpu_offloading(x: RuleInput) -> Optional[Violation]:
     """[33] --cpu-offloading-num-layers > 0: PP must be 1 and no recompute."""
     r = x.recipe
@@ -187,7 +187,7 @@ def cpu_offloading(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="schedule recompute")
 def zero_bubble_no_recompute(x: RuleInput) -> Optional[Violation]:
     """Split-wgrad (zero-bubble) schedules keep wgrad inputs alive past backward, which recompute frees
     (AMD Primus config_validation: recompute is incompatible with zerobubble/zbv)."""
@@ -198,7 +198,7 @@ def zero_bubble_no_recompute(x: RuleInput) -> Optional[Violation]:
 
 
 # ---------------------------------------------------------------- data-parallel sharding / optimizer
-@rule
+@rule(reads="overlap_param_gather dp_sharding overlap_grad_reduce")
 def overlap_param_gather(x: RuleInput) -> Optional[Violation]:
     """[34] --overlap-param-gather requires the distributed optimizer (or Megatron-FSDP) and --overlap-grad-reduce."""
     r = x.recipe
@@ -210,7 +210,7 @@ def overlap_param_gather(x: RuleInput) -> Optional[Violation]:
               "drop --overlap-param-gather or add both")
 
 
-@rule
+@rule(reads="fp8_param_gather dp_sharding")
 def fp8_param_gather(x: RuleInput) -> Optional[Violation]:
     """[36] --fp8-param-gather requires the distributed optimizer or FSDP, and FP8 training."""
     r = x.recipe
@@ -222,7 +222,7 @@ def fp8_param_gather(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="dp_sharding pp ep")
 def torch_fsdp2(x: RuleInput) -> Optional[Violation]:
     """[37] --use-torch-fsdp2: PP == 1, EP == 1, untied embeddings, no fp16."""
     r = x.recipe
@@ -235,7 +235,7 @@ def torch_fsdp2(x: RuleInput) -> Optional[Violation]:
     return _v("torch_fsdp2", "--use-torch-fsdp2 needs " + ", ".join(problems), "use --use-distributed-optimizer instead")
 
 
-@rule
+@rule(reads="dp_sharding")
 def muon_no_fsdp(x: RuleInput) -> Optional[Violation]:
     """[39] Non-Adam optimizers (Muon) cannot run under FSDP."""
     if x.job.optimizer == Optimizer.muon and x.recipe.dp_sharding in (DataParallelSharding.torch_fsdp2, DataParallelSharding.megatron_fsdp):
@@ -244,7 +244,7 @@ def muon_no_fsdp(x: RuleInput) -> Optional[Violation]:
 
 
 # ---------------------------------------------------------------- precision / hardware
-@rule
+@rule(reads="")
 def precision_supported(x: RuleInput) -> Optional[Violation]:
     """[40] FP8 needs FP8 tensor cores (Hopper/Ada/MI300+); MXFP8 needs block-scaled FP8 (Blackwell)."""
     p, hw = x.job.precision, x.profile
@@ -257,7 +257,7 @@ def precision_supported(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule
+@rule(reads="")
 def mla_excludes_gqa(x: RuleInput) -> Optional[Violation]:
     """[43] MLA and GQA are mutually exclusive."""
     m = x.model

@@ -5,12 +5,19 @@ times. Rules are split by what they read (the sets below; tests/test_solver_rule
 factorised verdicts against check_rules on every full recipe of a space): structural rules once per (TP,
 PP, VPP, CP, EP, ETP, schedule, split, DP sharding), activation rules once per structural row x (SP,
 recompute, TP comm overlap), batch rules once per structural row x MBS. Recipes here are built without
-pydantic validation per row (every value comes from a validated domain), which is what makes this fast.
+pydantic validation per row (every value comes from a validated domain).
+
+Within a group, each rule's verdict is memoised by the values of the solver axes it reads (its declared
+`reads`, constraints.rules.rule, mapped to axes by FIELD_AXES; tests/test_solver_speed_rule_reads.py holds
+the declarations), so a rule runs once per distinct value of what it reads and a recipe is only built on a
+miss: `layers_split` runs once per (PP, VPP, split), not once per row. The structural loop checks each rule
+at the loop level where the last axis it reads is bound, so a failing (TP, PP, CP) prunes its whole subtree.
 """
 from __future__ import annotations
 
 import itertools
 from functools import lru_cache
+from operator import itemgetter
 
 from constraints.rules import RULES, RuleInput
 from constraints.spec import Recipe
@@ -75,23 +82,128 @@ def schedule_vpp_pairs(space: SearchSpace, pp: int) -> list[tuple[str, int]]:
     return out
 
 
+# The axes of an assignment, in fast_recipe's argument order ("rc" is an index into Judge.rcs).
+AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "rc", "sched", "sh", "acc", "tpo")
+# Which axes set each Recipe field (solver.space.recipe_fields; "acc" is the split value); every other field
+# keeps Recipe()'s default in every solver recipe (tests/test_solver_speed_rules.py holds this table).
+FIELD_AXES = {"tp": ("tp",), "pp": ("pp",), "vpp": ("vpp",), "cp": ("cp",), "ep": ("ep",), "etp": ("etp",), "mbs": ("mbs",),
+              "sequence_parallel": ("sp", "tp"), "recompute": ("rc",), "schedule": ("sched",), "dp_sharding": ("sh",),
+              "overlap_param_gather": ("sh",), "account_for_embedding_in_pipeline_split": ("acc",),
+              "account_for_loss_in_pipeline_split": ("acc",), "first_stage_layers": ("acc",), "last_stage_layers": ("acc",),
+              "tp_comm_overlap": ("tpo",)}
+# The structural loop binds axes level by level; unbound axes hold placeholders no checked rule reads.
+STRUCT_LEVELS = (("tp", "pp", "cp", "mbs", "sp", "rc", "tpo"), ("sched", "vpp", "acc"), ("ep", "etp"), ("sh",))
+
+
+def axes_read(fn) -> frozenset:
+    """The assignment axes a rule's verdict depends on (all of them when it declares no reads)."""
+    if getattr(fn, "reads", None) is None:
+        return frozenset(AXES)
+    return frozenset(a for f in fn.reads for a in FIELD_AXES.get(f, ()))
+
+
+class _Memo:
+    """The error verdict of some rules that read the same axes, cached by those axes' values."""
+
+    __slots__ = ("fns", "axes", "key", "cache")
+
+    def __init__(self, fns: tuple, axes: frozenset) -> None:
+        self.fns, self.axes, self.cache = fns, axes, {}
+        positions = [i for i, a in enumerate(AXES) if a in axes]
+        self.key = itemgetter(*positions) if positions else (lambda vals: ())
+
+
+class Judge:
+    """Rule verdicts for one (model, job, world size, profile), memoised per rule by the axes it reads.
+
+    An assignment is a tuple in AXES order; `ok(memos, vals)` is True when no rule of `memos` errs on the
+    recipe of `vals`. Recompute choices are keyed by an index (`rc_index`), not hashed per call."""
+
+    def __init__(self, model, job, world_size: int, profile) -> None:
+        self.model, self.job, self.world, self.profile = model, job, world_size, profile
+        self.rcs: list = []
+        self._rc_ids: dict[int, int] = {}
+        self._alive: list = []
+        self._memos: dict = {}
+
+    def rc_index(self, rc) -> int:
+        i = self._rc_ids.get(id(rc))
+        if i is None:
+            i = next((j for j, r in enumerate(self.rcs) if r == rc), len(self.rcs))
+            if i == len(self.rcs):
+                self.rcs.append(rc)
+            self._rc_ids[id(rc)] = i
+            self._alive.append(rc)  # an id is only reused once its object is gone: keep every keyed object
+        return i
+
+    def memos(self, group: str) -> list[_Memo]:
+        """One memo per distinct axis set among the rules of a group ('structural', 'activation', 'batch')."""
+        if group not in self._memos:
+            by_axes: dict = {}
+            for fn in rules_in(group):
+                by_axes.setdefault(axes_read(fn), []).append(fn)
+            self._memos[group] = [_Memo(tuple(fns), axes) for axes, fns in by_axes.items()]
+        return self._memos[group]
+
+    def ok(self, memos: list[_Memo], vals: tuple) -> bool:
+        x = None
+        for m in memos:
+            k = m.key(vals)
+            v = m.cache.get(k)
+            if v is None:
+                if x is None:
+                    tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, sh, acc, tpo = vals
+                    r = fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, self.rcs[rc], sched, sh, acc, tpo)
+                    x = RuleInput(self.model, self.job, r, self.world, self.profile)
+                v = m.cache[k] = not has_error(m.fns, x)
+            if not v:
+                return False
+        return True
+
+
+def judge_for(space: SearchSpace, profile) -> Judge:
+    """The space's Judge for this profile (kept on the space: verdicts depend on model, job, world size and
+    profile only, which a space fixes)."""
+    j = space.__dict__.get("_judge")
+    if j is None or j.profile is not profile or j.model is not space.model or j.job is not space.job \
+            or j.world != space.world_size:
+        j = space.__dict__["_judge"] = Judge(space.model, space.job, space.world_size, profile)
+    return j
+
+
+def _level_memos(judge: Judge) -> list[list[_Memo]]:
+    """Structural memos by the loop level that binds the last axis they read (fixed axes count as bound at
+    level 0: MBS 1, SP = TP > 1, the base recompute, no TP comm overlap)."""
+    out, before, bound = [], frozenset(), frozenset()
+    for level in STRUCT_LEVELS:
+        bound = bound | frozenset(level)
+        out.append([m for m in judge.memos("structural") if m.axes <= bound and not m.axes <= before])
+        before = bound
+    return out
+
+
 def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple[tuple, list[bool]]]:
     """Structural rows (TP, PP, VPP, CP, EP, ETP, schedule, split) that the structural rules accept under at
     least one DP sharding, each with its verdict per sharding (in the domain's order)."""
     d, model, world = space.domains, space.model, space.world_size
-    fns = rules_in("structural")
+    judge = judge_for(space, profile)
+    rc = judge.rc_index(base_rc)
+    at = _level_memos(judge)
+    sched0, sh0, etp0 = d["schedule"][0], d["dp_sharding"][0], d["etp"][0]
     rows = []
     for tp, pp, cp in itertools.product(d["tp"], d["pp"], d["cp"]):
-        if world % (tp * pp * cp):
+        if world % (tp * pp * cp) or not judge.ok(at[0], (tp, pp, 1, cp, 1, etp0, 1, tp > 1, rc, sched0, sh0, False, False)):
             continue
         for (sched, vpp), acc in itertools.product(schedule_vpp_pairs(space, pp), d["acc_split"]):
             # account-for-embedding/loss only where the layers do not split evenly (prunes duplicates)
             if acc and model.num_layers % (pp * vpp) == 0:
                 continue
+            if not judge.ok(at[1], (tp, pp, vpp, cp, 1, etp0, 1, tp > 1, rc, sched, sh0, acc, False)):
+                continue
             for ep, etp in itertools.product(d["ep"], d["etp"]):
-                ok = [not has_error(fns, RuleInput(model, space.job, fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, base_rc,
-                                                                                 sched, sh, acc), world, profile))
-                      for sh in d["dp_sharding"]]
+                if not judge.ok(at[2], (tp, pp, vpp, cp, ep, etp, 1, tp > 1, rc, sched, sh0, acc, False)):
+                    continue
+                ok = [judge.ok(at[3], (tp, pp, vpp, cp, ep, etp, 1, tp > 1, rc, sched, sh, acc, False)) for sh in d["dp_sharding"]]
                 if any(ok):
                     rows.append(((tp, pp, vpp, cp, ep, etp, sched, acc), ok))
     return rows
@@ -99,11 +211,11 @@ def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple[tuple, list[
 
 def activation_ok(space: SearchSpace, profile, row: tuple, sp: bool, rc, sharding: str, tpo: bool = False) -> bool:
     tp, pp, vpp, cp, ep, etp, sched, acc = row
-    r = fast_recipe(tp, pp, vpp, cp, ep, etp, 1, sp, rc, sched, sharding, acc, tpo)
-    return not has_error(rules_in("activation"), RuleInput(space.model, space.job, r, space.world_size, profile))
+    judge = judge_for(space, profile)
+    return judge.ok(judge.memos("activation"), (tp, pp, vpp, cp, ep, etp, 1, sp, judge.rc_index(rc), sched, sharding, acc, tpo))
 
 
 def batch_ok(space: SearchSpace, profile, row: tuple, mbs: int, rc, sharding: str) -> bool:
     tp, pp, vpp, cp, ep, etp, sched, acc = row
-    r = fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, tp > 1, rc, sched, sharding, acc)
-    return not has_error(rules_in("batch"), RuleInput(space.model, space.job, r, space.world_size, profile))
+    judge = judge_for(space, profile)
+    return judge.ok(judge.memos("batch"), (tp, pp, vpp, cp, ep, etp, mbs, tp > 1, judge.rc_index(rc), sched, sharding, acc, False))
