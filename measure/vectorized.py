@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 
 from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Placement, Recipe, Recompute,
-                              RecomputeGranularity)
+                              RecomputeGranularity, RecomputeModule)
 from constraints.stages import StageSplitError, rank_chunks
 from hardware.profile import HardwareProfile
 from measure.collectives_np import all_reduce_np, one_pass_np, span_row
@@ -30,7 +30,7 @@ from measure.factor_table import Axis as _Axis, Factor as _Factor
 from measure.flops import flops_per_iteration
 from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
 from measure.dp_comm import FSDP_SHARDINGS
-from measure.layer_cost import LayerParts, finish_parts, layer_parts, recomputed_modules
+from measure.layer_cost import _RECOMPUTE_MODULES, LayerParts, layer_parts, recomputed_modules
 from measure.project import _full_recompute_layers
 from measure.recipe_batch import _INT_AXES, DISPATCHERS, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
@@ -47,10 +47,18 @@ _HEAD_COLS = ("emb_f", "emb_w", "loss_f", "loss_d", "loss_w", "vocab_rows", "p2p
 _STAGE_COLS = ("nd", "nm", "nfd", "nfm", "emb", "loss", "vocab", "mult")
 
 
-def _kind_cols(lc) -> list[float]:
-    """One layer kind's columns (_KIND_COLS order) from a measure.layer_cost.LayerCost."""
-    return [lc.fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd, lc.dgrad + lc.tp_bwd + lc.ep_bwd + lc.cp_bwd, lc.wgrad,
-            lc.fwd + lc.tp_fwd + lc.ep_fwd, lc.recompute_selective, lc.dense_params, lc.expert_params]
+# raw layer columns per kind: measure.layer_cost.LayerParts flattened (EP traffic per dispatcher, forward time per
+# module that a --recompute-modules choice can re-run)
+_RAW_FIXED = ("fwd", "dgrad", "wgrad", "tp_raw", "cp", "dense_params", "expert_params")
+_MODS = tuple(sorted(set().union(*_RECOMPUTE_MODULES.values()) | {m.value for m in RecomputeModule}))
+_EP0 = len(_RAW_FIXED)
+_MOD0 = _EP0 + len(DISPATCHERS)
+_RAW_WIDTH = _MOD0 + len(_MODS)
+
+
+def _raw_cols(parts: LayerParts) -> list[float]:
+    return ([parts.fwd_s, parts.dgrad_s, parts.wgrad_s, parts.tp_raw_s, parts.cp_s, parts.dense_params, parts.expert_params]
+            + [parts.ep_raw_by_dispatcher_s.get(d, 0.0) for d in DISPATCHERS] + [parts.fwd_by_module_s.get(m, 0.0) for m in _MODS])
 
 
 class Evaluator:
@@ -75,6 +83,7 @@ class Evaluator:
         self.rc_mods: list[tuple] = []      # distinct --recompute-modules sets (decide selective cost)
         self.rc_fulls: list[Recompute] = []  # distinct full-recompute settings (decide per-chunk counts)
         self.rc_map = np.zeros(0, dtype=np.int64)  # global rc -> (mods idx, fulls idx, selective flag)
+        self.rc_mask = np.zeros((0, len(_MODS)))   # rc_mods idx -> 1.0 per layer_ops module it re-runs
         self.layers = _Factor(self._layer_row)
         self.stages = _Factor(self._stage_row)
         self._parts_cache: dict = {}   # (layer kind, shape key) -> LayerParts
@@ -88,28 +97,31 @@ class Evaluator:
         return self.axes[axis].values[i]
 
     def _layer_row(self, key: tuple) -> list[float]:
-        """Key (tp, cp, ep, etp, mbs, sp, recompute-modules, tp-comm-overlap, dispatcher, ep-overlap indices)
-        -> dense-layer, MoE-layer and head columns. The shape-determined parts are cached per shape (they read
-        neither recompute, the dispatcher nor the overlap flags) and finished per variant:
-        measure.layer_cost.finish_parts."""
-        shape, mods, tpo = key[:6], self.rc_mods[key[6]], bool(key[7])
-        dispatcher, ep_overlap = DISPATCHERS[key[8]], bool(key[9])
-        recomputed = recomputed_modules(mods)
-        cal = self.profile.calibration
-        # the dense layer and the head ops do not read EP / ETP (tests/test_vectorized.py holds the whole row
-        # equal to project): share them across EP x ETP
-        ep_free = (shape[0], shape[1], shape[4], shape[5])
-        dense_row = [0.0] * len(_KIND_COLS)
+        """Key (tp, cp, ep, etp, mbs, sp indices) -> raw dense-layer, MoE-layer and head columns: the parts of
+        measure.layer_cost.layer_parts, which read neither recompute, the dispatcher nor the overlap flags.
+        `_finish` applies those per row in numpy, the arithmetic of layer_cost.finish_parts."""
+        ep_free = (key[0], key[1], key[4], key[5])  # the dense layer and the head ops do not read EP / ETP
+        dense_row = [0.0] * _RAW_WIDTH
         if not self.model.is_moe or False in self.model.moe_layers:
-            parts = self._parts(LayerKind.dense, ep_free)
-            dense_row = _kind_cols(finish_parts(parts, recomputed, tpo, dispatcher, ep_overlap, cal))
-        moe_row = [0.0] * len(_KIND_COLS)
-        if self.model.is_moe:
-            moe_row = _kind_cols(finish_parts(self._parts(LayerKind.moe, shape), recomputed, tpo, dispatcher, ep_overlap, cal))
+            dense_row = _raw_cols(self._parts(LayerKind.dense, ep_free))
+        moe_row = _raw_cols(self._parts(LayerKind.moe, key)) if self.model.is_moe else [0.0] * _RAW_WIDTH
         head = self._head_rows.get(ep_free)
         if head is None:
-            head = self._head_rows[ep_free] = self._head_row(self._shape_recipe(shape))
+            head = self._head_rows[ep_free] = self._head_row(self._shape_recipe(key))
         return dense_row + moe_row + head
+
+    def _finish(self, raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp: np.ndarray, epo: np.ndarray) -> dict:
+        """Kind columns (_KIND_COLS) of one layer kind per row from its raw columns: measure.layer_cost.finish_parts
+        on arrays (selective recompute = the recomputed modules' forward time; TP / EP traffic times the exposed
+        fraction where overlapped; EP traffic of the row's dispatcher)."""
+        f = self.profile.calibration.exposed_comm_fraction
+        c = {name: raw[:, i] for i, name in enumerate(_RAW_FIXED)}
+        tp = c["tp_raw"] * np.where(tpo, f, 1.0)
+        ep = np.take_along_axis(raw[:, _EP0:_EP0 + len(DISPATCHERS)], disp[:, None], axis=1)[:, 0] * np.where(epo, f, 1.0)
+        sel = (raw[:, _MOD0:_MOD0 + len(_MODS)] * sel_mask).sum(axis=1)
+        cols = {"F": c["fwd"] + tp + ep + c["cp"], "B": c["dgrad"] + tp + ep + 2 * c["cp"], "W": c["wgrad"],
+                "R": c["fwd"] + tp + ep, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
+        return {k: v[:, None] for k, v in cols.items()}
 
     def _shape_recipe(self, shape: tuple) -> Recipe:
         tp, cp, ep, etp, mbs = (self._val(a, i) for a, i in zip(("tp", "cp", "ep", "etp", "mbs"), shape[:5]))
@@ -202,6 +214,8 @@ class Evaluator:
                                                              if x.granularity == RecomputeGranularity.full else Recompute()),
                                          x.granularity == RecomputeGranularity.selective] for x in self.rc_list], dtype=np.int64)
             out.append(self.rc_list.index(rc))
+        self.rc_mask = np.array([[m in recomputed_modules(mods) for m in _MODS] for mods in self.rc_mods],
+                                dtype=np.float64).reshape(len(self.rc_mods), len(_MODS))
         return np.array(out, dtype=np.int64)
 
     def evaluate(self, batch: RecipeBatch) -> dict[str, np.ndarray]:
@@ -230,16 +244,20 @@ class Evaluator:
         n = {a: len(self.axes[a].values) for a in _INT_AXES}
         tpo = batch.column("tp_comm_overlap").astype(bool) & (tp > 1)  # no TP traffic to hide at TP=1
         disp, epo = batch.column("moe_dispatcher").astype(np.int64), batch.column("ep_overlap").astype(np.int64)
-        L = self.layers.gather([ix["tp"], ix["cp"], ix["ep"], ix["etp"], ix["mbs"], sp.astype(np.int64), rcm[:, 0], tpo.astype(np.int64),
-                                disp, epo], (n["tp"], n["cp"], n["ep"], n["etp"], n["mbs"], 2, len(self.rc_mods), 2, len(DISPATCHERS), 2))
+        L = self.layers.gather([ix["tp"], ix["cp"], ix["ep"], ix["etp"], ix["mbs"], sp.astype(np.int64)],
+                               (n["tp"], n["cp"], n["ep"], n["etp"], n["mbs"], 2))
+        sel_mask = self.rc_mask[rcm[:, 0]]
         first = self.axes["first"].index(batch.column("first_stage_layers").astype(np.int64))
         last = self.axes["last"].index(batch.column("last_stage_layers").astype(np.int64))
         S = self.stages.gather([ix["pp"], ix["vpp"], acc, rcm[:, 1], first, last],
                                (n["pp"], n["vpp"], 2, len(self.rc_fulls), len(self.axes["first"].values), len(self.axes["last"].values)))
         D = self.dp_spans.gather([ix["tp"], ix["cp"], ix["pp"]], (n["tp"], n["cp"], n["pp"])).T
         E = self.edp_spans.gather([ix["ep"], ix["etp"], ix["pp"]], (n["ep"], n["etp"], n["pp"])).T
-        col_ = {c: L[:, i:i + 1] for i, c in enumerate([f"{c}d" for c in _KIND_COLS] + [f"{c}m" for c in _KIND_COLS])}
-        head = {c: L[:, 2 * len(_KIND_COLS) + i] for i, c in enumerate(_HEAD_COLS)}
+        col_ = {}
+        for k, suffix in enumerate("dm"):
+            fin = self._finish(L[:, k * _RAW_WIDTH:(k + 1) * _RAW_WIDTH], sel_mask, tpo, disp, epo)
+            col_.update({c + suffix: fin[c] for c in _KIND_COLS})
+        head = {c: L[:, 2 * _RAW_WIDTH + i] for i, c in enumerate(_HEAD_COLS)}
         valid, v, cross = S[:, 0] > 0, S[:, 1], S[:, 2]
         R = S[:, 3:].reshape(len(S), -1, len(_STAGE_COLS))  # [row, rank profile, count]
         nd, nm, nfd, nfm, emb, loss, voc, mult = (R[:, :, i] for i in range(len(_STAGE_COLS)))

@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.tables import AXIS_NAMES, Tables
+from solver.tables import AXIS_NAMES, VARIANT_AXES, Tables
 
 AXIS_COLUMNS = AXIS_NAMES
 
@@ -115,8 +115,10 @@ def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint
     m.add_max_equality(peak, rank_totals)
     rm = RecipeModel(model=m, tables=tables, cands=cands, pick=pick, act=act, shard=shard, time_us=t, axis=axis,
                      codes=codes, memory_literal=mem_lit, peak_bytes=peak)
-    # constraint group: user pins, one literal each
+    # constraint group: user pins, one literal each (pins on the MoE variant axes act on the space, solver/variants.py)
     for name, allowed in (pins or {}).items():
+        if name in VARIANT_AXES:
+            continue
         lit = m.new_bool_var(f"pin_{name}")
         ok = [i for i, v in enumerate(codes[name]) if v in list(allowed)]
         m.add_linear_expression_in_domain(axis[name], cp_model.Domain.from_values(ok)).only_enforce_if(lit)

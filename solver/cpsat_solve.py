@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 
 from solver.cpsat_model import build_model
 from solver.table_time import US
-from solver.tables import Tables
+from solver.tables import VARIANT_AXES, Tables
 
 SEED = 20240611
 MAX_CPSAT_ENUMERATION = 2000  # above this many candidates in the region, CP-SAT minimises instead of listing (~1e3/s)
@@ -108,6 +108,8 @@ def fitting_index(tables: Tables, pins: Optional[dict] = None, objective: str = 
     """Candidate indices that fit and satisfy the pins, in (objective, ranking time, act, shard) order."""
     keep = tables.cand_peak <= tables.usable_bytes
     for name, allowed in (pins or {}).items():
+        if name in VARIANT_AXES:  # applied in the space: every candidate already carries an allowed variant
+            continue
         ok = tables.allowed(name, allowed)
         keep &= ok[tables.cand_shard] if name == "dp_sharding" else ok[tables.cand_act]
     idx = np.flatnonzero(keep)

@@ -16,7 +16,7 @@ from constraints.spec import JobSpec, Placement, Precision
 from solver.cpsat_model import build_model
 from solver.cpsat_solve import _solver, solve_model
 from solver.space import build_space
-from solver.tables import build_tables
+from solver.tables import VARIANT_AXES, build_tables
 
 LARGER_HBM = {"h100-sxm-80gb": "h200-sxm-141gb", "h800-sxm-80gb": "h200-sxm-141gb", "a100-sxm-80gb": "h200-sxm-141gb",
               "mi300x": "mi325x", "mi325x": "mi355x", "b200": "b300", "gb200-nvl72": "gb300-nvl72"}
@@ -77,7 +77,10 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
 
     space = build_space(model, job, placement, ranges=bounds)
     for axis, values in pins.items():  # keep pinned values in the domain so the pin is a constraint, not a gap
-        space.domains[axis] = sorted(set(space.domains[axis]) | set(values), key=str)
+        if axis in VARIANT_AXES:  # chosen per candidate inside the space (solver/variants.py): a space pin
+            space.domains[axis] = list(values)
+        else:
+            space.domains[axis] = sorted(set(space.domains[axis]) | set(values), key=str)
     tables = build_tables(space, profile, margin)
     conflict: list[str] = []
     if not tables.act_rows:

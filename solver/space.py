@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, PipelineSchedule, Placement, Recipe, Recompute,
-                              RecomputeGranularity, RecomputeMethod, RecomputeModule)
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, PipelineSchedule, Placement, Recipe,
+                              Recompute, RecomputeGranularity, RecomputeMethod, RecomputeModule)
+from solver.splits import split_fields
 
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split",
-        "tp_comm_overlap")
+        "tp_comm_overlap", "uneven_stages", "moe_dispatcher", "ep_comm_overlap")
 DEFAULT_MAX_TP = 8      # TP beyond one 8-GPU NVLink island is never competitive (Narayanan et al. 2021 sec. 3.2)
 DEFAULT_MAX_PP = 64
 DEFAULT_MAX_VPP = 8     # Megatron recipes use VPP <= 8; more only multiplies p2p traffic
@@ -104,6 +105,11 @@ def default_domains(model: ModelSpec, job: JobSpec, world: int) -> dict[str, lis
         "acc_split": [False, True],
         # --tp-comm-overlap (TE userbuffers) hides TP communication behind GEMMs; needs SP, so only tried with it
         "tp_comm_overlap": [False, True],
+        # explicit --decoder-first/last-pipeline-num-layers (solver/splits.py says which pairs)
+        "uneven_stages": [False, True],
+        # MoE communication variants, chosen per candidate (solver/variants.py; flex only on Hopper and newer)
+        "moe_dispatcher": ["alltoall", "flex"] if model.is_moe else ["alltoall"],
+        "ep_comm_overlap": [False, True] if model.is_moe else [False],
     }
 
 
@@ -151,25 +157,28 @@ def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
         if axis not in domains:
             raise SpaceError(f"--{axis}: not a searchable axis; choose one of {', '.join(AXES)}")
         # named choices (schedules, shardings) are taken as given, so opt-in values (zero-bubble) can be pinned in
-        named = axis in ("schedule", "dp_sharding")
+        named = axis in ("schedule", "dp_sharding", "moe_dispatcher")
         domains[axis] = list(allowed) if named else (_restrict(axis, domains[axis], allowed) or list(allowed))
     return SearchSpace(model=model, job=job, placement=placement, world_size=world, domains=domains)
 
 
 def recipe_fields(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: Optional[int], mbs: int, sp: bool,
-                  recompute: Recompute, schedule: str, dp_sharding: str, acc_split: bool, tp_comm_overlap: bool = False) -> dict:
+                  recompute: Recompute, schedule: str, dp_sharding: str, acc_split, tp_comm_overlap: bool = False,
+                  variant: tuple = ("alltoall", False)) -> dict:
     """The one place an axis assignment becomes Recipe fields (flags tied to others are set consistently:
-    --overlap-param-gather needs a sharded optimizer, so it follows dp_sharding)."""
+    --overlap-param-gather needs a sharded optimizer, so it follows dp_sharding). `acc_split` is a split value
+    of solver/splits.py (False, True or (first, last)); `variant` is (MoE dispatcher, EP overlap)."""
     sharding = DataParallelSharding(dp_sharding)
     return {"tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs, "sequence_parallel": sp and tp > 1,
             "recompute": recompute, "schedule": PipelineSchedule(schedule), "dp_sharding": sharding,
-            "overlap_param_gather": sharding != DataParallelSharding.none,
-            "account_for_embedding_in_pipeline_split": acc_split, "account_for_loss_in_pipeline_split": acc_split,
-            "tp_comm_overlap": tp_comm_overlap}
+            "overlap_param_gather": sharding != DataParallelSharding.none, **split_fields(acc_split),
+            "tp_comm_overlap": tp_comm_overlap, "moe_dispatcher": MoeDispatcher(variant[0]),
+            "overlap_moe_expert_parallel_comm": bool(variant[1])}
 
 
 def make_recipe(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: Optional[int], mbs: int, sp: bool, recompute: Recompute,
-                schedule: str, dp_sharding: str, acc_split: bool, tp_comm_overlap: bool = False) -> Recipe:
+                schedule: str, dp_sharding: str, acc_split, tp_comm_overlap: bool = False,
+                variant: tuple = ("alltoall", False)) -> Recipe:
     """A validated Recipe from an axis assignment."""
     return Recipe(**recipe_fields(tp, pp, vpp, cp, ep, etp, mbs, sp, recompute, schedule, dp_sharding, acc_split,
-                                  tp_comm_overlap))
+                                  tp_comm_overlap, variant))

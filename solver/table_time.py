@@ -7,18 +7,24 @@ the integer objective CP-SAT minimises is the same number numpy sorts.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
-from constraints.spec import DataParallelSharding, PipelineSchedule, Recipe
+from constraints.spec import DataParallelSharding, MoeDispatcher, PipelineSchedule, Recipe
+from measure.recipe_batch import DISPATCHERS
 from measure.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch
 
 US = 1_000_000
 UNPRICEABLE_US = np.int64(1) << 50  # a candidate the projection cannot price (NaN) ranks last, never first
 
 
-def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np.ndarray, cand_shard: np.ndarray) -> np.ndarray:
-    """Closed-form iteration time (µs, ceil) of candidates (activation row, sharding), from the row columns
-    solver/tables.py builds; the sentinel where the projection cannot price one."""
+def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np.ndarray, cand_shard: np.ndarray,
+                    variants: Optional[list] = None, cand_variant: Optional[np.ndarray] = None) -> np.ndarray:
+    """Closed-form iteration time (µs, ceil) of candidates (activation row, sharding[, index into `variants`:
+    (MoE dispatcher, EP overlap), solver/variants.py]) from the row columns solver/tables.py builds; the
+    sentinel where the projection cannot price one. One Evaluator prices every row, so layer costs are
+    computed once per shape whatever the variants."""
     if not len(cand_act):
         return np.zeros(0, dtype=np.int64)
     sched_codes = np.array([SCHEDULES.index(PipelineSchedule(s)) for s in space.domains["schedule"]], dtype=np.int64)
@@ -28,7 +34,12 @@ def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np
                         etp=cols["etp"][a], mbs=cols["mbs"][a], sp=cols["sp"][a].astype(bool), recompute=cols["rc"][a],
                         schedule=sched_codes[cols["sched"][a]], dp_sharding=shard_codes[cand_shard],
                         acc_split=cols["acc"][a].astype(bool), tp_comm_overlap=cols["tpo"][a].astype(bool),
+                        first_stage_layers=cols["first"][a], last_stage_layers=cols["last"][a],
                         recompute_choices=tuple(rcs_all), base=Recipe())
+    if variants is not None:
+        v = np.asarray(cand_variant, dtype=np.int64)
+        batch.moe_dispatcher = np.array([DISPATCHERS.index(MoeDispatcher(d)) for d, _ in variants], dtype=np.int64)[v]
+        batch.ep_overlap = np.array([bool(o) for _, o in variants], dtype=bool)[v]
     t_s = Evaluator(space.model, space.job, space.placement, profile).evaluate(batch)["iteration_time_s"]
     t_us = np.ceil(np.nan_to_num(t_s, nan=np.inf, posinf=np.inf) * US)
     return np.where(np.isfinite(t_us), t_us, UNPRICEABLE_US).astype(np.int64)

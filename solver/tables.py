@@ -23,11 +23,15 @@ from constraints import memory as mem
 from constraints.spec import Recipe
 from constraints.stages import StageSplitError
 from solver.space import SearchSpace, make_recipe, recompute_choices, recompute_name
+from solver.splits import split_code
+from solver.variants import DEFAULT as DEFAULT_VARIANT, choose, legal_variants, variant_domains, variants_of
 from solver.table_memory import MemoryTables, make_split
 from solver.table_rules import activation_ok, batch_ok, struct_rows
 from solver.table_time import UNPRICEABLE_US, ranking_time_us
 
-AXIS_NAMES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "acc_split", "tp_comm_overlap")
+AXIS_NAMES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "acc_split", "tp_comm_overlap",
+              "uneven_stages")
+VARIANT_AXES = ("moe_dispatcher", "ep_comm_overlap")  # chosen per candidate (solver/variants.py), pinned in the space
 
 
 @dataclass
@@ -36,7 +40,7 @@ class Tables:
     profile: object
     usable_bytes: int
     rc_choices: list
-    struct: list[tuple]                   # (tp, pp, vpp, cp, ep, etp, schedule, acc_split)
+    struct: list[tuple]                   # (tp, pp, vpp, cp, ep, etp, schedule, split: False | True | (first, last))
     shardings: list[str]
     static_ok: np.ndarray                 # [struct, sharding] bool: structural rules hold
     static_bytes: np.ndarray              # [struct*nshard + shard, class] int64, 0 past the split's classes
@@ -47,13 +51,22 @@ class Tables:
     cand_shard: np.ndarray                # [cand] sharding index
     cand_peak: np.ndarray                 # [cand] exact peak bytes
     cand_time_us: np.ndarray              # [cand] ranking projection, integer microseconds (ceil); sentinel if not fitting
+    variants: list = field(default_factory=lambda: [DEFAULT_VARIANT])  # (MoE dispatcher, EP overlap) pairs tried
+    variant_at: np.ndarray = None         # [act * n_shard + shard] index into variants of the candidate's best legal one
     counts: dict = field(default_factory=dict)
     _codes: dict = field(default_factory=dict)
+
+    def variant(self, a: int, shard: int) -> tuple:
+        """(MoE dispatcher, EP overlap) of candidate (a, shard): its best legal variant."""
+        if self.variant_at is None:
+            return self.variants[0]
+        return self.variants[max(int(self.variant_at[a * len(self.shardings) + shard]), 0)]
 
     def recipe(self, a: int, shard: int) -> Recipe:
         s, mbs, sp, rc, tpo = self.act_rows[a]
         tp, pp, vpp, cp, ep, etp, sched, acc = self.struct[s]
-        return make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, self.rc_choices[rc], sched, self.shardings[shard], acc, tpo)
+        return make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, self.rc_choices[rc], sched, self.shardings[shard], acc, tpo,
+                           self.variant(a, shard))
 
     def peak_bytes(self, a: np.ndarray, shard: np.ndarray) -> np.ndarray:
         """Exact peak bytes (max over rank classes) of candidates (a, shard)."""
@@ -65,7 +78,7 @@ class Tables:
         if axis == "dp_sharding":
             return list(self.shardings), np.arange(len(self.shardings))
         if axis not in self._codes:
-            pos = {"tp": 0, "pp": 1, "vpp": 2, "cp": 3, "ep": 4, "etp": 5, "schedule": 6, "acc_split": 7}.get(axis)
+            pos = {"tp": 0, "pp": 1, "vpp": 2, "cp": 3, "ep": 4, "etp": 5, "schedule": 6}.get(axis)
             if axis == "recompute":
                 per_rc = [recompute_name(r) for r in self.rc_choices]
                 values = [per_rc[row[3]] for row in self.act_rows]
@@ -75,6 +88,9 @@ class Tables:
                 values = [bool(row[2] and self.struct[row[0]][0] > 1) for row in self.act_rows]
             elif axis == "tp_comm_overlap":
                 values = [bool(row[4]) for row in self.act_rows]
+            elif axis in ("acc_split", "uneven_stages"):  # split values: False, True (account-for), (first, last)
+                col = [(s[7] is True) if axis == "acc_split" else isinstance(s[7], tuple) for s in self.struct]
+                values = [col[row[0]] for row in self.act_rows]
             else:
                 col = [s[pos] for s in self.struct]
                 values = [col[row[0]] for row in self.act_rows]
@@ -95,7 +111,7 @@ class Tables:
 
 
 def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> Tables:
-    model, job, world = space.model, space.job, space.world_size
+    model = space.model
     cal = profile.calibration
     usable = profile.hbm_capacity_bytes * (mem.PPM - round(margin_fraction * mem.PPM)) // mem.PPM
     rcs_all = recompute_choices(model)
@@ -129,6 +145,9 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     a_all = np.repeat(np.arange(len(act_rows), dtype=np.int64), n_sh)
     s_all = np.tile(np.arange(n_sh, dtype=np.int64), len(act_rows))
     keep = static_ok[act_struct[a_all], s_all] if len(act_rows) else np.zeros(0, dtype=bool)
+    variants, legal_v = _variants(space, profile, tables_rc_recipe(space, struct, act_rows, rcs_all, shardings, static_ok), cols)
+    if len(act_rows):
+        keep &= legal_v.any(axis=1)[a_all]  # a row no allowed variant makes legal is illegal
     cand_act, cand_shard = a_all[keep], s_all[keep]
     peak = (static_bytes[act_struct[cand_act] * n_sh + cand_shard] + act_bytes[cand_act]).max(axis=1) if len(cand_act) \
         else np.zeros(0, dtype=np.int64)
@@ -136,7 +155,11 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     # that does not fit carries the sentinel, so CP-SAT's objective never prefers it; memory still rejects it)
     fit = peak <= usable
     times = np.full(len(cand_act), UNPRICEABLE_US, dtype=np.int64)
-    times[fit] = ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act[fit], cand_shard[fit])
+    cand_variant = np.argmax(legal_v[cand_act], axis=1) if len(cand_act) else np.zeros(0, dtype=np.int64)
+    times[fit], cand_variant[fit] = _price_variants(space, profile, cols, rcs_all, shardings, cand_act[fit], cand_shard[fit],
+                                                    variants, legal_v[cand_act[fit]])
+    variant_at = np.full(len(act_rows) * n_sh, -1, dtype=np.int8)
+    variant_at[cand_act * n_sh + cand_shard] = cand_variant
     # unpriced candidates rank after every priced one, with a value small enough that CP-SAT's bound on the
     # objective sum (candidates x largest time) stays far inside int64 (a 2^50 sentinel overflowed it)
     priced = times < UNPRICEABLE_US
@@ -144,8 +167,44 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     return Tables(space=space, profile=profile, usable_bytes=usable, rc_choices=rcs_all, struct=struct, shardings=shardings,
                   static_ok=static_ok, static_bytes=static_bytes, act_rows=act_rows, act_struct=act_struct,
                   act_bytes=act_bytes, cand_act=cand_act, cand_shard=cand_shard, cand_peak=peak, cand_time_us=times,
+                  variants=variants, variant_at=variant_at,
                   counts={"declared": space.size(), "structural_rows": len(struct), "activation_rows": len(act_rows),
                           "candidates": int(len(cand_act)), "fitting": int(fit.sum())})
+
+
+def tables_rc_recipe(space, struct, act_rows, rcs_all, shardings, static_ok):
+    """recipe_of((struct index, rc index)) for the variant rules: the row's recipe under its first accepted sharding."""
+    from solver.table_rules import fast_recipe
+
+    def recipe_of(key):
+        tp, pp, vpp, cp, ep, etp, sched, acc = struct[key[0]]
+        sh = shardings[int(np.argmax(static_ok[key[0]]))]
+        return fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, rcs_all[key[1]], sched, sh, acc)
+    return recipe_of
+
+
+def _variants(space, profile, recipe_of, cols) -> tuple[list, np.ndarray]:
+    """(variants tried, [activation row, variant] legality): the space's variant domains on this hardware."""
+    hw = variant_domains(space.model, profile)
+    domains = {a: [v for v in space.domains.get(a, hw[a]) if v in hw[a]] for a in hw}
+    variants = variants_of(domains)
+    if not variants or not len(cols["struct"]):
+        return variants or [DEFAULT_VARIANT], np.zeros((len(cols["struct"]), max(len(variants), 1)), dtype=bool)
+    keys = np.stack([cols["struct"], cols["rc"]], axis=1)
+    return variants, legal_variants(space, profile, recipe_of, keys, variants)
+
+
+def _price_variants(space, profile, cols, rcs_all, shardings, cand_act, cand_shard, variants, legal) -> tuple[np.ndarray, np.ndarray]:
+    """Ranking time (µs) and variant index of each candidate: the fastest of its legal variants. One batch
+    holds every (candidate, legal variant) pair, so the projection's layer costs are computed once."""
+    if len(variants) == 1:
+        return ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act, cand_shard), np.zeros(len(cand_act), dtype=np.int64)
+    ci, vi = np.nonzero(legal)
+    t = ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act[ci], cand_shard[ci], variants, vi)
+    by = np.full(legal.shape, UNPRICEABLE_US, dtype=np.int64)
+    by[ci, vi] = t
+    best, idx = choose(by, legal)
+    return np.minimum(best, UNPRICEABLE_US), np.maximum(idx, 0)
 
 
 def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx) -> list[tuple]:
@@ -183,12 +242,12 @@ def _columns(space, struct, act_rows, memt: MemoryTables) -> dict[str, np.ndarra
     ar = np.array(act_rows, dtype=np.int64).reshape(n, 5)
     sched_names = space.domains["schedule"]
     split_id = {k: j for j, k in enumerate(memt.split_keys)}
-    s_cols = np.array([(tp, pp, vpp, cp, ep, etp or 0, sched_names.index(sch), int(acc), split_id[(pp, vpp, acc)])
-                       for tp, pp, vpp, cp, ep, etp, sch, acc in struct], dtype=np.int64).reshape(len(struct), 9)
+    s_cols = np.array([(tp, pp, vpp, cp, ep, etp or 0, sched_names.index(sch), *split_code(acc), split_id[(pp, vpp, acc)])
+                       for tp, pp, vpp, cp, ep, etp, sch, acc in struct], dtype=np.int64).reshape(len(struct), 11)
     g = s_cols[ar[:, 0]]
     cols = {"struct": ar[:, 0], "mbs": ar[:, 1], "sp": (ar[:, 2] & (g[:, 0] > 1)).astype(np.int64), "rc": ar[:, 3],
             "tpo": ar[:, 4]}
-    for j, name in enumerate(("tp", "pp", "vpp", "cp", "ep", "etp", "sched", "acc", "split")):
+    for j, name in enumerate(("tp", "pp", "vpp", "cp", "ep", "etp", "sched", "acc", "first", "last", "split")):
         cols[name] = g[:, j]
     dp = np.maximum(space.world_size // (cols["tp"] * cols["pp"] * cols["cp"]), 1)
     cols["m"] = np.maximum(space.job.global_batch_size // (cols["mbs"] * dp), 1)

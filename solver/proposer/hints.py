@@ -24,7 +24,7 @@ from solver.space import AXES
 log = logging.getLogger(__name__)
 
 AxisName = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split",
-                   "tp_comm_overlap"]
+                   "tp_comm_overlap", "uneven_stages", "moe_dispatcher", "ep_comm_overlap"]
 Scalar = Union[StrictBool, StrictInt, StrictStr, None]  # None: ETP follows TP (dense models)
 INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
 MAX_HINTS_PER_REPLY = 16        # a reply with more is cut here; the rest are rejected as "too many"

@@ -13,7 +13,8 @@ import numpy as np
 
 from solver.space import AXES, recompute_name
 
-STRUCT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "schedule", "acc_split")  # order of Tables.struct tuples
+STRUCT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "schedule", "split")  # order of Tables.struct tuples
+VARIANT_AXES = ("moe_dispatcher", "ep_comm_overlap")  # per candidate (solver/variants.py), pinned in the space
 
 
 class AxisColumns:
@@ -27,6 +28,11 @@ class AxisColumns:
             struct[i, :] = row
         s_idx = np.asarray(tables.act_struct, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
         self.cols: dict[str, np.ndarray] = {a: struct[s_idx, j] for j, a in enumerate(STRUCT_AXES)}
+        split = self.cols.pop("split")  # False | True (account-for) | (first, last) -> two boolean axes
+        for axis, is_it in (("acc_split", lambda v: v is True), ("uneven_stages", lambda v: isinstance(v, tuple))):
+            col = np.empty(n, dtype=object)
+            col[:] = [is_it(v) for v in split]
+            self.cols[axis] = col
         rows = np.array([r[1:] for r in tables.act_rows], dtype=object).reshape(n, 4)
         tp = self.cols["tp"].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
         rc_names = np.array([recompute_name(r) for r in tables.rc_choices], dtype=object)
@@ -46,7 +52,7 @@ class AxisColumns:
         n = len(self.tables.act_rows)
         mask = np.ones(n, dtype=bool)
         for axis, values in allowed.items():
-            if axis == "dp_sharding":
+            if axis == "dp_sharding" or axis in VARIANT_AXES:
                 continue
             col = self.cols[axis]
             mask &= np.array([_member(v, values) for v in col], dtype=bool) if n else mask
@@ -66,6 +72,10 @@ class AxisColumns:
                 used = t.static_ok[np.unique(np.asarray(t.act_struct)[mask])].any(axis=0) if mask.any() else []
                 vals = [s for s, u in zip(self.shardings, used) if u]
                 out[axis] = [v for v in vals if "dp_sharding" not in pins or _member(v, pins["dp_sharding"])]
+                continue
+            if axis in VARIANT_AXES:
+                j = VARIANT_AXES.index(axis)
+                out[axis] = sorted({v[j] for v in t.variants}, key=_sort_key) if mask.any() else []
                 continue
             vals = set(self.cols[axis][mask].tolist()) if mask.any() else set()
             out[axis] = sorted(vals, key=_sort_key)
@@ -94,6 +104,7 @@ class AxisColumns:
         """Axis -> value of candidate (act row a, sharding index shard), spelled as in solver.space."""
         out = {axis: _plain(col[a]) for axis, col in self.cols.items()}
         out["dp_sharding"] = self.shardings[shard]
+        out["moe_dispatcher"], out["ep_comm_overlap"] = self.tables.variant(a, shard)
         return {axis: out[axis] for axis in AXES}
 
 

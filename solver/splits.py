@@ -1,0 +1,89 @@
+"""Pipeline layer splits the solver tries: even, Megatron's account-for-embedding/loss, and uneven first/last stages.
+
+Why these: the first pipeline rank also holds the embedding and the most in-flight micro-batches (1F1B keeps
+PP of them alive there), the last holds the output layer and the loss, so moving a layer or two off the ends
+can shorten the critical stage or make the first rank fit. Megatron offers two ways: `--account-for-embedding-
+in-pipeline-split` / `--account-for-loss-in-pipeline-split` (each end counts as one layer) and explicit
+`--decoder-first/last-pipeline-num-layers` (../shared/facts/megatron-rules.md rule 11: each > 0 and divisible by
+VPP, the middle split evenly over the other ranks and over VPP, never combined with account-for).
+
+A split value, as the solver's tables carry it: False (even), True (account-for both ends), or a tuple
+(first, last) of decoder layers on the first and last rank. The uneven pairs tried make each end at most
+MAX_TRIM_CHUNKS x VPP layers lighter than a middle rank (and never heavier: the ends carry extra work), and
+skip pairs whose per-stage counts equal the even or account-for split (the same recipe under other flags).
+"""
+from __future__ import annotations
+
+from constraints.spec import Recipe
+from constraints.stages import StageSplitError, virtual_stage_layer_counts
+
+MAX_TRIM_CHUNKS = 2  # an end may hold up to this many layers per virtual stage fewer than a middle rank
+
+
+def split_fields(split) -> dict:
+    """Recipe fields of a split value (False, True or (first, last))."""
+    if isinstance(split, tuple):
+        return {"account_for_embedding_in_pipeline_split": False, "account_for_loss_in_pipeline_split": False,
+                "first_stage_layers": int(split[0]), "last_stage_layers": int(split[1])}
+    return {"account_for_embedding_in_pipeline_split": bool(split), "account_for_loss_in_pipeline_split": bool(split),
+            "first_stage_layers": None, "last_stage_layers": None}
+
+
+def _counts(model, pp: int, vpp: int, split):
+    try:
+        return tuple(virtual_stage_layer_counts(model, Recipe(pp=pp, vpp=vpp, **split_fields(split))))
+    except (StageSplitError, ValueError):
+        return None
+
+
+def uneven_pairs(num_layers: int, pp: int, vpp: int) -> list[tuple[int, int]]:
+    """(first, last) decoder layers with both ends lighter than the middle rank by 0..MAX_TRIM_CHUNKS x VPP layers
+    (not both 0), each a multiple of VPP, the middle an equal multiple of VPP per rank (Megatron rule 11)."""
+    if pp < 2:
+        return []
+    out = []
+    if pp == 2:  # no middle: the two ends share the layers, one lighter by up to 2 x MAX_TRIM_CHUNKS x VPP
+        for d in range(1, MAX_TRIM_CHUNKS + 1):
+            for first in ((num_layers - d * vpp) // 2, (num_layers + d * vpp) // 2):
+                last = num_layers - first
+                if first > 0 and last > 0 and first % vpp == 0 and last % vpp == 0 and abs(first - last) <= 2 * MAX_TRIM_CHUNKS * vpp:
+                    out.append((first, last))
+        return sorted(set(out))
+    for tf in range(MAX_TRIM_CHUNKS + 1):
+        for tl in range(MAX_TRIM_CHUNKS + 1):
+            if tf == tl == 0:
+                continue
+            total = num_layers + (tf + tl) * vpp  # = pp x mid when the ends are mid - tf*vpp and mid - tl*vpp
+            if total % pp:
+                continue
+            mid = total // pp
+            first, last = mid - tf * vpp, mid - tl * vpp
+            if mid % vpp == 0 and first > 0 and last > 0:
+                out.append((first, last))
+    return out
+
+
+def split_choices(model, pp: int, vpp: int, acc_domain, uneven: bool) -> list:
+    """Split values to try at this (PP, VPP): the even split where layers divide evenly, account-for where they
+    do not (where they do it duplicates nothing useful: Megatron would then need L + 2 to divide), and, when
+    `uneven`, the (first, last) pairs whose stage counts differ from both."""
+    out = []
+    for acc in acc_domain:
+        if acc and model.num_layers % (pp * vpp) == 0:
+            continue  # account-for only where the layers do not split evenly (prunes duplicates)
+        out.append(bool(acc))
+    if uneven and pp > 1:
+        seen = {_counts(model, pp, vpp, s) for s in out} - {None}
+        for pair in uneven_pairs(model.num_layers, pp, vpp):
+            c = _counts(model, pp, vpp, pair)
+            if c is not None and c not in seen:
+                seen.add(c)
+                out.append(pair)
+    return out
+
+
+def split_code(split) -> tuple[int, int, int]:
+    """(account-for flag, first, last) integer columns of a split value (0 = unset)."""
+    if isinstance(split, tuple):
+        return 0, int(split[0]), int(split[1])
+    return int(bool(split)), 0, 0

@@ -1,0 +1,93 @@
+"""MoE communication variants: the token dispatcher and EP communication overlap, chosen per candidate.
+
+Why not two more table axes: under the memory model neither choice changes a byte (constraints/memory.py reads
+neither `moe_dispatcher` nor `overlap_moe_expert_parallel_comm`), and only two rules read them, so for every
+(activation row, sharding) candidate the best legal variant is decided alone: the one with the smallest
+ranking time. That inner minimisation is exact for every objective the solver ranks by (time first; memory
+ties between variants, broken by time) and keeps the tables the size they were; the variant becomes part of
+the candidate's recipe (`Tables.recipe`) and `check` re-verifies it like every other field. User pins
+(`--moe-dispatcher`, `--ep-comm-overlap`) narrow the variant list in the space before anything is priced.
+
+Legality: the rules that read these fields are listed in VARIANT_RULES (tests/test_solver_rules_factored.py
+holds the solver's verdicts equal to check_rules on every full recipe); a variant is legal for a row when
+they all hold, every other rule being the base recipe's (it does not read the variant). Hardware: the flex
+dispatcher's DeepEP / HybridEP backends run on NVIDIA Hopper and newer (DeepEP README: "Hopper GPUs"; the
+HybridEP backend targets Blackwell NVL72), so flex is tried only on CUDA compute capability >= 9.0.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from constraints.rules import RULES, RuleInput
+from constraints.spec import MoeDispatcher
+
+VARIANT_RULES = ("shared_expert_overlap_dispatcher", "ep_comm_overlap", "flex_dispatcher_group")
+DEFAULT = ("alltoall", False)  # Megatron recipes' dispatcher for MoE and no EP overlap: the rows' own recipe
+MIN_FLEX_COMPUTE_CAPABILITY = 9.0
+
+
+def variant_domains(model, profile) -> dict[str, list]:
+    """Default candidate values of the two variant axes for this model on this hardware."""
+    if not model.is_moe:
+        return {"moe_dispatcher": ["alltoall"], "ep_comm_overlap": [False]}
+    flex = profile is None or (getattr(profile, "vendor", "") == "nvidia"
+                               and (getattr(profile, "compute_capability", None) or 0.0) >= MIN_FLEX_COMPUTE_CAPABILITY)
+    return {"moe_dispatcher": ["alltoall", "flex"] if flex else ["alltoall"], "ep_comm_overlap": [False, True]}
+
+
+def variants_of(domains: dict) -> list[tuple[str, bool]]:
+    """(dispatcher, EP overlap) pairs to try, in the space's order (the default first when allowed)."""
+    return [(d, o) for d in domains.get("moe_dispatcher", ["alltoall"]) for o in domains.get("ep_comm_overlap", [False])]
+
+
+def _rule_fns() -> tuple:
+    import constraints.rules_features  # noqa: F401  (registers the feature rules)
+
+    return tuple(fn for fn in RULES if fn.__name__ in VARIANT_RULES)
+
+
+def variant_fields(variant: tuple[str, bool]) -> dict:
+    return {"moe_dispatcher": MoeDispatcher(variant[0]), "overlap_moe_expert_parallel_comm": bool(variant[1])}
+
+
+def legal_variants(space, profile, recipe_of, keys: np.ndarray, variants: list) -> np.ndarray:
+    """[row, variant] bool: the variant rules hold for row i's recipe (`recipe_of(key)` builds the recipe of
+    a key row; verdicts are computed once per distinct key: the rules read only TP, PP, VPP, EP, recompute and
+    base fields, which the caller's keys must cover)."""
+    fns = _rule_fns()
+    out = np.zeros((len(keys), len(variants)), dtype=bool)
+    if not len(keys):
+        return out
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    verdict = np.zeros((len(uniq), len(variants)), dtype=bool)
+    for u, key in enumerate(uniq):
+        base = recipe_of(tuple(int(x) for x in key))
+        for j, v in enumerate(variants):
+            r = _with(base, variant_fields(v))
+            x = RuleInput(space.model, space.job, r, space.world_size, profile)
+            verdict[u, j] = not any((res := fn(x)) is not None and res.severity == "error" for fn in fns)
+    return verdict[inv.reshape(-1)]
+
+
+def _with(recipe, fields: dict):
+    """A copy of a (possibly unvalidated) Recipe with fields replaced, without re-validation."""
+    r = object.__new__(type(recipe))
+    object.__setattr__(r, "__dict__", {**recipe.__dict__, **fields})
+    for attr in ("__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"):
+        object.__setattr__(r, attr, getattr(recipe, attr, None) if attr != "__pydantic_fields_set__" else set())
+    return r
+
+
+def choose(times_by_variant: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(best time, variant index) per candidate over its legal variants; index -1 where none is legal."""
+    t = np.where(legal, times_by_variant, np.iinfo(np.int64).max)
+    best = np.argmin(t, axis=1)
+    rows = np.arange(len(t))
+    ok = legal[rows, best]
+    return np.where(ok, t[rows, best], np.iinfo(np.int64).max), np.where(ok, best, -1)
+
+
+def dispatcher_label(variant: Optional[tuple]) -> str:
+    return "" if variant is None else f"{variant[0]}{'+ovl' if variant[1] else ''}"
