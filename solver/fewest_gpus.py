@@ -7,7 +7,7 @@ recipe (the exact throughput solve's first answer) reaches the target wins.
 
 Why screens: a big MoE model needs dozens of full solves, most of them at counts that cannot win. A count
 is skipped, without building its tables, only when a bound that holds under the projection proves its
-best total tokens/s is below the target (CountScreen, cheapest first):
+best total tokens/s is below the target (CountScreen; the two that prove 'no recipe' first):
 - memory: even perfectly sharded static state (constraints.memory's own bytes per parameter, every
   parameter stored once across the world) plus the framework reserve exceeds usable HBM, so no recipe fits;
 - empty: no TP x PP x CP from the domains divides the world with the global batch divisible by MBS x DP
@@ -136,11 +136,11 @@ class CountScreen:
         peak = self.min_peak_bytes(world)
         if peak > self.usable_bytes:
             return {"skipped": "memory", "min_peak_bytes": peak, "usable_bytes": self.usable_bytes}
+        if self.space_is_empty(placement):
+            return {"skipped": "empty_space"}
         bound = self.max_tokens_per_s(world)
         if bound < target_tokens_per_s:
             return {"skipped": "throughput_bound", "max_tokens_per_s": bound}
-        if self.space_is_empty(placement):
-            return {"skipped": "empty_space"}
         return None
 
 

@@ -1,0 +1,146 @@
+"""fewest-gpus: the screened scan gives the plain scan's answer, and its bounds hold against the exact tables."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import numpy as np
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from constraints.models import load_model
+from constraints.spec import JobSpec, Placement
+from hardware.profile import load_profile
+from solver.cli_solve import solve_case
+from solver.cpsat_solve import SolveResult
+from solver.fewest_gpus import CountScreen, fewest_gpus
+from solver.table_time import US
+
+HW = "h100-sxm-80gb"
+BOUNDS = {"vpp": (1, 2), "mbs": (1, 2), "cp": (1, 2), "pp": (1, 4)}
+PINS = {"recompute": ["none", "full:uniform:1"], "dp_sharding": ["distributed_optimizer", "megatron_fsdp"]}
+# (model, global batch): a dense model that fits one node, one that needs two (memory screen), and a batch of
+# 16 whose 3-node world (24 GPUs: DP | 16 leaves PP 3, no split of 32 layers) has no recipe (empty screen);
+# two MoE models (expert parameters sharded over expert-DP), the larger one needing two nodes
+CASES = [("Llama-3.1-8B", 48), ("Llama-3.1-70B", 64), ("Llama-3.1-8B", 16), ("Qwen3-30B-A3B", 64), ("Mixtral-8x7B-v0.1", 32)]
+MAX_NODES = 3
+
+
+@lru_cache(maxsize=None)
+def _solve(model_name: str, gbs: int, nodes: int):
+    model = load_model(model_name)
+    job = JobSpec(seq_length=4096, global_batch_size=gbs)
+    pl = Placement(hardware=HW, num_nodes=nodes, gpus_per_node=8)
+    return solve_case(model, job, pl, load_profile(HW), dict(PINS), BOUNDS, 1, 0.0, "cpsat", 30.0)
+
+
+def _scan(model_name: str, gbs: int, target: float, prune: bool):
+    model = load_model(model_name)
+    job = JobSpec(seq_length=4096, global_batch_size=gbs)
+    screen = CountScreen(model, job, load_profile(HW), 0.0, PINS, BOUNDS)
+    calls = []
+
+    def solve_at(pl):
+        calls.append(pl.num_nodes)
+        res, tab = _solve(model_name, gbs, pl.num_nodes)
+        return _copy(res), tab  # fewest_gpus empties the last result's .ranked when nothing reaches: keep the cache whole
+
+    pl = Placement(hardware=HW, num_nodes=MAX_NODES, gpus_per_node=8)
+    return fewest_gpus(pl, target, solve_at, screen, prune=prune), calls
+
+
+def _copy(res):
+    from dataclasses import replace
+
+    return replace(res, ranked=list(res.ranked))
+
+
+def _best(model_name: str, gbs: int, nodes: int) -> float:
+    res, _ = _solve(model_name, gbs, nodes)
+    return res.ranked[0].projection.tokens_per_s_per_gpu * nodes * 8 if res.ranked else 0.0
+
+
+def _assert_same_answer(model_name: str, gbs: int, target: float) -> None:
+    (res_p, _, pl_p, tried_p), calls = _scan(model_name, gbs, target, prune=True)
+    (res_f, _, pl_f, tried_f), _ = _scan(model_name, gbs, target, prune=False)
+    assert pl_p.num_nodes == pl_f.num_nodes
+    assert [r.key for r in res_p.ranked] == [r.key for r in res_f.ranked]
+    plain = {t["nodes"]: t["tokens_per_s"] for t in tried_f}
+    for t in tried_p:
+        if "skipped" in t:  # a skipped count provably falls short, and the plain scan agrees
+            assert plain[t["nodes"]] < target, (t, plain)
+            assert t["tokens_per_s"] in (None, 0.0) and (t["tokens_per_s"] is None or plain[t["nodes"]] == 0.0)
+        else:
+            assert t["tokens_per_s"] == plain[t["nodes"]]
+    assert [t["nodes"] for t in tried_p] == [t["nodes"] for t in tried_f]
+    assert all("skipped" not in t for t in tried_p if t["nodes"] in calls)
+
+
+def test_each_screen_skips_a_count_the_plain_scan_finds_empty():
+    """Llama-3.1-70B on one node: 70.6e9 params x 18 B / 8 GPUs > 80 GB (memory); Llama-3.1-8B with GBS 16 on
+    3 nodes: no split of 32 layers into the 3 stages DP | 16 forces (empty); a target above 8 x H100 peak /
+    Megatron FLOPs per token on one node (throughput). Each is also what the plain solve finds."""
+    (_, _, _, tried), calls = _scan("Llama-3.1-70B", 64, 1.0, prune=True)
+    assert tried[0]["skipped"] == "memory" and 1 not in calls and _solve("Llama-3.1-70B", 64, 1)[1].counts["fitting"] == 0
+    assert tried[0]["min_peak_bytes"] > 80e9
+    screen = CountScreen(load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=16), load_profile(HW), 0.0,
+                         PINS, BOUNDS)
+    pl3 = Placement(hardware=HW, num_nodes=3, gpus_per_node=8)
+    assert screen.space_is_empty(pl3) and _solve("Llama-3.1-8B", 16, 3)[1].counts["candidates"] == 0
+    calls = []
+    (_, _, _, tried) = fewest_gpus(pl3.model_copy(update={"num_nodes": 4}), 1e12,
+                                   lambda pl: calls.append(pl.num_nodes) or (SolveResult([], True, None, "cpsat"), None), screen)
+    assert tried[2] == {"nodes": 3, "gpus": 24, "tokens_per_s": 0.0, "skipped": "empty_space"} and calls == [4]
+    assert [t["skipped"] for t in tried[:2]] == ["throughput_bound"] * 2  # 1e12 tokens/s: beyond any count's MFU 1
+    # 8 x 989 TFLOP/s (H100 bf16 dense) / (6 x ~7.5e9 matmul params + 6 x 4096 x 4096/2 x 2 x 32 attention) ~ 1.6e5
+    bound = screen.max_tokens_per_s(8)
+    assert 1.45e5 < bound < 1.8e5 and _best("Llama-3.1-8B", 16, 1) < bound
+    (_, _, _, tried), calls = _scan("Llama-3.1-8B", 48, 1.01 * bound, prune=True)
+    assert tried[0]["skipped"] == "throughput_bound" and tried[0]["tokens_per_s"] is None and 1 not in calls
+
+
+def test_bounds_hold_against_every_candidate_of_the_exact_tables():
+    """Every candidate's exact peak >= the memory bound; every fitting candidate's ranking projection and the
+    answer's simulated projection <= the throughput bound; an empty verdict only where the tables are empty."""
+    for model_name, gbs in CASES:
+        model = load_model(model_name)
+        job = JobSpec(seq_length=4096, global_batch_size=gbs)
+        screen = CountScreen(model, job, load_profile(HW), 0.0, PINS, BOUNDS)
+        for nodes in range(1, MAX_NODES + 1):
+            res, tab = _solve(model_name, gbs, nodes)
+            world = nodes * 8
+            if len(tab.cand_peak):
+                assert int(tab.cand_peak.min()) >= screen.min_peak_bytes(world)
+            fit = tab.cand_peak <= tab.usable_bytes
+            if fit.any():
+                tokens = gbs * 4096 / (tab.cand_time_us[fit].min() / US)
+                assert tokens <= screen.max_tokens_per_s(world)
+                assert _best(model_name, gbs, nodes) <= screen.max_tokens_per_s(world)
+            if screen.space_is_empty(Placement(hardware=HW, num_nodes=nodes, gpus_per_node=8)):
+                assert tab.counts["candidates"] == 0
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(CASES), frac=st.floats(0.3, 1.6))
+def test_screened_scan_equals_plain_scan(case, frac):
+    """Targets around the throughputs the counts really reach (so the answer moves between counts, or is none)."""
+    model_name, gbs = case
+    top = max(_best(model_name, gbs, n) for n in range(1, MAX_NODES + 1)) or 1.0
+    _assert_same_answer(model_name, gbs, frac * top)
+
+
+def test_unreachable_target_gives_the_target_explanation():
+    from solver.cli import cli
+
+    args = ["solve", "--model", "Llama-3.1-70B", "--hardware", HW, "--nodes", "2", "--seq-length", "4096",
+            "--global-batch-size", "64", "--top", "1", "--vpp", "1..2", "--mbs", "1..2", "--cp", "1..2", "--pp", "1..4",
+            "--proposer", "none", "--json", "--objective", "fewest-gpus", "--target-tokens-per-s", "1e9"]
+    res = CliRunner().invoke(cli, args)
+    data = json.loads(res.output)
+    assert res.exit_code == 1 and data["recipes"] == [] and data["nodes"] == 2
+    tried = data["fewest_gpus"]["tried"]
+    assert tried[0]["skipped"] == "memory" and tried[1]["tokens_per_s"] > 0 and "skipped" not in tried[1]
+    assert data["explanation"]["conflict"] == ["--target-tokens-per-s"]
+    assert f"best {tried[1]['tokens_per_s']:,.0f} tokens/s at 2 nodes" in data["explanation"]["remedies"][0]
+    assert np.isfinite(tried[0]["min_peak_bytes"])
