@@ -56,7 +56,25 @@ _MOD0 = _EP0 + len(DISPATCHERS)
 _RAW_WIDTH = _MOD0 + len(_MODS)
 
 
-def _raw_cols(parts: LayerParts) -> list[float]:
+def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp: np.ndarray, epo: np.ndarray, cal) -> dict:
+    """Kind columns (_KIND_COLS, each [row, 1]) of one layer kind per row from its raw columns (`raw_cols`):
+    measure.layer_cost.finish_parts on arrays — selective recompute = the recomputed modules' forward time; TP
+    traffic times the exposed fraction where overlapped; the row dispatcher's EP traffic, which EP overlap hides
+    behind the other micro-batch's compute down to the exposed fraction (tests/test_vectorized.py holds the two
+    equal on random parts)."""
+    f = cal.exposed_comm_fraction
+    c = {name: raw[:, i] for i, name in enumerate(_RAW_FIXED)}
+    tp = c["tp_raw"] * np.where(tpo, f, 1.0)
+    ep = np.take_along_axis(raw[:, _EP0:_EP0 + len(DISPATCHERS)], disp[:, None], axis=1)[:, 0]
+    ep_f = np.where(epo, np.maximum(ep - (c["dgrad"] + c["wgrad"]), ep * f), ep)
+    ep_b = np.where(epo, np.maximum(ep - c["fwd"], ep * f), ep)
+    sel = (raw[:, _MOD0:_MOD0 + len(_MODS)] * sel_mask).sum(axis=1)
+    cols = {"F": c["fwd"] + tp + ep_f + c["cp"], "B": c["dgrad"] + tp + ep_b + 2 * c["cp"], "W": c["wgrad"],
+            "R": c["fwd"] + tp + ep_f, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
+    return {k: v[:, None] for k, v in cols.items()}
+
+
+def raw_cols(parts: LayerParts) -> list[float]:
     return ([parts.fwd_s, parts.dgrad_s, parts.wgrad_s, parts.tp_raw_s, parts.cp_s, parts.dense_params, parts.expert_params]
             + [parts.ep_raw_by_dispatcher_s.get(d, 0.0) for d in DISPATCHERS] + [parts.fwd_by_module_s.get(m, 0.0) for m in _MODS])
 
@@ -99,29 +117,16 @@ class Evaluator:
     def _layer_row(self, key: tuple) -> list[float]:
         """Key (tp, cp, ep, etp, mbs, sp indices) -> raw dense-layer, MoE-layer and head columns: the parts of
         measure.layer_cost.layer_parts, which read neither recompute, the dispatcher nor the overlap flags.
-        `_finish` applies those per row in numpy, the arithmetic of layer_cost.finish_parts."""
+        `finish_columns` applies those per row in numpy, the arithmetic of layer_cost.finish_parts."""
         ep_free = (key[0], key[1], key[4], key[5])  # the dense layer and the head ops do not read EP / ETP
         dense_row = [0.0] * _RAW_WIDTH
         if not self.model.is_moe or False in self.model.moe_layers:
-            dense_row = _raw_cols(self._parts(LayerKind.dense, ep_free))
-        moe_row = _raw_cols(self._parts(LayerKind.moe, key)) if self.model.is_moe else [0.0] * _RAW_WIDTH
+            dense_row = raw_cols(self._parts(LayerKind.dense, ep_free))
+        moe_row = raw_cols(self._parts(LayerKind.moe, key)) if self.model.is_moe else [0.0] * _RAW_WIDTH
         head = self._head_rows.get(ep_free)
         if head is None:
             head = self._head_rows[ep_free] = self._head_row(self._shape_recipe(key))
         return dense_row + moe_row + head
-
-    def _finish(self, raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp: np.ndarray, epo: np.ndarray) -> dict:
-        """Kind columns (_KIND_COLS) of one layer kind per row from its raw columns: measure.layer_cost.finish_parts
-        on arrays (selective recompute = the recomputed modules' forward time; TP / EP traffic times the exposed
-        fraction where overlapped; EP traffic of the row's dispatcher)."""
-        f = self.profile.calibration.exposed_comm_fraction
-        c = {name: raw[:, i] for i, name in enumerate(_RAW_FIXED)}
-        tp = c["tp_raw"] * np.where(tpo, f, 1.0)
-        ep = np.take_along_axis(raw[:, _EP0:_EP0 + len(DISPATCHERS)], disp[:, None], axis=1)[:, 0] * np.where(epo, f, 1.0)
-        sel = (raw[:, _MOD0:_MOD0 + len(_MODS)] * sel_mask).sum(axis=1)
-        cols = {"F": c["fwd"] + tp + ep + c["cp"], "B": c["dgrad"] + tp + ep + 2 * c["cp"], "W": c["wgrad"],
-                "R": c["fwd"] + tp + ep, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
-        return {k: v[:, None] for k, v in cols.items()}
 
     def _shape_recipe(self, shape: tuple) -> Recipe:
         tp, cp, ep, etp, mbs = (self._val(a, i) for a, i in zip(("tp", "cp", "ep", "etp", "mbs"), shape[:5]))
@@ -255,7 +260,7 @@ class Evaluator:
         E = self.edp_spans.gather([ix["ep"], ix["etp"], ix["pp"]], (n["ep"], n["etp"], n["pp"])).T
         col_ = {}
         for k, suffix in enumerate("dm"):
-            fin = self._finish(L[:, k * _RAW_WIDTH:(k + 1) * _RAW_WIDTH], sel_mask, tpo, disp, epo)
+            fin = finish_columns(L[:, k * _RAW_WIDTH:(k + 1) * _RAW_WIDTH], sel_mask, tpo, disp, epo, cal)
             col_.update({c + suffix: fin[c] for c in _KIND_COLS})
         head = {c: L[:, 2 * _RAW_WIDTH + i] for i, c in enumerate(_HEAD_COLS)}
         valid, v, cross = S[:, 0] > 0, S[:, 1], S[:, 2]

@@ -4,6 +4,7 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from constraints.models import load_model
 from constraints.rules import RuleInput, check_rules
@@ -14,6 +15,7 @@ from measure import collectives as col
 from measure.project import project
 from measure.topology import group_span
 from measure.collectives_np import all_reduce_np, one_pass_np, span_row
+from measure.recipe_batch import DISPATCHERS
 from measure.vectorized import SCHEDULES, Evaluator, RecipeBatch, closed_form_np
 from measure.pipeline_sim import closed_form_s
 
@@ -168,3 +170,30 @@ def test_dispatcher_ep_overlap_and_uneven_stage_axes_equal_scalar_per_row():
     # cross-node EP (8 ranks over 4 nodes of 8 at TP 2): hiding EP traffic helps; uneven splits change the time
     assert by[(8, MoeDispatcher.alltoall, True, 1, None)] < by[(8, MoeDispatcher.alltoall, False, 1, None)]
     assert by[(8, MoeDispatcher.alltoall, False, 1, 7)] != by[(8, MoeDispatcher.alltoall, False, 1, None)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 1e-2, allow_nan=False), min_size=7, max_size=7),
+       st.lists(st.floats(0.0, 5e-2, allow_nan=False), min_size=3, max_size=3),
+       st.lists(st.floats(0.0, 1e-3, allow_nan=False), min_size=3, max_size=3),
+       st.sampled_from(list(MoeDispatcher)), st.booleans(), st.booleans(), st.sampled_from(list(RecomputeModule)))
+def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, epo, module):
+    """The vectorised finish (recompute modules, TP/EP overlap, dispatcher) is layer_cost.finish_parts on arrays,
+    including EP traffic far larger than the compute that overlap can hide it behind."""
+    from measure.layer_cost import LayerParts, finish_parts, recomputed_modules
+    from measure.vectorized import _KIND_COLS, _MODS, finish_columns, raw_cols
+
+    parts = LayerParts(fwd_s=base[0], dgrad_s=base[1], wgrad_s=base[2], tp_raw_s=base[3], cp_s=base[4],
+                       fwd_by_module_s={"core_attn": mods[0], "moe_act": mods[1], "mlp": mods[2], "qkv": base[5]},
+                       ep_raw_by_dispatcher_s=dict(zip(MoeDispatcher, ep_raw)), dense_params=7, expert_params=11)
+    cal = load_profile("h100-sxm-80gb").calibration
+    recomputed = recomputed_modules([module, RecomputeModule.core_attn])
+    want = finish_parts(parts, recomputed, tpo, dispatcher, epo, cal)
+    mask = np.array([[m in recomputed for m in _MODS]], dtype=float)
+    got = finish_columns(np.array([raw_cols(parts)]), mask, np.array([tpo]), np.array([DISPATCHERS.index(dispatcher)]),
+                         np.array([epo]), cal)
+    expect = {"F": want.fwd + want.tp_fwd + want.ep_fwd + want.cp_fwd, "B": want.dgrad + want.tp_bwd + want.ep_bwd + want.cp_bwd,
+              "W": want.wgrad, "R": want.fwd + want.tp_fwd + want.ep_fwd, "S": want.recompute_selective,
+              "P": want.dense_params, "E": want.expert_params}
+    for c in _KIND_COLS:
+        assert got[c][0, 0] == pytest.approx(expect[c], rel=1e-12, abs=1e-15), c
