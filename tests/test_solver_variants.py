@@ -1,0 +1,76 @@
+"""MoE communication variants (dispatcher, EP comm overlap) chosen per candidate: legal by check_rules, fastest
+among the legal ones under the projection, narrowed by pins, and flex only where its backends run."""
+from __future__ import annotations
+
+import numpy as np
+
+from constraints.models import load_model
+from constraints.rules import RuleInput, check_rules
+from constraints.spec import JobSpec, MoeDispatcher, Placement
+from hardware.profile import load_profile
+from measure.project import project
+from solver.space import build_space
+from solver.tables import build_tables
+
+PINS = {"tp": [1, 2], "pp": [1, 2, 4], "cp": [1], "ep": [1, 2, 8], "etp": [1], "mbs": [1, 2],
+        "recompute": ["none", "selective:core_attn+moe_act", "full:uniform:1"], "dp_sharding": ["distributed_optimizer"]}
+JOB = JobSpec(seq_length=4096, global_batch_size=32)
+
+
+def _tables(hw="h100-sxm-80gb", nodes=2, pins=None):
+    model, pl = load_model("Mixtral-8x7B-v0.1"), Placement(hardware=hw, num_nodes=nodes, gpus_per_node=8)
+    prof = load_profile(hw)
+    return model, pl, prof, build_tables(build_space(model, JOB, pl, pins={**PINS, **(pins or {})}), prof)
+
+
+def _errors(model, pl, prof, r):
+    return [v.rule for v in check_rules(RuleInput(model, JOB, r, pl.world_size, prof)) if v.severity == "error"]
+
+
+def test_each_candidate_carries_its_fastest_legal_variant():
+    model, pl, prof, t = _tables()
+    assert set(t.variants) == {(d, o) for d in ("alltoall", "flex") for o in (False, True)}
+    fit = np.flatnonzero(t.cand_peak <= t.usable_bytes)
+    rng = np.random.default_rng(5)
+    chosen = set()
+    for i in rng.choice(fit, size=min(40, len(fit)), replace=False):
+        a, h = int(t.cand_act[i]), int(t.cand_shard[i])
+        r = t.recipe(a, h)
+        assert not _errors(model, pl, prof, r), r
+        chosen.add(t.variant(a, h))
+        own = project(model, JOB, r, pl, prof, simulate_pipeline=False).iteration_time_s
+        assert abs(own * 1e6 - t.cand_time_us[i]) <= 1.0
+        for d, o in t.variants:  # no legal variant of the same row is faster
+            alt = r.model_copy(update={"moe_dispatcher": MoeDispatcher(d), "overlap_moe_expert_parallel_comm": o})
+            if not _errors(model, pl, prof, alt):
+                assert project(model, JOB, alt, pl, prof, simulate_pipeline=False).iteration_time_s >= own - 1e-12
+    assert len(chosen) >= 2  # the choice is not constant over this space
+
+
+def test_variant_legality_equals_check_rules_on_every_row():
+    """A row is a candidate iff some variant is legal, and the variants the tables call legal are exactly those
+    check_rules accepts (EP overlap needs EP > 1, a virtual pipeline at PP > 1, no full / 'moe' recompute)."""
+    model, pl, prof, t = _tables(pins={"moe_dispatcher": ["alltoall"]})
+    from solver.tables import _variants, tables_rc_recipe
+
+    variants, legal = _variants(t.space, prof, tables_rc_recipe(t.space, t.struct, t.act_rows, t.rc_choices, t.shardings,
+                                                                 t.static_ok), {"struct": np.asarray(t.act_struct),
+                                                                                "rc": np.array([r[3] for r in t.act_rows])})
+    seen = set()
+    for a in range(0, len(t.act_rows), max(len(t.act_rows) // 300, 1)):
+        h = int(np.argmax(t.static_ok[t.act_struct[a]]))
+        base = t.recipe(a, h)
+        for j, (d, o) in enumerate(variants):
+            r = base.model_copy(update={"moe_dispatcher": MoeDispatcher(d), "overlap_moe_expert_parallel_comm": o})
+            assert legal[a, j] == (not _errors(model, pl, prof, r)), r
+            seen.add(bool(legal[a, j]))
+    assert seen == {True, False}
+
+
+def test_pins_narrow_the_variants_and_flex_needs_hopper():
+    _, _, _, t = _tables(pins={"moe_dispatcher": ["alltoall"], "ep_comm_overlap": [False]})
+    assert t.variants == [("alltoall", False)]
+    fit = np.flatnonzero(t.cand_peak <= t.usable_bytes)[:50]
+    assert all(t.recipe(int(t.cand_act[i]), int(t.cand_shard[i])).moe_dispatcher == MoeDispatcher.alltoall for i in fit)
+    _, _, _, amd = _tables(hw="mi300x")
+    assert {d for d, _ in amd.variants} == {"alltoall"}  # DeepEP / HybridEP backends are CUDA Hopper+ only
