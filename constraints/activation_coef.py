@@ -97,12 +97,25 @@ def rank_coefficients(model: ModelSpec, recipe: Recipe, chunks: list[Chunk]) -> 
 
 def values_of(model: ModelSpec, job, recipe: Recipe) -> tuple[int, int, int, int, int]:
     """(PLd, PLm, INP, EMB, OUT) bytes for one micro-batch at this recipe's layer shape."""
-    sh = act.shape_of(job, recipe)
-    pld = act.layer_bytes(model, sh, False, recipe) if False in model.moe_layers else 0
-    plm = act.layer_bytes(model, sh, True, recipe) if True in model.moe_layers else 0
-    vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
-    return (pld, plm, act.layer_input_bytes(model, sh, recipe), act.embedding_bytes(model, sh),
-            act.output_bytes(model, sh, vocab, recipe.cross_entropy_loss_fusion))
+    return values_at(model, shape_key(job, recipe), act.recomputed_modules(recipe))
+
+
+def shape_key(job, recipe: Recipe) -> tuple:
+    """Everything of a recipe values_of reads besides the recomputed modules: the per-rank Shape, whether
+    checkpointed inputs are sharded over TP, and TP with the vocab multiple and loss fusion (output layer).
+    Why a key: the solver prices thousands of recipes that share a few hundred keys (values_at per key)."""
+    return (act.shape_of(job, recipe), act.inputs_sharded(recipe), recipe.tp, recipe.make_vocab_size_divisible_by,
+            recipe.cross_entropy_loss_fusion)
+
+
+def values_at(model: ModelSpec, key: tuple, modules: tuple) -> tuple[int, int, int, int, int]:
+    """values_of from its shape_key and recomputed modules (activations.recomputed_modules) alone."""
+    sh, sharded, tp, vocab_multiple, fused_loss = key
+    pld = act.kept_layer_bytes(model, sh, False, modules) if False in model.moe_layers else 0
+    plm = act.kept_layer_bytes(model, sh, True, modules) if True in model.moe_layers else 0
+    vocab = padded_vocab_size(model, tp, vocab_multiple)
+    return (pld, plm, act.checkpoint_input_bytes(model, sh, sharded), act.embedding_bytes(model, sh),
+            act.output_bytes(model, sh, vocab, fused_loss))
 
 
 def evaluate(coef: RankCoef, values: tuple[int, int, int, int, int]) -> tuple[list[int], int]:

@@ -133,21 +133,41 @@ def layer_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
     return {**attention_terms(model, sh), **mlp_terms(model, sh, is_moe)}
 
 
+def recomputed_modules(recipe: Recipe) -> tuple[RecomputeModule, ...]:
+    """The selective-recompute modules whose saved tensors a layer drops (none unless granularity is selective)."""
+    rc = recipe.recompute
+    return tuple(rc.modules) if rc.granularity == RecomputeGranularity.selective else ()
+
+
 def layer_bytes(model: ModelSpec, sh: Shape, is_moe: bool, recipe: Recipe) -> int:
     """Bytes one layer keeps for one micro-batch under selective (or no) recompute."""
+    return kept_layer_bytes(model, sh, is_moe, recomputed_modules(recipe))
+
+
+def kept_layer_bytes(model: ModelSpec, sh: Shape, is_moe: bool, modules: tuple[RecomputeModule, ...]) -> int:
+    """layer_bytes given the recomputed modules: what it reads of a recipe, so callers can cache by it."""
     terms = layer_terms(model, sh, is_moe)
-    if recipe.recompute.granularity == RecomputeGranularity.selective:
-        for module in recipe.recompute.modules:
-            for key in _DROPPED_BY.get(module, ()):
-                terms.pop(key, None)
+    for module in modules:
+        for key in _DROPPED_BY.get(module, ()):
+            terms.pop(key, None)
     return sum(terms.values())
+
+
+def inputs_sharded(recipe: Recipe) -> bool:
+    """Checkpointed layer inputs are split over TP by SP or by --distribute-saved-activations
+    (Megatron tensor_parallel.checkpoint)."""
+    return recipe.sp_active or recipe.distribute_saved_activations
 
 
 def layer_input_bytes(model: ModelSpec, sh: Shape, recipe: Recipe) -> int:
     """A checkpointed layer input under full recompute: the residual stream, sharded by SP or by
     --distribute-saved-activations (Megatron tensor_parallel.checkpoint)."""
-    div = sh.tp if (recipe.sp_active or recipe.distribute_saved_activations) else 1
-    return _ceil_div(2 * sh.tokens * model.hidden_size, div)
+    return checkpoint_input_bytes(model, sh, inputs_sharded(recipe))
+
+
+def checkpoint_input_bytes(model: ModelSpec, sh: Shape, sharded: bool) -> int:
+    """layer_input_bytes given whether the input is sharded over TP (inputs_sharded)."""
+    return _ceil_div(2 * sh.tokens * model.hidden_size, sh.tp if sharded else 1)
 
 
 def embedding_bytes(model: ModelSpec, sh: Shape) -> int:

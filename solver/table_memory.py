@@ -20,7 +20,7 @@ import numpy as np
 
 from constraints import activations as act
 from constraints import memory as mem
-from constraints.activation_coef import full_recompute_key, rank_coefficients, values_of
+from constraints.activation_coef import full_recompute_key, rank_coefficients, shape_key, values_at
 from constraints.schedule import inflight_chunks
 from constraints.spec import Recipe
 from constraints.stages import rank_chunks
@@ -29,21 +29,44 @@ from solver.table_rules import fast_recipe
 _SPLIT_BASE = Recipe()
 
 
+def _column_ranks(col: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each entry among the column's distinct values, number of distinct values); a presence table
+    for small non-negative integers (O(n)), a sort otherwise."""
+    if col.min() >= 0 and col.max() < max(1 << 16, 4 * len(col)):
+        present = np.zeros(int(col.max()) + 1, dtype=np.int64)
+        present[col] = 1
+        rank_of = np.cumsum(present) - 1
+        return rank_of[col], int(present.sum())
+    _, inv = np.unique(col, return_inverse=True)
+    inv = inv.reshape(-1)
+    return inv, int(inv.max()) + 1
+
+
+def unique_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct key rows, index of each row's key among them) of an int key matrix; the distinct rows come
+    in lexicographic order of their per-column ranks (np.unique's order)."""
+    if not len(keys):
+        return keys[:0], np.zeros(0, dtype=np.int64)
+    ranks, radix = zip(*(_column_ranks(keys[:, j]) for j in range(keys.shape[1])))
+    if np.prod(np.array(radix, dtype=float)) < 2.0 ** 62:
+        code = np.zeros(len(keys), dtype=np.int64)
+        for rank, base in zip(ranks, radix):  # mixed-radix code of the per-column ranks: 1-D is faster
+            code = code * base + rank
+        inv, n_codes = _column_ranks(code)
+        some_row = np.zeros(n_codes, dtype=np.int64)
+        some_row[inv] = np.arange(len(keys))  # any row of each code will do: its key rows are equal
+        return keys[some_row], inv
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    return uniq, inv.reshape(-1)
+
+
 def unique_rows(keys: np.ndarray, fn, width: int) -> np.ndarray:
     """fn(key row as a tuple of ints) -> `width` ints, evaluated once per distinct key, gathered per row."""
     if not len(keys):
         return np.zeros((0, width), dtype=np.int64)
-    ranks = [np.unique(keys[:, j], return_inverse=True)[1].reshape(-1) for j in range(keys.shape[1])]
-    radix = [int(r.max()) + 1 for r in ranks]
-    if np.prod(np.array(radix, dtype=float)) < 2.0 ** 62:
-        code = np.zeros(len(keys), dtype=np.int64)
-        for rank, base in zip(ranks, radix):  # mixed-radix code of the per-column ranks: 1-D unique is faster
-            code = code * base + rank
-        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
-    else:
-        _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    vals = np.array([fn(tuple(int(x) for x in keys[i])) for i in first], dtype=np.int64).reshape(len(first), width)
-    return vals[inv.reshape(-1)]
+    uniq, inv = unique_codes(keys)
+    vals = np.array([fn(tuple(k)) for k in uniq.tolist()], dtype=np.int64).reshape(len(uniq), width)
+    return vals[inv]
 
 
 @dataclass
@@ -80,6 +103,10 @@ class MemoryTables:
         self.full_keys = list(dict.fromkeys(keys))
         self.full_of_rc = np.array([self.full_keys.index(k) for k in keys], dtype=np.int64)
         self.full_rep = [keys.index(k) for k in self.full_keys]
+        # recomputed modules (selective recompute): the only part of recompute the activation values read
+        mods = [act.recomputed_modules(_SPLIT_BASE.model_copy(update={"recompute": rc})) for rc in rc_choices]
+        self.modules = list(dict.fromkeys(mods))
+        self.modules_of_rc = np.array([self.modules.index(m) for m in mods], dtype=np.int64)
 
     # ---- static ------------------------------------------------------------------------------
     def static_row(self, row: tuple, sharding: str) -> list[int]:
@@ -110,9 +137,7 @@ class MemoryTables:
         n = len(cols["tp"])
         if n == 0:
             return np.zeros((0, self.width), dtype=np.int64)
-        etp = cols["etp"]
-        vals = unique_rows(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp", "rc")] + [etp], axis=1),
-                           self._values, 5)
+        vals = self._value_columns(cols)
         comm = unique_rows(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp")] + [(cols["pp"] > 1).astype(np.int64)],
                                     axis=1), self._comm, 1)[:, 0]
         full_ids = self.full_of_rc[cols["rc"]]
@@ -125,9 +150,9 @@ class MemoryTables:
                                lambda k: self._inflight(sched_names[k[0]], k[1], k[2]), self.width)
         pld, plm, inp, emb, outb = (vals[:, i] for i in range(5))
         vpp = np.maximum(cols["vpp"], 1)
+        sf_keys, sf_of_row = unique_codes(np.stack([cols["split"], full_ids], axis=1))
         for c in range(self.width):
-            coef = unique_rows(np.stack([cols["split"], full_ids], axis=1), lambda k: self._coef_flat(k[0], k[1], c),
-                               7 + 2 * max(self._wmax, 1))
+            coef = np.array([self._coef_flat(sid, fid, c) for sid, fid in sf_keys.tolist()], dtype=np.int64)[sf_of_row]
             present, nd, nm, ni, nel, ne, no = (coef[:, i] for i in range(7))
             sums = [nd * pld + nm * plm + ni * inp + nel * emb, ne * emb, no * outb]  # activation_coef.evaluate
             pairs = coef[:, 7:].reshape(n, -1, 2)
@@ -139,9 +164,17 @@ class MemoryTables:
     def _recipe_for(self, tp, cp, ep, mbs, sp, rc, etp=0, pp=1):
         return fast_recipe(tp, pp, 1, cp, ep, etp or None, mbs, bool(sp), self.rc[rc], "1f1b", "none", False)
 
-    def _values(self, k):
-        tp, cp, ep, mbs, sp, rc, etp = k
-        return values_of(self.model, self.job, self._recipe_for(tp, cp, ep, mbs, sp, rc, etp))
+    def _value_columns(self, cols: dict[str, np.ndarray]) -> np.ndarray:
+        """[rows, 5] activation_coef values (PLd, PLm, INP, EMB, OUT): a shape key per distinct (TP, CP, EP, MBS,
+        SP, ETP) (shape_key reads no recompute field), then values_at once per distinct (shape key, recomputed
+        modules): thousands of rows share a few hundred of those."""
+        shapes, shape_of_row = unique_codes(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp", "etp")], axis=1))
+        interned: dict = {}
+        shape_ids = np.array([interned.setdefault(shape_key(self.job, self._recipe_for(tp, cp, ep, mbs, sp, 0, etp)), len(interned))
+                              for tp, cp, ep, mbs, sp, etp in shapes.tolist()], dtype=np.int64)
+        keys = list(interned)
+        return unique_rows(np.stack([shape_ids[shape_of_row], self.modules_of_rc[cols["rc"]]], axis=1),
+                           lambda k: values_at(self.model, keys[k[0]], self.modules[k[1]]), 5)
 
     def _comm(self, k):
         tp, cp, ep, mbs, sp, pp_gt1 = k
