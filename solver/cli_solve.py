@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
 
 import click
 
@@ -26,7 +25,8 @@ class SolveError(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
-def collect_pins(ranges: dict, schedule, recompute, no_recompute, sp, dp_sharding, tp_comm_overlap=None) -> tuple[dict, dict]:
+def collect_pins(ranges: dict, schedule, recompute, no_recompute, sp, dp_sharding, tp_comm_overlap=None, moe_dispatcher=None,
+                 ep_comm_overlap=None, uneven_stages=None) -> tuple[dict, dict]:
     """(pins axis -> allowed values, ranges axis -> (lo, hi)) from the command-line options."""
     pins, bounds = {}, {}
     for axis, text in ranges.items():
@@ -50,8 +50,10 @@ def collect_pins(ranges: dict, schedule, recompute, no_recompute, sp, dp_shardin
         pins["sp"] = [sp]
     if dp_sharding:
         pins["dp_sharding"] = [dp_sharding]
-    if tp_comm_overlap is not None:
-        pins["tp_comm_overlap"] = [tp_comm_overlap]
+    for axis, value in (("tp_comm_overlap", tp_comm_overlap), ("moe_dispatcher", moe_dispatcher),
+                        ("ep_comm_overlap", ep_comm_overlap), ("uneven_stages", uneven_stages)):
+        if value is not None:
+            pins[axis] = [value]
     return pins, bounds
 
 
@@ -101,7 +103,9 @@ def recipe_json(ranked, case) -> dict:
                 "sequence_parallel": r.sp_active, "tp_comm_overlap": r.tp_comm_overlap, "recompute": r.recompute.model_dump(mode="json"),
                 "distributed_optimizer": r.dp_sharding.value == "distributed_optimizer", "dp_sharding": r.dp_sharding.value,
                 "schedule": r.schedule.value,
-                "account_for_embedding_and_loss_in_pipeline_split": r.account_for_embedding_in_pipeline_split}
+                "account_for_embedding_and_loss_in_pipeline_split": r.account_for_embedding_in_pipeline_split,
+                "first_stage_layers": r.first_stage_layers, "last_stage_layers": r.last_stage_layers,
+                "moe_dispatcher": r.moe_dispatcher.value, "ep_comm_overlap": r.overlap_moe_expert_parallel_comm}
     out = {"parallel": parallel, "recipe": r.model_dump(mode="json"), "step_time_us": ranked.time_us, "ranking_time_us": ranked.rank_time_us,
            "memory": rep.memory.model_dump(mode="json"), "projection": rep.projection}
     try:
@@ -144,6 +148,12 @@ def _range_options(fn):
 @click.option("--sequence-parallel/--no-sequence-parallel", "sp", default=None)
 @click.option("--tp-comm-overlap/--no-tp-comm-overlap", "tp_comm_overlap", default=None, help="pin TP communication overlap")
 @click.option("--dp-sharding", type=click.Choice(["distributed_optimizer", "none", "megatron_fsdp"]), default=None)
+@click.option("--moe-dispatcher", type=click.Choice(["alltoall", "flex", "allgather"]), default=None,
+              help="pin the MoE token dispatcher (default: the faster legal one of alltoall / flex per recipe)")
+@click.option("--ep-comm-overlap/--no-ep-comm-overlap", "ep_comm_overlap", default=None,
+              help="pin --overlap-moe-expert-parallel-comm (default: tried where legal)")
+@click.option("--uneven-stages/--no-uneven-stages", "uneven_stages", default=None,
+              help="pin explicit --decoder-first/last-pipeline-num-layers splits on (only those) or off")
 @click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
 @click.option("--objective", type=click.Choice(["throughput", "memory", "fewest-gpus"]), default="throughput", show_default=True,
               help="throughput: shortest projected step; memory: most headroom (smallest exact peak); "
@@ -158,7 +168,7 @@ def _range_options(fn):
 @proposer_options
 def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision, k, tp_range, pp_range,
                   vpp_range, cp_range, ep_range, etp_range, mbs_range, schedule, recompute, no_recompute, sp, tp_comm_overlap, dp_sharding,
-                  max_memory_fraction, objective, target_tokens_per_s, method, time_limit_s, render_dir, as_json,
+                  moe_dispatcher, ep_comm_overlap, uneven_stages, max_memory_fraction, objective, target_tokens_per_s, method, time_limit_s, render_dir, as_json,
                   **proposer_kw) -> None:
     """Find the best legal recipes (projected step time), each re-verified by check.
 
@@ -180,7 +190,8 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     except ValueError as exc:
         raise SolveError(str(exc).splitlines()[0]) from None
     ranges = dict(zip(RANGE_AXES, (tp_range, pp_range, vpp_range, cp_range, ep_range, etp_range, mbs_range)))
-    pins, bounds = collect_pins(ranges, schedule, recompute, no_recompute, sp, dp_sharding, tp_comm_overlap)
+    pins, bounds = collect_pins(ranges, schedule, recompute, no_recompute, sp, dp_sharding, tp_comm_overlap, moe_dispatcher,
+                                ep_comm_overlap, uneven_stages)
     pins = resolve_recompute_kind(model, pins)
     margin = 1.0 - max_memory_fraction
     tried = None
@@ -243,7 +254,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
         lines = [head + f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
                  f"for objective {objective} ({best})"]
     lines.append(f"{'#':>2} {'TP':>3} {'PP':>3} {'VPP':>3} {'CP':>3} {'EP':>3} {'ETP':>3} {'DP':>5} {'MBS':>3} SP  {'recompute':<26} "
-                 f"{'sharding':<21} {'schedule':<11} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'bubble':>6} {'peak GiB':>8} {'free GiB':>8}")
+                 f"{'sharding':<21} {'schedule':<11} {'split/MoE':<14} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'bubble':>6} {'peak GiB':>8} {'free GiB':>8}")
     for i, r in enumerate(payload["recipes"], 1):
         p, m, pr = r["parallel"], r["memory"], r["projection"]
         rc = r["recipe"]["recompute"]
@@ -251,10 +262,22 @@ def format_solve(payload: dict, model, placement, job) -> str:
             (f"({rc['method']},{rc['num_layers']})" if rc["method"] else "")
         lines.append(f"{i:>2} {p['tp']:>3} {p['pp']:>3} {p['vpp']:>3} {p['cp']:>3} {p['ep']:>3} {(p['etp'] if model.is_moe else '-'):>3} {p['dp']:>5} {p['mbs']:>3} "
                      f"{('ovl' if p['tp_comm_overlap'] else 'on ') if p['sequence_parallel'] else 'off'} {rc_name:<26} {p['dp_sharding']:<21} {p['schedule']:<11} "
-                     f"{pr['tokens_per_s_per_gpu']:>10,.0f} {100 * pr['mfu']:>5.1f}% {pr['iteration_time_s']:>8.3f} "
+                     f"{_extras(p, model):<14} {pr['tokens_per_s_per_gpu']:>10,.0f} {100 * pr['mfu']:>5.1f}% {pr['iteration_time_s']:>8.3f} "
                      f"{pr['bubble_fraction']:>6.3f} {m['peak_bytes'] / GIB:>8.2f} {(m['usable_bytes'] - m['peak_bytes']) / GIB:>8.2f}")
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:
         lines.append("nothing fits: " + json.dumps(payload["explanation"]))
+    if payload["recipes"]:
+        lines.append("split/MoE: 'acc' account-for-embedding/loss, 'fN/lM' first/last stage layers; MoE dispatcher, '+ovl' "
+                     "--overlap-moe-expert-parallel-comm")
     return "\n".join(lines)
+
+
+def _extras(p: dict, model) -> str:
+    """Pipeline split and MoE communication choices of one answer, in a few characters."""
+    split = ("acc" if p["account_for_embedding_and_loss_in_pipeline_split"] else
+             f"f{p['first_stage_layers']}/l{p['last_stage_layers']}" if p["first_stage_layers"] else "even")
+    if not model.is_moe:
+        return split
+    return f"{split} {p['moe_dispatcher'].replace('alltoall', 'a2a')}{'+ovl' if p['ep_comm_overlap'] else ''}"
