@@ -11,8 +11,9 @@ best total tokens/s is below the target (CountScreen; the two that prove 'no rec
 - memory: even perfectly sharded static state (constraints.memory's own bytes per parameter, every
   parameter stored once across the world) plus the framework reserve exceeds usable HBM, so no recipe fits;
 - empty: no TP x PP x CP from the domains divides the world with the global batch divisible by MBS x DP
-  and a pipeline split that exists, so the space has no legal recipe (the rules global_batch_divisible
-  and world_divisible, and the stage split build_tables itself drops);
+  and a pipeline split that exists (even, account-for, or an uneven first/last pair where the space
+  allows them), so the space has no legal recipe (the rules global_batch_divisible and world_divisible,
+  and the stage splits build_tables drops);
 - throughput: every GPU at its fastest FLOP rate (peak for the job's GEMM precision and bf16, times the
   profile's highest efficiency if above 1) over the Megatron FLOPs per token (measure/flops.py, least
   vocabulary padding) is below the target, i.e. MFU <= 1 at the rate the projection's roofline can reach.
@@ -94,18 +95,31 @@ class CountScreen:
         return world_size * self._per_gpu_rate / self._flops_per_token
 
     # ---- empty space ---------------------------------------------------------------------------
-    def _split_exists(self, pp: int, vpp: int, acc: bool) -> bool:
-        key = (pp, vpp, acc)
+    def _split_exists(self, pp: int, vpp: int, split) -> bool:
+        """Whether constraints.stages can lay the layers out as this split value (False, True = account-for,
+        or an uneven (first, last) pair), the same layout build_tables' make_split asks for."""
+        key = (pp, vpp, split)
         if key not in self._splits:
-            from constraints.stages import StageSplitError
-            from solver.table_memory import make_split
+            from constraints.spec import Recipe
+            from constraints.stages import StageSplitError, rank_chunks
+            from solver.splits import split_fields
 
             try:
-                make_split(self.model, pp, vpp, acc)
+                rank_chunks(self.model, Recipe(pp=pp, vpp=vpp, **split_fields(split)))
                 self._splits[key] = True
-            except StageSplitError:
+            except (StageSplitError, ValueError):
                 self._splits[key] = False
         return self._splits[key]
+
+    def _split_values(self, space, pp: int, vpp: int) -> list:
+        """Every split value the tables may try at this (PP, VPP): solver/splits.split_choices over the
+        space's account-for domain, uneven (first, last) pairs included whenever the space allows them (a
+        superset of what the tables try, so an 'empty' verdict never misses a split they use)."""
+        from solver.splits import split_choices
+
+        uneven = True in space.domains.get("uneven_stages", [False])
+        return list(space.domains["acc_split"]) + [s for s in split_choices(self.model, pp, vpp, [False], uneven)
+                                                    if isinstance(s, tuple)]
 
     def space_is_empty(self, placement) -> bool:
         """True when no (TP, PP, CP, MBS, schedule/VPP, split) of the space's domains passes the batch
@@ -124,8 +138,8 @@ class CountScreen:
             dp = world // (tp * pp * cp)
             if not any(gbs % (mbs * dp) == 0 for mbs in d["mbs"]):
                 continue
-            for (_sched, vpp), acc in itertools.product(schedule_vpp_pairs(space, pp), d["acc_split"]):
-                if self._split_exists(pp, vpp, acc):
+            for _sched, vpp in schedule_vpp_pairs(space, pp):
+                if any(self._split_exists(pp, vpp, split) for split in self._split_values(space, pp, vpp)):
                     return False
         return True
 

@@ -20,30 +20,38 @@ from solver.table_time import US
 HW = "h100-sxm-80gb"
 BOUNDS = {"vpp": (1, 2), "mbs": (1, 2), "cp": (1, 2), "pp": (1, 4)}
 PINS = {"recompute": ["none", "full:uniform:1"], "dp_sharding": ["distributed_optimizer", "megatron_fsdp"]}
-# (model, global batch): a dense model that fits one node, one that needs two (memory screen), and a batch of
-# 16 whose 3-node world (24 GPUs: DP | 16 leaves PP 3, no split of 32 layers) has no recipe (empty screen);
+# (model, global batch, PP at most): a dense model that fits one node, one that needs two (memory screen), a batch
+# of 16 whose 3-node world (24 GPUs: DP | 16 leaves a factor 3 for PP <= 2) has no recipe (empty screen), and
 # two MoE models (expert parameters sharded over expert-DP), the larger one needing two nodes
-CASES = [("Llama-3.1-8B", 48), ("Llama-3.1-70B", 64), ("Llama-3.1-8B", 16), ("Qwen3-30B-A3B", 64), ("Mixtral-8x7B-v0.1", 32)]
+CASES = [("Llama-3.1-8B", 48, 4), ("Llama-3.1-70B", 64, 4), ("Llama-3.1-8B", 16, 2), ("Qwen3-30B-A3B", 64, 4),
+         ("Mixtral-8x7B-v0.1", 32, 4)]
 MAX_NODES = 3
 
 
+def _bounds(pp_hi: int) -> dict:
+    return {**BOUNDS, "pp": (1, pp_hi)}
+
+
 @lru_cache(maxsize=None)
-def _solve(model_name: str, gbs: int, nodes: int):
+def _solve(model_name: str, gbs: int, nodes: int, pp_hi: int = 4):
     model = load_model(model_name)
     job = JobSpec(seq_length=4096, global_batch_size=gbs)
     pl = Placement(hardware=HW, num_nodes=nodes, gpus_per_node=8)
-    return solve_case(model, job, pl, load_profile(HW), dict(PINS), BOUNDS, 1, 0.0, "cpsat", 30.0)
+    return solve_case(model, job, pl, load_profile(HW), dict(PINS), _bounds(pp_hi), 1, 0.0, "cpsat", 30.0)
 
 
-def _scan(model_name: str, gbs: int, target: float, prune: bool):
-    model = load_model(model_name)
-    job = JobSpec(seq_length=4096, global_batch_size=gbs)
-    screen = CountScreen(model, job, load_profile(HW), 0.0, PINS, BOUNDS)
+def _screen(model_name: str, gbs: int, pp_hi: int = 4) -> CountScreen:
+    return CountScreen(load_model(model_name), JobSpec(seq_length=4096, global_batch_size=gbs), load_profile(HW), 0.0,
+                       PINS, _bounds(pp_hi))
+
+
+def _scan(model_name: str, gbs: int, target: float, prune: bool, pp_hi: int = 4):
+    screen = _screen(model_name, gbs, pp_hi)
     calls = []
 
     def solve_at(pl):
         calls.append(pl.num_nodes)
-        res, tab = _solve(model_name, gbs, pl.num_nodes)
+        res, tab = _solve(model_name, gbs, pl.num_nodes, pp_hi)
         return _copy(res), tab  # fewest_gpus empties the last result's .ranked when nothing reaches: keep the cache whole
 
     pl = Placement(hardware=HW, num_nodes=MAX_NODES, gpus_per_node=8)
@@ -56,14 +64,14 @@ def _copy(res):
     return replace(res, ranked=list(res.ranked))
 
 
-def _best(model_name: str, gbs: int, nodes: int) -> float:
-    res, _ = _solve(model_name, gbs, nodes)
+def _best(model_name: str, gbs: int, nodes: int, pp_hi: int = 4) -> float:
+    res, _ = _solve(model_name, gbs, nodes, pp_hi)
     return res.ranked[0].projection.tokens_per_s_per_gpu * nodes * 8 if res.ranked else 0.0
 
 
-def _assert_same_answer(model_name: str, gbs: int, target: float) -> None:
-    (res_p, _, pl_p, tried_p), calls = _scan(model_name, gbs, target, prune=True)
-    (res_f, _, pl_f, tried_f), _ = _scan(model_name, gbs, target, prune=False)
+def _assert_same_answer(model_name: str, gbs: int, pp_hi: int, target: float) -> None:
+    (res_p, _, pl_p, tried_p), calls = _scan(model_name, gbs, target, True, pp_hi)
+    (res_f, _, pl_f, tried_f), _ = _scan(model_name, gbs, target, False, pp_hi)
     assert pl_p.num_nodes == pl_f.num_nodes
     assert [r.key for r in res_p.ranked] == [r.key for r in res_f.ranked]
     plain = {t["nodes"]: t["tokens_per_s"] for t in tried_f}
@@ -79,15 +87,16 @@ def _assert_same_answer(model_name: str, gbs: int, target: float) -> None:
 
 def test_each_screen_skips_a_count_the_plain_scan_finds_empty():
     """Llama-3.1-70B on one node: 70.6e9 params x 18 B / 8 GPUs > 80 GB (memory); Llama-3.1-8B with GBS 16 on
-    3 nodes: no split of 32 layers into the 3 stages DP | 16 forces (empty); a target above 8 x H100 peak /
+    3 nodes and PP <= 2: DP | 16 leaves a factor 3 nothing can take (empty); a target above 8 x H100 peak /
     Megatron FLOPs per token on one node (throughput). Each is also what the plain solve finds."""
     (_, _, _, tried), calls = _scan("Llama-3.1-70B", 64, 1.0, prune=True)
     assert tried[0]["skipped"] == "memory" and 1 not in calls and _solve("Llama-3.1-70B", 64, 1)[1].counts["fitting"] == 0
     assert tried[0]["min_peak_bytes"] > 80e9
-    screen = CountScreen(load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=16), load_profile(HW), 0.0,
-                         PINS, BOUNDS)
+    screen = _screen("Llama-3.1-8B", 16, 2)
     pl3 = Placement(hardware=HW, num_nodes=3, gpus_per_node=8)
-    assert screen.space_is_empty(pl3) and _solve("Llama-3.1-8B", 16, 3)[1].counts["candidates"] == 0
+    assert screen.space_is_empty(pl3) and _solve("Llama-3.1-8B", 16, 3, 2)[1].counts["candidates"] == 0
+    # with PP 3 allowed, 32 layers split 3 ways (uneven first/last stages, or account-for where the space has them)
+    assert not _screen("Llama-3.1-8B", 16, 4).space_is_empty(pl3)
     calls = []
     (_, _, _, tried) = fewest_gpus(pl3.model_copy(update={"num_nodes": 4}), 1e12,
                                    lambda pl: calls.append(pl.num_nodes) or (SolveResult([], True, None, "cpsat"), None), screen)
@@ -95,7 +104,7 @@ def test_each_screen_skips_a_count_the_plain_scan_finds_empty():
     assert [t["skipped"] for t in tried[:2]] == ["throughput_bound"] * 2  # 1e12 tokens/s: beyond any count's MFU 1
     # 8 x 989 TFLOP/s (H100 bf16 dense) / (6 x ~7.5e9 matmul params + 6 x 4096 x 4096/2 x 2 x 32 attention) ~ 1.6e5
     bound = screen.max_tokens_per_s(8)
-    assert 1.45e5 < bound < 1.8e5 and _best("Llama-3.1-8B", 16, 1) < bound
+    assert 1.45e5 < bound < 1.8e5 and _best("Llama-3.1-8B", 16, 1, 2) < bound
     (_, _, _, tried), calls = _scan("Llama-3.1-8B", 48, 1.01 * bound, prune=True)
     assert tried[0]["skipped"] == "throughput_bound" and tried[0]["tokens_per_s"] is None and 1 not in calls
 
@@ -103,12 +112,10 @@ def test_each_screen_skips_a_count_the_plain_scan_finds_empty():
 def test_bounds_hold_against_every_candidate_of_the_exact_tables():
     """Every candidate's exact peak >= the memory bound; every fitting candidate's ranking projection and the
     answer's simulated projection <= the throughput bound; an empty verdict only where the tables are empty."""
-    for model_name, gbs in CASES:
-        model = load_model(model_name)
-        job = JobSpec(seq_length=4096, global_batch_size=gbs)
-        screen = CountScreen(model, job, load_profile(HW), 0.0, PINS, BOUNDS)
+    for model_name, gbs, pp_hi in CASES:
+        screen = _screen(model_name, gbs, pp_hi)
         for nodes in range(1, MAX_NODES + 1):
-            res, tab = _solve(model_name, gbs, nodes)
+            res, tab = _solve(model_name, gbs, nodes, pp_hi)
             world = nodes * 8
             if len(tab.cand_peak):
                 assert int(tab.cand_peak.min()) >= screen.min_peak_bytes(world)
@@ -116,7 +123,7 @@ def test_bounds_hold_against_every_candidate_of_the_exact_tables():
             if fit.any():
                 tokens = gbs * 4096 / (tab.cand_time_us[fit].min() / US)
                 assert tokens <= screen.max_tokens_per_s(world)
-                assert _best(model_name, gbs, nodes) <= screen.max_tokens_per_s(world)
+                assert _best(model_name, gbs, nodes, pp_hi) <= screen.max_tokens_per_s(world)
             if screen.space_is_empty(Placement(hardware=HW, num_nodes=nodes, gpus_per_node=8)):
                 assert tab.counts["candidates"] == 0
 
@@ -125,9 +132,9 @@ def test_bounds_hold_against_every_candidate_of_the_exact_tables():
 @given(case=st.sampled_from(CASES), frac=st.floats(0.3, 1.6))
 def test_screened_scan_equals_plain_scan(case, frac):
     """Targets around the throughputs the counts really reach (so the answer moves between counts, or is none)."""
-    model_name, gbs = case
-    top = max(_best(model_name, gbs, n) for n in range(1, MAX_NODES + 1)) or 1.0
-    _assert_same_answer(model_name, gbs, frac * top)
+    model_name, gbs, pp_hi = case
+    top = max(_best(model_name, gbs, n, pp_hi) for n in range(1, MAX_NODES + 1)) or 1.0
+    _assert_same_answer(model_name, gbs, pp_hi, frac * top)
 
 
 def test_unreachable_target_gives_the_target_explanation():
