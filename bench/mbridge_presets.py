@@ -25,10 +25,12 @@ DATA = Path(__file__).with_name("mbridge_presets.json")
 # release (NeMo container) -> Megatron-Bridge tag whose docs/performance-summary.md first reports it
 # (tag dates: v0.2.1 2025-12-09 "25.11", v0.3.0 2026-02-26 "26.02", v0.4.0 2026-04-16 "26.02.01",
 # v0.4.2 2026-05-28 "26.04.01", v0.5.0 2026-06-16 "26.06"); 26.04 -> v0.4.1 (between 26.02.01 and 26.04.01),
-# 26.06.01 -> v0.5.1. From 26.08 (v0.6.0) the presets are python recipes (src/megatron/bridge/perf_recipes),
-# not parsed here: those rows keep bench.runs' defaults.
+# 26.06.01 -> v0.5.1. From 26.08 (v0.6.0, 2026-08-19) the presets are python recipe functions
+# (src/megatron/bridge/perf_recipes/<family>/<gpu>/*.py, `_recipe_presets`); the model verification cards
+# (MBCARD rows, "canonical ... recipe") were run at the commit they cite.
 RELEASE_TAGS = {"25.11": "v0.2.1", "26.02": "v0.3.0", "26.02.01": "v0.4.0", "26.04": "v0.4.1",
-                "26.04.01": "v0.4.2", "26.06": "v0.5.0", "26.06.01": "v0.5.1"}
+                "26.04.01": "v0.4.2", "26.06": "v0.5.0", "26.06.01": "v0.5.1", "26.08": "v0.6.0",
+                "card@067f987d": "067f987df03b8355b03192d88d70f1709fedf51a"}
 # families with a bundled model (constraints/models); the others (Nemotron-H, VL, WAN) would only bloat the file
 FAMILIES = ("deepseek", "gpt_oss", "kimi", "llama", "llama3", "llama31", "qwen", "qwen3")
 FLAGS = ("moe_flex_dispatcher_backend", "moe_a2a_overlap", "recompute_modules", "recompute_num_layers",
@@ -79,12 +81,79 @@ def _canonical(name: str) -> Optional[str]:
     return f"{m.group(1)}_PRETRAIN_CONFIG_{m.group(2)}_{m.group(3)}_V1" if m else None
 
 
+_RECIPE_NAME = re.compile(r"^(.+)_pretrain_\d+gpu_(gb300|gb200|b300|b200|h100)_(bf16|fp8cs|fp8mx|fp8sc|nvfp4)(_[a-z0-9_]+)?_config$")
+_RECIPE_PREC = {"bf16": "BF16", "fp8cs": "FP8_CS", "fp8mx": "FP8_MX", "fp8sc": "FP8_SC", "nvfp4": "NVFP4"}
+# recipe attribute (cfg.model.* / cfg.train.* / cfg.comm_overlap.*) -> preset field
+_RECIPE_FIELDS = {"overlap_moe_expert_parallel_comm": "moe_a2a_overlap", "fp8_dot_product_attention": "fp8_dot_product_attention",
+                  **{k: k for k in SHAPE + FLAGS + ("recompute_granularity", "moe_token_dispatcher_type")}}
+
+
+def _walk(body: list, env: dict, funcs: dict, state: dict, depth: int = 0) -> None:
+    """Apply a recipe function's unconditional `cfg.<group>.<attr> = literal` statements, `cfg = f()` and
+    `helper(cfg, ...)` calls (helpers from the same recipes, recursively); `if` blocks are not followed."""
+    for st in body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            t, v = st.targets[0], st.value
+            if isinstance(t, ast.Name) and isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in funcs:
+                _walk(funcs[v.func.id].body, {}, funcs, state, depth + 1)
+            elif isinstance(t, ast.Attribute) and t.attr == "comm_overlap" and isinstance(v, ast.Call):
+                state["moe_a2a_overlap"] = False  # a fresh CommOverlapConfig: overlap off unless given
+                for kw in v.keywords:
+                    if kw.arg in _RECIPE_FIELDS:
+                        state[_RECIPE_FIELDS[kw.arg]] = ast.literal_eval(kw.value)
+            elif isinstance(t, ast.Attribute) and t.attr in _RECIPE_FIELDS:
+                try:
+                    val = env[v.id] if isinstance(v, ast.Name) and v.id in env else ast.literal_eval(v)
+                except ValueError:
+                    continue
+                state[_RECIPE_FIELDS[t.attr]] = val
+        elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name) \
+                and st.value.func.id in funcs and depth < 4:
+            f = funcs[st.value.func.id]
+            args = f.args
+            names = [a.arg for a in args.args + args.kwonlyargs]
+            defaults = dict(zip([a.arg for a in args.args][-len(args.defaults):], args.defaults)) if args.defaults else {}
+            defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+            sub = {k: ast.literal_eval(d) for k, d in defaults.items() if isinstance(d, ast.Constant)}
+            sub.update({kw.arg: ast.literal_eval(kw.value) for kw in st.value.keywords
+                        if kw.arg in names and isinstance(kw.value, ast.Constant)})
+            _walk(f.body, sub, funcs, state, depth + 1)
+
+
+def _recipe_presets(gitdir: str, rev: str, files: list[str]) -> dict[str, dict]:
+    """Presets from the python perf recipes (v0.6.0 on), named like the workload presets (variant suffix -> V)."""
+    funcs: dict[str, ast.FunctionDef] = {}
+    for f in files:
+        if f.startswith("src/megatron/bridge/perf_recipes/") and f.endswith(".py") and \
+                (f.split("/")[4] in FAMILIES or f.endswith("perf_recipes/_common.py")):
+            for node in ast.parse(_git_show(gitdir, rev, f)).body:
+                if isinstance(node, ast.FunctionDef):
+                    funcs.setdefault(node.name, node)
+    out = {}
+    for name, fn in funcs.items():
+        m = _RECIPE_NAME.match(name)
+        if not m:
+            continue
+        state: dict = {}
+        _walk(fn.body, {}, funcs, state)
+        if state.get("recompute_granularity") != "selective":
+            state.pop("recompute_modules", None)
+        variant = (m.group(4) or "").strip("_").upper() or "V1"
+        key = f"{m.group(1).upper()}_PRETRAIN_CONFIG_{m.group(2).upper()}_{_RECIPE_PREC[m.group(3)]}_{variant}"
+        out[key] = {k: state[k] for k in SHAPE + FLAGS if state.get(k) is not None}
+    return out
+
+
 def extract(gitdir: str) -> dict:
     """{release: {preset name: {shape and flag fields}}} for every release in RELEASE_TAGS."""
     out = {}
     for release, tag in RELEASE_TAGS.items():
         files = subprocess.run(["git", "--git-dir", gitdir, "ls-tree", "-r", "--name-only", tag], check=True,
                                capture_output=True, text=True).stdout.split()
+        if "scripts/performance/utils/utils.py" not in files or not any(f.endswith("workload_base_configs.py") and
+                                                                       "configs/" in f for f in files):
+            out[release] = {"tag": tag, "presets": dict(sorted(_recipe_presets(gitdir, tag, files).items()))}
+            continue
         defaults = _defaults(_git_show(gitdir, tag, "scripts/performance/utils/utils.py"))
         found: dict[str, dict] = {}
         for f in files:
@@ -122,8 +191,11 @@ def preset_for(release: str, model_name: str, hardware: str, precision: str, tp:
     p = precision.upper()
     prec = "FP8_MX" if ("MXFP8" in p or "FP8-MX" in p) else "FP8_CS" if "FP8" in p else "BF16"
     head = f"{_stem(model_name)}_PRETRAIN_CONFIG_{gpu}_{prec}_"
-    hits = [v for k, v in rel["presets"].items() if k.startswith(head)
-            and (v.get("tensor_model_parallel_size"), v.get("pipeline_model_parallel_size"),
+    named = [(k, v) for k, v in rel["presets"].items() if k.startswith(head)]
+    if any(re.search(r"_V\d+$", k) for k, _ in named):  # the numbered variants are the published ones; DEV,
+        named = [(k, v) for k, v in named if re.search(r"_V\d+$", k)]  # LARGE_SCALE, FSDP are alternatives
+    hits = [v for _, v in named
+            if (v.get("tensor_model_parallel_size"), v.get("pipeline_model_parallel_size"),
                  v.get("expert_model_parallel_size"), v.get("micro_batch_size")) == (tp, pp, ep, mbs)
             and (v.get("virtual_pipeline_model_parallel_size") or 1) == vpp]
     flags = {tuple((k, json.dumps(h.get(k))) for k in FLAGS) for h in hits}

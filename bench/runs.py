@@ -13,7 +13,8 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - distributed optimizer (`--use-distributed-optimizer`, overlap grad reduce and param gather) for
   every row without an FSDP column value; Megatron-FSDP / FSDP2 rows use those shardings.
 - recompute none unless the row states it (selective modules are parsed from the text).
-- Megatron-Bridge performance-table rows (MBR, release in the notes): the MoE dispatcher (flex when the preset
+- Megatron-Bridge performance-table rows (MBR, release in the notes) and verification-card benchmark rows
+  (MBCARD pretrain_performance / weak scaling, at the card's commit): the MoE dispatcher (flex when the preset
   names a HybridEP/DeepEP backend, else alltoall), `--overlap-moe-expert-parallel-comm` (the preset's
   moe_a2a_overlap) and, when the row is silent, the recompute of that release's benchmark preset whose
   TP/PP/VPP/EP/MBS match the row (bench/mbridge_presets.py); CUDA graphs, fp8 attention and fused grouped
@@ -151,10 +152,14 @@ def even_layout(num_layers: int, mtp_layers: int, stages: int) -> str:
 
 def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: int, mbs: int, assumed: list) -> dict:
     """Recipe fields an MBR row leaves empty, from its release's Megatron-Bridge benchmark preset (see module doc)."""
-    m = re.search(r"release (\S+)", r["notes"])
-    if not m or "docs/performance-summary" not in r["source"]:
+    m = re.search(r"release (\S+)", r["notes"]) if "docs/performance-summary" in r["source"] else None
+    # verification cards: the tuned "canonical" recipe (pretrain_performance and its weak-scaling points) at the
+    # commit the card cites; plain `pretrain` items are functional runs, not the benchmark preset
+    card = re.search(r"model_verification_cards/.*@([0-9a-f]{8}) \[items\.pretrain_(performance|weak_scaling)", r["source"])
+    release = m.group(1) if m else f"card@{card.group(1)}" if card else None
+    if release is None:
         return {}
-    p = preset_for(m.group(1), r["model"], r["hardware"], r["precision"], tp, pp, vpp, ep, mbs)
+    p = preset_for(release, r["model"], r["hardware"], r["precision"], tp, pp, vpp, ep, mbs)
     if p is None:
         return {}
     out: dict = {}
@@ -162,9 +167,9 @@ def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: in
         flex = p.get("moe_flex_dispatcher_backend") in ("hybridep", "deepep")
         out["moe_dispatcher"] = MoeDispatcher.flex if flex else MoeDispatcher.alltoall
         out["overlap_moe_expert_parallel_comm"] = bool(p.get("moe_a2a_overlap"))
-        assumed.append(f"moe_dispatcher={out['moe_dispatcher'].value} (preset {m.group(1)})")
+        assumed.append(f"moe_dispatcher={out['moe_dispatcher'].value} (preset {release})")
         if out["overlap_moe_expert_parallel_comm"]:
-            assumed.append(f"overlap_moe_expert_parallel_comm (preset {m.group(1)})")
+            assumed.append(f"overlap_moe_expert_parallel_comm (preset {release})")
     if not r["recompute"]:
         mods = [RecomputeModule(x) for x in (p.get("recompute_modules") or []) if x in RecomputeModule._value2member_map_]
         if p.get("recompute_num_layers"):
@@ -174,7 +179,7 @@ def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: in
         elif mods:
             out["recompute"] = Recompute.selective(*mods)
         if "recompute" in out:
-            assumed.append(f"recompute from preset {m.group(1)}")
+            assumed.append(f"recompute from preset {release}")
     return out
 
 
