@@ -110,14 +110,27 @@ class MemoryTables:
 
     # ---- static ------------------------------------------------------------------------------
     def static_row(self, row: tuple, sharding: str) -> list[int]:
-        """Static bytes per class of one structural row under one DP sharding (0 past the last class)."""
+        """Static bytes per class of one structural row under one DP sharding (0 past the last class).
+
+        Cached per (TP, PP, CP, EP, ETP, sharding, class params): static_from_params reads of a recipe only
+        the sharding arithmetic (DP, CP, expert-DP, the sharding, fp8_param_gather), so rows that differ in
+        schedule, VPP or split share a value whenever their ranks hold the same parameter counts."""
         tp, pp, vpp, cp, ep, etp, sched, acc = row
         split = self.splits[(pp, vpp, acc)]
-        r = fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, self.rc[0], sched, sharding, acc)
+        cache = self.__dict__.setdefault("_static_cache", {})
+        recipes = self.__dict__.setdefault("_static_recipes", {})
         out = [0] * self.width
-        for c, ranks in enumerate(split.classes):
+        for c in range(len(split.classes)):
             params = self._params(tp, ep, etp, (pp, vpp, acc), c)
-            out[c] = sum(mem.static_from_params(self.job, r, self.world, *params).values())
+            key = (tp, pp, cp, ep, etp, sharding, params)
+            hit = cache.get(key)
+            if hit is None:
+                rkey = key[:6]
+                r = recipes.get(rkey)
+                if r is None:
+                    r = recipes[rkey] = fast_recipe(tp, pp, 1, cp, ep, etp, 1, tp > 1, self.rc[0], "1f1b", sharding, False)
+                hit = cache[key] = sum(mem.static_from_params(self.job, r, self.world, *params).values())
+            out[c] = hit
         return out
 
     def _params(self, tp, ep, etp, split_key, c):
