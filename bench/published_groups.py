@@ -52,63 +52,35 @@ def _fitting_recompute(case, profile) -> Optional[str]:
     return None
 
 
-def candidate_batch(tables, a, s):
-    """The legal, fitting candidates (act rows a, shardings s) of solver tables as one RecipeBatch."""
+def candidate_tps(tables, cand_index):
+    """Closed-form tokens/s/GPU of table candidates: the ranking time the tables hold (µs, rounded up; each
+    candidate under its fastest legal MoE variant), as the solver ranks them."""
     import numpy as np
 
-    from constraints.spec import DataParallelSharding, PipelineSchedule
-    from measure.vectorized import SCHEDULES, SHARDINGS, RecipeBatch
-
-    act = [tables.act_rows[i] for i in a]
-    st = [tables.struct[row[0]] for row in act]
-
-    def col(vals, dtype=np.int64):
-        return np.array(vals, dtype=dtype)
-
-    sched_ix = {v: SCHEDULES.index(PipelineSchedule(v)) for v in {x[6] for x in st}}
-    shard_ix = [SHARDINGS.index(DataParallelSharding(v)) for v in tables.shardings]
-    return RecipeBatch(tp=col([x[0] for x in st]), pp=col([x[1] for x in st]), vpp=col([x[2] for x in st]), cp=col([x[3] for x in st]),
-                       ep=col([x[4] for x in st]), etp=col([x[5] or 0 for x in st]), mbs=col([x[1] for x in act]),
-                       sp=col([x[2] for x in act], bool), recompute=col([x[3] for x in act]), schedule=col([sched_ix[x[6]] for x in st]),
-                       dp_sharding=col([shard_ix[k] for k in s]), acc_split=col([x[7] for x in st], bool),
-                       recompute_choices=tuple(tables.rc_choices), base=tables.recipe(int(a[0]), int(s[0])))
-
-
-def price_candidates(tables, a, s, evaluator):
-    """Closed-form tokens/s/GPU of candidates (a, s), one RecipeBatch per value of the non-batch fields the
-    tables vary (TP comm overlap: a Recipe field shared by a batch through its base)."""
-    import numpy as np
-
-    tpo = np.array([bool(tables.act_rows[i][4]) if len(tables.act_rows[i]) > 4 else False for i in a], dtype=bool)
-    out = np.full(len(a), np.nan)
-    for value in (False, True):
-        idx = np.flatnonzero(tpo == value)
-        if len(idx):
-            out[idx] = evaluator.evaluate(candidate_batch(tables, a[idx], s[idx]))["tokens_per_s_per_gpu"]
-    return out
+    space = tables.space
+    tokens = space.job.global_batch_size * space.job.seq_length
+    return tokens / (np.asarray(tables.cand_time_us)[cand_index] / 1e6) / space.world_size
 
 
 def rank_group(model, job, placement, profile, verdicts: list[dict], recipes: list) -> dict:
     """Price every legal, fitting candidate of our default space; fill rank / outside-space per published recipe."""
-    from measure.vectorized import Evaluator
-    from solver.exhaustive import fitting_candidates
+    import numpy as np
+
     from solver.space import build_space
     from solver.tables import build_tables
 
     t0 = time.perf_counter()
     space = build_space(model, job, placement)
     tables = build_tables(space, profile)
-    a, s = fitting_candidates(tables)
-    tps = []
-    if len(a):
-        tps = price_candidates(tables, a, s, Evaluator(model, job, placement, profile))
-    best = float(max((t for t in tps if t == t), default=float("nan"))) if len(a) else None
+    fit = np.flatnonzero(tables.cand_peak <= tables.usable_bytes)
+    tps = candidate_tps(tables, fit)
+    best = float(tps.max()) if len(fit) else None
     for v, r in zip(verdicts, recipes):
-        v["outside"] = outside_space(r, space.domains)
+        v["outside"] = outside_space(r, space.domains, model)
         if v.get("proj_tps") is not None and v["fits"]:
             v["rank_faster"], v["candidates"] = rank_among(v["proj_tps"], tps)
             v["rank"] = v["rank_faster"] + 1
-    return {"space_candidates": int(len(a)), "closed_form_best_tps": best, "rank_s": time.perf_counter() - t0}
+    return {"space_candidates": int(len(fit)), "closed_form_best_tps": best, "rank_s": time.perf_counter() - t0}
 
 
 def solve_group(model, job, placement, profile, method: str, time_limit_s: float) -> dict:

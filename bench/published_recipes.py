@@ -67,9 +67,11 @@ def not_megatron_notes(row: dict) -> list[str]:
     return [text for (rule, src), text in NOT_MEGATRON.items() if rule in row.get("violations", []) and src in row.get("source", "")]
 
 
-def outside_space(recipe, domains: dict[str, list]) -> list[str]:
-    """Axes where `recipe` lies outside the solver's candidate domains (so it cannot be in our list)."""
+def outside_space(recipe, domains: dict[str, list], model=None) -> list[str]:
+    """Axes where `recipe` lies outside the solver's candidate domains (so it cannot be in our list); uneven
+    first/last stages are inside when they are one of the pairs solver/splits.py tries for `model`."""
     from solver.space import recompute_name
+    from solver.splits import split_choices
 
     out = []
     for axis, value in (("tp", recipe.tp), ("pp", recipe.pp), ("vpp", recipe.vpp), ("cp", recipe.cp), ("ep", recipe.ep),
@@ -85,8 +87,16 @@ def outside_space(recipe, domains: dict[str, list]) -> list[str]:
         out.append(f"sharding {recipe.dp_sharding.value}")
     if recipe.schedule.value not in domains["schedule"]:
         out.append(f"schedule {recipe.schedule.value}")
-    if recipe.pipeline_layout or recipe.first_stage_layers or recipe.last_stage_layers:
+    if recipe.pipeline_layout:
         out.append("custom pipeline layout")
+    elif recipe.first_stage_layers or recipe.last_stage_layers:
+        pair = (recipe.first_stage_layers, recipe.last_stage_layers)
+        tried = split_choices(model, recipe.pp, recipe.vpp, domains["acc_split"], True) if model is not None else []
+        if pair not in tried or True not in domains.get("uneven_stages", [True]):
+            out.append(f"first/last stage layers {pair[0]}/{pair[1]}")
+    for axis, value in (("moe_dispatcher", recipe.moe_dispatcher.value), ("ep_comm_overlap", recipe.overlap_moe_expert_parallel_comm)):
+        if axis in domains and value not in domains[axis]:
+            out.append(f"{axis} {value}")
     return out
 
 

@@ -209,16 +209,16 @@ def _price_variants(space, profile, cols, rcs_all, shardings, cand_act, cand_sha
 
 def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx) -> list[tuple]:
     """(struct, mbs, sp, rc, tp_comm_overlap) rows whose activation and batch rules hold (judged under the row's first
-    accepted sharding: these rules do not read the sharding). Verdicts are shared across rows that differ
-    only in ETP and the account-for split, which these rule groups do not read
+    accepted sharding: these rules do not read the sharding). Activation verdicts are shared across rows that
+    differ only in ETP, batch verdicts across ETP and the split, which those rule groups do not read
     (tests/test_solver_rules_factored.py holds the tables equal to check_rules on every full recipe)."""
     rows, act_cache, batch_cache = [], {}, {}
     for i, row in enumerate(struct):
         if not static_ok[i].any():
             continue
         sh = shardings[int(np.argmax(static_ok[i]))]
-        tp, pp, vpp, cp, ep, _etp, sched, _acc = row
-        key = (tp, pp, vpp, cp, ep, sched, sh)
+        tp, pp, vpp, cp, ep, _etp, sched, split = row
+        key = (tp, pp, vpp, cp, ep, sched, sh, split)  # the split: full recompute's layer count is bounded per stage
         sp_rc = act_cache.get(key)
         if sp_rc is None:
             # TP comm overlap is tried only where SP is on (the rule tp_comm_overlap_needs_sp rejects the rest)
