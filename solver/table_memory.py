@@ -24,6 +24,7 @@ from constraints.activation_coef import full_recompute_key, rank_coefficients, s
 from constraints.schedule import inflight_chunks
 from constraints.spec import Recipe
 from constraints.stages import rank_chunks
+from solver.splits import split_fields
 from solver.table_rules import fast_recipe
 
 _SPLIT_BASE = Recipe()
@@ -77,10 +78,9 @@ class Split:
     classes: list[list[int]]  # ranks per class, in first-rank order
 
 
-def make_split(model, pp: int, vpp: int, acc: bool) -> Split:
+def make_split(model, pp: int, vpp: int, acc) -> Split:
     """Chunks per rank (constraints.stages.rank_chunks) and the classes of ranks with equal contents."""
-    recipe = _SPLIT_BASE.model_copy(update={"pp": pp, "vpp": vpp, "account_for_embedding_in_pipeline_split": acc,
-                                            "account_for_loss_in_pipeline_split": acc})
+    recipe = _SPLIT_BASE.model_copy(update={"pp": pp, "vpp": vpp, **split_fields(acc)})
     chunks = rank_chunks(model, recipe)
     flags = model.moe_layers
     sig_of: dict = {}
@@ -154,9 +154,9 @@ class MemoryTables:
         comm = unique_rows(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp")] + [(cols["pp"] > 1).astype(np.int64)],
                                     axis=1), self._comm, 1)[:, 0]
         full_ids = self.full_of_rc[cols["rc"]]
+        fulls = np.flatnonzero(np.bincount(full_ids)).tolist()
         self._wmax = max((len(self._coef(s, f, c).working) for s in range(len(self.split_keys))
-                          for f in set(full_ids.tolist()) for c in range(len(self.splits[self.split_keys[s]].classes))),
-                         default=0)
+                          for f in fulls for c in range(len(self.splits[self.split_keys[s]].classes))), default=0)
         out = np.zeros((n, self.width), dtype=np.int64)
         sched_names = self.space.domains["schedule"]
         inflight = unique_rows(np.stack([cols["sched"], cols["split"], cols["m"]], axis=1),

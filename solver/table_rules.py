@@ -22,6 +22,7 @@ from operator import itemgetter
 from constraints.rules import RULES, RuleInput
 from constraints.spec import Recipe
 from solver.space import SearchSpace, recipe_fields
+from solver.splits import split_choices
 
 BATCH_RULES = {"global_batch_divisible", "interleaved_microbatches"}
 ACTIVATION_RULES = {"sequence_parallel_needs_tp", "sequence_parallel_divides_seq", "tp_comm_overlap_needs_sp",
@@ -136,13 +137,19 @@ class Judge:
             self._alive.append(rc)  # an id is only reused once its object is gone: keep every keyed object
         return i
 
-    def memos(self, group: str) -> list[_Memo]:
-        """One memo per distinct axis set among the rules of a group ('structural', 'activation', 'batch')."""
+    def memos(self, group: str, fns: tuple = None) -> list[_Memo]:
+        """Memos over a group's rules ('structural', 'activation', 'batch'; or over `fns`, cached by `group`):
+        one per axis set, a rule whose axes lie within another set's joining that memo (same misses, fewer
+        lookups)."""
         if group not in self._memos:
             by_axes: dict = {}
-            for fn in rules_in(group):
+            for fn in rules_in(group) if fns is None else fns:
                 by_axes.setdefault(axes_read(fn), []).append(fn)
-            self._memos[group] = [_Memo(tuple(fns), axes) for axes, fns in by_axes.items()]
+            merged: dict = {}
+            for axes in sorted(by_axes, key=len, reverse=True):
+                home = next((a for a in merged if axes <= a), axes)
+                merged.setdefault(home, []).extend(by_axes[axes])
+            self._memos[group] = [_Memo(tuple(fns), axes) for axes, fns in merged.items()]
         return self._memos[group]
 
     def ok(self, memos: list[_Memo], vals: tuple) -> bool:
@@ -172,14 +179,12 @@ def judge_for(space: SearchSpace, profile) -> Judge:
 
 
 def _level_memos(judge: Judge) -> list[list[_Memo]]:
-    """Structural memos by the loop level that binds the last axis they read (fixed axes count as bound at
-    level 0: MBS 1, SP = TP > 1, the base recompute, no TP comm overlap)."""
-    out, before, bound = [], frozenset(), frozenset()
-    for level in STRUCT_LEVELS:
-        bound = bound | frozenset(level)
-        out.append([m for m in judge.memos("structural") if m.axes <= bound and not m.axes <= before])
-        before = bound
-    return out
+    """Structural memos by the first loop level whose bound axes cover what they read (fixed axes count as
+    bound at level 0: MBS 1, SP = TP > 1, the base recompute, no TP comm overlap; a rule reading none of the
+    axes is checked there too)."""
+    bounds = list(itertools.accumulate((frozenset(level) for level in STRUCT_LEVELS), frozenset.union))
+    level_of = {fn: next(i for i, b in enumerate(bounds) if axes_read(fn) <= b) for fn in rules_in("structural")}
+    return [judge.memos(f"structural level {i}", tuple(fn for fn in level_of if level_of[fn] == i)) for i in range(len(bounds))]
 
 
 def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple[tuple, list[bool]]]:
@@ -191,21 +196,25 @@ def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple[tuple, list[
     at = _level_memos(judge)
     sched0, sh0, etp0 = d["schedule"][0], d["dp_sharding"][0], d["etp"][0]
     rows = []
+    splits: dict = {}  # (PP, VPP) -> split values tried (solver/splits.py: even, account-for, uneven first/last)
+    uneven = True in d.get("uneven_stages", [False])
     for tp, pp, cp in itertools.product(d["tp"], d["pp"], d["cp"]):
         if world % (tp * pp * cp) or not judge.ok(at[0], (tp, pp, 1, cp, 1, etp0, 1, tp > 1, rc, sched0, sh0, False, False)):
             continue
-        for (sched, vpp), acc in itertools.product(schedule_vpp_pairs(space, pp), d["acc_split"]):
-            # account-for-embedding/loss only where the layers do not split evenly (prunes duplicates)
-            if acc and model.num_layers % (pp * vpp) == 0:
-                continue
-            if not judge.ok(at[1], (tp, pp, vpp, cp, 1, etp0, 1, tp > 1, rc, sched, sh0, acc, False)):
-                continue
-            for ep, etp in itertools.product(d["ep"], d["etp"]):
-                if not judge.ok(at[2], (tp, pp, vpp, cp, ep, etp, 1, tp > 1, rc, sched, sh0, acc, False)):
+        for sched, vpp in schedule_vpp_pairs(space, pp):
+            if (pp, vpp) not in splits:
+                splits[(pp, vpp)] = split_choices(model, pp, vpp, d["acc_split"], uneven)
+                if False not in d.get("uneven_stages", [False]):  # --uneven-stages: only the uneven splits
+                    splits[(pp, vpp)] = [s for s in splits[(pp, vpp)] if isinstance(s, tuple)]
+            for acc in splits[(pp, vpp)]:
+                if not judge.ok(at[1], (tp, pp, vpp, cp, 1, etp0, 1, tp > 1, rc, sched, sh0, acc, False)):
                     continue
-                ok = [judge.ok(at[3], (tp, pp, vpp, cp, ep, etp, 1, tp > 1, rc, sched, sh, acc, False)) for sh in d["dp_sharding"]]
-                if any(ok):
-                    rows.append(((tp, pp, vpp, cp, ep, etp, sched, acc), ok))
+                for ep, etp in itertools.product(d["ep"], d["etp"]):
+                    if not judge.ok(at[2], (tp, pp, vpp, cp, ep, etp, 1, tp > 1, rc, sched, sh0, acc, False)):
+                        continue
+                    ok = [judge.ok(at[3], (tp, pp, vpp, cp, ep, etp, 1, tp > 1, rc, sched, sh, acc, False)) for sh in d["dp_sharding"]]
+                    if any(ok):
+                        rows.append(((tp, pp, vpp, cp, ep, etp, sched, acc), ok))
     return rows
 
 

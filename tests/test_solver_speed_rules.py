@@ -12,11 +12,11 @@ import random
 import pytest
 
 from constraints.models import load_model
-from constraints.rules import RuleInput
-from constraints.spec import JobSpec, Recipe
+from constraints.rules import RuleInput, check_rules
+from constraints.spec import JobSpec, Placement, Recipe
 from hardware.profile import load_profile
-from solver.space import recompute_choices
-from solver.table_rules import AXES, FIELD_AXES, Judge, fast_recipe, has_error, rules_in
+from solver.space import build_space, make_recipe, recompute_choices
+from solver.table_rules import AXES, FIELD_AXES, Judge, _level_memos, fast_recipe, has_error, rules_in, struct_rows
 
 MODEL = load_model("Mixtral-8x7B-v0.1")
 POOLS = {"tp": [1, 2, 4, 8], "pp": [1, 2, 4], "vpp": [1, 2, 3], "cp": [1, 2], "ep": [1, 2, 8], "etp": [None, 1, 2],
@@ -60,3 +60,22 @@ def test_judge_agrees_with_plain_rule_calls(group):
         verdicts.add(want)
     assert verdicts == {True, False}
     assert sum(len(m.cache) for m in memos) < 3000 * len(memos)  # the memo really shares verdicts
+
+
+def test_every_structural_rule_is_checked_at_exactly_one_loop_level():
+    judge = Judge(MODEL, JobSpec(seq_length=4096, global_batch_size=32), 16, None)
+    placed = [fn for level in _level_memos(judge) for m in level for fn in m.fns]
+    assert sorted(f.__name__ for f in placed) == sorted(f.__name__ for f in rules_in("structural"))
+
+
+@pytest.mark.parametrize("model, hw, precision, seq, rule", [
+    ("GPT-3-175B", "h100-sxm-80gb", "bf16", 4096, "position_embeddings_cover_seq"),  # reads no recipe field
+    ("Llama-3.1-8B", "a100-sxm-80gb", "fp8-tensorwise", 4096, "precision_supported"),
+])
+def test_rules_reading_no_axis_still_reject_the_space(model, hw, precision, seq, rule):
+    m, job = load_model(model), JobSpec(seq_length=seq, global_batch_size=64, precision=precision)
+    pl = Placement(hardware=hw, num_nodes=1, gpus_per_node=8)
+    profile = load_profile(hw)
+    r = make_recipe(8, 1, 1, 1, 1, None, 1, True, recompute_choices(m)[0], "1f1b", "distributed_optimizer", False)
+    assert rule in {v.rule for v in check_rules(RuleInput(m, job, r, 8, profile))}
+    assert struct_rows(build_space(m, job, pl, pins={"tp": [8], "pp": [1], "cp": [1]}), profile, recompute_choices(m)[0]) == []
