@@ -43,12 +43,8 @@ def uneven_pairs(num_layers: int, pp: int, vpp: int) -> list[tuple[int, int]]:
         return []
     out = []
     if pp == 2:  # no middle: the two ends share the layers, one lighter by up to 2 x MAX_TRIM_CHUNKS x VPP
-        for d in range(1, MAX_TRIM_CHUNKS + 1):
-            for first in ((num_layers - d * vpp) // 2, (num_layers + d * vpp) // 2):
-                last = num_layers - first
-                if first > 0 and last > 0 and first % vpp == 0 and last % vpp == 0 and abs(first - last) <= 2 * MAX_TRIM_CHUNKS * vpp:
-                    out.append((first, last))
-        return sorted(set(out))
+        return [(first, num_layers - first) for first in range(vpp, num_layers, vpp)
+                if (num_layers - first) % vpp == 0 and 0 < abs(2 * first - num_layers) <= 2 * MAX_TRIM_CHUNKS * vpp]
     for tf in range(MAX_TRIM_CHUNKS + 1):
         for tl in range(MAX_TRIM_CHUNKS + 1):
             if tf == tl == 0:

@@ -12,11 +12,12 @@ from constraints.rules import RuleInput, check_rules
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.space import build_space, make_recipe
+from solver.splits import split_choices
 from solver.table_rules import schedule_vpp_pairs
 from solver.tables import build_tables
 
 PINS = {"tp": [1, 2, 4], "pp": [1, 2, 4], "vpp": [1, 2, 3], "cp": [1, 2], "ep": [1, 2, 8], "etp": [1, 2], "mbs": [1, 2],
-        "recompute": ["none", "selective:core_attn+moe_act", "full:uniform:1"],
+        "recompute": ["none", "selective:core_attn+moe_act", "full:uniform:1", "full:block:8"],
         "schedule": ["1f1b", "interleaved", "zb-h1", "zbv"]}
 
 
@@ -33,20 +34,23 @@ def test_tables_hold_exactly_the_rule_legal_recipes():
     from solver.space import recompute_choices, recompute_name
 
     rc_of = {recompute_name(r): (i, r) for i, r in enumerate(recompute_choices(model))}
-    legal = checked = 0
-    for tp, pp, cp, ep, etp, acc in itertools.product(d["tp"], d["pp"], d["cp"], d["ep"], d["etp"], d["acc_split"]):
+    legal = checked = uneven = 0
+    for tp, pp, cp, ep, etp in itertools.product(d["tp"], d["pp"], d["cp"], d["ep"], d["etp"]):
         if 16 % (tp * pp * cp):
             continue
         for (sched, vpp), mbs, sp, rc_name, sh, tpo in itertools.product(schedule_vpp_pairs(space, pp), d["mbs"], d["sp"],
                                                                          d["recompute"], d["dp_sharding"], d["tp_comm_overlap"]):
             # the space tries TP comm overlap only with SP at TP>1 (its rule rejects the rest)
-            if (sp and tp == 1) or (acc and model.num_layers % (pp * vpp) == 0) or (tpo and not (sp and tp > 1)):
+            if (sp and tp == 1) or (tpo and not (sp and tp > 1)):
                 continue
-            rci, rc = rc_of[rc_name]
-            r = make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, sh, acc, tpo)
-            ok = not any(v.severity == "error" for v in check_rules(RuleInput(model, job, r, pl.world_size, prof)))
-            key = ((tp, pp, vpp, cp, ep, etp, sched, acc), mbs, bool(sp and tp > 1), rci, sh, tpo)
-            assert ok == (key in in_tables), (r.model_dump(exclude_defaults=True), ok)
-            legal += ok
-            checked += 1
+            for acc in split_choices(model, pp, vpp, d["acc_split"], True):  # even, account-for, uneven first/last
+                rci, rc = rc_of[rc_name]
+                r = make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, sh, acc, tpo)
+                ok = not any(v.severity == "error" for v in check_rules(RuleInput(model, job, r, pl.world_size, prof)))
+                key = ((tp, pp, vpp, cp, ep, etp, sched, acc), mbs, bool(sp and tp > 1), rci, sh, tpo)
+                assert ok == (key in in_tables), (r.model_dump(exclude_defaults=True), ok)
+                legal += ok
+                checked += 1
+                uneven += ok and isinstance(acc, tuple)
     assert legal == len(in_tables) and legal > 100 and checked > legal + 1000  # both verdicts well represented
+    assert uneven > 10  # explicit first/last stage splits are among them
