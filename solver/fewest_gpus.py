@@ -197,5 +197,8 @@ def target_explanation(tried: list[dict], num_nodes: int) -> Optional[dict]:
     more = f"more than {num_nodes} nodes"
     if solved:
         best = max(solved, key=lambda t: t["tokens_per_s"])
-        more += f" (best {best['tokens_per_s']:,.0f} tokens/s at {best['nodes']} nodes)"
+        # a count skipped by its bound may have beaten the best solved one (both fall short of the target)
+        unsolved = sum(1 for t in tried if t.get("skipped") == "throughput_bound" and t["max_tokens_per_s"] > best["tokens_per_s"])
+        more += (f" (best {best['tokens_per_s']:,.0f} tokens/s at {best['nodes']} nodes"
+                 + (f" among the counts solved; {unsolved} more skipped, each bounded below the target)" if unsolved else ")"))
     return {"conflict": ["--target-tokens-per-s"], "remedies": [more, "a lower --target-tokens-per-s"]}

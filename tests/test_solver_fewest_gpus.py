@@ -151,3 +151,16 @@ def test_unreachable_target_gives_the_target_explanation():
     assert data["explanation"]["conflict"] == ["--target-tokens-per-s"]
     assert f"best {tried[1]['tokens_per_s']:,.0f} tokens/s at 2 nodes" in data["explanation"]["remedies"][0]
     assert np.isfinite(tried[0]["min_peak_bytes"])
+
+
+def test_target_explanation_says_when_a_skipped_count_may_have_been_best():
+    from solver.fewest_gpus import target_explanation
+
+    memory_only = [{"nodes": 1, "gpus": 8, "tokens_per_s": 0.0, "skipped": "memory"}, {"nodes": 2, "gpus": 16, "tokens_per_s": 0.0}]
+    assert target_explanation(memory_only, 2) is None  # nothing fits anywhere: the memory explanation applies
+    bounded = [{"nodes": 1, "gpus": 8, "tokens_per_s": None, "skipped": "throughput_bound", "max_tokens_per_s": 5e5},
+               {"nodes": 2, "gpus": 16, "tokens_per_s": 1e5}]
+    more = target_explanation(bounded, 2)["remedies"][0]
+    assert more.startswith("more than 2 nodes (best 100,000 tokens/s at 2 nodes among the counts solved; 1 more skipped")
+    bounded[0]["max_tokens_per_s"] = 5e4
+    assert target_explanation(bounded, 2)["remedies"][0] == "more than 2 nodes (best 100,000 tokens/s at 2 nodes)"
