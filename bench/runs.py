@@ -19,6 +19,7 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
   moe_a2a_overlap) and, when the row is silent, the recompute of that release's benchmark preset whose
   TP/PP/VPP/EP/MBS match the row (bench/mbridge_presets.py); CUDA graphs, fp8 attention and fused grouped
   MLP of the preset have no Recipe field and are not modelled.
+- `--overlap-moe-expert-parallel-comm` as the notes state it ("EP overlap on/off", card text), else as above.
 - MoE otherwise: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap; ETP = 1 on Megatron-Bridge
   rows that leave it empty (its perf presets set expert_tensor_parallel_size=1), else Megatron's default ETP = TP.
 - torch FSDP2 rows (AutoModel): no --overlap-param-gather (FSDP2 gathers parameters itself).
@@ -241,6 +242,10 @@ def row_case(r: dict) -> RunCase | RunSkip:
     if tp > 1 and not r["sequence_parallel"]:
         assumed.append("sequence_parallel")
     preset = _preset_fields(r, model, tp, pp, vpp, ep, mbs, assumed)
+    if model.is_moe and re.search(r"EP overlap on|expert-parallel communication overlap", r["notes"]):
+        preset["overlap_moe_expert_parallel_comm"] = True  # stated by the row ("EP overlap on", card text)
+    elif re.search(r"EP overlap off", r["notes"]):
+        preset["overlap_moe_expert_parallel_comm"] = False
     if not r["recompute"] and "recompute" not in preset:
         assumed.append("recompute none")
     optimizer = Optimizer.muon if "muon" in r["notes"].lower() else Optimizer.adam
