@@ -61,12 +61,19 @@ def unique_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.reshape(-1)
 
 
+def unique_table(keys: np.ndarray, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """([distinct keys, width] fn values, index of each row's key): fn(key row as a tuple of ints) -> `width`
+    ints, evaluated once per distinct key."""
+    uniq, inv = unique_codes(keys)
+    vals = np.array([fn(tuple(k)) for k in uniq.tolist()], dtype=np.int64).reshape(len(uniq), width)
+    return vals, inv
+
+
 def unique_rows(keys: np.ndarray, fn, width: int) -> np.ndarray:
     """fn(key row as a tuple of ints) -> `width` ints, evaluated once per distinct key, gathered per row."""
     if not len(keys):
         return np.zeros((0, width), dtype=np.int64)
-    uniq, inv = unique_codes(keys)
-    vals = np.array([fn(tuple(k)) for k in uniq.tolist()], dtype=np.int64).reshape(len(uniq), width)
+    vals, inv = unique_table(keys, fn, width)
     return vals[inv]
 
 
@@ -145,49 +152,83 @@ class MemoryTables:
 
     # ---- activations -------------------------------------------------------------------------
     def activation(self, cols: dict[str, np.ndarray], frag_ppm: int, overhead_bytes: int) -> np.ndarray:
-        """[rows, width] activation-side bytes; cols: tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, split, m
-        (int arrays; sched indexes the schedule domain, split indexes self.split_keys)."""
+        """[rows, width] activation-side bytes; cols: struct, tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, split,
+        m (int arrays; struct indexes the structural row whose TP ... split a row carries, sched indexes the
+        schedule domain, split indexes self.split_keys). Keys are found per structural row first (_keyed)."""
         n = len(cols["tp"])
         if n == 0:
             return np.zeros((0, self.width), dtype=np.int64)
-        vals = self._value_columns(cols)
-        comm = unique_rows(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp")] + [(cols["pp"] > 1).astype(np.int64)],
-                                    axis=1), self._comm, 1)[:, 0]
+        s = cols["struct"]
+        self._rep = np.zeros(int(s.max()) + 1, dtype=np.int64)
+        self._rep[s] = np.arange(n)  # a row of each structural row
+        vals, val_id = self._value_table(cols)
+        keys, comm_id = self._keyed(cols, ("tp", "cp", "ep", "pp"), ("mbs", "sp"))
+        comm = np.array([self._comm((tp, cp, ep, mbs, sp, int(pp > 1))) for tp, cp, ep, pp, mbs, sp in keys.tolist()],
+                        dtype=np.int64).reshape(-1)[comm_id]
         full_ids = self.full_of_rc[cols["rc"]]
         fulls = np.flatnonzero(np.bincount(full_ids)).tolist()
         self._wmax = max((len(self._coef(s, f, c).working) for s in range(len(self.split_keys))
                           for f in fulls for c in range(len(self.splits[self.split_keys[s]].classes))), default=0)
-        out = np.zeros((n, self.width), dtype=np.int64)
         sched_names = self.space.domains["schedule"]
-        inflight = unique_rows(np.stack([cols["sched"], cols["split"], cols["m"]], axis=1),
-                               lambda k: self._inflight(sched_names[k[0]], k[1], k[2]), self.width)
-        pld, plm, inp, emb, outb = (vals[:, i] for i in range(5))
+        keys, inflight_id = self._keyed(cols, ("sched", "split"), ("m",))
+        inflight = np.array([self._inflight(sched_names[k[0]], k[1], k[2]) for k in keys.tolist()],
+                            dtype=np.int64).reshape(len(keys), self.width)
+        sf_keys, sf_id = self._keyed(cols, ("split",), (), {"full": full_ids})
+        pld, plm, inp, emb, outb = (vals[:, i][val_id] for i in range(5))
         vpp = np.maximum(cols["vpp"], 1)
-        sf_keys, sf_of_row = unique_codes(np.stack([cols["split"], full_ids], axis=1))
+        out = np.zeros((n, self.width), dtype=np.int64)
         for c in range(self.width):
-            coef = np.array([self._coef_flat(sid, fid, c) for sid, fid in sf_keys.tolist()], dtype=np.int64)[sf_of_row]
-            present, nd, nm, ni, nel, ne, no = (coef[:, i] for i in range(7))
-            sums = [nd * pld + nm * plm + ni * inp + nel * emb, ne * emb, no * outb]  # activation_coef.evaluate
-            pairs = coef[:, 7:].reshape(n, -1, 2)
-            working = (pairs[:, :, 0] * pld[:, None] + pairs[:, :, 1] * plm[:, None]).max(axis=1)
-            terms = mem.rank_activation_terms(sums, working, vpp, inflight[:, c], comm, frag_ppm, overhead_bytes)
-            out[:, c] = np.where(present > 0, sum(terms.values()), 0)
+            table = np.array([self._coef_flat(sid, fid, c) for sid, fid in sf_keys.tolist()], dtype=np.int64)
+            col = lambda i: table[:, i][sf_id]  # noqa: E731
+            # activation_coef.evaluate; a coefficient that is 0 in every row adds 0 and is skipped (same integers)
+            layers = sum((col(i) * v for i, v in ((1, pld), (2, plm), (3, inp), (4, emb)) if table[:, i].any()),
+                         np.zeros(n, dtype=np.int64))
+            sums = [layers, col(5) * emb, col(6) * outb]
+            pairs = [(j, j + 1) for j in range(7, table.shape[1], 2) if table[:, j:j + 2].any()]
+            working = np.zeros(n, dtype=np.int64)
+            for j, k in pairs:  # max over the working pairs (a, b) of a*PLd + b*PLm, 0 when none
+                working = np.maximum(working, col(j) * pld + col(k) * plm)
+            terms = mem.rank_activation_terms(sums, working, vpp, inflight[:, c][inflight_id], comm, frag_ppm, overhead_bytes)
+            total = sum(terms.values())
+            out[:, c] = total if table[:, 0].all() else np.where(col(0) > 0, total, 0)
         return out
+
+    def _keyed(self, cols: dict, struct_names: tuple, row_names: tuple, extra: dict = None) -> tuple[np.ndarray, np.ndarray]:
+        """unique_codes of the named columns (struct_names, then row_names, then `extra` row columns): the
+        distinct key rows and each row's index among them. Columns in struct_names are constant per structural
+        row, so they are coded once per structural row (self._rep) and joined per row by one gather."""
+        row_cols = [cols[k] for k in row_names] + list((extra or {}).values())
+        per_struct = np.stack([cols[k][self._rep] for k in struct_names], axis=1)
+        _, struct_code = unique_codes(per_struct)
+        code, total = struct_code[cols["struct"]], int(struct_code.max()) + 1
+        for col in row_cols:
+            rank, radix = _column_ranks(col)
+            code, total = code * radix + rank, total * radix
+        assert total < 1 << 62  # a few hundred structural codes times small row ranges
+        inv, n_codes = _column_ranks(code)
+        some_row = np.zeros(n_codes, dtype=np.int64)
+        some_row[inv] = np.arange(len(code))
+        keys = np.stack([cols[k][some_row] for k in struct_names] + [c[some_row] for c in row_cols], axis=1)
+        return keys, inv
 
     def _recipe_for(self, tp, cp, ep, mbs, sp, rc, etp=0, pp=1):
         return fast_recipe(tp, pp, 1, cp, ep, etp or None, mbs, bool(sp), self.rc[rc], "1f1b", "none", False)
 
-    def _value_columns(self, cols: dict[str, np.ndarray]) -> np.ndarray:
-        """[rows, 5] activation_coef values (PLd, PLm, INP, EMB, OUT): a shape key per distinct (TP, CP, EP, MBS,
-        SP, ETP) (shape_key reads no recompute field), then values_at once per distinct (shape key, recomputed
-        modules): thousands of rows share a few hundred of those."""
-        shapes, shape_of_row = unique_codes(np.stack([cols[k] for k in ("tp", "cp", "ep", "mbs", "sp", "etp")], axis=1))
+    def _value_table(self, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """([distinct, 5] activation_coef values (PLd, PLm, INP, EMB, OUT), index per row): a shape key per
+        distinct (TP, CP, EP, ETP, MBS, SP) (shape_key reads no recompute field), then values_at once per
+        distinct (shape key, recomputed modules): thousands of rows share a few hundred of those."""
+        shapes, shape_of_row = self._keyed(cols, ("tp", "cp", "ep", "etp"), ("mbs", "sp"))
         interned: dict = {}
         shape_ids = np.array([interned.setdefault(shape_key(self.job, self._recipe_for(tp, cp, ep, mbs, sp, 0, etp)), len(interned))
-                              for tp, cp, ep, mbs, sp, etp in shapes.tolist()], dtype=np.int64)
+                              for tp, cp, ep, etp, mbs, sp in shapes.tolist()], dtype=np.int64)
         keys = list(interned)
-        return unique_rows(np.stack([shape_ids[shape_of_row], self.modules_of_rc[cols["rc"]]], axis=1),
-                           lambda k: values_at(self.model, keys[k[0]], self.modules[k[1]]), 5)
+        code = shape_ids[shape_of_row] * len(self.modules) + self.modules_of_rc[cols["rc"]]
+        inv, n_codes = _column_ranks(code)
+        some_row = np.zeros(n_codes, dtype=np.int64)
+        some_row[inv] = np.arange(len(code))
+        vals = [values_at(self.model, keys[k // len(self.modules)], self.modules[k % len(self.modules)]) for k in code[some_row].tolist()]
+        return np.array(vals, dtype=np.int64).reshape(n_codes, 5), inv
 
     def _comm(self, k):
         tp, cp, ep, mbs, sp, pp_gt1 = k
