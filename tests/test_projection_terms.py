@@ -93,3 +93,21 @@ def test_host_floor_bounds_a_pass_by_its_ops_host_time():
     n_fwd = sum(1 for p in layer_ops(LLAMA8, JOB, r, LayerKind.dense) if p.phase == Phase.fwd)
     lc = layer_cost(LLAMA8, JOB, r, place, slow_host, LayerKind.dense)
     assert lc.fwd == pytest.approx(n_fwd * 0.1)
+
+
+def test_ep_overlap_hides_at_most_the_other_micro_batch_compute():
+    """--overlap-moe-expert-parallel-comm (Megatron combined_1f1b: a forward A2A hides behind another micro-batch's
+    backward compute and vice versa): a short A2A leaves the exposed fraction, a long one its excess over that compute."""
+    from measure.layer_cost import finish_parts, layer_parts
+    place = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8)
+    r = Recipe(ep=16)
+    cal = H100.calibration
+    for prof in (H100, H100.model_copy(update={"nic_bandwidth_gbit_per_s": 0.4})):
+        parts = layer_parts(QWEN_MOE, JOB, r, place, prof, LayerKind.moe)
+        raw = parts.ep_raw_by_dispatcher_s[MoeDispatcher.alltoall]
+        off = finish_parts(parts, frozenset(), False, MoeDispatcher.alltoall, False, cal)
+        on = finish_parts(parts, frozenset(), False, MoeDispatcher.alltoall, True, cal)
+        assert off.ep_fwd == off.ep_bwd == raw
+        assert on.ep_fwd == pytest.approx(max(raw - parts.dgrad_s - parts.wgrad_s, raw * cal.exposed_comm_fraction))
+        assert on.ep_bwd == pytest.approx(max(raw - parts.fwd_s, raw * cal.exposed_comm_fraction))
+    assert on.ep_fwd > raw * cal.exposed_comm_fraction  # the slow link: more than the fraction stays exposed
