@@ -180,7 +180,7 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
     t0 = time.perf_counter()
     idx = fitting_index(tables, pins, objective)
     if not len(idx):
-        if tables.act_rows:
+        if len(tables.act_rows):
             rm = _enforced(tables, pins, hint, None)
             status = solve_model(rm, _solver(max_time_s))
             if status in (cp_model.FEASIBLE, cp_model.OPTIMAL):

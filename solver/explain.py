@@ -63,7 +63,7 @@ def _any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
         tables = build_tables(space, profile, margin)
     except ValueError:
         return False
-    if not tables.act_rows:
+    if not len(tables.act_rows):
         return False
     rm = build_model(tables)
     rm.model.add(rm.memory_literal == 1)
@@ -83,7 +83,7 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
             space.domains[axis] = sorted(set(space.domains[axis]) | set(values), key=str)
     tables = build_tables(space, profile, margin)
     conflict: list[str] = []
-    if not tables.act_rows:
+    if not len(tables.act_rows):
         conflict = ["rules: no legal recipe for this model, world size and job"]
     else:
         conflict = minimal_core(build_model(tables, pins))

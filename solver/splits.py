@@ -8,8 +8,8 @@ in-pipeline-split` / `--account-for-loss-in-pipeline-split` (each end counts as 
 VPP, the middle split evenly over the other ranks and over VPP, never combined with account-for).
 
 A split value, as the solver's tables carry it: False (even), True (account-for both ends), or a tuple
-(first, last) of decoder layers on the first and last rank. The uneven pairs tried make each end at most
-MAX_TRIM_CHUNKS x VPP layers lighter than a middle rank (and never heavier: the ends carry extra work), and
+(first, last) of decoder layers on the first and last rank. The uneven pairs tried make each end up to
+MAX_TRIM_LAYERS lighter than a middle rank, in steps of VPP layers (never heavier: the ends carry extra work), and
 skip pairs whose per-stage counts equal the even or account-for split (the same recipe under other flags).
 """
 from __future__ import annotations
@@ -17,7 +17,12 @@ from __future__ import annotations
 from constraints.spec import Recipe
 from constraints.stages import StageSplitError, virtual_stage_layer_counts
 
-MAX_TRIM_CHUNKS = 2  # an end may hold up to this many layers per virtual stage fewer than a middle rank
+MAX_TRIM_LAYERS = 2  # an end is at most this many layers (one chunk per virtual stage when VPP > 1) off the middle
+
+
+def _max_trim_chunks(vpp: int) -> int:
+    """Trim steps are VPP layers (each end's count is a multiple of VPP): 2 steps at VPP 1, 1 step otherwise."""
+    return max(1, MAX_TRIM_LAYERS // vpp)
 
 
 def split_fields(split) -> dict:
@@ -37,16 +42,18 @@ def _counts(model, pp: int, vpp: int, split):
 
 
 def uneven_pairs(num_layers: int, pp: int, vpp: int) -> list[tuple[int, int]]:
-    """(first, last) decoder layers with both ends lighter than the middle rank by 0..MAX_TRIM_CHUNKS x VPP layers
-    (not both 0), each a multiple of VPP, the middle an equal multiple of VPP per rank (Megatron rule 11)."""
+    """(first, last) decoder layers with both ends lighter than the middle rank by 0.._max_trim_chunks(VPP) steps
+    of VPP layers (not both 0), each a multiple of VPP, the middle an equal multiple of VPP per rank (Megatron rule
+    11). At PP 2 there is no middle: the pairs differ by up to twice that, either end lighter."""
     if pp < 2:
         return []
     out = []
-    if pp == 2:  # no middle: the two ends share the layers, one lighter by up to 2 x MAX_TRIM_CHUNKS x VPP
+    steps = _max_trim_chunks(vpp)
+    if pp == 2:  # no middle: the two ends share the layers, one lighter by up to 2 x steps x VPP
         return [(first, num_layers - first) for first in range(vpp, num_layers, vpp)
-                if (num_layers - first) % vpp == 0 and 0 < abs(2 * first - num_layers) <= 2 * MAX_TRIM_CHUNKS * vpp]
-    for tf in range(MAX_TRIM_CHUNKS + 1):
-        for tl in range(MAX_TRIM_CHUNKS + 1):
+                if (num_layers - first) % vpp == 0 and 0 < abs(2 * first - num_layers) <= 2 * steps * vpp]
+    for tf in range(steps + 1):
+        for tl in range(steps + 1):
             if tf == tl == 0:
                 continue
             total = num_layers + (tf + tl) * vpp  # = pp x mid when the ends are mid - tf*vpp and mid - tl*vpp

@@ -24,7 +24,7 @@ from constraints.spec import Recipe
 from constraints.stages import StageSplitError
 from solver.space import SearchSpace, make_recipe, recompute_choices, recompute_name
 from solver.splits import split_code
-from solver.variants import DEFAULT as DEFAULT_VARIANT, choose, legal_variants, variant_domains, variants_of
+from solver.variants import DEFAULT as DEFAULT_VARIANT, choose, key_columns, legal_variants, variant_domains, variants_of
 from solver.table_memory import MemoryTables, make_split
 from solver.table_rules import activation_ok, batch_ok, struct_rows
 from solver.table_time import UNPRICEABLE_US, ranking_time_us
@@ -44,7 +44,7 @@ class Tables:
     shardings: list[str]
     static_ok: np.ndarray                 # [struct, sharding] bool: structural rules hold
     static_bytes: np.ndarray              # [struct*nshard + shard, class] int64, 0 past the split's classes
-    act_rows: list[tuple]                 # (struct index, mbs, sp, rc index, tp_comm_overlap)
+    act_rows: np.ndarray                  # [act, (struct index, mbs, sp, rc index, tp_comm_overlap)] int64
     act_struct: np.ndarray                # [act] struct index
     act_bytes: np.ndarray                 # [act, class] int64 incl. comm buffers and framework overhead
     cand_act: np.ndarray                  # [cand] activation row of each legal (row, sharding) candidate
@@ -53,6 +53,7 @@ class Tables:
     cand_time_us: np.ndarray              # [cand] ranking projection, integer microseconds (ceil); sentinel if not fitting
     variants: list = field(default_factory=lambda: [DEFAULT_VARIANT])  # (MoE dispatcher, EP overlap) pairs tried
     variant_at: np.ndarray = None         # [act * n_shard + shard] index into variants of the candidate's best legal one
+    cols: dict = field(default_factory=dict)  # per activation row integer columns (`_columns`)
     counts: dict = field(default_factory=dict)
     _codes: dict = field(default_factory=dict)
 
@@ -63,7 +64,7 @@ class Tables:
         return self.variants[max(int(self.variant_at[a * len(self.shardings) + shard]), 0)]
 
     def recipe(self, a: int, shard: int) -> Recipe:
-        s, mbs, sp, rc, tpo = self.act_rows[a]
+        s, mbs, sp, rc, tpo = (int(x) for x in self.act_rows[a])
         tp, pp, vpp, cp, ep, etp, sched, acc = self.struct[s]
         return make_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, self.rc_choices[rc], sched, self.shardings[shard], acc, tpo,
                            self.variant(a, shard))
@@ -78,26 +79,30 @@ class Tables:
         if axis == "dp_sharding":
             return list(self.shardings), np.arange(len(self.shardings))
         if axis not in self._codes:
-            pos = {"tp": 0, "pp": 1, "vpp": 2, "cp": 3, "ep": 4, "etp": 5, "schedule": 6}.get(axis)
-            if axis == "recompute":
-                per_rc = [recompute_name(r) for r in self.rc_choices]
-                values = [per_rc[row[3]] for row in self.act_rows]
-            elif axis == "mbs":
-                values = [row[1] for row in self.act_rows]
-            elif axis == "sp":
-                values = [bool(row[2] and self.struct[row[0]][0] > 1) for row in self.act_rows]
-            elif axis == "tp_comm_overlap":
-                values = [bool(row[4]) for row in self.act_rows]
-            elif axis in ("acc_split", "uneven_stages"):  # split values: False, True (account-for), (first, last)
-                col = [(s[7] is True) if axis == "acc_split" else isinstance(s[7], tuple) for s in self.struct]
-                values = [col[row[0]] for row in self.act_rows]
-            else:
-                col = [s[pos] for s in self.struct]
-                values = [col[row[0]] for row in self.act_rows]
-            vocab = sorted(set(values), key=lambda v: (str(type(v)), 0 if v is None else v))
-            index = {v: i for i, v in enumerate(vocab)}
-            self._codes[axis] = (vocab, np.array([index[v] for v in values], dtype=np.int64))
+            raw, spell = self._axis_column(axis)
+            uniq, inv = np.unique(raw, return_inverse=True)
+            values = [spell(int(u)) for u in uniq]
+            order = sorted(range(len(values)), key=lambda k: (str(type(values[k])), 0 if values[k] is None else values[k]))
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            self._codes[axis] = ([values[k] for k in order], rank[inv.reshape(-1)] if len(raw) else np.zeros(0, dtype=np.int64))
         return self._codes[axis]
+
+    def _axis_column(self, axis: str):
+        """(integer column per activation row, int -> value in the space's spelling) of one axis."""
+        c = self.cols
+        if axis == "recompute":
+            names = [recompute_name(r) for r in self.rc_choices]
+            return c["rc"], lambda i: names[i]
+        if axis == "schedule":
+            return c["sched"], lambda i: self.space.domains["schedule"][i]
+        if axis in ("sp", "tp_comm_overlap", "acc_split"):
+            return c[{"sp": "sp", "tp_comm_overlap": "tpo", "acc_split": "acc"}[axis]], bool
+        if axis == "uneven_stages":  # split values: False, True (account-for), (first, last)
+            return (c["first"] > 0).astype(np.int64), bool
+        if axis == "etp":
+            return c["etp"], lambda i: i or None  # 0: expert TP follows TP (dense models)
+        return c[axis], int
 
     def allowed(self, axis: str, values) -> np.ndarray:
         """Bool per activation row (per sharding for dp_sharding): the axis value is among `values`."""
@@ -145,7 +150,7 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     a_all = np.repeat(np.arange(len(act_rows), dtype=np.int64), n_sh)
     s_all = np.tile(np.arange(n_sh, dtype=np.int64), len(act_rows))
     keep = static_ok[act_struct[a_all], s_all] if len(act_rows) else np.zeros(0, dtype=bool)
-    variants, legal_v = _variants(space, profile, tables_rc_recipe(space, struct, act_rows, rcs_all, shardings, static_ok), cols)
+    variants, legal_v = _variants(space, profile, row_recipe(space, struct, act_rows, rcs_all, shardings, static_ok), cols)
     if len(act_rows):
         keep &= legal_v.any(axis=1)[a_all]  # a row no allowed variant makes legal is illegal
     cand_act, cand_shard = a_all[keep], s_all[keep]
@@ -167,31 +172,36 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     return Tables(space=space, profile=profile, usable_bytes=usable, rc_choices=rcs_all, struct=struct, shardings=shardings,
                   static_ok=static_ok, static_bytes=static_bytes, act_rows=act_rows, act_struct=act_struct,
                   act_bytes=act_bytes, cand_act=cand_act, cand_shard=cand_shard, cand_peak=peak, cand_time_us=times,
-                  variants=variants, variant_at=variant_at,
+                  variants=variants, variant_at=variant_at, cols=cols,
                   counts={"declared": space.size(), "structural_rows": len(struct), "activation_rows": len(act_rows),
                           "candidates": int(len(cand_act)), "fitting": int(fit.sum())})
 
 
-def tables_rc_recipe(space, struct, act_rows, rcs_all, shardings, static_ok):
-    """recipe_of((struct index, rc index)) for the variant rules: the row's recipe under its first accepted sharding."""
+def row_recipe(space, struct, act_rows, rcs_all, shardings, static_ok):
+    """recipe_of_row(a) for the variant rules: activation row a's recipe under its first accepted sharding."""
     from solver.table_rules import fast_recipe
 
-    def recipe_of(key):
-        tp, pp, vpp, cp, ep, etp, sched, acc = struct[key[0]]
-        sh = shardings[int(np.argmax(static_ok[key[0]]))]
-        return fast_recipe(tp, pp, vpp, cp, ep, etp, 1, tp > 1, rcs_all[key[1]], sched, sh, acc)
-    return recipe_of
+    def recipe_of_row(a):
+        s, mbs, sp, rc, tpo = (int(x) for x in act_rows[a])
+        tp, pp, vpp, cp, ep, etp, sched, acc = struct[s]
+        return fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, rcs_all[rc], sched, shardings[int(np.argmax(static_ok[s]))], acc, tpo)
+    return recipe_of_row
 
 
-def _variants(space, profile, recipe_of, cols) -> tuple[list, np.ndarray]:
+def _variants(space, profile, recipe_of_row, cols) -> tuple[list, np.ndarray]:
     """(variants tried, [activation row, variant] legality): the space's variant domains on this hardware."""
     hw = variant_domains(space.model, profile)
     domains = {a: [v for v in space.domains.get(a, hw[a]) if v in hw[a]] for a in hw}
     variants = variants_of(domains)
     if not variants or not len(cols["struct"]):
         return variants or [DEFAULT_VARIANT], np.zeros((len(cols["struct"]), max(len(variants), 1)), dtype=bool)
-    keys = np.stack([cols["struct"], cols["rc"]], axis=1)
-    return variants, legal_variants(space, profile, recipe_of, keys, variants)
+    # the default variant is the rows' own recipe, which the activation rules already accepted
+    others = [v for v in variants if v != DEFAULT_VARIANT]
+    legal = np.ones((len(cols["struct"]), len(variants)), dtype=bool)
+    if others:
+        keys = np.stack([cols[c] for c in key_columns()], axis=1)
+        legal[:, [variants.index(v) for v in others]] = legal_variants(space, profile, recipe_of_row, keys, others)
+    return variants, legal
 
 
 def _price_variants(space, profile, cols, rcs_all, shardings, cand_act, cand_shard, variants, legal) -> tuple[np.ndarray, np.ndarray]:
@@ -207,12 +217,12 @@ def _price_variants(space, profile, cols, rcs_all, shardings, cand_act, cand_sha
     return np.minimum(best, UNPRICEABLE_US), np.maximum(idx, 0)
 
 
-def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx) -> list[tuple]:
-    """(struct, mbs, sp, rc, tp_comm_overlap) rows whose activation and batch rules hold (judged under the row's first
-    accepted sharding: these rules do not read the sharding). Activation verdicts are shared across rows that
-    differ only in ETP, batch verdicts across ETP and the split, which those rule groups do not read
+def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx) -> np.ndarray:
+    """[row, (struct, mbs, sp, rc, tp_comm_overlap)] int64 rows whose activation and batch rules hold (judged under
+    the row's first accepted sharding: these rules do not read the sharding). Activation verdicts are shared across
+    rows that differ only in ETP, batch verdicts across ETP and the split, which those rule groups do not read
     (tests/test_solver_rules_factored.py holds the tables equal to check_rules on every full recipe)."""
-    rows, act_cache, batch_cache = [], {}, {}
+    blocks, act_cache, batch_cache = [], {}, {}
     for i, row in enumerate(struct):
         if not static_ok[i].any():
             continue
@@ -222,24 +232,32 @@ def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_i
         sp_rc = act_cache.get(key)
         if sp_rc is None:
             # TP comm overlap is tried only where SP is on (the rule tp_comm_overlap_needs_sp rejects the rest)
-            sp_rc = act_cache[key] = [(sp, rci, tpo) for sp in space.domains["sp"] for rci in rc_idx
-                                      for tpo in space.domains["tp_comm_overlap"]
-                                      if not (sp and tp == 1) and not (tpo and not (sp and tp > 1))
-                                      and activation_ok(space, profile, row, sp, rcs_all[rci], sh, tpo)]
+            sp_rc = act_cache[key] = np.array([(sp, rci, tpo) for sp in space.domains["sp"] for rci in rc_idx
+                                               for tpo in space.domains["tp_comm_overlap"]
+                                               if not (sp and tp == 1) and not (tpo and not (sp and tp > 1))
+                                               and activation_ok(space, profile, row, sp, rcs_all[rci], sh, tpo)],
+                                              dtype=np.int64).reshape(-1, 3)
+        mbs_ok = []
         for mbs in space.domains["mbs"]:
             bkey = (tp, pp, vpp, cp, sched, sh, mbs)
             ok = batch_cache.get(bkey)
             if ok is None:
                 ok = batch_cache[bkey] = batch_ok(space, profile, row, mbs, rcs_all[0], sh)
             if ok:
-                rows += [(i, mbs, sp, rci, tpo) for sp, rci, tpo in sp_rc]
-    return rows
+                mbs_ok.append(mbs)
+        if mbs_ok and len(sp_rc):  # rows in (mbs, sp, rc, tpo) order
+            n_m, n_a = len(mbs_ok), len(sp_rc)
+            blk = np.empty((n_m * n_a, 5), dtype=np.int64)
+            blk[:, 0] = i
+            blk[:, 1] = np.repeat(np.array(mbs_ok, dtype=np.int64), n_a)
+            blk[:, 2:] = np.tile(sp_rc, (n_m, 1))
+            blocks.append(blk)
+    return np.concatenate(blocks) if blocks else np.zeros((0, 5), dtype=np.int64)
 
 
 def _columns(space, struct, act_rows, memt: MemoryTables) -> dict[str, np.ndarray]:
     """Per activation row, the integer columns the memory and time tables read."""
-    n = len(act_rows)
-    ar = np.array(act_rows, dtype=np.int64).reshape(n, 5)
+    ar = np.asarray(act_rows, dtype=np.int64).reshape(len(act_rows), 5)
     sched_names = space.domains["schedule"]
     split_id = {k: j for j, k in enumerate(memt.split_keys)}
     s_cols = np.array([(tp, pp, vpp, cp, ep, etp or 0, sched_names.index(sch), *split_code(acc), split_id[(pp, vpp, acc)])

@@ -52,23 +52,62 @@ def variant_fields(variant: tuple[str, bool]) -> dict:
     return {"moe_dispatcher": MoeDispatcher(variant[0]), "overlap_moe_expert_parallel_comm": bool(variant[1])}
 
 
-def legal_variants(space, profile, recipe_of, keys: np.ndarray, variants: list) -> np.ndarray:
-    """[row, variant] bool: the variant rules hold for row i's recipe (`recipe_of(key)` builds the recipe of
-    a key row; verdicts are computed once per distinct key: the rules read only TP, PP, VPP, EP, recompute and
-    base fields, which the caller's keys must cover)."""
+# Recipe fields the solver varies per activation row -> the row column (solver/tables.py `_columns`) that holds them;
+# every other field a variant rule may read is the base recipe's, the same on every row
+ROW_COLUMNS = {"tp": ("tp",), "pp": ("pp",), "vpp": ("vpp",), "cp": ("cp",), "ep": ("ep",), "etp": ("etp", "tp"),
+               "mbs": ("mbs",), "sequence_parallel": ("sp", "tp"), "recompute": ("rc",), "schedule": ("sched",),
+               "tp_comm_overlap": ("tpo",), "account_for_embedding_in_pipeline_split": ("acc",),
+               "account_for_loss_in_pipeline_split": ("acc",), "first_stage_layers": ("first",), "last_stage_layers": ("last",)}
+PER_CANDIDATE = {"dp_sharding", "overlap_param_gather"}  # vary per candidate, not per row: no variant rule may read them
+
+
+def key_columns() -> list[str]:
+    """Row columns the variant rules' verdicts depend on, from the fields they declare they read
+    (constraints.rules.rule(reads=...)); every row column when a rule declares nothing."""
+    cols: set[str] = set()
+    for fn in _rule_fns():
+        reads = getattr(fn, "reads", None)
+        if reads is None:
+            return sorted({c for v in ROW_COLUMNS.values() for c in v})
+        if reads & PER_CANDIDATE:
+            raise RuntimeError(f"variant rule {fn.__name__} reads {sorted(reads & PER_CANDIDATE)}: a per-candidate field")
+        for f in reads:
+            cols.update(ROW_COLUMNS.get(f, ()))
+    return sorted(cols)
+
+
+def legal_variants(space, profile, recipe_of_row, keys: np.ndarray, variants: list) -> np.ndarray:
+    """[row, variant] bool: the variant rules hold for row i's recipe. Verdicts are computed once per distinct
+    key (the `key_columns` of each row), on the recipe `recipe_of_row(i)` of the key's first row."""
     fns = _rule_fns()
     out = np.zeros((len(keys), len(variants)), dtype=bool)
     if not len(keys):
         return out
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    verdict = np.zeros((len(uniq), len(variants)), dtype=bool)
-    for u, key in enumerate(uniq):
-        base = recipe_of(tuple(int(x) for x in key))
+    first, inv = _groups(keys)
+    verdict = np.zeros((len(first), len(variants)), dtype=bool)
+    for u, i in enumerate(first):
+        base = recipe_of_row(int(i))
         for j, v in enumerate(variants):
-            r = _with(base, variant_fields(v))
-            x = RuleInput(space.model, space.job, r, space.world_size, profile)
+            x = RuleInput(space.model, space.job, _with(base, variant_fields(v)), space.world_size, profile)
             verdict[u, j] = not any((res := fn(x)) is not None and res.severity == "error" for fn in fns)
     return verdict[inv.reshape(-1)]
+
+
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first row of each distinct key row, group of every row) of a small-int key matrix, by a mixed-radix
+    1-D code (np.unique over rows sorts a structured view, ~15x slower at a million rows)."""
+    code = np.zeros(len(keys), dtype=np.int64)
+    span = 1.0
+    for j in range(keys.shape[1]):
+        col = keys[:, j].astype(np.int64) - int(keys[:, j].min())
+        base = int(col.max()) + 1
+        span *= base
+        code = code * base + col
+    if span >= 2.0 ** 62:  # a code could overflow: fall back to the row sort
+        _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        return first, inv.reshape(-1)
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    return first, inv.reshape(-1)
 
 
 def _with(recipe, fields: dict):

@@ -33,7 +33,7 @@ class AxisColumns:
             col = np.empty(n, dtype=object)
             col[:] = [is_it(v) for v in split]
             self.cols[axis] = col
-        rows = np.array([r[1:] for r in tables.act_rows], dtype=object).reshape(n, 4)
+        rows = np.asarray(tables.act_rows, dtype=np.int64).reshape(n, 5)[:, 1:].astype(object)
         tp = self.cols["tp"].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
         rc_names = np.array([recompute_name(r) for r in tables.rc_choices], dtype=object)
         self.cols["mbs"] = rows[:, 0]
