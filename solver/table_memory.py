@@ -5,7 +5,7 @@ MTP) have the same static bytes and the same activation coefficients; only their
 and activation bytes never fall as in-flight rises, so a class's peak is its largest in-flight count.
 A 64-stage split has 2-5 classes, so peaks are max over a handful of columns, not 64.
 
-Static bytes: constraints.memory.static_from_params on rank_params (cached per TP, EP, ETP, split, class).
+Static bytes: constraints.memory.static_from_params on rank_params (cached per TP, EP, ETP, class contents).
 Activation bytes: constraints.activation_coef coefficients (per split, full-recompute setting, class) times
 per-shape values (per TP, CP, EP, ETP, MBS, SP, recompute), in-flight counts from
 constraints.schedule.inflight_chunks, then rank_activation_terms' ceilings, fragmentation and overhead,
@@ -83,6 +83,7 @@ class Split:
 
     chunks: list            # per rank: list[Chunk]
     classes: list[list[int]]  # ranks per class, in first-rank order
+    sigs: list = None         # per class: its chunks' (MoE flag per layer, embedding, loss, MTP) contents
 
 
 def make_split(model, pp: int, vpp: int, acc) -> Split:
@@ -94,7 +95,7 @@ def make_split(model, pp: int, vpp: int, acc) -> Split:
     for rank, cs in enumerate(chunks):
         sig = tuple((tuple(flags[i] for i in c.layers), c.embedding, c.loss, c.mtp) for c in cs)
         sig_of.setdefault(sig, []).append(rank)
-    return Split(chunks=chunks, classes=list(sig_of.values()))
+    return Split(chunks=chunks, classes=list(sig_of.values()), sigs=list(sig_of))
 
 
 class MemoryTables:
@@ -123,12 +124,10 @@ class MemoryTables:
         the sharding arithmetic (DP, CP, expert-DP, the sharding, fp8_param_gather), so rows that differ in
         schedule, VPP or split share a value whenever their ranks hold the same parameter counts."""
         tp, pp, vpp, cp, ep, etp, sched, acc = row
-        split = self.splits[(pp, vpp, acc)]
         cache = self.__dict__.setdefault("_static_cache", {})
         recipes = self.__dict__.setdefault("_static_recipes", {})
         out = [0] * self.width
-        for c in range(len(split.classes)):
-            params = self._params(tp, ep, etp, (pp, vpp, acc), c)
+        for c, params in enumerate(self._class_params(tp, ep, etp, (pp, vpp, acc))):
             key = (tp, pp, cp, ep, etp, sharding, params)
             hit = cache.get(key)
             if hit is None:
@@ -140,14 +139,24 @@ class MemoryTables:
             out[c] = hit
         return out
 
-    def _params(self, tp, ep, etp, split_key, c):
-        cache = self.__dict__.setdefault("_params_cache", {})
-        key = (tp, ep, etp, split_key, c)
-        hit = cache.get(key)
+    def _class_params(self, tp, ep, etp, split_key) -> list:
+        """rank_params per class of a split, cached per (TP, EP, ETP, split) and computed once per (TP, EP, ETP,
+        class contents): rank_params reads TP, EP, ETP, the vocab padding and, of the chunks, each layer's MoE
+        flag (constraints.params.all_layer_params holds one LayerParams per flag), embedding, loss and MTP, so
+        splits whose ranks hold the same contents share it."""
+        cache = self.__dict__.setdefault("_class_params_cache", {})
+        hit = cache.get((tp, ep, etp, split_key))
         if hit is None:
+            by_sig = self.__dict__.setdefault("_params_by_sig", {})
             split = self.splits[split_key]
-            r = fast_recipe(tp, split_key[0], split_key[1], 1, ep, etp, 1, False, self.rc[0], "1f1b", "none", split_key[2])
-            hit = cache[key] = mem.rank_params(self.model, r, split.chunks[split.classes[c][0]])
+            hit = []
+            for c, sig in enumerate(split.sigs):
+                params = by_sig.get((tp, ep, etp, sig))
+                if params is None:
+                    r = fast_recipe(tp, split_key[0], split_key[1], 1, ep, etp, 1, False, self.rc[0], "1f1b", "none", split_key[2])
+                    params = by_sig[(tp, ep, etp, sig)] = mem.rank_params(self.model, r, split.chunks[split.classes[c][0]])
+                hit.append(params)
+            cache[(tp, ep, etp, split_key)] = hit
         return hit
 
     # ---- activations -------------------------------------------------------------------------
