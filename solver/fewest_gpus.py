@@ -54,7 +54,8 @@ class CountScreen:
     # ---- memory --------------------------------------------------------------------------------
     def state_bytes(self) -> int:
         """Static bytes of the whole model stored exactly once: bytes per parameter (constraints.memory's
-        static_from_params on one parameter, so the optimizer and weight precision are the solver's) times
+        static_from_params on one parameter of a recipe made by solver.space.make_recipe, so the optimizer
+        and weight bytes are those of every recipe the space holds) times
         every parameter one pipeline stage at TP=EP=1 holds (rank_params: least vocabulary padding, MTP).
         Any recipe stores each parameter's weight, gradient and optimizer state at least once across the
         world (TP/EP shards times their group sizes cover a layer; DP/CP/expert-DP shards cover the state),
