@@ -153,19 +153,20 @@ class Judge:
         return self._memos[group]
 
     def ok(self, memos: list[_Memo], vals: tuple) -> bool:
-        x = None
         for m in memos:
-            k = m.key(vals)
-            v = m.cache.get(k)
+            v = m.cache.get(m.key(vals))
             if v is None:
-                if x is None:
-                    tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, sh, acc, tpo = vals
-                    r = fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, self.rcs[rc], sched, sh, acc, tpo)
-                    x = RuleInput(self.model, self.job, r, self.world, self.profile)
-                v = m.cache[k] = not has_error(m.fns, x)
+                v = self._judge(m, vals)
             if not v:
                 return False
         return True
+
+    def _judge(self, m: _Memo, vals: tuple) -> bool:
+        """A memo miss: the rules run on the assignment's recipe, and the verdict is kept under its key."""
+        tp, pp, vpp, cp, ep, etp, mbs, sp, rc, sched, sh, acc, tpo = vals
+        r = fast_recipe(tp, pp, vpp, cp, ep, etp, mbs, sp, self.rcs[rc], sched, sh, acc, tpo)
+        v = m.cache[m.key(vals)] = not has_error(m.fns, RuleInput(self.model, self.job, r, self.world, self.profile))
+        return v
 
 
 def judge_for(space: SearchSpace, profile) -> Judge:
