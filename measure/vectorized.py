@@ -235,7 +235,34 @@ class Evaluator:
                 parts.append(self._evaluate(_slice(batch, lo, min(lo + CHUNK_ROWS, n))))
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
+    def evaluate_shardings(self, batch: RecipeBatch, sharding_codes: list[int]) -> np.ndarray:
+        """[row, k] closed-form iteration time (s) of every row under each DP sharding `sharding_codes[k]` (indices
+        into SHARDINGS; the batch's own dp_sharding is ignored). Why: a sharding changes only the data-parallel
+        terms, so the pipeline arithmetic runs once per row instead of once per (row, sharding)."""
+        if batch.base != self.base:
+            self._reset(batch.base)
+        n = len(batch)
+        out = np.full((n, len(sharding_codes)), np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for lo in range(0, n, CHUNK_ROWS):
+                hi = min(lo + CHUNK_ROWS, n)
+                st = self._step_terms(_slice(batch, lo, hi))
+                for k, code in enumerate(sharding_codes):
+                    out[lo:hi, k] = self._iteration_s(st, np.full(hi - lo, code, dtype=np.int64))
+        return out
+
     def _evaluate(self, batch: RecipeBatch) -> dict[str, np.ndarray]:
+        st = self._step_terms(batch)
+        total = self._iteration_s(st, np.asarray(batch.dp_sharding, dtype=np.int64))
+        world, flops, prof = self.placement.world_size, st["flops"], self.profile
+        tokens = self.job.global_batch_size * self.job.seq_length
+        return {"iteration_time_s": total, "tokens_per_s_per_gpu": tokens / total / world,
+                "mfu": flops / (total * world * prof.peak_tflops.bf16 * 1e12), "model_tflops_per_gpu": flops / total / world / 1e12,
+                "bubble_fraction": np.where(st["valid"], st["bubble"], np.nan)}
+
+    def _step_terms(self, batch: RecipeBatch) -> dict[str, np.ndarray]:
+        """Per row, everything but the DP sharding's terms: the pipeline step, bubble, the heaviest rank's dense /
+        expert parameters, DP / expert-DP spans and sizes, micro-batches, FLOPs."""
         cal, prof, world = self.profile.calibration, self.profile, self.placement.world_size
         tp, pp, vpp, cp, ep, mbs = (np.asarray(getattr(batch, a), dtype=np.int64) for a in ("tp", "pp", "vpp", "cp", "ep", "mbs"))
         etp = np.asarray(batch.etp, dtype=np.int64)
@@ -290,25 +317,27 @@ class Evaluator:
         expert = nd * col_["Ed"] + nm * col_["Em"]
         rank_dp = np.argmax(np.where(mult > 0, dense + expert, -1.0), axis=1)[:, None]
         dense_p, expert_p = (np.take_along_axis(x, rank_dp, axis=1)[:, 0] for x in (dense, expert))
-        dpb, epb = dense_p * 2, expert_p * 2
-        sharded = np.asarray(batch.dp_sharding, dtype=np.int64) != SHARDINGS.index(DataParallelSharding.none)
-        rs_d, rs_e = one_pass_np(dpb, D), one_pass_np(epb, E)  # all-gather costs what reduce-scatter does
-        shard_idx = np.asarray(batch.dp_sharding, dtype=np.int64)
+        return {"step": step, "bubble": bubble, "valid": valid, "dense_p": dense_p, "expert_p": expert_p, "D": D, "E": E,
+                "m": m, "dp_cp": dp * cp, "edp": np.maximum(world // (etp * ep * pp), 1), "flops": head["flops"],
+                "rs_d": one_pass_np(dense_p * 2, D), "rs_e": one_pass_np(expert_p * 2, E)}
+
+    def _iteration_s(self, st: dict, shard_idx: np.ndarray) -> np.ndarray:
+        """Iteration time per row under DP sharding `shard_idx` (SHARDINGS indices): the step plus the gradient
+        reduction / parameter gather on the heaviest rank (bf16), the optimizer over owned params, the overhead."""
+        cal = self.profile.calibration
+        dense_p, expert_p, m = st["dense_p"], st["expert_p"], st["m"]
+        sharded = shard_idx != SHARDINGS.index(DataParallelSharding.none)
         fsdp = np.isin(shard_idx, [SHARDINGS.index(s) for s in FSDP_SHARDINGS])
         passes = np.where(fsdp, 3 * m, 2)  # measure.project.dp_comm_s: FSDP gathers and reduces per micro-batch
-        dp_t = np.where(sharded, passes * (rs_d + rs_e), all_reduce_np(dpb, D) + all_reduce_np(epb, E))
+        # all-gather costs what reduce-scatter does; unsharded DP all-reduces
+        dp_t = np.where(sharded, passes * (st["rs_d"] + st["rs_e"]),
+                        all_reduce_np(dense_p * 2, st["D"]) + all_reduce_np(expert_p * 2, st["E"]))
         if self.base.overlap_grad_reduce:
             dp_t = dp_t * cal.exposed_comm_fraction
-        edp = np.maximum(world // (etp * ep * pp), 1)
-        owned = np.where(sharded, dense_p / (dp * cp) + expert_p / edp, dense_p + expert_p)
+        owned = np.where(sharded, dense_p / st["dp_cp"] + expert_p / st["edp"], dense_p + expert_p)
         opt = self._optimizer_s(np.maximum(np.nan_to_num(owned).astype(np.int64), 1))
-        total = step + dp_t + opt + cal.step_overhead_s
-        total = np.where(valid, total, np.nan)
-        tokens = self.job.global_batch_size * self.job.seq_length
-        flops = head["flops"]
-        return {"iteration_time_s": total, "tokens_per_s_per_gpu": tokens / total / world,
-                "mfu": flops / (total * world * prof.peak_tflops.bf16 * 1e12), "model_tflops_per_gpu": flops / total / world / 1e12,
-                "bubble_fraction": np.where(valid, bubble, np.nan)}
+        total = st["step"] + dp_t + opt + cal.step_overhead_s
+        return np.where(st["valid"], total, np.nan)
 
     def _optimizer_s(self, n: np.ndarray) -> np.ndarray:
         """Fused Adam step over n owned params: the roofline of measure.layer_ops.optimizer_ops, or the
