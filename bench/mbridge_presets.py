@@ -88,14 +88,40 @@ _RECIPE_FIELDS = {"overlap_moe_expert_parallel_comm": "moe_a2a_overlap", "fp8_do
                   **{k: k for k in SHAPE + FLAGS + ("recompute_granularity", "moe_token_dispatcher_type")}}
 
 
-def _walk(body: list, env: dict, funcs: dict, state: dict, depth: int = 0) -> None:
+class _Modules:
+    """Recipe modules by dotted name: their functions and `from X import a as b` names, so a call resolves to the
+    function that module really imports (perf and base recipes reuse function names)."""
+
+    def __init__(self) -> None:
+        self.funcs: dict[str, dict[str, ast.FunctionDef]] = {}
+        self.imports: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def add(self, path: str, src: str) -> None:
+        mod = path[len("src/"):-len(".py")].replace("/", ".").removesuffix(".__init__")
+        tree = ast.parse(src)
+        self.funcs[mod] = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        self.imports[mod] = {a.asname or a.name: (n.module, a.name) for n in tree.body
+                             if isinstance(n, ast.ImportFrom) and n.module for a in n.names}
+
+    def resolve(self, mod: str, name: str, depth: int = 0) -> Optional[tuple[str, ast.FunctionDef]]:
+        if name in self.funcs.get(mod, {}):
+            return mod, self.funcs[mod][name]
+        imp = self.imports.get(mod, {}).get(name)
+        return self.resolve(imp[0], imp[1], depth + 1) if imp and depth < 8 else None
+
+
+def _walk(mod: str, body: list, env: dict, mods: _Modules, state: dict, depth: int = 0) -> None:
     """Apply a recipe function's unconditional `cfg.<group>.<attr> = literal` statements, `cfg = f()` and
-    `helper(cfg, ...)` calls (helpers from the same recipes, recursively); `if` blocks are not followed."""
+    `helper(cfg, ...)` calls (resolved through the module's imports, recursively); `if` blocks are not followed."""
+    if depth > 8:
+        return
     for st in body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1:
             t, v = st.targets[0], st.value
-            if isinstance(t, ast.Name) and isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in funcs:
-                _walk(funcs[v.func.id].body, {}, funcs, state, depth + 1)
+            if isinstance(t, ast.Name) and isinstance(v, ast.Call) and isinstance(v.func, ast.Name):
+                hit = mods.resolve(mod, v.func.id)
+                if hit:
+                    _walk(hit[0], hit[1].body, {}, mods, state, depth + 1)
             elif isinstance(t, ast.Attribute) and t.attr == "comm_overlap" and isinstance(v, ast.Call):
                 state["moe_a2a_overlap"] = False  # a fresh CommOverlapConfig: overlap off unless given
                 for kw in v.keywords:
@@ -107,40 +133,44 @@ def _walk(body: list, env: dict, funcs: dict, state: dict, depth: int = 0) -> No
                 except ValueError:
                     continue
                 state[_RECIPE_FIELDS[t.attr]] = val
-        elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name) \
-                and st.value.func.id in funcs and depth < 4:
-            f = funcs[st.value.func.id]
-            args = f.args
+        elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name):
+            hit = mods.resolve(mod, st.value.func.id)
+            if not hit:
+                continue
+            args = hit[1].args
             names = [a.arg for a in args.args + args.kwonlyargs]
             defaults = dict(zip([a.arg for a in args.args][-len(args.defaults):], args.defaults)) if args.defaults else {}
             defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
             sub = {k: ast.literal_eval(d) for k, d in defaults.items() if isinstance(d, ast.Constant)}
             sub.update({kw.arg: ast.literal_eval(kw.value) for kw in st.value.keywords
                         if kw.arg in names and isinstance(kw.value, ast.Constant)})
-            _walk(f.body, sub, funcs, state, depth + 1)
+            _walk(hit[0], hit[1].body, sub, mods, state, depth + 1)
 
 
 def _recipe_presets(gitdir: str, rev: str, files: list[str]) -> dict[str, dict]:
-    """Presets from the python perf recipes (v0.6.0 on), named like the workload presets (variant suffix -> V)."""
-    funcs: dict[str, ast.FunctionDef] = {}
+    """Presets from the python perf recipes (v0.6.0 on), named like the workload presets (variant suffix -> V).
+    A perf recipe starts from its model's base recipe (src/megatron/bridge/recipes/<family>/..., e.g. the
+    DeepSeek-V3 H100 base sets moe_flex_dispatcher_backend="hybridep"), so both trees are read."""
+    mods = _Modules()
     for f in files:
-        if f.startswith("src/megatron/bridge/perf_recipes/") and f.endswith(".py") and \
-                (f.split("/")[4] in FAMILIES or f.endswith("perf_recipes/_common.py")):
-            for node in ast.parse(_git_show(gitdir, rev, f)).body:
-                if isinstance(node, ast.FunctionDef):
-                    funcs.setdefault(node.name, node)
+        if f.endswith(".py") and (f.startswith("src/megatron/bridge/recipes/") or f.startswith("src/megatron/bridge/perf_recipes/")) \
+                and (f.split("/")[4] in FAMILIES or f.split("/")[4] in ("_common.py", "__init__.py")):
+            mods.add(f, _git_show(gitdir, rev, f))
     out = {}
-    for name, fn in funcs.items():
-        m = _RECIPE_NAME.match(name)
-        if not m:
+    for mod, funcs in mods.funcs.items():
+        if ".perf_recipes." not in mod:
             continue
-        state: dict = {}
-        _walk(fn.body, {}, funcs, state)
-        if state.get("recompute_granularity") != "selective":
-            state.pop("recompute_modules", None)
-        variant = (m.group(4) or "").strip("_").upper() or "V1"
-        key = f"{m.group(1).upper()}_PRETRAIN_CONFIG_{m.group(2).upper()}_{_RECIPE_PREC[m.group(3)]}_{variant}"
-        out[key] = {k: state[k] for k in SHAPE + FLAGS if state.get(k) is not None}
+        for name, fn in funcs.items():
+            m = _RECIPE_NAME.match(name)
+            if not m:
+                continue
+            state: dict = {}
+            _walk(mod, fn.body, {}, mods, state)
+            if state.get("recompute_granularity") != "selective":
+                state.pop("recompute_modules", None)
+            variant = (m.group(4) or "").strip("_").upper() or "V1"
+            key = f"{m.group(1).upper()}_PRETRAIN_CONFIG_{m.group(2).upper()}_{_RECIPE_PREC[m.group(3)]}_{variant}"
+            out[key] = {k: state[k] for k in SHAPE + FLAGS if state.get(k) is not None}
     return out
 
 
@@ -180,10 +210,11 @@ def _stem(model_name: str) -> str:
     return re.sub(r"[^A-Z0-9]+", "_", re.sub(r"-instruct$", "", model_name, flags=re.I).upper()).strip("_")
 
 
-def preset_for(release: str, model_name: str, hardware: str, precision: str, tp: int, pp: int, vpp: int, ep: int,
-               mbs: int) -> Optional[dict]:
+def preset_for(release: str, model_name: str, hardware: str, precision: str, tp: int, pp: int, vpp: Optional[int],
+               ep: int, mbs: int) -> Optional[dict]:
     """The release's preset for this model, GPU and precision whose parallel sizes match the row (None if no
-    preset, or if matching variants disagree on a flag). precision: the row's published text."""
+    preset, or if matching variants disagree on a flag; vpp None matches any). precision: the row's published
+    text. The result has the FLAGS and the preset's virtual_pipeline_model_parallel_size."""
     rel = _load().get(release)
     gpu = next((g for key, g in _GPU if key in hardware.upper()), None)
     if rel is None or gpu is None:
@@ -197,9 +228,10 @@ def preset_for(release: str, model_name: str, hardware: str, precision: str, tp:
     hits = [v for _, v in named
             if (v.get("tensor_model_parallel_size"), v.get("pipeline_model_parallel_size"),
                  v.get("expert_model_parallel_size"), v.get("micro_batch_size")) == (tp, pp, ep, mbs)
-            and (v.get("virtual_pipeline_model_parallel_size") or 1) == vpp]
-    flags = {tuple((k, json.dumps(h.get(k))) for k in FLAGS) for h in hits}
-    return {k: hits[0].get(k) for k in FLAGS} if len(flags) == 1 else None
+            and (vpp is None or (v.get("virtual_pipeline_model_parallel_size") or 1) == vpp)]
+    keys = FLAGS + ("virtual_pipeline_model_parallel_size",)
+    flags = {tuple((k, json.dumps(h.get(k))) for k in keys) for h in hits}
+    return {k: hits[0].get(k) for k in keys} if len(flags) == 1 else None
 
 
 def main() -> None:

@@ -160,12 +160,20 @@ def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: in
     release = m.group(1) if m else f"card@{card.group(1)}" if card else None
     if release is None:
         return {}
-    p = preset_for(release, r["model"], r["hardware"], r["precision"], tp, pp, vpp, ep, mbs)
+    # a card's text that names no VP leaves the canonical recipe's virtual stages unstated: take the preset's
+    vpp_unstated = bool(card) and not r["vpp"] and pp > 1
+    p = preset_for(release, r["model"], r["hardware"], r["precision"], tp, pp, None if vpp_unstated else vpp, ep, mbs)
     if p is None:
         return {}
     out: dict = {}
+    if vpp_unstated and (p.get("virtual_pipeline_model_parallel_size") or 1) > 1:
+        out["vpp"] = p["virtual_pipeline_model_parallel_size"]
+        assumed.append(f"vpp={out['vpp']} (preset {release})")
     if model.is_moe:
-        flex = p.get("moe_flex_dispatcher_backend") in ("hybridep", "deepep")
+        # megatron/bridge/training/flex_dispatcher_backend.py apply_flex_dispatcher_backend: HybridEP on sm_80/90/100,
+        # DeepEP only on Ampere, Hopper, B200 and B300 (skipped on GB200/GB300, leaving the alltoall dispatcher)
+        backend = p.get("moe_flex_dispatcher_backend")
+        flex = backend == "hybridep" or (backend == "deepep" and not r["hardware"].upper().startswith("GB"))
         out["moe_dispatcher"] = MoeDispatcher.flex if flex else MoeDispatcher.alltoall
         out["overlap_moe_expert_parallel_comm"] = bool(p.get("moe_a2a_overlap"))
         assumed.append(f"moe_dispatcher={out['moe_dispatcher'].value} (preset {release})")
@@ -219,6 +227,8 @@ def row_case(r: dict) -> RunCase | RunSkip:
         return skip(f"model {name} not bundled and row has no shape")
     vpp = _int(r["vpp"]) or 1
     ep, etp = _int(r["ep"]) or 1, _int(r["etp"])
+    preset = _preset_fields(r, model, tp, pp, vpp, ep, mbs, assumed)
+    vpp = preset.pop("vpp", vpp)
     if etp is None and ep > 1 and tp > 1 and "Megatron-Bridge" in r["source"]:
         # Megatron-Bridge perf presets set expert_tensor_parallel_size=1 for every MoE model (e.g.
         # scripts/performance/configs/qwen/qwen3_workload_base_configs.py BASE_QWEN3_235B_A22B_CONFIG,
@@ -241,7 +251,6 @@ def row_case(r: dict) -> RunCase | RunSkip:
     sp = tp > 1 and r["sequence_parallel"].lower() != "false"
     if tp > 1 and not r["sequence_parallel"]:
         assumed.append("sequence_parallel")
-    preset = _preset_fields(r, model, tp, pp, vpp, ep, mbs, assumed)
     if model.is_moe and re.search(r"EP overlap on|expert-parallel communication overlap", r["notes"]):
         preset["overlap_moe_expert_parallel_comm"] = True  # stated by the row ("EP overlap on", card text)
     elif re.search(r"EP overlap off", r["notes"]):
