@@ -16,7 +16,7 @@ from measure.project import project
 from measure.topology import group_span
 from measure.collectives_np import all_reduce_np, one_pass_np, span_row
 from measure.recipe_batch import DISPATCHERS
-from measure.vectorized import SCHEDULES, Evaluator, RecipeBatch, closed_form_np
+from measure.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch, closed_form_np
 from measure.pipeline_sim import closed_form_s
 
 RECOMPUTES = [Recompute.none(), Recompute.selective(RecomputeModule.core_attn),
@@ -197,3 +197,20 @@ def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, e
               "P": want.dense_params, "E": want.expert_params}
     for c in _KIND_COLS:
         assert got[c][0, 0] == pytest.approx(expect[c], rel=1e-12, abs=1e-15), c
+
+
+def test_evaluate_shardings_equals_evaluate_per_sharding():
+    """Pricing every DP sharding from one pass of the pipeline arithmetic gives what evaluate gives per sharding."""
+    model, profile = load_model("Mixtral-8x7B-v0.1"), load_profile("h100-sxm-80gb")
+    job = JobSpec(seq_length=4096, global_batch_size=64)
+    place = Placement(hardware="h100-sxm-80gb", num_nodes=4, gpus_per_node=8)
+    recipes = _legal_recipes(model, job, place.world_size, profile, 40, seed=11)
+    batch = RecipeBatch.from_recipes(recipes)
+    codes = [SHARDINGS.index(s) for s in (DataParallelSharding.none, DataParallelSharding.distributed_optimizer,
+                                          DataParallelSharding.megatron_fsdp)]
+    ev = Evaluator(model, job, place, profile)
+    got = ev.evaluate_shardings(batch, codes)
+    for k, code in enumerate(codes):
+        batch.dp_sharding = np.full(len(batch), code, dtype=np.int64)
+        want = Evaluator(model, job, place, profile).evaluate(batch)["iteration_time_s"]
+        np.testing.assert_allclose(got[:, k], want, rtol=1e-12)
