@@ -11,7 +11,8 @@ Communication per micro-batch (see measure/project.py's docstring for the source
 - TP: with SP an all-gather and a reduce-scatter per block, else an all-reduce; the MoE block swaps its TP
   all-reduce for EP/ETP traffic but keeps the SP gather/scatter pair.
 - EP: dispatch + combine all-to-all of t/TP * topk * h bf16, times the load-imbalance factor; the flex
-  dispatcher deduplicates per destination node; ETP adds an all-gather + reduce-scatter over ETP.
+  dispatcher deduplicates per destination node; ETP adds an all-gather + reduce-scatter over ETP. With EP A2A
+  overlap, what the other micro-batch's opposite pass cannot cover stays exposed (`finish_parts`).
 - CP (p2p ring): CP-1 K,V exchanges, hidden behind attention compute when shorter.
 """
 from __future__ import annotations

@@ -11,7 +11,9 @@ Per micro-batch, per layer, on one rank (see measure/layer_ops.py for shapes):
 - EP: dispatch and combine all-to-all of t/TP * topk * h bf16 per rank, forward and backward
   (AMD Primus projection, MoE A2A bytes), times the load-imbalance factor (the busiest rank finishes last);
   the flex dispatcher sends a token once per destination node (`collectives.node_dedup_all_to_all_s`);
-  `overlap_moe_expert_parallel_comm` exposes a fraction. Each MoE layer adds the dispatcher's host sync per pass.
+  `overlap_moe_expert_parallel_comm` hides an A2A behind another micro-batch's opposite pass (Megatron combined
+  1F1B), leaving its excess over that compute, at least the calibration's exposed fraction. Each MoE layer adds
+  the dispatcher's host sync per pass.
 - CP (p2p ring): CP-1 exchanges of the local K,V chunk, hidden behind attention compute when shorter.
 - PP: one activation send per chunk boundary, t/TP (SP) * h bf16, on the simulator's critical path.
 - DP: gradient reduce-scatter (distributed optimizer / FSDP) or all-reduce of bf16 grads over DP*CP
