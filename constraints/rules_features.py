@@ -68,6 +68,17 @@ def shared_expert_overlap_dispatcher(x: RuleInput) -> Optional[Violation]:
     return None
 
 
+@rule(reads="moe_dispatcher tp ep")
+def flex_dispatcher_group(x: RuleInput) -> Optional[Violation]:
+    """The flex dispatcher's default DeepEP backend needs TP x EP > 1 (megatron/core/transformer/moe/
+    token_dispatcher.py MoEFlexTokenDispatcher: assert tp_size * ep_size > 1, raised when the model is built)."""
+    r = x.recipe
+    if x.model.is_moe and r.moe_dispatcher == MoeDispatcher.flex and r.tp * r.ep <= 1:
+        return _v("flex_dispatcher_group", "--moe-token-dispatcher-type flex (DeepEP) needs TP x EP > 1",
+                  "use --moe-token-dispatcher-type alltoall or set --expert-model-parallel-size > 1")
+    return None
+
+
 @rule(reads="overlap_moe_expert_parallel_comm ep moe_dispatcher pp vpp recompute")
 def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
     """[26] --overlap-moe-expert-parallel-comm: EP>1, alltoall/flex dispatcher, VPP set when PP>1, no full
