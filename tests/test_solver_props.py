@@ -76,3 +76,40 @@ def test_cli_solve_json():
     assert "--tensor-model-parallel-size" in r["megatron_args"]
     times = [x["ranking_time_us"] for x in data["recipes"]]
     assert times == sorted(times)
+
+
+@st.composite
+def moe_problems(draw):
+    heads = draw(st.sampled_from([8, 16]))
+    h = heads * 128
+    layers = draw(st.sampled_from([5, 6, 7, 8, 10]))  # odd counts: only uneven / account-for splits work at PP > 1
+    first_dense = draw(st.sampled_from([0, 1]))
+    model = ModelSpec(name="rand-moe", num_layers=layers, hidden_size=h, ffn_hidden_size=4 * h, num_attention_heads=heads,
+                      num_query_groups=8, kv_channels=128, vocab_size=32000, max_position_embeddings=8192,
+                      num_experts=draw(st.sampled_from([4, 8])), moe_router_topk=2, moe_ffn_hidden_size=2 * h,
+                      layer_is_moe=tuple(i >= first_dense for i in range(layers)))
+    job = JobSpec(seq_length=2048, global_batch_size=draw(st.sampled_from([16, 32])))
+    pl = Placement(hardware=draw(st.sampled_from(["h100-sxm-80gb", "mi300x"])), num_nodes=draw(st.sampled_from([1, 2])), gpus_per_node=8)
+    return model, job, pl
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moe_problems())
+def test_moe_answers_pass_check_and_pinning_every_axis_of_the_optimum_keeps_it(problem):
+    """MoE spaces with uneven splits and per-candidate dispatcher / EP-overlap variants: answers pass check, and
+    pinning every axis (the variants and the split included) to the optimum's values gives the optimum back."""
+    model, job, pl = problem
+    prof = load_profile(pl.hardware)
+    small = {**SMALL, "tp": [1, 2], "pp": [1, 2, 4], "etp": [1], "recompute": ["none", "full:uniform:1"]}
+    res = solve_cpsat(build_tables(build_space(model, job, pl, pins=small), prof), k=3)
+    for r in res.ranked:
+        assert check_case(Case(model=model, job=job, recipe=r.recipe, placement=pl), prof).ok
+    if res.ranked:
+        top = res.ranked[0].recipe
+        pins = {"tp": [top.tp], "pp": [top.pp], "vpp": [top.vpp], "cp": [top.cp], "ep": [top.ep], "mbs": [top.mbs],
+                "schedule": [top.schedule.value], "dp_sharding": [top.dp_sharding.value], "sp": [top.sequence_parallel],
+                "tp_comm_overlap": [top.tp_comm_overlap], "acc_split": [top.account_for_embedding_in_pipeline_split],
+                "uneven_stages": [top.first_stage_layers is not None], "moe_dispatcher": [top.moe_dispatcher.value],
+                "ep_comm_overlap": [top.overlap_moe_expert_parallel_comm]}
+        again = solve_cpsat(build_tables(build_space(model, job, pl, pins={**small, **pins}), prof), k=1)
+        assert again.ranked[0].recipe == top and again.ranked[0].time_us == res.ranked[0].time_us
