@@ -24,7 +24,7 @@ from constraints.spec import Recipe
 from constraints.stages import StageSplitError
 from solver.space import SearchSpace, make_recipe, recompute_choices, recompute_name
 from solver.splits import split_code
-from solver.variants import DEFAULT as DEFAULT_VARIANT, choose, key_columns, legal_variants, variant_domains, variants_of
+from solver.variants import DEFAULT as DEFAULT_VARIANT, choose, key_columns, legal_variants, space_variants
 from solver.table_memory import MemoryTables, make_split
 from solver.table_rules import activation_ok, batch_ok, struct_rows
 from solver.table_time import UNPRICEABLE_US, ranking_time_us
@@ -190,9 +190,7 @@ def row_recipe(space, struct, act_rows, rcs_all, shardings, static_ok):
 
 def _variants(space, profile, recipe_of_row, cols) -> tuple[list, np.ndarray]:
     """(variants tried, [activation row, variant] legality): the space's variant domains on this hardware."""
-    hw = variant_domains(space.model, profile)
-    domains = {a: [v for v in space.domains.get(a, hw[a]) if v in hw[a]] for a in hw}
-    variants = variants_of(domains)
+    variants = space_variants(space, profile)
     if not variants or not len(cols["struct"]):
         return variants or [DEFAULT_VARIANT], np.zeros((len(cols["struct"]), max(len(variants), 1)), dtype=bool)
     # the default variant is the rows' own recipe, which the activation rules already accepted

@@ -28,13 +28,19 @@ DEFAULT = ("alltoall", False)  # Megatron recipes' dispatcher for MoE and no EP 
 MIN_FLEX_COMPUTE_CAPABILITY = 9.0
 
 
-def variant_domains(model, profile) -> dict[str, list]:
-    """Default candidate values of the two variant axes for this model on this hardware."""
-    if not model.is_moe:
-        return {"moe_dispatcher": ["alltoall"], "ep_comm_overlap": [False]}
-    flex = profile is None or (getattr(profile, "vendor", "") == "nvidia"
+def supports_flex(profile) -> bool:
+    """The flex dispatcher's DeepEP / HybridEP backends run on CUDA compute capability >= 9.0 (None: unknown, allow)."""
+    return profile is None or (getattr(profile, "vendor", "") == "nvidia"
                                and (getattr(profile, "compute_capability", None) or 0.0) >= MIN_FLEX_COMPUTE_CAPABILITY)
-    return {"moe_dispatcher": ["alltoall", "flex"] if flex else ["alltoall"], "ep_comm_overlap": [False, True]}
+
+
+def space_variants(space, profile) -> list[tuple[str, bool]]:
+    """(dispatcher, EP overlap) pairs to try: the space's two variant domains (pins included), flex dropped where its
+    backends do not run; a dense model has no token dispatch, so only the default (any pin there changes nothing)."""
+    if not space.model.is_moe:
+        return [DEFAULT]
+    disp = [d for d in space.domains.get("moe_dispatcher", ["alltoall"]) if d != "flex" or supports_flex(profile)]
+    return variants_of({"moe_dispatcher": disp, "ep_comm_overlap": space.domains.get("ep_comm_overlap", [False])})
 
 
 def variants_of(domains: dict) -> list[tuple[str, bool]]:

@@ -80,3 +80,18 @@ def test_pins_narrow_the_variants_and_flex_needs_hopper():
     assert all(t.recipe(int(t.cand_act[i]), int(t.cand_shard[i])).moe_dispatcher == MoeDispatcher.alltoall for i in fit)
     _, _, _, amd = _tables(hw="mi300x")
     assert {d for d, _ in amd.variants} == {"alltoall"}  # DeepEP / HybridEP backends are CUDA Hopper+ only
+
+
+def test_allgather_pin_is_honoured_and_dense_models_ignore_variant_pins():
+    model, pl, prof, t = _tables(pins={"moe_dispatcher": ["allgather"]})
+    assert t.variants == [("allgather", False), ("allgather", True)]
+    fit = np.flatnonzero(t.cand_peak <= t.usable_bytes)
+    assert len(fit)
+    for i in fit[:: max(len(fit) // 20, 1)]:  # EP overlap needs an alltoall/flex dispatcher: never chosen here
+        r = t.recipe(int(t.cand_act[i]), int(t.cand_shard[i]))
+        assert r.moe_dispatcher == MoeDispatcher.allgather and not r.overlap_moe_expert_parallel_comm
+    dense = load_model("Llama-3.1-8B")
+    pl1 = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    dt = build_tables(build_space(dense, JOB, pl1, pins={"tp": [1, 2], "pp": [1, 2], "cp": [1], "mbs": [1],
+                                                         "moe_dispatcher": ["flex"]}), prof)
+    assert dt.variants == [("alltoall", False)] and len(dt.cand_act)
