@@ -14,9 +14,9 @@ best total tokens/s is below the target (CountScreen; the two that prove 'no rec
   and a pipeline split that exists (even, account-for, or an uneven first/last pair where the space
   allows them), so the space has no legal recipe (the rules global_batch_divisible and world_divisible,
   and the stage splits build_tables drops);
-- throughput: every GPU at its fastest FLOP rate (peak for the job's GEMM precision and bf16, times the
-  profile's highest efficiency if above 1) over the Megatron FLOPs per token (measure/flops.py, least
-  vocabulary padding) is below the target, i.e. MFU <= 1 at the rate the projection's roofline can reach.
+- throughput: every GPU at the fastest FLOP rate the projection's roofline can price a kernel at (peak
+  for the dtype times the calibration's top efficiency) over the Megatron FLOPs per token (measure/flops.py,
+  least vocabulary padding) is below the target: MFU at most that top efficiency (~0.71 on H100).
 The answer is the plain scan's: a skipped count provably has best < target, and the largest count is never
 skipped (its solve is the reported result when nothing reaches the target). `prune=False` is the plain scan.
 """
@@ -79,19 +79,24 @@ class CountScreen:
     # ---- throughput ----------------------------------------------------------------------------
     def max_tokens_per_s(self, world_size: int) -> float:
         """Total tokens/s no recipe's projection exceeds: world x fastest per-GPU FLOP rate / FLOPs per token.
-        The projection prices every matmul and attention kernel at FLOPs / (peak(dtype) x efficiency) or
-        slower (measure/roofline.py), its kernels' FLOPs cover Megatron's count (attention backward is
-        priced at 2.5x forward where Megatron counts 2x, which also covers the MLA '+1' norm terms), and
-        the step is at least the busiest rank's share of them."""
+        measure/roofline.py prices a matmul at FLOPs / (peak(dtype) x efficiency) or slower, the efficiency
+        at most the calibration curve's top (times the fp8 factor for fp8, times grouped factors <= 1 for
+        grouped GEMMs), and attention at FLOPs / (bf16 peak x attention efficiency); other kernels carry no
+        FLOPs. Those kernels' FLOPs summed over the world cover Megatron's count (attention backward is priced
+        at 2.5x forward where Megatron counts 2x, more than the MLA '+1' norm terms it adds; held by
+        tests/test_solver_fewest_gpus.py), and each GPU's step is at least its own kernels' time."""
         if self._per_gpu_rate is None:
             from constraints.params import padded_vocab_size
             from measure.flops import flops_per_token
             from measure.layer_ops import gemm_dtype
             from measure.roofline import peak_flops
 
-            cal = self.profile.calibration
-            top_eff = max([1.0, cal.attention_efficiency] + [y for _, y in cal.gemm_efficiency])
-            self._per_gpu_rate = max(peak_flops(self.profile, d) for d in (gemm_dtype(self.job), "bf16")) * top_eff
+            cal, dtype = self.profile.calibration, gemm_dtype(self.job)
+            top = max(y for _, y in cal.gemm_efficiency)
+            fp8 = cal.fp8_gemm_relative_efficiency if dtype == "fp8" else 1.0
+            bf16 = peak_flops(self.profile, "bf16")
+            # GEMMs of the job's precision; bf16 GEMMs (output layer, router); attention (bf16)
+            self._per_gpu_rate = max(peak_flops(self.profile, dtype) * top * fp8, bf16 * top, bf16 * cal.attention_efficiency)
             self._flops_per_token = flops_per_token(self.model, self.job.seq_length, padded_vocab_size(self.model, 1))
         return world_size * self._per_gpu_rate / self._flops_per_token
 
@@ -191,7 +196,7 @@ def fewest_gpus(placement, target_tokens_per_s: float, solve_at: Callable, scree
 
 def target_explanation(tried: list[dict], num_nodes: int) -> Optional[dict]:
     """The explanation when no count reaches the target but some count had a recipe (or was skipped only
-    because even MFU 1 falls short): the target is the conflict; None when nothing fitted anywhere."""
+    because even its throughput bound falls short): the target is the conflict; None when nothing fitted anywhere."""
     solved = [t for t in tried if t["tokens_per_s"]]
     if not solved and not any(t.get("skipped") == "throughput_bound" for t in tried):
         return None
