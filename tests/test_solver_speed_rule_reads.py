@@ -85,3 +85,15 @@ def test_verdicts_do_not_move_when_undeclared_fields_move(seed):
                 assert _verdict(fn, RuleInput(recipe=other, **ctx)) == want, (fn.__name__, base, other)
                 moved += other != base
     assert moved > 1000  # the re-draws really changed recipes
+
+
+def test_rules_register_in_one_order_whichever_module_is_imported_first():
+    import subprocess
+    import sys
+
+    code = ("import {0}, constraints.rules_features; from constraints.rules import RULES, layers_split; "
+            "print(' '.join(f.__name__ for f in RULES))")
+    orders = {subprocess.run([sys.executable, "-c", code.format(m)], capture_output=True, text=True, check=True).stdout
+              for m in ("constraints.rules", "constraints.rules_attention", "constraints.rules_pipeline")}
+    assert len(orders) == 1
+    assert orders.pop().split() == [fn.__name__ for fn in RULES]
