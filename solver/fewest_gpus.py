@@ -118,14 +118,14 @@ class CountScreen:
         return self._splits[key]
 
     def _split_values(self, space, pp: int, vpp: int) -> list:
-        """Every split value the tables may try at this (PP, VPP): solver/splits.split_choices over the
-        space's account-for domain, uneven (first, last) pairs included whenever the space allows them (a
-        superset of what the tables try, so an 'empty' verdict never misses a split they use)."""
+        """Every split value the tables may try at this (PP, VPP): the space's account-for values and the
+        uneven (first, last) pairs solver/splits.split_choices gives, the call solver/table_rules.struct_rows
+        makes (a superset of what the tables try, so an 'empty' verdict never misses a split they use)."""
         from solver.splits import split_choices
 
+        acc_domain = space.domains["acc_split"]
         uneven = True in space.domains.get("uneven_stages", [False])
-        return list(space.domains["acc_split"]) + [s for s in split_choices(self.model, pp, vpp, [False], uneven)
-                                                    if isinstance(s, tuple)]
+        return list(acc_domain) + [s for s in split_choices(self.model, pp, vpp, acc_domain, uneven) if isinstance(s, tuple)]
 
     def space_is_empty(self, placement) -> bool:
         """True when no (TP, PP, CP, MBS, schedule/VPP, split) of the space's domains passes the batch
