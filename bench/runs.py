@@ -15,10 +15,11 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - recompute none unless the row states it (selective modules are parsed from the text).
 - Megatron-Bridge performance-table rows (MBR, release in the notes) and verification-card benchmark rows
   (MBCARD pretrain_performance / weak scaling, at the card's commit): the MoE dispatcher (flex when the preset
-  names a HybridEP/DeepEP backend, else alltoall), `--overlap-moe-expert-parallel-comm` (the preset's
+  names HybridEP, or DeepEP off GB200/GB300, else alltoall), `--overlap-moe-expert-parallel-comm` (the preset's
   moe_a2a_overlap) and, when the row is silent, the recompute of that release's benchmark preset whose
-  TP/PP/VPP/EP/MBS match the row (bench/mbridge_presets.py); CUDA graphs, fp8 attention and fused grouped
-  MLP of the preset have no Recipe field and are not modelled.
+  TP/PP/VPP/EP/MBS match the row (bench/mbridge_presets.py; a card that names no VP takes the preset's VPP);
+  CUDA graphs, fp8 attention and fused grouped MLP of the preset have no Recipe field and are not modelled.
+  25.09 rows and rows without a matching preset keep the defaults below.
 - `--overlap-moe-expert-parallel-comm` as the notes state it ("EP overlap on/off", card text), else as above.
 - MoE otherwise: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap; ETP = 1 on Megatron-Bridge
   rows that leave it empty (its perf presets set expert_tensor_parallel_size=1), else Megatron's default ETP = TP.

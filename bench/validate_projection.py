@@ -4,7 +4,8 @@ Usage: `.venv/bin/python -m bench.validate_projection [--csv PATH] [--rows]`. Pr
 median / mean / p90 / worst absolute % error of tokens/s/GPU and TFLOP/s/GPU by hardware and precision,
 Spearman's rho on groups of rows that differ only in recipe, and the skipped rows with reasons.
 Calibration comes from the hardware profiles (fitted by bench/fit_calibration.py on the whole file).
-On top of bench.runs' assumptions, MoE rows get a dispatcher (`assume_moe_dispatcher`).
+On top of bench.runs' assumptions (which take Megatron-Bridge rows' unstated MoE fields from their release's
+benchmark preset, bench/mbridge_presets.py), other MoE rows get a dispatcher (`assume_moe_dispatcher`).
 """
 from __future__ import annotations
 
