@@ -106,6 +106,7 @@ class MemoryTables:
         self.model, self.job, self.world = space.model, space.job, space.world_size
         self.splits, self.width = splits, width
         self.split_keys = list(splits)
+        self._static_cache, self._static_recipes, self._class_params_cache, self._params_by_sig = {}, {}, {}, {}
         # full-recompute settings: the only part of recompute the activation coefficients read
         keys = [full_recompute_key(_SPLIT_BASE.model_copy(update={"recompute": rc})) for rc in rc_choices]
         self.full_keys = list(dict.fromkeys(keys))
@@ -118,36 +119,50 @@ class MemoryTables:
 
     # ---- static ------------------------------------------------------------------------------
     def static_row(self, row: tuple, sharding: str) -> list[int]:
-        """Static bytes per class of one structural row under one DP sharding (0 past the last class).
-
-        Cached per (TP, PP, CP, EP, ETP, sharding, class params): static_from_params reads of a recipe only
-        the sharding arithmetic (DP, CP, expert-DP, the sharding, fp8_param_gather), so rows that differ in
-        schedule, VPP or split share a value whenever their ranks hold the same parameter counts."""
+        """Static bytes per class of one structural row under one DP sharding (0 past the last class)."""
         tp, pp, vpp, cp, ep, etp, sched, acc = row
-        cache = self.__dict__.setdefault("_static_cache", {})
-        recipes = self.__dict__.setdefault("_static_recipes", {})
-        out = [0] * self.width
-        for c, params in enumerate(self._class_params(tp, ep, etp, (pp, vpp, acc))):
-            key = (tp, pp, cp, ep, etp, sharding, params)
-            hit = cache.get(key)
-            if hit is None:
-                rkey = key[:6]
-                r = recipes.get(rkey)
-                if r is None:
-                    r = recipes[rkey] = fast_recipe(tp, pp, 1, cp, ep, etp, 1, tp > 1, self.rc[0], "1f1b", sharding, False)
-                hit = cache[key] = sum(mem.static_from_params(self.job, r, self.world, *params).values())
-            out[c] = hit
+        out = [self._static(tp, pp, cp, ep, etp, sharding, params) for params in self._class_params(tp, ep, etp, (pp, vpp, acc))]
+        return out + [0] * (self.width - len(out))
+
+    def static_table(self, struct: list[tuple], static_ok: np.ndarray, shardings: list[str]) -> np.ndarray:
+        """[struct * n_shard + shard, width] static_row of every (row, sharding) the structural rules accept, 0
+        elsewhere: the table build_tables stores, in one call (class params looked up once per row)."""
+        n_sh = len(shardings)
+        at, vals = [], []
+        for i, (tp, pp, vpp, cp, ep, etp, sched, acc) in enumerate(struct):
+            params = self._class_params(tp, ep, etp, (pp, vpp, acc))
+            pad = [0] * (self.width - len(params))
+            for k, sh in enumerate(shardings):
+                if static_ok[i, k]:
+                    at.append(i * n_sh + k)
+                    vals.append([self._static(tp, pp, cp, ep, etp, sh, p) for p in params] + pad)
+        out = np.zeros((len(struct) * n_sh, self.width), dtype=np.int64)
+        if at:
+            out[np.array(at)] = np.array(vals, dtype=np.int64)
         return out
+
+    def _static(self, tp, pp, cp, ep, etp, sharding: str, params: tuple) -> int:
+        """Static bytes of one class, cached per (TP, PP, CP, EP, ETP, sharding, class params): static_from_params
+        reads of a recipe only the sharding arithmetic (DP, CP, expert-DP, the sharding, fp8_param_gather), so
+        rows that differ in schedule, VPP or split share a value whenever their ranks hold the same counts."""
+        key = (tp, pp, cp, ep, etp, sharding, params)
+        hit = self._static_cache.get(key)
+        if hit is None:
+            r = self._static_recipes.get(key[:6])
+            if r is None:
+                r = self._static_recipes[key[:6]] = fast_recipe(tp, pp, 1, cp, ep, etp, 1, tp > 1, self.rc[0], "1f1b", sharding, False)
+            hit = self._static_cache[key] = sum(mem.static_from_params(self.job, r, self.world, *params).values())
+        return hit
 
     def _class_params(self, tp, ep, etp, split_key) -> list:
         """rank_params per class of a split, cached per (TP, EP, ETP, split) and computed once per (TP, EP, ETP,
         class contents): rank_params reads TP, EP, ETP, the vocab padding and, of the chunks, each layer's MoE
         flag (constraints.params.all_layer_params holds one LayerParams per flag), embedding, loss and MTP, so
         splits whose ranks hold the same contents share it."""
-        cache = self.__dict__.setdefault("_class_params_cache", {})
+        cache = self._class_params_cache
         hit = cache.get((tp, ep, etp, split_key))
         if hit is None:
-            by_sig = self.__dict__.setdefault("_params_by_sig", {})
+            by_sig = self._params_by_sig
             split = self.splits[split_key]
             hit = []
             for c, sig in enumerate(split.sigs):

@@ -12,7 +12,7 @@ from constraints.models import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.space import build_space, make_recipe, recompute_choices
-from solver.table_memory import make_split, unique_codes
+from solver.table_memory import MemoryTables, make_split, unique_codes
 from solver.tables import build_tables
 
 PINS = {"tp": [1, 2, 4], "pp": [1, 2, 4], "vpp": [1, 2, 3], "cp": [1, 2], "ep": [1, 2, 8], "etp": [1, 2], "mbs": [1, 2],
@@ -51,3 +51,20 @@ def test_unique_codes_matches_numpy_unique():
         want, want_inv = np.unique(keys, axis=0, return_inverse=True)
         assert np.array_equal(uniq, want) and np.array_equal(inv, want_inv.reshape(-1))
         assert np.array_equal(uniq[inv], keys)
+
+
+def test_static_table_equals_static_row_per_accepted_pair():
+    model = load_model("DeepSeek-V3")  # MTP, first-k-dense layers, uneven splits: classes differ in contents
+    job = JobSpec(seq_length=4096, global_batch_size=256)
+    pl = Placement(hardware="h800-sxm-80gb", num_nodes=8, gpus_per_node=8)
+    t = build_tables(build_space(model, job, pl, pins={"tp": [2, 8], "cp": [1], "mbs": [1], "recompute": ["none"]}),
+                     load_profile(pl.hardware))
+    splits = {(pp, vpp, acc): make_split(model, pp, vpp, acc) for _, pp, vpp, _, _, _, _, acc in t.struct}
+    memt = MemoryTables(t.space, t.profile, t.rc_choices, splits, t.static_bytes.shape[1])
+    table = memt.static_table(t.struct, t.static_ok, t.shardings)
+    want = np.zeros_like(table)
+    for i, row in enumerate(t.struct):
+        for k, sh in enumerate(t.shardings):
+            if t.static_ok[i, k]:
+                want[i * len(t.shardings) + k] = memt.static_row(row, sh)
+    assert np.array_equal(table, want) and np.array_equal(table, t.static_bytes) and table.any()
