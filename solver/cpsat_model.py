@@ -117,8 +117,8 @@ def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint
                      codes=codes, memory_literal=mem_lit, peak_bytes=peak)
     # constraint group: user pins, one literal each (pins on the MoE variant axes act on the space, solver/variants.py)
     for name, allowed in (pins or {}).items():
-        if name in VARIANT_AXES:
-            continue
+        if name in VARIANT_AXES:  # chosen per candidate inside the space (solver/variants.py): pin them there
+            raise ValueError(f"--{name.replace('_', '-')}: a per-candidate choice; pin it in the space (build_space pins)")
         lit = m.new_bool_var(f"pin_{name}")
         ok = [i for i, v in enumerate(codes[name]) if v in list(allowed)]
         m.add_linear_expression_in_domain(axis[name], cp_model.Domain.from_values(ok)).only_enforce_if(lit)

@@ -108,8 +108,8 @@ def fitting_index(tables: Tables, pins: Optional[dict] = None, objective: str = 
     """Candidate indices that fit and satisfy the pins, in (objective, ranking time, act, shard) order."""
     keep = tables.cand_peak <= tables.usable_bytes
     for name, allowed in (pins or {}).items():
-        if name in VARIANT_AXES:  # applied in the space: every candidate already carries an allowed variant
-            continue
+        if name in VARIANT_AXES:  # chosen per candidate inside the space (solver/variants.py): pin them there
+            raise ValueError(f"--{name.replace('_', '-')}: a per-candidate choice; pin it in the space (build_space pins)")
         ok = tables.allowed(name, allowed)
         keep &= ok[tables.cand_shard] if name == "dp_sharding" else ok[tables.cand_act]
     idx = np.flatnonzero(keep)

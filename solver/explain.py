@@ -53,8 +53,35 @@ def minimal_core(rm) -> list[str]:
     if _feasible(rm, core):
         raise RuntimeError("explanation core is feasible on its own; please report this model and job")
     names = {rm.memory_literal.index: "memory_fits"}
-    names.update({lit.index: f"--{axis}" for axis, lit in rm.pin_literals.items()})
+    names.update({lit.index: flag_of(axis) for axis, lit in rm.pin_literals.items()})
     return [names[lit.index] for lit in core]
+
+
+# axis -> the `solve` option that pins it (the rest are spelled --<axis> on the command line)
+_FLAGS = {"sp": "--sequence-parallel", "dp_sharding": "--dp-sharding", "tp_comm_overlap": "--tp-comm-overlap",
+          "ep_comm_overlap": "--ep-comm-overlap", "moe_dispatcher": "--moe-dispatcher", "uneven_stages": "--uneven-stages",
+          "acc_split": "--account-for-embedding/loss split"}
+
+
+def flag_of(axis: str) -> str:
+    return _FLAGS.get(axis, f"--{axis}")
+
+
+def _variant_core(model, job, placement, profile, pins: dict, bounds: dict, margin: float) -> list[str]:
+    """The pins are infeasible only with the MoE variant pins in (solver/variants.py chooses those per candidate,
+    outside CP-SAT's literals): shrink the whole pin set by deletion, each step a re-solve, and name memory when
+    the remaining pins leave legal recipes that do not fit."""
+    core = list(pins)
+    for axis in list(core):
+        trial = {a: pins[a] for a in core if a != axis}
+        if not _any_fit(model, job, placement, profile, trial, bounds, margin):
+            core = list(trial)
+    kept = {a: pins[a] for a in core}
+    try:
+        legal = len(build_tables(build_space(model, job, placement, pins=kept, ranges=bounds), profile, margin).cand_act) > 0
+    except ValueError:
+        legal = False
+    return ([] if not legal else ["memory_fits"]) + [flag_of(a) for a in core]
 
 
 def _any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
@@ -76,17 +103,17 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
     from hardware.profile import load_profile
 
     space = build_space(model, job, placement, ranges=bounds)
-    for axis, values in pins.items():  # keep pinned values in the domain so the pin is a constraint, not a gap
-        if axis in VARIANT_AXES:  # chosen per candidate inside the space (solver/variants.py): a space pin
-            space.domains[axis] = list(values)
-        else:
-            space.domains[axis] = sorted(set(space.domains[axis]) | set(values), key=str)
+    cp_pins = {a: v for a, v in pins.items() if a not in VARIANT_AXES}  # variant axes stay open here
+    for axis, values in cp_pins.items():  # keep pinned values in the domain so the pin is a constraint, not a gap
+        space.domains[axis] = sorted(set(space.domains[axis]) | set(values), key=str)
     tables = build_tables(space, profile, margin)
     conflict: list[str] = []
     if not len(tables.act_rows):
         conflict = ["rules: no legal recipe for this model, world size and job"]
     else:
-        conflict = minimal_core(build_model(tables, pins))
+        conflict = minimal_core(build_model(tables, cp_pins))
+        if not conflict and len(cp_pins) < len(pins):  # feasible with the variants open: their pins take part
+            conflict = _variant_core(model, job, placement, profile, pins, bounds, margin)
     out: dict = {"conflict": conflict, "remedies": []}
     if not remedies:
         return out
@@ -107,7 +134,7 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
             out["remedies"].append(label)
     for axis in pins:
         if _any_fit(model, job, placement, profile, {a: v for a, v in pins.items() if a != axis}, bounds, margin):
-            out["remedies"].append(f"drop --{axis}")
+            out["remedies"].append(f"drop {flag_of(axis)}")
     return out
 
 

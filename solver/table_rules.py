@@ -204,9 +204,11 @@ def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple[tuple, list[
             continue
         for sched, vpp in schedule_vpp_pairs(space, pp):
             if (pp, vpp) not in splits:
-                splits[(pp, vpp)] = split_choices(model, pp, vpp, d["acc_split"], uneven)
-                if False not in d.get("uneven_stages", [False]):  # --uneven-stages: only the uneven splits
-                    splits[(pp, vpp)] = [s for s in splits[(pp, vpp)] if isinstance(s, tuple)]
+                if False not in d.get("uneven_stages", [False]):  # --uneven-stages: only the uneven splits, so none is
+                    # dropped as a duplicate of account-for's layout (which the pin excludes)
+                    splits[(pp, vpp)] = [s for s in split_choices(model, pp, vpp, [False], True) if isinstance(s, tuple)]
+                else:
+                    splits[(pp, vpp)] = split_choices(model, pp, vpp, d["acc_split"], uneven)
             for acc in splits[(pp, vpp)]:
                 if not judge.ok(at[1], (tp, pp, vpp, cp, 1, etp0, 1, tp > 1, rc, sched, sh0, acc, False)):
                     continue

@@ -205,8 +205,9 @@ def _variants(space, profile, recipe_of_row, cols) -> tuple[list, np.ndarray]:
 def _price_variants(space, profile, cols, rcs_all, shardings, cand_act, cand_shard, variants, legal) -> tuple[np.ndarray, np.ndarray]:
     """Ranking time (µs) and variant index of each candidate: the fastest of its legal variants. One batch
     holds every (candidate, legal variant) pair, so the projection's layer costs are computed once."""
-    if len(variants) == 1:
-        return ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act, cand_shard), np.zeros(len(cand_act), dtype=np.int64)
+    if len(variants) == 1:  # priced as that variant (the batch's base would be the default: alltoall, no overlap)
+        zero = np.zeros(len(cand_act), dtype=np.int64)
+        return ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act, cand_shard, variants, zero), zero
     ci, vi = np.nonzero(legal)
     t = ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act[ci], cand_shard[ci], variants, vi)
     by = np.full(legal.shape, UNPRICEABLE_US, dtype=np.int64)

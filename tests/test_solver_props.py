@@ -56,7 +56,7 @@ def test_explanation_names_conflicting_pins():
     pl = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
     pins = {"tp": [1], "pp": [1], "dp_sharding": ["none"], "schedule": ["1f1b"], "mbs": [1], "vpp": [1]}
     out = explain_infeasible(model, job, pl, load_profile(pl.hardware), pins, {}, 0.0, remedies=False)
-    assert {"memory_fits", "--tp", "--pp", "--dp_sharding"} <= set(out["conflict"])
+    assert {"memory_fits", "--tp", "--pp", "--dp-sharding"} <= set(out["conflict"])
     assert "--schedule" not in out["conflict"] and "--mbs" not in out["conflict"]
 
 

@@ -80,3 +80,17 @@ def test_deepseek_v3_at_pp8_gets_uneven_answers_that_check_accepts():
         assert r.recipe.first_stage_layers or r.recipe.account_for_embedding_in_pipeline_split
         rep = check_case(Case(model=model, job=job, recipe=r.recipe, placement=pl), prof)
         assert rep.legal and rep.fits
+
+
+def test_uneven_pin_keeps_the_pair_that_equals_account_for():
+    """Review finding: under --uneven-stages the pair with account-for's layout was dropped as its duplicate although
+    the pin drops account-for itself (Llama-3.1-405B at PP 16: (7, 7))."""
+    from constraints.spec import Recompute
+    from solver.table_rules import struct_rows
+
+    model = load_model("Llama-3.1-405B")
+    pl, prof = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8), load_profile("h100-sxm-80gb")
+    space = build_space(model, JobSpec(seq_length=4096, global_batch_size=64), pl,
+                        pins={"uneven_stages": [True], "pp": [16], "tp": [1], "cp": [1], "mbs": [1], "recompute": ["full:uniform:1"]})
+    splits = {row[7] for row, _ in struct_rows(space, prof, Recompute.none()) if row[2] == 1}
+    assert (7, 7) in splits and all(isinstance(s, tuple) for s in splits)

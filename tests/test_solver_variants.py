@@ -95,3 +95,32 @@ def test_allgather_pin_is_honoured_and_dense_models_ignore_variant_pins():
     dt = build_tables(build_space(dense, JOB, pl1, pins={"tp": [1, 2], "pp": [1, 2], "cp": [1], "mbs": [1],
                                                          "moe_dispatcher": ["flex"]}), prof)
     assert dt.variants == [("alltoall", False)] and len(dt.cand_act)
+
+
+def test_a_single_non_default_variant_is_priced_as_itself():
+    """Review finding: with one variant left (pins, or flex dropped on MI300X) it was priced as alltoall/no-overlap."""
+    for hw, pins in (("h100-sxm-80gb", {"moe_dispatcher": ["alltoall"], "ep_comm_overlap": [True]}),
+                     ("mi300x", {"ep_comm_overlap": [True]})):
+        model, pl, prof, t = _tables(hw=hw, pins=pins)
+        assert len(t.variants) == 1 and t.variants[0][1] is True
+        for i in np.flatnonzero(t.cand_peak <= t.usable_bytes)[:6]:
+            r = t.recipe(int(t.cand_act[i]), int(t.cand_shard[i]))
+            assert r.overlap_moe_expert_parallel_comm
+            own_us = project(model, JOB, r, pl, prof, simulate_pipeline=False).iteration_time_s * 1e6
+            assert abs(own_us - t.cand_time_us[i]) <= 1.0
+
+
+def test_explanations_name_variant_pins_and_hints_cannot_narrow_variants():
+    from solver.explain import explain_infeasible
+    from solver.proposer.hints import validate_one
+
+    model, pl, prof = load_model("Mixtral-8x7B-v0.1"), Placement(hardware="mi300x", num_nodes=1, gpus_per_node=8), load_profile("mi300x")
+    bounds = {"pp": (1, 2), "tp": (1, 2), "cp": (1, 1)}
+    out = explain_infeasible(model, JOB, pl, prof, {"moe_dispatcher": ["flex"]}, bounds, 0.0, remedies=False)
+    assert "--moe-dispatcher" in out["conflict"]  # flex does not run on MI300X
+    pl16 = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8)
+    out = explain_infeasible(model, JOB, pl16, load_profile("h100-sxm-80gb"), {"ep": [1], "ep_comm_overlap": [True]}, bounds, 0.0,
+                             remedies=False)
+    assert {"--ep", "--ep-comm-overlap"} <= set(out["conflict"])  # EP overlap needs EP > 1
+    hint, why = validate_one({"action": "pin", "axes": {"moe_dispatcher": "flex"}, "rationale": "x"}, {"moe_dispatcher": ["flex"]}, "t")
+    assert hint is None and "per candidate" in why

@@ -27,6 +27,7 @@ AxisName = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute
                    "tp_comm_overlap", "uneven_stages", "moe_dispatcher", "ep_comm_overlap"]
 Scalar = Union[StrictBool, StrictInt, StrictStr, None]  # None: ETP follows TP (dense models)
 INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
+PER_CANDIDATE_AXES = ("moe_dispatcher", "ep_comm_overlap")  # solver/variants.py picks them per candidate
 MAX_HINTS_PER_REPLY = 16        # a reply with more is cut here; the rest are rejected as "too many"
 MAX_VALUES_PER_AXIS = 64
 MAX_RATIONALE_CHARS = 600
@@ -154,6 +155,9 @@ def validate_one(raw: Any, legal: Mapping[str, Sequence], source: str) -> tuple[
         return None, reason
     resolved: dict[str, list] = {}
     for axis, spec in hint.axes.items():
+        if axis in PER_CANDIDATE_AXES:
+            return None, (f"{axis}: chosen per candidate (the fastest legal value, solver/variants.py); a hint cannot "
+                          f"narrow it, pin it with --{axis.replace('_', '-')} instead")
         vals, reason = _resolve_axis(axis, spec, list(legal.get(axis, [])))
         if reason:
             return None, reason
