@@ -106,7 +106,8 @@ class MemoryTables:
         self.model, self.job, self.world = space.model, space.job, space.world_size
         self.splits, self.width = splits, width
         self.split_keys = list(splits)
-        self._static_cache, self._static_recipes, self._class_params_cache, self._params_by_sig = {}, {}, {}, {}
+        self._static_cache, self._static_recipes, self._class_params_cache = {}, {}, {}
+        self._params_recipes, self._params_by_chunk, self._chunk_ids, self._split_chunks = {}, {}, {}, {}
         # full-recompute settings: the only part of recompute the activation coefficients read
         keys = [full_recompute_key(_SPLIT_BASE.model_copy(update={"recompute": rc})) for rc in rc_choices]
         self.full_keys = list(dict.fromkeys(keys))
@@ -155,24 +156,39 @@ class MemoryTables:
         return hit
 
     def _class_params(self, tp, ep, etp, split_key) -> list:
-        """rank_params per class of a split, cached per (TP, EP, ETP, split) and computed once per (TP, EP, ETP,
-        class contents): rank_params reads TP, EP, ETP, the vocab padding and, of the chunks, each layer's MoE
-        flag (constraints.params.all_layer_params holds one LayerParams per flag), embedding, loss and MTP, so
-        splits whose ranks hold the same contents share it."""
-        cache = self._class_params_cache
-        hit = cache.get((tp, ep, etp, split_key))
+        """rank_params per class of a split, cached per (TP, EP, ETP, split).
+
+        Built from per-chunk rank_params: a rank's counts are its chunks' sums (dense, expert) and max (largest
+        layer), exactly rank_params' loop, and one chunk's counts depend on TP, EP, ETP, the vocab padding
+        (rank_params reads only those and the chunks) and the chunk's contents: each layer's MoE flag
+        (constraints.params.all_layer_params holds one LayerParams per flag), embedding, loss and MTP. So each
+        distinct chunk is priced once per (TP, EP, ETP) across all splits, under one recipe per (TP, EP, ETP)."""
+        hit = self._class_params_cache.get((tp, ep, etp, split_key))
         if hit is None:
-            by_sig = self._params_by_sig
-            split = self.splits[split_key]
+            r = self._params_recipes.get((tp, ep, etp))
+            if r is None:
+                r = self._params_recipes[(tp, ep, etp)] = fast_recipe(tp, 1, 1, 1, ep, etp, 1, False, self.rc[0], "1f1b", "none", False)
             hit = []
-            for c, sig in enumerate(split.sigs):
-                params = by_sig.get((tp, ep, etp, sig))
-                if params is None:
-                    r = fast_recipe(tp, split_key[0], split_key[1], 1, ep, etp, 1, False, self.rc[0], "1f1b", "none", split_key[2])
-                    params = by_sig[(tp, ep, etp, sig)] = mem.rank_params(self.model, r, split.chunks[split.classes[c][0]])
-                hit.append(params)
-            cache[(tp, ep, etp, split_key)] = hit
+            for chunks in self._class_chunks(split_key):
+                dense = expert = biggest = 0
+                for chunk_id, chunk in chunks:
+                    key = (tp, ep, etp, chunk_id)
+                    d, e, b = self._params_by_chunk.get(key) or self._params_by_chunk.setdefault(
+                        key, mem.rank_params(self.model, r, [chunk]))
+                    dense, expert, biggest = dense + d, expert + e, max(biggest, b)
+                hit.append((dense, expert, biggest))
+            self._class_params_cache[(tp, ep, etp, split_key)] = hit
         return hit
+
+    def _class_chunks(self, split_key) -> list[list[tuple[int, object]]]:
+        """Per class of a split: (content id, chunk) of its first rank's chunks (ids shared across splits)."""
+        out = self._split_chunks.get(split_key)
+        if out is None:
+            split, flags = self.splits[split_key], self.model.moe_layers
+            out = self._split_chunks[split_key] = [
+                [(self._chunk_ids.setdefault((tuple(flags[i] for i in c.layers), c.embedding, c.loss, c.mtp), len(self._chunk_ids)), c)
+                 for c in split.chunks[ranks[0]]] for ranks in split.classes]
+        return out
 
     # ---- activations -------------------------------------------------------------------------
     def activation(self, cols: dict[str, np.ndarray], frag_ppm: int, overhead_bytes: int) -> np.ndarray:
