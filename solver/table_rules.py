@@ -103,6 +103,11 @@ def axes_read(fn) -> frozenset:
     return frozenset(a for f in fn.reads for a in FIELD_AXES.get(f, ()))
 
 
+def _no_axes(vals: tuple) -> tuple:
+    """The key of rules that read no assignment axis (a function, not a lambda, so a Judge pickles)."""
+    return ()
+
+
 class _Memo:
     """The error verdict of some rules that read the same axes, cached by those axes' values."""
 
@@ -111,7 +116,7 @@ class _Memo:
     def __init__(self, fns: tuple, axes: frozenset) -> None:
         self.fns, self.axes, self.cache = fns, axes, {}
         positions = [i for i, a in enumerate(AXES) if a in axes]
-        self.key = itemgetter(*positions) if positions else (lambda vals: ())
+        self.key = itemgetter(*positions) if positions else _no_axes
 
 
 class Judge:
