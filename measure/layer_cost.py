@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from constraints.spec import JobSpec, ModelSpec, MoeDispatcher, Placement, Recipe
@@ -177,17 +178,36 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
                       dense_params=dense_p, expert_params=expert_p)
 
 
-def finish_layer_cost(parts: LayerParts, recipe: Recipe, cal: Calibration) -> LayerCost:
-    """Apply what the recipe's recompute modules and overlap flags decide (see `finish_parts`)."""
+def ep_paired_fraction(pp, vpp, m):
+    """Share of a rank's forward (and backward) passes that the EP A2A overlap pairs with another micro-batch's
+    opposite pass; scalars or numpy arrays. Megatron-LM pairs micro-batch i's forward with i-1's backward
+    (combined_1f1b_schedule_for_no_pipelining: the first forward and the last backward stay alone, so M - 1 of M at
+    PP 1), and with PP > 1 (VPP required) only the interleaved schedule's steady state pairs: the warm-up forwards of
+    rank r, min((PP - r - 1) x 2 + (VPP - 1) x PP, M x VPP) (schedules.py get_pp_rank_microbatches), stay alone."""
+    pp, vpp, m = np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64), np.asarray(m, dtype=np.int64)
+    total = np.maximum(m * vpp, 1)
+    warm = np.zeros(np.broadcast(pp, vpp, m).shape)
+    for r in range(int(np.max(pp))):
+        warm = warm + np.where(r < pp, np.minimum(np.maximum((pp - r - 1) * 2 + (vpp - 1) * pp, 0), total), 0)
+    paired = np.where(pp <= 1, (m - 1) / np.maximum(m, 1), (total - warm / np.maximum(pp, 1)) / total)
+    out = np.clip(paired, 0.0, 1.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def finish_layer_cost(parts: LayerParts, recipe: Recipe, cal: Calibration, num_microbatches: int = 1) -> LayerCost:
+    """Apply what the recipe's recompute modules and overlap flags decide (see `finish_parts`); the micro-batch
+    count decides how many passes EP overlap can pair."""
+    paired = ep_paired_fraction(recipe.pp, recipe.vpp, num_microbatches) if recipe.overlap_moe_expert_parallel_comm else 0.0
     return finish_parts(parts, recomputed_modules(recipe.recompute.modules), recipe.tp_comm_overlap,
-                        recipe.moe_dispatcher, recipe.overlap_moe_expert_parallel_comm, cal)
+                        recipe.moe_dispatcher, recipe.overlap_moe_expert_parallel_comm, cal, paired)
 
 
 def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dispatcher: MoeDispatcher, ep_overlap: bool,
-                 cal: Calibration) -> LayerCost:
+                 cal: Calibration, ep_paired: float = 1.0) -> LayerCost:
     """The selective recompute's forward time over the `recomputed` layer_ops modules, the dispatcher's EP
     traffic, and only the calibration's exposed fraction of TP (`--tp-comm-overlap`); EP under
-    `--overlap-moe-expert-parallel-comm` hides at most the other micro-batch's compute (see below)."""
+    `--overlap-moe-expert-parallel-comm` hides at most the other micro-batch's compute, on the `ep_paired` share
+    of passes that have a partner (`ep_paired_fraction`; the rest stay exposed)."""
     sel = sum(t for m, t in parts.fwd_by_module_s.items() if m in recomputed)
     tp_exp = parts.tp_raw_s * (cal.exposed_comm_fraction if tp_overlap else 1.0)
     ep_raw = parts.ep_raw_by_dispatcher_s[dispatcher]
@@ -199,12 +219,16 @@ def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dis
         # more than that compute is hidden; the calibration's exposed fraction stays visible in any case.
         ep_fwd = max(ep_raw - (parts.dgrad_s + parts.wgrad_s), ep_raw * cal.exposed_comm_fraction)
         ep_bwd = max(ep_raw - parts.fwd_s, ep_raw * cal.exposed_comm_fraction)
+        ep_fwd = ep_paired * ep_fwd + (1.0 - ep_paired) * ep_raw
+        ep_bwd = ep_paired * ep_bwd + (1.0 - ep_paired) * ep_raw
     return LayerCost(fwd=parts.fwd_s, dgrad=parts.dgrad_s, wgrad=parts.wgrad_s, recompute_selective=sel,
                      tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_fwd, ep_bwd=ep_bwd, cp_fwd=parts.cp_s, cp_bwd=2 * parts.cp_s,
                      dense_params=parts.dense_params, expert_params=parts.expert_params)
 
 
 def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
-               kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None) -> LayerCost:
+               kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
+               num_microbatches: int = 1) -> LayerCost:
     """A layer's cost for this recipe: `layer_parts` finished by `finish_layer_cost`."""
-    return finish_layer_cost(layer_parts(model, job, recipe, placement, profile, kind, table, fp), recipe, profile.calibration)
+    return finish_layer_cost(layer_parts(model, job, recipe, placement, profile, kind, table, fp), recipe, profile.calibration,
+                             num_microbatches)

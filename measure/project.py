@@ -89,9 +89,9 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     world = placement.world_size
     dp = max(recipe.dp(world), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
-    kinds = {LayerKind.dense: layer_cost(model, job, recipe, placement, profile, LayerKind.dense, cost_table, fingerprint)}
+    kinds = {LayerKind.dense: layer_cost(model, job, recipe, placement, profile, LayerKind.dense, cost_table, fingerprint, m)}
     if model.is_moe:
-        kinds[LayerKind.moe] = layer_cost(model, job, recipe, placement, profile, LayerKind.moe, cost_table, fingerprint)
+        kinds[LayerKind.moe] = layer_cost(model, job, recipe, placement, profile, LayerKind.moe, cost_table, fingerprint, m)
     head = timed_ops(head_ops(model, job, recipe), profile, cost_table, fingerprint, 1.0)
     emb_fwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase == Phase.fwd)
     emb_bwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase != Phase.fwd)

@@ -30,7 +30,7 @@ from measure.factor_table import Axis as _Axis, Factor as _Factor
 from measure.flops import flops_per_iteration
 from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
 from measure.dp_comm import FSDP_SHARDINGS
-from measure.layer_cost import _RECOMPUTE_MODULES, LayerParts, layer_parts, recomputed_modules
+from measure.layer_cost import _RECOMPUTE_MODULES, LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
 from measure.project import _full_recompute_layers
 from measure.recipe_batch import _INT_AXES, DISPATCHERS, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
@@ -56,7 +56,8 @@ _MOD0 = _EP0 + len(DISPATCHERS)
 _RAW_WIDTH = _MOD0 + len(_MODS)
 
 
-def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp: np.ndarray, epo: np.ndarray, cal) -> dict:
+def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp: np.ndarray, epo: np.ndarray, cal,
+                   paired: np.ndarray = 1.0) -> dict:
     """Kind columns (_KIND_COLS, each [row, 1]) of one layer kind per row from its raw columns (`raw_cols`):
     measure.layer_cost.finish_parts on arrays — selective recompute = the recomputed modules' forward time; TP
     traffic times the exposed fraction where overlapped; the row dispatcher's EP traffic, which EP overlap hides
@@ -66,8 +67,8 @@ def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp:
     c = {name: raw[:, i] for i, name in enumerate(_RAW_FIXED)}
     tp = c["tp_raw"] * np.where(tpo, f, 1.0)
     ep = np.take_along_axis(raw[:, _EP0:_EP0 + len(DISPATCHERS)], disp[:, None], axis=1)[:, 0]
-    ep_f = np.where(epo, np.maximum(ep - (c["dgrad"] + c["wgrad"]), ep * f), ep)
-    ep_b = np.where(epo, np.maximum(ep - c["fwd"], ep * f), ep)
+    ep_f = np.where(epo, paired * np.maximum(ep - (c["dgrad"] + c["wgrad"]), ep * f) + (1.0 - paired) * ep, ep)
+    ep_b = np.where(epo, paired * np.maximum(ep - c["fwd"], ep * f) + (1.0 - paired) * ep, ep)
     sel = (raw[:, _MOD0:_MOD0 + len(_MODS)] * sel_mask).sum(axis=1)
     cols = {"F": c["fwd"] + tp + ep_f + c["cp"], "B": c["dgrad"] + tp + ep_b + 2 * c["cp"], "W": c["wgrad"],
             "R": c["fwd"] + tp + ep_f, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
@@ -285,9 +286,12 @@ class Evaluator:
                                (n["pp"], n["vpp"], 2, len(self.rc_fulls), len(self.axes["first"].values), len(self.axes["last"].values)))
         D = self.dp_spans.gather([ix["tp"], ix["cp"], ix["pp"]], (n["tp"], n["cp"], n["pp"])).T
         E = self.edp_spans.gather([ix["ep"], ix["etp"], ix["pp"]], (n["ep"], n["etp"], n["pp"])).T
+        dp = np.maximum(world // (tp * pp * cp), 1)
+        m = np.maximum(self.job.global_batch_size // (mbs * dp), 1)
+        paired = ep_paired_fraction(pp, vpp, m) if epo.any() else np.zeros(len(tp))
         col_ = {}
         for k, suffix in enumerate("dm"):
-            fin = finish_columns(L[:, k * _RAW_WIDTH:(k + 1) * _RAW_WIDTH], sel_mask, tpo, disp, epo, cal)
+            fin = finish_columns(L[:, k * _RAW_WIDTH:(k + 1) * _RAW_WIDTH], sel_mask, tpo, disp, epo, cal, paired)
             col_.update({c + suffix: fin[c] for c in _KIND_COLS})
         head = {c: L[:, 2 * _RAW_WIDTH + i] for i, c in enumerate(_HEAD_COLS)}
         valid, v, cross = S[:, 0] > 0, S[:, 1], S[:, 2]
@@ -302,8 +306,6 @@ class Evaluator:
         tot = f + b + w
         crit = np.argmax(np.where(mult > 0, tot, -np.inf), axis=1)[:, None]
         fr, br, wr = (np.take_along_axis(x, crit, axis=1)[:, 0] for x in (f, b, w))
-        dp = np.maximum(world // (tp * pp * cp), 1)
-        m = np.maximum(self.job.global_batch_size // (mbs * dp), 1)
         eff_p2p = cal.p2p_bandwidth_efficiency
         p2p = np.where(cross > 0, head["p2p_bytes"] / (prof.scale_out_bandwidth_gb_per_s * 1e9 * eff_p2p) + prof.scale_out_latency_us * 1e-6,
                        head["p2p_bytes"] / (prof.scale_up_bandwidth_gb_per_s * 1e9 * eff_p2p) + prof.scale_up_latency_us * 1e-6)

@@ -176,8 +176,9 @@ def test_dispatcher_ep_overlap_and_uneven_stage_axes_equal_scalar_per_row():
 @given(st.lists(st.floats(0.0, 1e-2, allow_nan=False), min_size=7, max_size=7),
        st.lists(st.floats(0.0, 5e-2, allow_nan=False), min_size=3, max_size=3),
        st.lists(st.floats(0.0, 1e-3, allow_nan=False), min_size=3, max_size=3),
-       st.sampled_from(list(MoeDispatcher)), st.booleans(), st.booleans(), st.sampled_from(list(RecomputeModule)))
-def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, epo, module):
+       st.sampled_from(list(MoeDispatcher)), st.booleans(), st.booleans(), st.sampled_from(list(RecomputeModule)),
+       st.floats(0.0, 1.0))
+def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, epo, module, paired):
     """The vectorised finish (recompute modules, TP/EP overlap, dispatcher) is layer_cost.finish_parts on arrays,
     including EP traffic far larger than the compute that overlap can hide it behind."""
     from measure.layer_cost import LayerParts, finish_parts, recomputed_modules
@@ -188,10 +189,10 @@ def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, e
                        ep_raw_by_dispatcher_s=dict(zip(MoeDispatcher, ep_raw)), dense_params=7, expert_params=11)
     cal = load_profile("h100-sxm-80gb").calibration
     recomputed = recomputed_modules([module, RecomputeModule.core_attn])
-    want = finish_parts(parts, recomputed, tpo, dispatcher, epo, cal)
+    want = finish_parts(parts, recomputed, tpo, dispatcher, epo, cal, paired)
     mask = np.array([[m in recomputed for m in _MODS]], dtype=float)
     got = finish_columns(np.array([raw_cols(parts)]), mask, np.array([tpo]), np.array([DISPATCHERS.index(dispatcher)]),
-                         np.array([epo]), cal)
+                         np.array([epo]), cal, np.array([paired]))
     expect = {"F": want.fwd + want.tp_fwd + want.ep_fwd + want.cp_fwd, "B": want.dgrad + want.tp_bwd + want.ep_bwd + want.cp_bwd,
               "W": want.wgrad, "R": want.fwd + want.tp_fwd + want.ep_fwd, "S": want.recompute_selective,
               "P": want.dense_params, "E": want.expert_params}
@@ -214,3 +215,24 @@ def test_evaluate_shardings_equals_evaluate_per_sharding():
         batch.dp_sharding = np.full(len(batch), code, dtype=np.int64)
         want = Evaluator(model, job, place, profile).evaluate(batch)["iteration_time_s"]
         np.testing.assert_allclose(got[:, k], want, rtol=1e-12)
+
+
+def test_ep_overlap_pairs_only_passes_with_a_partner():
+    """Review finding: with one micro-batch nothing overlaps (Megatron pairs micro-batch i's forward with i-1's
+    backward); at PP 1 M-1 of M passes pair; with PP > 1 the interleaved warm-up forwards stay alone."""
+    from measure.layer_cost import ep_paired_fraction
+
+    assert ep_paired_fraction(1, 1, 1) == 0.0 and ep_paired_fraction(1, 1, 4) == 0.75
+    assert ep_paired_fraction(4, 2, 1) < ep_paired_fraction(4, 2, 8) < ep_paired_fraction(4, 2, 64) < 1.0
+    np.testing.assert_allclose(ep_paired_fraction(np.array([1, 4]), np.array([1, 2]), np.array([4, 8])),
+                               [ep_paired_fraction(1, 1, 4), ep_paired_fraction(4, 2, 8)])
+    model, prof = load_model("Moonlight-16B-A3B"), load_profile("h100-sxm-80gb")
+    pl = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8)
+    job = JobSpec(seq_length=4096, global_batch_size=16)  # DP 16, MBS 1: M = 1
+    base = Recipe(tp=1, pp=1, ep=8, mbs=1)
+    on = project(model, job, base.model_copy(update={"overlap_moe_expert_parallel_comm": True}), pl, prof)
+    off = project(model, job, base, pl, prof)
+    assert on.breakdown.ep_comm == pytest.approx(off.breakdown.ep_comm)
+    _assert_matches(model, job, pl, prof, [base.model_copy(update={"overlap_moe_expert_parallel_comm": True}),
+                                           Recipe(tp=1, pp=2, ep=8, first_stage_layers=13, last_stage_layers=14,
+                                                  overlap_moe_expert_parallel_comm=True)])
