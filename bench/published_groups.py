@@ -76,7 +76,7 @@ def rank_group(model, job, placement, profile, verdicts: list[dict], recipes: li
     tps = candidate_tps(tables, fit)
     best = float(tps.max()) if len(fit) else None
     for v, r in zip(verdicts, recipes):
-        v["outside"] = outside_space(r, space.domains, model)
+        v["outside"] = outside_space(r, space.domains, model, profile)
         if v.get("proj_tps") is not None and v["fits"]:
             v["rank_faster"], v["candidates"] = rank_among(v["proj_tps"], tps)
             v["rank"] = v["rank_faster"] + 1
