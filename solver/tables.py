@@ -137,11 +137,7 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     width = max([len(s.classes) for s in splits.values()], default=1)
     memt = MemoryTables(space, profile, rcs_all, splits, width)
     static_ok = np.array(ok_rows, dtype=bool).reshape(len(struct), len(shardings))
-    static_bytes = np.zeros((len(struct) * len(shardings), width), dtype=np.int64)
-    for i, row in enumerate(struct):
-        for k, sh in enumerate(shardings):
-            if static_ok[i, k]:
-                static_bytes[i * len(shardings) + k] = memt.static_row(row, sh)
+    static_bytes = memt.static_table(struct, static_ok, shardings)
     act_rows = _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx)
     cols = _columns(space, struct, act_rows, memt)
     act_bytes = memt.activation(cols, round(cal.activation_fragmentation_fraction * mem.PPM), cal.framework_overhead_bytes)
