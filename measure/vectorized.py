@@ -290,7 +290,11 @@ class Evaluator:
         m = np.maximum(self.job.global_batch_size // (mbs * dp), 1)
         paired = ep_paired_fraction(pp, vpp, m) if epo.any() else np.zeros(len(tp))
         col_ = {}
+        present = (not self.model.is_moe or False in self.model.moe_layers, self.model.is_moe)  # dense, MoE layers
         for k, suffix in enumerate("dm"):
+            if not present[k]:  # no layer of this kind: its columns are zero (the stage counts of it are zero too)
+                col_.update({c + suffix: 0.0 for c in _KIND_COLS})
+                continue
             fin = finish_columns(L[:, k * _RAW_WIDTH:(k + 1) * _RAW_WIDTH], sel_mask, tpo, disp, epo, cal, paired)
             col_.update({c + suffix: fin[c] for c in _KIND_COLS})
         head = {c: L[:, 2 * _RAW_WIDTH + i] for i, c in enumerate(_HEAD_COLS)}
