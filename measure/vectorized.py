@@ -3,13 +3,11 @@
 Why: the solver ranks millions of recipes, and `measure.project.project` costs ~1 ms each. Every quantity
 it forms depends on few recipe axes, so the space splits into small factor tables filled by the scalar
 code once per key, and a batch is priced by numpy gathers plus the closed-form schedule arithmetic:
-- layer rows keyed by (TP, CP, EP, ETP, MBS, SP, recompute modules, TP comm overlap, MoE dispatcher, EP comm
-  overlap): `layer_cost` for the
-  dense and the MoE layer (its shape-determined parts computed once per shape and per-op times once per op,
-  then finished per recompute / overlap variant), plus the head ops, FLOPs and pipeline p2p bytes;
-- stage rows keyed by (PP, VPP, account-for split, full-recompute method/layers, first/last stage layers): per distinct pipeline
-  rank, how many dense / MoE layers, fully recomputed layers, embedding / loss chunks it holds
-  (`constraints.stages.rank_chunks`); ranks with equal counts are folded (with their multiplicity);
+- layer rows keyed by the per-rank shape (TP, CP, EP, ETP, MBS, SP): `measure.layer_cost.layer_parts` of the dense
+  and the MoE layer (per-op times once per op), plus the head ops, FLOPs and pipeline p2p bytes; each batch row
+  finishes them for its recompute modules, TP / EP overlap and MoE dispatcher in numpy (measure/layer_columns.py);
+- stage rows keyed by (PP, VPP, account-for split, full-recompute method/layers, first/last stage layers): per
+  distinct pipeline rank, its dense / MoE, fully recomputed, embedding / loss counts (measure/stage_rows.py);
 - collective spans keyed by (group size, stride) over the placement (`measure.topology.group_span`),
   priced by the alpha-beta formulas of `measure.collectives`, evaluated on arrays.
 Result equals `project(..., simulate_pipeline=False)` to rounding (tests/test_vectorized.py holds 1e-9).
@@ -22,62 +20,26 @@ from typing import Optional
 import numpy as np
 
 from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Placement, Recipe, Recompute,
-                              RecomputeGranularity, RecomputeModule)
-from constraints.stages import StageSplitError, rank_chunks
+                              RecomputeGranularity)
 from hardware.profile import HardwareProfile
 from measure.collectives_np import all_reduce_np, one_pass_np, span_row
 from measure.factor_table import Axis as _Axis, Factor as _Factor
 from measure.flops import flops_per_iteration
 from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
 from measure.dp_comm import FSDP_SHARDINGS
-from measure.layer_cost import _RECOMPUTE_MODULES, LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
-from measure.project import _full_recompute_layers
-from measure.recipe_batch import _INT_AXES, DISPATCHERS, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
+from measure.layer_columns import _KIND_COLS, _MODS, _RAW_WIDTH, finish_columns, raw_cols
+from measure.layer_cost import LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
+from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
 from measure.schedule_np import closed_form_np
-from measure.topology import group_span
+from measure.stage_rows import _STAGE_COLS, stage_row
 
 __all__ = ["Evaluator", "RecipeBatch", "SCHEDULES", "SHARDINGS", "closed_form_np", "evaluate"]
 CHUNK_ROWS = 1 << 15  # rows priced per numpy pass
 
-# layer-row columns: per kind (dense, moe) F B W R S P E, then the head and per-micro-batch constants
-_KIND_COLS = ("F", "B", "W", "R", "S", "P", "E")
+# layer-row columns: per kind (dense, moe) the raw parts (measure/layer_columns.py), then the head and
+# per-micro-batch constants
 _HEAD_COLS = ("emb_f", "emb_w", "loss_f", "loss_d", "loss_w", "vocab_rows", "p2p_bytes", "flops")
-# stage-row columns, per distinct rank profile: counts, then the profile's multiplicity
-_STAGE_COLS = ("nd", "nm", "nfd", "nfm", "emb", "loss", "vocab", "mult")
-
-
-# raw layer columns per kind: measure.layer_cost.LayerParts flattened (EP traffic per dispatcher, forward time per
-# module that a --recompute-modules choice can re-run)
-_RAW_FIXED = ("fwd", "dgrad", "wgrad", "tp_raw", "cp", "dense_params", "expert_params")
-_MODS = tuple(sorted(set().union(*_RECOMPUTE_MODULES.values()) | {m.value for m in RecomputeModule}))
-_EP0 = len(_RAW_FIXED)
-_MOD0 = _EP0 + len(DISPATCHERS)
-_RAW_WIDTH = _MOD0 + len(_MODS)
-
-
-def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp: np.ndarray, epo: np.ndarray, cal,
-                   paired: np.ndarray = 1.0) -> dict:
-    """Kind columns (_KIND_COLS, each [row, 1]) of one layer kind per row from its raw columns (`raw_cols`):
-    measure.layer_cost.finish_parts on arrays — selective recompute = the recomputed modules' forward time; TP
-    traffic times the exposed fraction where overlapped; the row dispatcher's EP traffic, which EP overlap hides
-    behind the other micro-batch's compute down to the exposed fraction (tests/test_vectorized.py holds the two
-    equal on random parts)."""
-    f = cal.exposed_comm_fraction
-    c = {name: raw[:, i] for i, name in enumerate(_RAW_FIXED)}
-    tp = c["tp_raw"] * np.where(tpo, f, 1.0)
-    ep = np.take_along_axis(raw[:, _EP0:_EP0 + len(DISPATCHERS)], disp[:, None], axis=1)[:, 0]
-    ep_f = np.where(epo, paired * np.maximum(ep - (c["dgrad"] + c["wgrad"]), ep * f) + (1.0 - paired) * ep, ep)
-    ep_b = np.where(epo, paired * np.maximum(ep - c["fwd"], ep * f) + (1.0 - paired) * ep, ep)
-    sel = (raw[:, _MOD0:_MOD0 + len(_MODS)] * sel_mask).sum(axis=1)
-    cols = {"F": c["fwd"] + tp + ep_f + c["cp"], "B": c["dgrad"] + tp + ep_b + 2 * c["cp"], "W": c["wgrad"],
-            "R": c["fwd"] + tp + ep_f, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
-    return {k: v[:, None] for k, v in cols.items()}
-
-
-def raw_cols(parts: LayerParts) -> list[float]:
-    return ([parts.fwd_s, parts.dgrad_s, parts.wgrad_s, parts.tp_raw_s, parts.cp_s, parts.dense_params, parts.expert_params]
-            + [parts.ep_raw_by_dispatcher_s.get(d, 0.0) for d in DISPATCHERS] + [parts.fwd_by_module_s.get(m, 0.0) for m in _MODS])
 
 
 class Evaluator:
@@ -166,32 +128,7 @@ class Evaluator:
                                          "account_for_embedding_in_pipeline_split": bool(key[2]),
                                          "account_for_loss_in_pipeline_split": bool(key[2]),
                                          "first_stage_layers": first or None, "last_stage_layers": last or None})
-        try:
-            chunks = rank_chunks(self.model, r)
-        except StageSplitError:
-            return [0.0]
-        flags = self.model.moe_layers if self.model.is_moe else (False,) * self.model.num_layers
-        profiles: list[list[int]] = []
-        for rank_chunks_ in chunks:
-            c = [0] * 7
-            for ch in rank_chunks_:
-                kinds = [flags[i] for i in ch.layers] + [flags[-1]] * ch.mtp
-                full = _full_recompute_layers(r, len(ch.layers))
-                c[0] += kinds.count(False)
-                c[1] += kinds.count(True)
-                c[2] += kinds[:full].count(False)
-                c[3] += kinds[:full].count(True)
-                c[4] += ch.embedding
-                c[5] += ch.loss
-                c[6] += (ch.embedding or ch.loss) and (ch.loss and not self.model.tied_embeddings or ch.embedding)
-            for prof in profiles:  # fold equal ranks; first occurrence keeps rank order for argmax ties
-                if prof[:7] == c:
-                    prof[7] += 1
-                    break
-            else:
-                profiles.append(c + [1])
-        cross = group_span(pp, max(self.placement.world_size // pp, 1), self.profile, self.placement).num_domains > 1
-        return [1.0, len(chunks[0]), float(cross)] + [x for prof in profiles for x in prof]
+        return stage_row(self.model, r, self.placement, self.profile)
 
     def _span(self, key: tuple, dense: bool) -> list[float]:
         w = self.placement.world_size

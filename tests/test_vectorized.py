@@ -182,7 +182,7 @@ def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, e
     """The vectorised finish (recompute modules, TP/EP overlap, dispatcher) is layer_cost.finish_parts on arrays,
     including EP traffic far larger than the compute that overlap can hide it behind."""
     from measure.layer_cost import LayerParts, finish_parts, recomputed_modules
-    from measure.vectorized import _KIND_COLS, _MODS, finish_columns, raw_cols
+    from measure.layer_columns import _KIND_COLS, _MODS, finish_columns, raw_cols
 
     parts = LayerParts(fwd_s=base[0], dgrad_s=base[1], wgrad_s=base[2], tp_raw_s=base[3], cp_s=base[4],
                        fwd_by_module_s={"core_attn": mods[0], "moe_act": mods[1], "mlp": mods[2], "qkv": base[5]},
