@@ -3,13 +3,17 @@
 Each user pin and the memory group get an enforcement literal (solver/cpsat_model.py); the model is solved
 under those assumptions; CP-SAT's sufficient_assumptions_for_infeasibility is intersected with the
 assumption set (OR-Tools issue #5141), shrunk by deletion (drop one, re-solve), and verified by re-solving
-with the core alone. Remedies (more GPUs, half the global batch or sequence, recompute, FP8, a larger-HBM
-part) are each checked by solving again.
+with the core alone. Above CPSAT_EXPLAIN_MAX_CANDIDATES candidates the same question (does some candidate meet
+this subset of assumptions) is answered on the tables' exact peaks and legal rows with numpy masks, since a CP-SAT
+infeasibility proof over a million one-hot candidates takes minutes (tests hold both cores equal on small spaces).
+Remedies (more GPUs, half the global batch or sequence, recompute, FP8, a larger-HBM part) are each checked by
+solving again.
 """
 from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from constraints.spec import JobSpec, Placement, Precision
@@ -18,6 +22,9 @@ from solver.cpsat_solve import _solver, solve_model
 from solver.space import build_space
 from solver.tables import VARIANT_AXES, build_tables
 
+# above this many candidates the explanation is computed on the tables (numpy masks) instead of CP-SAT assumptions:
+# both answer "does some candidate meet these constraints", and tests hold them equal on small spaces
+CPSAT_EXPLAIN_MAX_CANDIDATES = 50_000
 LARGER_HBM = {"h100-sxm-80gb": "h200-sxm-141gb", "h800-sxm-80gb": "h200-sxm-141gb", "a100-sxm-80gb": "h200-sxm-141gb",
               "mi300x": "mi325x", "mi325x": "mi355x", "b200": "b300", "gb200-nvl72": "gb300-nvl72"}
 
@@ -92,9 +99,36 @@ def _any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
         return False
     if not len(tables.act_rows):
         return False
+    if len(tables.cand_act) > CPSAT_EXPLAIN_MAX_CANDIDATES:  # the tables' exact peaks decide (see below)
+        return bool((tables.cand_peak <= tables.usable_bytes).any())
     rm = build_model(tables)
     rm.model.add(rm.memory_literal == 1)
     return _feasible(rm, [])
+
+
+def minimal_core_tables(tables, pins: dict) -> list[str]:
+    """minimal_core on the tables themselves: the same assumptions (memory, one per pin), feasibility of a subset =
+    some candidate meets all of them (exact integer peaks, legality by construction), shrunk by deletion. Why: a
+    CP-SAT infeasibility proof over a million one-hot candidates takes minutes; these masks take milliseconds."""
+    masks = {"memory_fits": tables.cand_peak <= tables.usable_bytes}
+    for axis, allowed in pins.items():
+        ok = tables.allowed(axis, allowed)
+        masks[flag_of(axis)] = ok[tables.cand_shard] if axis == "dp_sharding" else ok[tables.cand_act]
+
+    def feasible(names) -> bool:
+        m = np.ones(len(tables.cand_act), dtype=bool)
+        for n in names:
+            m &= masks[n]
+        return bool(m.any())
+
+    core = list(masks)
+    if feasible(core):
+        return []
+    for name in list(core):
+        trial = [n for n in core if n != name]
+        if not feasible(trial):
+            core = trial
+    return core
 
 
 def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins: dict, bounds: dict, margin: float,
@@ -111,7 +145,8 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
     if not len(tables.act_rows):
         conflict = ["rules: no legal recipe for this model, world size and job"]
     else:
-        conflict = minimal_core(build_model(tables, cp_pins))
+        big = len(tables.cand_act) > CPSAT_EXPLAIN_MAX_CANDIDATES
+        conflict = minimal_core_tables(tables, cp_pins) if big else minimal_core(build_model(tables, cp_pins))
         if not conflict and len(cp_pins) < len(pins):  # feasible with the variants open: their pins take part
             conflict = _variant_core(model, job, placement, profile, pins, bounds, margin)
     out: dict = {"conflict": conflict, "remedies": []}

@@ -113,3 +113,21 @@ def test_moe_answers_pass_check_and_pinning_every_axis_of_the_optimum_keeps_it(p
                 "ep_comm_overlap": [top.overlap_moe_expert_parallel_comm]}
         again = solve_cpsat(build_tables(build_space(model, job, pl, pins={**small, **pins}), prof), k=1)
         assert again.ranked[0].recipe == top and again.ranked[0].time_us == res.ranked[0].time_us
+
+
+def test_table_core_equals_cpsat_core():
+    """The numpy explanation core (used above CPSAT_EXPLAIN_MAX_CANDIDATES) names what CP-SAT's assumption core names."""
+    from constraints.models import load_model
+    from solver.cpsat_model import build_model
+    from solver.explain import minimal_core, minimal_core_tables
+
+    model = load_model("Llama-3.1-8B")
+    job = JobSpec(seq_length=4096, global_batch_size=16)
+    pl = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    for pins in ({"tp": [1], "pp": [1], "dp_sharding": ["none"], "mbs": [1], "vpp": [1]}, {"tp": [1], "pp": [1], "cp": [1]},
+                 {"tp": [8], "mbs": [1]}):
+        space = build_space(model, job, pl)
+        for axis, values in pins.items():
+            space.domains[axis] = sorted(set(space.domains[axis]) | set(values), key=str)
+        t = build_tables(space, load_profile(pl.hardware))
+        assert set(minimal_core_tables(t, pins)) == set(minimal_core(build_model(t, pins)))
