@@ -106,6 +106,24 @@ def _any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
     return _feasible(rm, [])
 
 
+def recipe_free_blockers(model, job, placement, profile) -> list[str]:
+    """Rules that read no recipe field (constraints.rules: reads="") and fail: they reject every recipe, so they are
+    the whole reason the space is empty (e.g. a sequence longer than the position embeddings, FP8 on a part
+    without FP8 tensor cores)."""
+    from constraints.rules import RULES, RuleInput, check_rules
+    from constraints.spec import Recipe
+
+    check_rules(RuleInput(model, job, Recipe(), placement.world_size, profile))  # registers every rule module
+    x = RuleInput(model, job, Recipe(), placement.world_size, profile)
+    out = []
+    for fn in RULES:
+        if getattr(fn, "reads", None) == frozenset():
+            v = fn(x)
+            if v is not None and v.severity == "error":
+                out.append(f"rule {v.rule}: {v.message} (fix: {v.fix})")
+    return out
+
+
 def minimal_core_tables(tables, pins: dict) -> list[str]:
     """minimal_core on the tables themselves: the same assumptions (memory, one per pin), feasibility of a subset =
     some candidate meets all of them (exact integer peaks, legality by construction), shrunk by deletion. Why: a
@@ -143,7 +161,8 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
     tables = build_tables(space, profile, margin)
     conflict: list[str] = []
     if not len(tables.act_rows):
-        conflict = ["rules: no legal recipe for this model, world size and job"]
+        conflict = recipe_free_blockers(model, job, placement, profile) or [
+            "rules: no legal recipe for this model, world size and job"]
     else:
         big = len(tables.cand_act) > CPSAT_EXPLAIN_MAX_CANDIDATES
         conflict = minimal_core_tables(tables, cp_pins) if big else minimal_core(build_model(tables, cp_pins))

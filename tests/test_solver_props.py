@@ -131,3 +131,19 @@ def test_table_core_equals_cpsat_core():
             space.domains[axis] = sorted(set(space.domains[axis]) | set(values), key=str)
         t = build_tables(space, load_profile(pl.hardware))
         assert set(minimal_core_tables(t, pins)) == set(minimal_core(build_model(t, pins)))
+
+
+def test_empty_space_names_the_recipe_free_rule_that_rejects_everything():
+    from constraints.models import load_model
+    from solver.explain import recipe_free_blockers
+
+    pl = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    gpt3 = load_model("GPT-3-175B")  # learned position table of 2048
+    out = explain_infeasible(gpt3, JobSpec(seq_length=4096, global_batch_size=16), pl, load_profile(pl.hardware), {}, {}, 0.0,
+                             remedies=False)
+    assert len(out["conflict"]) == 1 and "position_embeddings_cover_seq" in out["conflict"][0]
+    a100 = Placement(hardware="a100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    fp8 = JobSpec(seq_length=4096, global_batch_size=16, precision="fp8-tensorwise")
+    assert any("precision_supported" in c for c in recipe_free_blockers(load_model("Llama-3.1-8B"), fp8, a100, load_profile(a100.hardware)))
+    assert recipe_free_blockers(load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=16), pl,
+                                load_profile(pl.hardware)) == []
