@@ -1,7 +1,8 @@
 """`check --suggest`: the nearest legal recipe to a hand-written illegal one.
 
-Nearest = fewest changed axes (TP, PP, VPP, CP, EP, ETP, MBS, SP, recompute, schedule, DP sharding), then
-the projected step time; found over the same exact tables as `solve`, and re-verified by check_case.
+Nearest = fewest changed axes (TP, PP, VPP, CP, EP, ETP, MBS, SP, recompute, schedule, DP sharding, pipeline split,
+TP comm overlap), then the projected step time (MoE dispatcher / EP overlap are each candidate's fastest legal
+choice, and listed among the changes when they differ); found over the same exact tables as `solve`, and re-verified by check_case.
 """
 from __future__ import annotations
 
@@ -13,14 +14,17 @@ from solver.cpsat_solve import ExactRanker, fitting_index
 from solver.space import build_space, recompute_name
 from solver.tables import build_tables
 
-AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding")
+AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split",
+        "uneven_stages", "tp_comm_overlap")
 
 
 def _own_values(case: Case) -> dict:
     r = case.recipe
     return {"tp": r.tp, "pp": r.pp, "vpp": r.vpp, "cp": r.cp, "ep": r.ep, "etp": r.etp if case.model.is_moe else None,
             "mbs": r.mbs, "sp": r.sp_active, "recompute": recompute_name(r.recompute), "schedule": r.schedule.value,
-            "dp_sharding": r.dp_sharding.value}
+            "dp_sharding": r.dp_sharding.value, "acc_split": r.account_for_embedding_in_pipeline_split,
+            "uneven_stages": r.first_stage_layers is not None or r.last_stage_layers is not None,
+            "tp_comm_overlap": r.tp_comm_overlap}
 
 
 def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50) -> dict:
@@ -55,6 +59,12 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50) -
         return {"found": False, "message": "no verified legal recipe among the nearest candidates"}
     top = sorted(found, key=lambda r: r.key)[0]
     new = {axis: axis_value(tables, top.act, top.shard, axis) for axis in AXES}
-    return {"found": True, "changed_axes": best_d, "changes": {k: {"from": own[k], "to": new[k]} for k in AXES if new[k] != own[k]},
+    changes = {k: {"from": own[k], "to": new[k]} for k in AXES if new[k] != own[k]}
+    r0, r1 = case.recipe, top.recipe  # MoE variants and split sizes are chosen per candidate: say when they differ
+    for field in ("moe_dispatcher", "overlap_moe_expert_parallel_comm", "first_stage_layers", "last_stage_layers"):
+        a0, a1 = getattr(r0, field), getattr(r1, field)
+        if a0 != a1:
+            changes[field] = {"from": getattr(a0, "value", a0), "to": getattr(a1, "value", a1)}
+    return {"found": True, "changed_axes": best_d, "changes": changes,
             "recipe": top.recipe.model_dump(mode="json"), "projection": top.check.projection,
             "peak_bytes": top.check.memory.peak_bytes}

@@ -1,0 +1,34 @@
+"""`check --suggest`: the nearest legal, fitting recipe to a hand-written one, re-verified by check."""
+from __future__ import annotations
+
+from constraints.case import Case
+from constraints.check import check_case
+from constraints.models import load_model
+from constraints.spec import JobSpec, Placement, Recipe
+from hardware.profile import load_profile
+from solver.suggest import suggest_fix
+
+PL = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+
+
+def test_illegal_tp_is_moved_to_the_nearest_legal_value_and_the_rest_kept():
+    model, job = load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=32)
+    case = Case(model=model, job=job, recipe=Recipe(tp=3, pp=2, mbs=1, sequence_parallel=True), placement=PL)
+    assert not check_case(case, load_profile(PL.hardware)).legal
+    out = suggest_fix(case)
+    assert out["found"] and "tp" in out["changes"] and out["changes"]["tp"]["from"] == 3
+    fixed = Recipe(**out["recipe"])
+    assert check_case(case.model_copy(update={"recipe": fixed}), load_profile(PL.hardware)).ok
+    assert out["changed_axes"] == len([k for k in out["changes"] if k not in ("moe_dispatcher", "overlap_moe_expert_parallel_comm",
+                                                                            "first_stage_layers", "last_stage_layers")])
+
+
+def test_uneven_split_counts_as_a_change_when_the_answer_drops_it():
+    model, job = load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=32)
+    # 32 layers over PP 4 with first/last 7: a legal uneven split, made illegal by TP 3
+    case = Case(model=model, job=job, recipe=Recipe(tp=3, pp=4, first_stage_layers=7, last_stage_layers=7), placement=PL)
+    out = suggest_fix(case)
+    assert out["found"]
+    fixed = Recipe(**out["recipe"])
+    kept_uneven = fixed.first_stage_layers is not None
+    assert kept_uneven == ("uneven_stages" not in out["changes"])
