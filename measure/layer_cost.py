@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from constraints.spec import JobSpec, ModelSpec, MoeDispatcher, Placement, Recipe
 from hardware.profile import Calibration, HardwareProfile
 from measure import collectives as col
-from measure.layer_ops import LayerKind, Phase, PhaseOp, attention_ops, layer_ops, mlp_ops, moe_ops
+from measure.layer_ops import LayerKind, Phase, PhaseOp, attention_ops, block_ops
 from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
 
@@ -130,15 +130,13 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
     """The part of a layer's cost its per-rank shape decides (reads TP, CP, EP, ETP, MBS, SP; never
     recompute, the dispatcher or the overlap flags: EP traffic is kept per dispatcher)."""
     cal = profile.calibration
-    if op_cache is None:
-        timed = timed_ops(layer_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance)
-    else:  # the attention block reads TP, CP, MBS, SP only: shared by every EP x ETP (and both layer kinds)
-        akey = ("attention", recipe.tp, recipe.cp, recipe.mbs, recipe.sp_active)
-        attn = op_cache.get(akey)
-        if attn is None:
-            attn = op_cache[akey] = timed_ops(attention_ops(model, job, recipe), profile, table, fp, cal.moe_load_imbalance, op_cache)
-        block = (moe_ops if kind == LayerKind.moe else mlp_ops)(model, job, recipe)
-        timed = attn + timed_ops(block, profile, table, fp, cal.moe_load_imbalance, op_cache)
+    op_cache = {} if op_cache is None else op_cache
+    # the attention block reads TP, CP, MBS, SP only: shared by every EP x ETP (and both layer kinds)
+    akey = ("attention", recipe.tp, recipe.cp, recipe.mbs, recipe.sp_active)
+    attn = op_cache.get(akey)
+    if attn is None:
+        attn = op_cache[akey] = timed_ops(attention_ops(model, job, recipe), profile, table, fp, cal.moe_load_imbalance, op_cache)
+    timed = attn + timed_ops(block_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance, op_cache)
     by = {ph: sum(t for p, t in timed if p.phase == ph) for ph in Phase}
     fwd_by_module: dict[str, float] = {}
     for p, t in timed:

@@ -244,10 +244,15 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
 
 def layer_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> list[PhaseOp]:
     """All kernels of one decoder layer, one micro-batch, one rank (fwd, dgrad, wgrad)."""
+    return attention_ops(model, job, recipe) + block_ops(model, job, recipe, layer_kind)
+
+
+def block_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> list[PhaseOp]:
+    """The kernels after attention: the MLP of a dense layer or the MoE block of an MoE layer."""
     kind = LayerKind(layer_kind)
     if kind == LayerKind.moe and not model.is_moe:
         raise ValueError(f"layer_kind=moe: model {model.name} has no experts; use layer_kind=dense")
-    return attention_ops(model, job, recipe) + (moe_ops if kind == LayerKind.moe else mlp_ops)(model, job, recipe)
+    return (moe_ops if kind == LayerKind.moe else mlp_ops)(model, job, recipe)
 
 
 def head_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:

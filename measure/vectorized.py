@@ -156,38 +156,37 @@ class Evaluator:
                                          self.rc_fulls.index(Recompute(granularity=x.granularity, method=x.method, num_layers=x.num_layers)
                                                              if x.granularity == RecomputeGranularity.full else Recompute()),
                                          x.granularity == RecomputeGranularity.selective] for x in self.rc_list], dtype=np.int64)
+                self.rc_mask = np.array([[m in recomputed_modules(mods) for m in _MODS] for mods in self.rc_mods],
+                                        dtype=np.float64).reshape(len(self.rc_mods), len(_MODS))
             out.append(self.rc_list.index(rc))
-        self.rc_mask = np.array([[m in recomputed_modules(mods) for m in _MODS] for mods in self.rc_mods],
-                                dtype=np.float64).reshape(len(self.rc_mods), len(_MODS))
         return np.array(out, dtype=np.int64)
 
     def evaluate(self, batch: RecipeBatch) -> dict[str, np.ndarray]:
         """Closed-form projection of every row: iteration_time_s, tokens_per_s_per_gpu, mfu,
         model_tflops_per_gpu, bubble_fraction (arrays of len(batch); NaN where the pipeline split fails)."""
-        if batch.base != self.base:
-            self._reset(batch.base)
-        n = len(batch)
-        parts = []
-        with np.errstate(divide="ignore", invalid="ignore"):  # rows with an impossible split come out NaN
-            for lo in range(0, max(n, 1), CHUNK_ROWS):  # cache-sized blocks: temporaries stay in L2/L3
-                parts.append(self._evaluate(_slice(batch, lo, min(lo + CHUNK_ROWS, n))))
+        parts = [self._evaluate(chunk) for _, chunk in self._chunks(batch)]
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def evaluate_shardings(self, batch: RecipeBatch, sharding_codes: list[int]) -> np.ndarray:
         """[row, k] closed-form iteration time (s) of every row under each DP sharding `sharding_codes[k]` (indices
         into SHARDINGS; the batch's own dp_sharding is ignored). Why: a sharding changes only the data-parallel
         terms, so the pipeline arithmetic runs once per row instead of once per (row, sharding)."""
+        out = np.full((len(batch), len(sharding_codes)), np.nan)
+        for lo, chunk in self._chunks(batch):
+            st = self._step_terms(chunk)
+            for k, code in enumerate(sharding_codes):
+                out[lo:lo + len(chunk), k] = self._iteration_s(st, np.full(len(chunk), code, dtype=np.int64))
+        return out
+
+    def _chunks(self, batch: RecipeBatch):
+        """(first row, slice) of cache-sized blocks (temporaries stay in L2/L3), after resetting the factor tables
+        when the batch's base recipe differs; rows with an impossible split come out NaN, without warnings."""
         if batch.base != self.base:
             self._reset(batch.base)
         n = len(batch)
-        out = np.full((n, len(sharding_codes)), np.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
-            for lo in range(0, n, CHUNK_ROWS):
-                hi = min(lo + CHUNK_ROWS, n)
-                st = self._step_terms(_slice(batch, lo, hi))
-                for k, code in enumerate(sharding_codes):
-                    out[lo:hi, k] = self._iteration_s(st, np.full(hi - lo, code, dtype=np.int64))
-        return out
+            for lo in range(0, max(n, 1), CHUNK_ROWS):
+                yield lo, _slice(batch, lo, min(lo + CHUNK_ROWS, n))
 
     def _evaluate(self, batch: RecipeBatch) -> dict[str, np.ndarray]:
         st = self._step_terms(batch)

@@ -110,10 +110,10 @@ def recipe_free_blockers(model, job, placement, profile) -> list[str]:
     """Rules that read no recipe field (constraints.rules: reads="") and fail: they reject every recipe, so they are
     the whole reason the space is empty (e.g. a sequence longer than the position embeddings, FP8 on a part
     without FP8 tensor cores)."""
-    from constraints.rules import RULES, RuleInput, check_rules
+    import constraints.rules_features  # noqa: F401  (registers the feature rules)
+    from constraints.rules import RULES, RuleInput
     from constraints.spec import Recipe
 
-    check_rules(RuleInput(model, job, Recipe(), placement.world_size, profile))  # registers every rule module
     x = RuleInput(model, job, Recipe(), placement.world_size, profile)
     out = []
     for fn in RULES:

@@ -7,8 +7,6 @@ the integer objective CP-SAT minimises is the same number numpy sorts.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from constraints.spec import DataParallelSharding, MoeDispatcher, PipelineSchedule, Recipe
@@ -20,15 +18,14 @@ UNPRICEABLE_US = np.int64(1) << 50  # a candidate the projection cannot price (N
 
 
 def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np.ndarray, cand_shard: np.ndarray,
-                    variants: Optional[list] = None, cand_variant: Optional[np.ndarray] = None) -> np.ndarray:
-    """Closed-form iteration time (µs, ceil) of candidates (activation row, sharding[, index into `variants`:
-    (MoE dispatcher, EP overlap), solver/variants.py]) from the row columns solver/tables.py builds; the
+                    variants: list, cand_variant: np.ndarray) -> np.ndarray:
+    """Closed-form iteration time (µs, ceil) of candidates (activation row, sharding, index into `variants`:
+    (MoE dispatcher, EP overlap), solver/variants.py) from the row columns solver/tables.py builds; the
     sentinel where the projection cannot price one. One Evaluator prices each distinct (row, variant) once under
     every sharding of the space (a sharding changes only the data-parallel terms)."""
     if not len(cand_act):
         return np.zeros(0, dtype=np.int64)
-    v = np.zeros(len(cand_act), dtype=np.int64) if cand_variant is None else np.asarray(cand_variant, dtype=np.int64)
-    n_var = 1 if variants is None else len(variants)
+    v, n_var = np.asarray(cand_variant, dtype=np.int64), len(variants)
     uniq, inv = np.unique(np.asarray(cand_act, dtype=np.int64) * n_var + v, return_inverse=True)
     a, uv = uniq // n_var, uniq % n_var
     sched_codes = np.array([SCHEDULES.index(PipelineSchedule(s)) for s in space.domains["schedule"]], dtype=np.int64)
@@ -38,10 +35,9 @@ def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np
                         schedule=sched_codes[cols["sched"][a]], dp_sharding=np.zeros(len(a), dtype=np.int64),
                         acc_split=cols["acc"][a].astype(bool), tp_comm_overlap=cols["tpo"][a].astype(bool),
                         first_stage_layers=cols["first"][a], last_stage_layers=cols["last"][a],
+                        moe_dispatcher=np.array([DISPATCHERS.index(MoeDispatcher(d)) for d, _ in variants], dtype=np.int64)[uv],
+                        ep_overlap=np.array([bool(o) for _, o in variants], dtype=bool)[uv],
                         recompute_choices=tuple(rcs_all), base=Recipe())
-    if variants is not None:
-        batch.moe_dispatcher = np.array([DISPATCHERS.index(MoeDispatcher(d)) for d, _ in variants], dtype=np.int64)[uv]
-        batch.ep_overlap = np.array([bool(o) for _, o in variants], dtype=bool)[uv]
     per_shard = Evaluator(space.model, space.job, space.placement, profile).evaluate_shardings(batch, shard_codes)
     t_s = per_shard[inv.reshape(-1), np.asarray(cand_shard, dtype=np.int64)]
     t_us = np.ceil(np.nan_to_num(t_s, nan=np.inf, posinf=np.inf) * US)

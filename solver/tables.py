@@ -26,7 +26,7 @@ from solver.space import SearchSpace, make_recipe, recompute_choices, recompute_
 from solver.splits import split_code
 from solver.variants import DEFAULT as DEFAULT_VARIANT, choose, key_columns, legal_variants, space_variants
 from solver.table_memory import MemoryTables, make_split
-from solver.table_rules import activation_ok, batch_ok, struct_rows
+from solver.table_rules import activation_ok, batch_ok, fast_recipe, struct_rows
 from solver.table_time import UNPRICEABLE_US, ranking_time_us
 
 AXIS_NAMES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "acc_split", "tp_comm_overlap",
@@ -175,8 +175,6 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
 
 def row_recipe(space, struct, act_rows, rcs_all, shardings, static_ok):
     """recipe_of_row(a) for the variant rules: activation row a's recipe under its first accepted sharding."""
-    from solver.table_rules import fast_recipe
-
     def recipe_of_row(a):
         s, mbs, sp, rc, tpo = (int(x) for x in act_rows[a])
         tp, pp, vpp, cp, ep, etp, sched, acc = struct[s]
@@ -201,9 +199,6 @@ def _variants(space, profile, recipe_of_row, cols) -> tuple[list, np.ndarray]:
 def _price_variants(space, profile, cols, rcs_all, shardings, cand_act, cand_shard, variants, legal) -> tuple[np.ndarray, np.ndarray]:
     """Ranking time (µs) and variant index of each candidate: the fastest of its legal variants. One batch
     holds every (candidate, legal variant) pair, so the projection's layer costs are computed once."""
-    if len(variants) == 1:  # priced as that variant (the batch's base would be the default: alltoall, no overlap)
-        zero = np.zeros(len(cand_act), dtype=np.int64)
-        return ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act, cand_shard, variants, zero), zero
     ci, vi = np.nonzero(legal)
     t = ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act[ci], cand_shard[ci], variants, vi)
     by = np.full(legal.shape, UNPRICEABLE_US, dtype=np.int64)

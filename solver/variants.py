@@ -16,12 +16,11 @@ HybridEP backend targets Blackwell NVL72), so flex is tried only on CUDA compute
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from constraints.rules import RULES, RuleInput
 from constraints.spec import MoeDispatcher
+from solver.table_rules import unvalidated_recipe
 
 VARIANT_RULES = ("shared_expert_overlap_dispatcher", "ep_comm_overlap", "flex_dispatcher_group")
 DEFAULT = ("alltoall", False)  # Megatron recipes' dispatcher for MoE and no EP overlap: the rows' own recipe
@@ -94,7 +93,8 @@ def legal_variants(space, profile, recipe_of_row, keys: np.ndarray, variants: li
     for u, i in enumerate(first):
         base = recipe_of_row(int(i))
         for j, v in enumerate(variants):
-            x = RuleInput(space.model, space.job, _with(base, variant_fields(v)), space.world_size, profile)
+            x = RuleInput(space.model, space.job, unvalidated_recipe({**base.__dict__, **variant_fields(v)}),
+                          space.world_size, profile)
             verdict[u, j] = not any((res := fn(x)) is not None and res.severity == "error" for fn in fns)
     return verdict[inv.reshape(-1)]
 
@@ -116,15 +116,6 @@ def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inv.reshape(-1)
 
 
-def _with(recipe, fields: dict):
-    """A copy of a (possibly unvalidated) Recipe with fields replaced, without re-validation."""
-    r = object.__new__(type(recipe))
-    object.__setattr__(r, "__dict__", {**recipe.__dict__, **fields})
-    for attr in ("__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"):
-        object.__setattr__(r, attr, getattr(recipe, attr, None) if attr != "__pydantic_fields_set__" else set())
-    return r
-
-
 def choose(times_by_variant: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(best time, variant index) per candidate over its legal variants; index -1 where none is legal."""
     t = np.where(legal, times_by_variant, np.iinfo(np.int64).max)
@@ -132,7 +123,3 @@ def choose(times_by_variant: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray,
     rows = np.arange(len(t))
     ok = legal[rows, best]
     return np.where(ok, t[rows, best], np.iinfo(np.int64).max), np.where(ok, best, -1)
-
-
-def dispatcher_label(variant: Optional[tuple]) -> str:
-    return "" if variant is None else f"{variant[0]}{'+ovl' if variant[1] else ''}"
