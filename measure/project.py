@@ -12,7 +12,8 @@ Per micro-batch, per layer, on one rank (see measure/layer_ops.py for shapes):
   (AMD Primus projection, MoE A2A bytes), times the load-imbalance factor (the busiest rank finishes last);
   the flex dispatcher sends a token once per destination node (`collectives.node_dedup_all_to_all_s`);
   `overlap_moe_expert_parallel_comm` hides an A2A behind another micro-batch's opposite pass (Megatron combined
-  1F1B), leaving its excess over that compute, at least the calibration's exposed fraction. Each MoE layer adds
+  1F1B), leaving its excess over that compute, at least the calibration's exposed fraction, on the passes that
+  have a partner (`layer_cost.ep_paired_fraction`: M-1 of M at PP 1). Each MoE layer adds
   the dispatcher's host sync per pass.
 - CP (p2p ring): CP-1 exchanges of the local K,V chunk, hidden behind attention compute when shorter.
 - PP: one activation send per chunk boundary, t/TP (SP) * h bf16, on the simulator's critical path.
