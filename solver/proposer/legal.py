@@ -3,7 +3,8 @@
 Why from the tables and not from the space's candidate domains: a candidate value no legal row uses
 (TP=16 with 8 KV heads) is as useless in a hint as TP=3, so a hint is checked against the values that
 occur in at least one legal activation row (and the shardings the structural rules allow), restricted
-by the user's pins. Columns are built once per Tables with numpy so a 40 k-row table costs milliseconds.
+by the user's pins. Each axis is stored as distinct values plus an int code per row, so a mask over a
+million rows is one Python check per distinct value and a numpy gather.
 """
 from __future__ import annotations
 
@@ -17,34 +18,67 @@ STRUCT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "schedule", "split")  # ord
 VARIANT_AXES = ("moe_dispatcher", "ep_comm_overlap")  # per candidate (solver/variants.py), pinned in the space
 
 
+class _Coded:
+    """One axis as distinct values plus an int code per activation row: a membership test is then one
+    Python check per distinct value and one numpy gather, not one Python call per row."""
+
+    def __init__(self, values: list, codes: np.ndarray) -> None:
+        self.values, self.codes = values, codes
+
+    @classmethod
+    def encode(cls, items: Sequence) -> "_Coded":
+        """Codes for arbitrary values, keyed on (type, value) so True and 1 stay distinct."""
+        index: dict = {}
+        values: list = []
+        codes = np.empty(len(items), dtype=np.int64)
+        for i, v in enumerate(items):
+            key = (type(v), v)
+            if key not in index:
+                index[key] = len(values)
+                values.append(v)
+            codes[i] = index[key]
+        return cls(values, codes)
+
+    @classmethod
+    def of_ints(cls, col: np.ndarray, as_bool: bool = False) -> "_Coded":
+        uniq, inv = np.unique(col, return_inverse=True)
+        return cls([bool(u) if as_bool else int(u) for u in uniq], inv.astype(np.int64).reshape(-1))
+
+    def allowed(self, values: Sequence) -> np.ndarray:
+        """Per distinct value, whether it is in `values` (membership as `_member`)."""
+        return np.array([_member(v, values) for v in self.values], dtype=bool)
+
+    def value_at(self, i: int):
+        return self.values[int(self.codes[i])]
+
+
 class AxisColumns:
     """Per activation row, the value of every axis except dp_sharding (which is the candidate's 2nd index)."""
 
     def __init__(self, tables) -> None:
         self.tables = tables
         n = len(tables.act_rows)
-        struct = np.empty((max(len(tables.struct), 1), len(STRUCT_AXES)), dtype=object)
-        for i, row in enumerate(tables.struct):
-            struct[i, :] = row
         s_idx = np.asarray(tables.act_struct, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
-        self.cols: dict[str, np.ndarray] = {a: struct[s_idx, j] for j, a in enumerate(STRUCT_AXES)}
-        split = self.cols.pop("split")  # False | True (account-for) | (first, last) -> two boolean axes
-        for axis, is_it in (("acc_split", lambda v: v is True), ("uneven_stages", lambda v: isinstance(v, tuple))):
-            col = np.empty(n, dtype=object)
-            col[:] = [is_it(v) for v in split]
-            self.cols[axis] = col
-        rows = np.asarray(tables.act_rows, dtype=np.int64).reshape(n, 5)[:, 1:].astype(object)
-        tp = self.cols["tp"].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
-        rc_names = np.array([recompute_name(r) for r in tables.rc_choices], dtype=object)
-        self.cols["mbs"] = rows[:, 0]
+        self.axes: dict[str, _Coded] = {}
+        struct_cols = list(zip(*tables.struct)) if tables.struct else [()] * len(STRUCT_AXES)
+        for j, axis in enumerate(STRUCT_AXES):
+            if axis == "split":  # False | True (account-for) | (first, last) -> two boolean axes
+                split = struct_cols[j]
+                for name, is_it in (("acc_split", lambda v: v is True), ("uneven_stages", lambda v: isinstance(v, tuple))):
+                    per_struct = _Coded.encode([is_it(v) for v in split])
+                    self.axes[name] = _Coded(per_struct.values, per_struct.codes[s_idx])
+                continue
+            per_struct = _Coded.encode(list(struct_cols[j]))
+            self.axes[axis] = _Coded(per_struct.values, per_struct.codes[s_idx])
+        rows = np.asarray(tables.act_rows, dtype=np.int64).reshape(n, 5)[:, 1:]
+        tp = self.axes["tp"]
+        tp_col = np.array([int(v) for v in tp.values], dtype=np.int64)[tp.codes] if n else np.zeros(0, dtype=np.int64)
+        self.axes["mbs"] = _Coded.of_ints(rows[:, 0])
         # SP is dropped at TP=1 (Recipe.sp_active); the solver's own axis view spells it the same way
-        sp = np.empty(n, dtype=object)
-        sp[:] = [bool(v) and int(t_) > 1 for v, t_ in zip(rows[:, 1], tp)]
-        self.cols["sp"] = sp
-        self.cols["recompute"] = rc_names[rows[:, 2].astype(np.int64)] if n else np.zeros(0, dtype=object)
-        tpo = np.empty(n, dtype=object)
-        tpo[:] = [bool(v) for v in rows[:, 3]]
-        self.cols["tp_comm_overlap"] = tpo
+        self.axes["sp"] = _Coded.of_ints((rows[:, 1] != 0) & (tp_col > 1), as_bool=True)
+        rc = _Coded.encode([recompute_name(r) for r in tables.rc_choices])
+        self.axes["recompute"] = _Coded(rc.values, rc.codes[rows[:, 2]] if n else np.zeros(0, dtype=np.int64))
+        self.axes["tp_comm_overlap"] = _Coded.of_ints(rows[:, 3] != 0, as_bool=True)
         self.shardings = list(tables.shardings)
 
     def row_mask(self, allowed: Mapping[str, Sequence]) -> np.ndarray:
@@ -52,10 +86,10 @@ class AxisColumns:
         n = len(self.tables.act_rows)
         mask = np.ones(n, dtype=bool)
         for axis, values in allowed.items():
-            if axis == "dp_sharding" or axis in VARIANT_AXES:
+            if axis == "dp_sharding" or axis in VARIANT_AXES or not n:
                 continue
-            col = self.cols[axis]
-            mask &= np.array([_member(v, values) for v in col], dtype=bool) if n else mask
+            col = self.axes[axis]
+            mask &= col.allowed(values)[col.codes]
         return mask
 
     def legal_values(self, pins: Optional[Mapping[str, Sequence]] = None) -> dict[str, list]:
@@ -77,7 +111,8 @@ class AxisColumns:
                 j = VARIANT_AXES.index(axis)
                 out[axis] = sorted({v[j] for v in t.variants}, key=_sort_key) if mask.any() else []
                 continue
-            vals = set(self.cols[axis][mask].tolist()) if mask.any() else set()
+            col = self.axes[axis]
+            vals = [col.values[c] for c in np.unique(col.codes[mask])] if mask.any() else []
             out[axis] = sorted(vals, key=_sort_key)
         return out
 
@@ -102,7 +137,7 @@ class AxisColumns:
 
     def values_of(self, a: int, shard: int) -> dict:
         """Axis -> value of candidate (act row a, sharding index shard), spelled as in solver.space."""
-        out = {axis: _plain(col[a]) for axis, col in self.cols.items()}
+        out = {axis: _plain(col.value_at(a)) for axis, col in self.axes.items()}
         out["dp_sharding"] = self.shardings[shard]
         out["moe_dispatcher"], out["ep_comm_overlap"] = self.tables.variant(a, shard)
         return {axis: out[axis] for axis in AXES}
