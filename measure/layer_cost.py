@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from constraints.spec import JobSpec, ModelSpec, MoeDispatcher, Placement, Recipe
 from hardware.profile import Calibration, HardwareProfile
 from measure import collectives as col
-from measure.layer_ops import LayerKind, Phase, PhaseOp, attention_ops, block_ops
+from measure.layer_ops import LayerKind, Phase, PhaseOp, attention_key, attention_ops, block_key, block_ops
 from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
 
@@ -95,14 +95,50 @@ def timed_ops(ops: list[PhaseOp], profile, table, fp, imbalance: float, cache: O
     return out
 
 
-def _host_floor(by: dict, timed: list[tuple[PhaseOp, float]], per_op_s: float) -> None:
+@dataclass(frozen=True)
+class _OpSums:
+    """What `layer_parts` reads from a list of timed ops: seconds per phase, forward seconds per module,
+    host-op counts per pass and weight-gradient parameter counts. Blocks shared by many per-rank shapes
+    (the attention block across EP x ETP, an MoE block across TP x CP x MBS with the same tokens per rank)
+    are summed once."""
+
+    fwd_s: float
+    dgrad_s: float
+    wgrad_s: float
+    fwd_by_module_s: dict
+    n_fwd: int
+    n_bwd: int
+    dense_params: int
+    expert_params: int
+
+
+def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
+    by = {ph: 0.0 for ph in Phase}
+    fwd_by_module: dict[str, float] = {}
+    n_fwd = n_bwd = dense_p = expert_p = 0
+    for p, t in timed:
+        by[p.phase] += t
+        if p.phase == Phase.fwd:
+            n_fwd += 1
+            fwd_by_module[p.module] = fwd_by_module.get(p.module, 0.0) + t
+        elif p.phase in (Phase.bwd_dgrad, Phase.bwd_wgrad):
+            n_bwd += 1
+        if p.phase == Phase.bwd_wgrad and p.op.kind.value in ("gemm", "grouped_gemm"):
+            s = p.op.shape
+            n = s[0] * s[1] * s[2] if p.op.kind.value == "grouped_gemm" else s[0] * s[1]
+            if p.module == "moe":
+                expert_p += n
+            else:
+                dense_p += n
+    return _OpSums(by[Phase.fwd], by[Phase.bwd_dgrad], by[Phase.bwd_wgrad], fwd_by_module, n_fwd, n_bwd, dense_p, expert_p)
+
+
+def _host_floor(by: dict, n_fwd: int, n_bwd: int, per_op_s: float) -> None:
     """A layer pass cannot run faster than the host issues it: forward >= its ops' host time, backward
     (dgrad + wgrad) >= theirs, the shortfall added to dgrad. Small per-rank kernels (high TP/EP, MBS 1,
     small hidden) leave the GPU waiting on Python and launches (why CUDA graphs help MoE layers)."""
     if per_op_s <= 0:
         return
-    n_fwd = sum(1 for p, _ in timed if p.phase == Phase.fwd)
-    n_bwd = sum(1 for p, _ in timed if p.phase in (Phase.bwd_dgrad, Phase.bwd_wgrad))
     by[Phase.fwd] = max(by[Phase.fwd], n_fwd * per_op_s)
     by[Phase.bwd_dgrad] += max(n_bwd * per_op_s - by[Phase.bwd_dgrad] - by[Phase.bwd_wgrad], 0.0)
 
@@ -128,21 +164,30 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
                 kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
                 op_cache: Optional[dict] = None) -> LayerParts:
     """The part of a layer's cost its per-rank shape decides (reads TP, CP, EP, ETP, MBS, SP; never
-    recompute, the dispatcher or the overlap flags: EP traffic is kept per dispatcher)."""
+    recompute, the dispatcher or the overlap flags: EP traffic is kept per dispatcher). `op_cache` may be
+    shared by calls for one (model, job, placement, profile): its block entries are keyed by the recipe
+    fields the blocks read (`attention_key`, `block_key`)."""
     cal = profile.calibration
     op_cache = {} if op_cache is None else op_cache
-    # the attention block reads TP, CP, MBS, SP only: shared by every EP x ETP (and both layer kinds)
-    akey = ("attention", recipe.tp, recipe.cp, recipe.mbs, recipe.sp_active)
+    akey = attention_key(recipe)
     attn = op_cache.get(akey)
     if attn is None:
-        attn = op_cache[akey] = timed_ops(attention_ops(model, job, recipe), profile, table, fp, cal.moe_load_imbalance, op_cache)
-    timed = attn + timed_ops(block_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance, op_cache)
-    by = {ph: sum(t for p, t in timed if p.phase == ph) for ph in Phase}
-    fwd_by_module: dict[str, float] = {}
-    for p, t in timed:
-        if p.phase == Phase.fwd:
-            fwd_by_module[p.module] = fwd_by_module.get(p.module, 0.0) + t
-    groups = recipe_groups(recipe, profile, placement)
+        attn = op_cache[akey] = _op_sums(timed_ops(attention_ops(model, job, recipe), profile, table, fp,
+                                                   cal.moe_load_imbalance, op_cache))
+    bkey = block_key(model, job, recipe, kind)
+    blk = op_cache.get(bkey)
+    if blk is None:
+        blk = op_cache[bkey] = _op_sums(timed_ops(block_ops(model, job, recipe, kind), profile, table, fp,
+                                                  cal.moe_load_imbalance, op_cache))
+    by = {Phase.fwd: attn.fwd_s + blk.fwd_s, Phase.bwd_dgrad: attn.dgrad_s + blk.dgrad_s,
+          Phase.bwd_wgrad: attn.wgrad_s + blk.wgrad_s}
+    fwd_by_module = dict(attn.fwd_by_module_s)
+    for m, t in blk.fwd_by_module_s.items():
+        fwd_by_module[m] = fwd_by_module.get(m, 0.0) + t
+    gkey = ("groups", recipe.tp, recipe.cp, recipe.ep, recipe.etp_effective)  # the four spans read below
+    groups = op_cache.get(gkey)
+    if groups is None:
+        groups = op_cache[gkey] = recipe_groups(recipe, profile, placement)
     t_tok = recipe.mbs * job.seq_length // recipe.cp
     t_sp = t_tok // recipe.tp if recipe.sp_active else t_tok
     act_bytes = t_tok * model.hidden_size * 2
@@ -158,7 +203,10 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
         if kind == LayerKind.moe and recipe.sp_active:
             tp += one
     if kind == LayerKind.moe:
-        ep = {d: _ep_raw_s(model, recipe, groups, profile, t_sp, d) for d in MoeDispatcher}
+        ekey = ("ep", t_sp, recipe.ep, recipe.etp_effective)  # what _ep_raw_s reads (EP / ETP spans follow the sizes)
+        ep = op_cache.get(ekey)
+        if ep is None:
+            ep = op_cache[ekey] = {d: _ep_raw_s(model, recipe, groups, profile, t_sp, d) for d in MoeDispatcher}
     cp = 0.0
     if recipe.cp > 1:
         kv_heads = model.num_attention_heads if model.multi_latent_attention else model.num_query_groups
@@ -166,22 +214,14 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
         kv_bytes = 2 * recipe.mbs * t_tok * max(kv_heads // recipe.tp, 1) * d * 2
         ring = (recipe.cp - 1) * col.p2p_s(kv_bytes, groups.cp.num_domains > 1, profile)
         cp = max(ring - fwd_by_module.get("core_attn", 0.0), ring * cal.exposed_comm_fraction)
-    dense_p = expert_p = 0
-    for p, _ in timed:
-        if p.phase == Phase.bwd_wgrad and p.op.kind.value in ("gemm", "grouped_gemm"):
-            s = p.op.shape
-            n = s[0] * s[1] * s[2] if p.op.kind.value == "grouped_gemm" else s[0] * s[1]
-            if p.module == "moe":
-                expert_p += n
-            else:
-                dense_p += n
     if kind == LayerKind.moe:  # dispatcher host sync per pass (see Calibration.moe_dispatch_overhead_us)
         by[Phase.fwd] += cal.moe_dispatch_overhead_us * 1e-6
         by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
-    _host_floor(by, timed, cal.host_time_per_op_us * 1e-6)
+    _host_floor(by, attn.n_fwd + blk.n_fwd, attn.n_bwd + blk.n_bwd, cal.host_time_per_op_us * 1e-6)
     return LayerParts(fwd_s=by[Phase.fwd], dgrad_s=by[Phase.bwd_dgrad], wgrad_s=by[Phase.bwd_wgrad],
-                      fwd_by_module_s=fwd_by_module, tp_raw_s=tp, ep_raw_by_dispatcher_s=ep, cp_s=cp,
-                      dense_params=dense_p, expert_params=expert_p)
+                      fwd_by_module_s=fwd_by_module, tp_raw_s=tp, ep_raw_by_dispatcher_s=dict(ep), cp_s=cp,
+                      dense_params=attn.dense_params + blk.dense_params,
+                      expert_params=attn.expert_params + blk.expert_params)
 
 
 def ep_paired_fraction(pp, vpp, m):

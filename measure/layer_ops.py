@@ -255,6 +255,23 @@ def block_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerK
     return (moe_ops if kind == LayerKind.moe else mlp_ops)(model, job, recipe)
 
 
+def attention_key(recipe: Recipe) -> tuple:
+    """The recipe fields `attention_ops` reads (for one model and job): TP, CP, MBS and whether SP is on."""
+    return ("attention", recipe.tp, recipe.cp, recipe.mbs, recipe.sp_active)
+
+
+def block_key(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> tuple:
+    """The recipe fields `block_ops` reads (for one model and job), so that shapes with the same tokens per
+    rank share one block: the MLP reads TP and the tokens (`_tokens`); the MoE block reads the
+    sequence-parallel tokens, EP and ETP, and TP and the full tokens only for shared experts."""
+    kind = LayerKind(layer_kind)
+    t, t_sp = _tokens(job, recipe)
+    if kind == LayerKind.dense:
+        return ("block", kind, recipe.tp, t, t_sp)
+    shared = bool(model.moe_shared_expert_intermediate_size)
+    return ("block", kind, t_sp, recipe.ep, recipe.etp_effective, recipe.tp if shared else 0, t if shared else 0)
+
+
 def head_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     """Embedding (first stage), final norm, output GEMM and fused cross-entropy (last stage), plus
     MTP's extra projection, output GEMM and loss per MTP depth (its transformer layer is counted as
