@@ -106,16 +106,27 @@ def primary_key(tables: Tables, objective: str) -> np.ndarray:
 
 def fitting_index(tables: Tables, pins: Optional[dict] = None, objective: str = "throughput") -> np.ndarray:
     """Candidate indices that fit and satisfy the pins, in (objective, ranking time, act, shard) order."""
-    keep = tables.cand_peak <= tables.usable_bytes
+    order = _fitting_order(tables, objective)
+    keep = np.ones(len(order), dtype=bool)
     for name, allowed in (pins or {}).items():
         if name in VARIANT_AXES:  # chosen per candidate inside the space (solver/variants.py): pin them there
             raise ValueError(f"--{name.replace('_', '-')}: a per-candidate choice; pin it in the space (build_space pins)")
         ok = tables.allowed(name, allowed)
-        keep &= ok[tables.cand_shard] if name == "dp_sharding" else ok[tables.cand_act]
-    idx = np.flatnonzero(keep)
-    key = primary_key(tables, objective)
-    order = np.lexsort((tables.cand_shard[idx], tables.cand_act[idx], tables.cand_time_us[idx], key[idx]))
-    return idx[order]
+        keep &= ok[tables.cand_shard[order]] if name == "dp_sharding" else ok[tables.cand_act[order]]
+    return order[keep]
+
+
+def _fitting_order(tables: Tables, objective: str) -> np.ndarray:
+    """Every fitting candidate in (objective, ranking time, act, shard) order, sorted once per tables: the
+    proposer's sub-searches and the final solve filter this order by their pins instead of re-sorting."""
+    key = ("fitting_order", objective, tables.usable_bytes)
+    hit = tables._memo.get(key)
+    if hit is None:
+        idx = np.flatnonzero(tables.cand_peak <= tables.usable_bytes)
+        prim = primary_key(tables, objective)
+        hit = idx[np.lexsort((tables.cand_shard[idx], tables.cand_act[idx], tables.cand_time_us[idx], prim[idx]))]
+        tables._memo[key] = hit
+    return hit
 
 
 def top_verified(tables: Tables, idx: np.ndarray, k: int, margin_fraction: float) -> tuple[list[Ranked], ExactRanker, np.ndarray]:

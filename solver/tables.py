@@ -56,6 +56,7 @@ class Tables:
     cols: dict = field(default_factory=dict)  # per activation row integer columns (`_columns`)
     counts: dict = field(default_factory=dict)
     _codes: dict = field(default_factory=dict)
+    _memo: dict = field(default_factory=dict)  # derived orders reused by every solve over these tables
 
     def variant(self, a: int, shard: int) -> tuple:
         """(MoE dispatcher, EP overlap) of candidate (a, shard): its best legal variant."""
