@@ -24,41 +24,11 @@ from constraints.activation_coef import full_recompute_key, rank_coefficients, s
 from constraints.schedule import inflight_chunks
 from constraints.spec import Recipe
 from constraints.stages import rank_chunks
+from solver.codes import column_ranks, unique_codes
 from solver.splits import split_fields
 from solver.table_rules import fast_recipe
 
 _SPLIT_BASE = Recipe()
-
-
-def _column_ranks(col: np.ndarray) -> tuple[np.ndarray, int]:
-    """(rank of each entry among the column's distinct values, number of distinct values); a presence table
-    for small non-negative integers (O(n)), a sort otherwise."""
-    if col.min() >= 0 and col.max() < max(1 << 16, 4 * len(col)):
-        present = np.zeros(int(col.max()) + 1, dtype=np.int64)
-        present[col] = 1
-        rank_of = np.cumsum(present) - 1
-        return rank_of[col], int(present.sum())
-    _, inv = np.unique(col, return_inverse=True)
-    inv = inv.reshape(-1)
-    return inv, int(inv.max()) + 1
-
-
-def unique_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct key rows, index of each row's key among them) of an int key matrix; the distinct rows come
-    in lexicographic order of their per-column ranks (np.unique's order)."""
-    if not len(keys):
-        return keys[:0], np.zeros(0, dtype=np.int64)
-    ranks, radix = zip(*(_column_ranks(keys[:, j]) for j in range(keys.shape[1])))
-    if np.prod(np.array(radix, dtype=float)) < 2.0 ** 62:
-        code = np.zeros(len(keys), dtype=np.int64)
-        for rank, base in zip(ranks, radix):  # mixed-radix code of the per-column ranks: 1-D is faster
-            code = code * base + rank
-        inv, n_codes = _column_ranks(code)
-        some_row = np.zeros(n_codes, dtype=np.int64)
-        some_row[inv] = np.arange(len(keys))  # any row of each code will do: its key rows are equal
-        return keys[some_row], inv
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    return uniq, inv.reshape(-1)
 
 
 def unique_table(keys: np.ndarray, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -242,10 +212,10 @@ class MemoryTables:
         _, struct_code = unique_codes(per_struct)
         code, total = struct_code[cols["struct"]], int(struct_code.max()) + 1
         for col in row_cols:
-            rank, radix = _column_ranks(col)
+            rank, radix = column_ranks(col)
             code, total = code * radix + rank, total * radix
         assert total < 1 << 62  # a few hundred structural codes times small row ranges
-        inv, n_codes = _column_ranks(code)
+        inv, n_codes = column_ranks(code)
         some_row = np.zeros(n_codes, dtype=np.int64)
         some_row[inv] = np.arange(len(code))
         keys = np.stack([cols[k][some_row] for k in struct_names] + [c[some_row] for c in row_cols], axis=1)
@@ -264,7 +234,7 @@ class MemoryTables:
                               for tp, cp, ep, etp, mbs, sp in shapes.tolist()], dtype=np.int64)
         keys = list(interned)
         code = shape_ids[shape_of_row] * len(self.modules) + self.modules_of_rc[cols["rc"]]
-        inv, n_codes = _column_ranks(code)
+        inv, n_codes = column_ranks(code)
         some_row = np.zeros(n_codes, dtype=np.int64)
         some_row[inv] = np.arange(len(code))
         vals = [values_at(self.model, keys[k // len(self.modules)], self.modules[k % len(self.modules)]) for k in code[some_row].tolist()]

@@ -12,6 +12,7 @@ import numpy as np
 from constraints.spec import DataParallelSharding, MoeDispatcher, PipelineSchedule, Recipe
 from measure.recipe_batch import DISPATCHERS
 from measure.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch
+from solver.codes import unique_ints
 
 US = 1_000_000
 UNPRICEABLE_US = np.int64(1) << 50  # a candidate the projection cannot price (NaN) ranks last, never first
@@ -26,7 +27,7 @@ def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np
     if not len(cand_act):
         return np.zeros(0, dtype=np.int64)
     v, n_var = np.asarray(cand_variant, dtype=np.int64), len(variants)
-    uniq, inv = np.unique(np.asarray(cand_act, dtype=np.int64) * n_var + v, return_inverse=True)
+    uniq, inv = unique_ints(np.asarray(cand_act, dtype=np.int64) * n_var + v)
     a, uv = uniq // n_var, uniq % n_var
     sched_codes = np.array([SCHEDULES.index(PipelineSchedule(s)) for s in space.domains["schedule"]], dtype=np.int64)
     shard_codes = [SHARDINGS.index(DataParallelSharding(s)) for s in shardings]

@@ -23,6 +23,7 @@ from constraints import memory as mem
 from constraints.spec import Recipe
 from constraints.stages import StageSplitError
 from solver.space import SearchSpace, make_recipe, recompute_choices, recompute_name
+from solver.codes import unique_ints
 from solver.splits import split_code
 from solver.variants import DEFAULT as DEFAULT_VARIANT, choose, key_columns, legal_variants, space_variants
 from solver.table_memory import MemoryTables, make_split
@@ -81,7 +82,7 @@ class Tables:
             return list(self.shardings), np.arange(len(self.shardings))
         if axis not in self._codes:
             raw, spell = self._axis_column(axis)
-            uniq, inv = np.unique(raw, return_inverse=True)
+            uniq, inv = unique_ints(raw)
             values = [spell(int(u)) for u in uniq]
             order = sorted(range(len(values)), key=lambda k: (str(type(values[k])), 0 if values[k] is None else values[k]))
             rank = np.empty(len(order), dtype=np.int64)

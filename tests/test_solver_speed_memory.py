@@ -12,7 +12,8 @@ from constraints.models import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.space import build_space, make_recipe, recompute_choices
-from solver.table_memory import MemoryTables, make_split, unique_codes
+from solver.codes import unique_codes
+from solver.table_memory import MemoryTables, make_split
 from solver.tables import build_tables
 
 PINS = {"tp": [1, 2, 4], "pp": [1, 2, 4], "vpp": [1, 2, 3], "cp": [1, 2], "ep": [1, 2, 8], "etp": [1, 2], "mbs": [1, 2],

@@ -112,7 +112,7 @@ class AxisColumns:
                 out[axis] = sorted({v[j] for v in t.variants}, key=_sort_key) if mask.any() else []
                 continue
             col = self.axes[axis]
-            vals = [col.values[c] for c in np.unique(col.codes[mask])] if mask.any() else []
+            vals = [col.values[c] for c in np.flatnonzero(np.bincount(col.codes[mask], minlength=len(col.values)))]
             out[axis] = sorted(vals, key=_sort_key)
         return out
 
