@@ -15,3 +15,16 @@ def closed_form_np(schedule: np.ndarray, f, b, w, p, v, m) -> np.ndarray:
     out = np.where(inter, (m + (p - 1) / v) * t, out)
     out = np.where(schedule == SCHEDULES.index(PipelineSchedule.zb_h1), m * t + (p - 1) * np.maximum(f + b - w, 0.0), out)
     return np.where(schedule == SCHEDULES.index(PipelineSchedule.zbv), m * t + (p - 1) * np.maximum(f + b - 2 * w, 0.0) / 2, out)
+
+
+def staged_closed_form_np(schedule: np.ndarray, f, b, w, mult, v, m) -> np.ndarray:
+    """measure.pipeline_sim.staged_closed_form_s over arrays: f, b, w, mult are [row, rank profile] (mult = how
+    many ranks share the profile, 0 for padding), schedule, v, m are [row]."""
+    t = f + b + w
+    vv = v[:, None]
+    sc = schedule[:, None]
+    share = np.where((sc == SCHEDULES.index(PipelineSchedule.interleaved)) & (vv > 1), t / np.maximum(vv, 1), t)
+    share = np.where(sc == SCHEDULES.index(PipelineSchedule.zb_h1), np.maximum(f + b - w, 0.0), share)
+    share = np.where(sc == SCHEDULES.index(PipelineSchedule.zbv), np.maximum(f + b - 2 * w, 0.0) / 2, share)
+    total = (mult * share).sum(axis=1)[:, None]
+    return np.where(mult > 0, m[:, None] * t + total - share, -np.inf).max(axis=1)
