@@ -12,6 +12,7 @@ import click
 
 from constraints.models import bundled_models, load_model
 from constraints.params import param_counts
+from solver.heap import keep_heap
 from solver.report import check_and_project, format_check
 
 GIB = 1024 ** 3
@@ -119,6 +120,7 @@ _register_optional()
 
 
 def main() -> None:
+    keep_heap()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
