@@ -14,6 +14,7 @@ from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.cpsat_solve import solve_cpsat
 from solver.exhaustive import solve_exhaustive
+from solver.heap import keep_heap
 from solver.space import build_space
 from solver.tables import build_tables
 
@@ -45,6 +46,7 @@ def run(name, model, hw, nodes, gpn, seq, gbs, k=10):
 
 
 if __name__ == "__main__":
+    keep_heap()  # as the CLI does (solver/heap.py)
     chosen = set(sys.argv[1:])
     print("| scenario | declared points | legal candidates | fitting | tables s | CP-SAT s | exhaustive s | solve total s |"
           " solve / exhaustive total | proven | same top-K |")
