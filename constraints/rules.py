@@ -13,6 +13,7 @@ each importing the next at its end), so check_rules lists violations in the same
 """
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
@@ -119,16 +120,19 @@ def expert_dp_matches_dp(x: RuleInput) -> Optional[Violation]:
               "drop --use-tp-pp-dp-mapping (default order tp-cp-ep-dp-pp) or make EP*ETP equal TP*CP")
 
 
-@rule(reads="num_distributed_optimizer_instances tp pp cp")
+@rule(reads="num_distributed_optimizer_instances tp pp cp etp ep")
 def distributed_optimizer_instances(x: RuleInput) -> Optional[Violation]:
-    """[3] (DP*CP) % --num-distributed-optimizer-instances == 0 (parallel_state)."""
+    """[3] (DP*CP) and expert-DP % --num-distributed-optimizer-instances == 0 (Megatron-LM
+    megatron/core/parallel_state.py:initialize_model_parallel asserts both, when the groups are built)."""
     r = x.recipe
     n = r.num_distributed_optimizer_instances
-    dpcp = r.dp(x.world_size) * r.cp
-    if n == 1 or (dpcp and dpcp % n == 0):
+    grid = r.etp_effective * r.ep * r.pp
+    dpcp, edp = r.dp(x.world_size) * r.cp, (r.expert_dp(x.world_size) if x.world_size % grid == 0 else 0)  # 0: expert_grid reports
+    if n == 1 or (dpcp and dpcp % n == 0 and (not edp or edp % n == 0)):
         return None
-    return _v("distributed_optimizer_instances", f"DP*CP = {dpcp} is not divisible by --num-distributed-optimizer-instances {n}",
-              f"use --num-distributed-optimizer-instances {nearest(divisors(max(dpcp, 1)), n)}")
+    both = math.gcd(dpcp, edp) if edp else dpcp
+    return _v("distributed_optimizer_instances", f"DP*CP = {dpcp} or expert-DP = {edp} is not divisible by --num-distributed-optimizer-instances {n}",
+              f"use --num-distributed-optimizer-instances {nearest(divisors(max(both, 1)), n)}")
 
 
 # ---------------------------------------------------------------- batch

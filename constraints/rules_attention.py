@@ -71,12 +71,18 @@ def context_parallel_seq(x: RuleInput) -> Optional[Violation]:
 
 @rule(reads="")
 def position_embeddings_cover_seq(x: RuleInput) -> Optional[Violation]:
-    """[19] --max-position-embeddings >= --seq-length for a learned absolute position table."""
+    """[19] --max-position-embeddings >= --seq-length, asserted for every position type (Megatron-LM
+    megatron/training/arguments.py:validate_args). A learned table cannot grow; RoPE has no table, so a rendered
+    script states max(config, seq) and only an argument list that itself says --max-position-embeddings is held to it."""
     m = x.model
-    if not m.learned_position_embeddings or m.max_position_embeddings >= x.job.seq_length:
+    stated = m.learned_position_embeddings or "--max-position-embeddings" in x.flags
+    if not stated or m.max_position_embeddings >= x.job.seq_length:
         return None
-    return _v("position_embeddings_cover_seq", f"learned position table holds {m.max_position_embeddings} positions < seq {x.job.seq_length}",
-              f"use --seq-length {m.max_position_embeddings}")
+    if m.learned_position_embeddings:
+        return _v("position_embeddings_cover_seq", f"learned position table holds {m.max_position_embeddings} positions < seq {x.job.seq_length}",
+                  f"use --seq-length {m.max_position_embeddings}")
+    return _v("position_embeddings_cover_seq", f"--max-position-embeddings {m.max_position_embeddings} < --seq-length {x.job.seq_length}",
+              f"use --max-position-embeddings {x.job.seq_length} (RoPE has no table to outgrow)")
 
 
 @rule(reads="hierarchical_cp_sizes cp cp_comm_type")

@@ -60,9 +60,10 @@ def moe_sequence_parallel(x: RuleInput) -> Optional[Violation]:
 
 @rule(reads="moe_shared_expert_overlap moe_dispatcher")
 def shared_expert_overlap_dispatcher(x: RuleInput) -> Optional[Violation]:
-    """[25] --moe-shared-expert-overlap only with the alltoall or flex dispatcher."""
+    """[25] --moe-shared-expert-overlap only with the alltoall or flex dispatcher, checked only for a model with shared
+    experts (TransformerConfig.__post_init__, under `moe_shared_expert_intermediate_size is not None`)."""
     r = x.recipe
-    if r.moe_shared_expert_overlap and r.moe_dispatcher == MoeDispatcher.allgather:
+    if r.moe_shared_expert_overlap and r.moe_dispatcher == MoeDispatcher.allgather and x.model.moe_shared_expert_intermediate_size:
         return _v("shared_expert_overlap_dispatcher", "--moe-shared-expert-overlap needs --moe-token-dispatcher-type alltoall or flex",
                   "use --moe-token-dispatcher-type alltoall")
     return None
@@ -79,10 +80,11 @@ def flex_dispatcher_group(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule(reads="overlap_moe_expert_parallel_comm ep moe_dispatcher pp vpp recompute")
+@rule(reads="overlap_moe_expert_parallel_comm ep moe_dispatcher pp vpp recompute moe_shared_expert_overlap")
 def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
     """[26] --overlap-moe-expert-parallel-comm: EP>1, alltoall/flex dispatcher, VPP set when PP>1, no full
-    recompute and no 'moe' recompute module, bf16/fp16 training."""
+    recompute and no 'moe' recompute module, bf16/fp16 training, no --moe-shared-expert-overlap
+    (TransformerConfig.__post_init__ asserts)."""
     r = x.recipe
     if not r.overlap_moe_expert_parallel_comm:
         return None
@@ -95,6 +97,8 @@ def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
         problems.append("a virtual pipeline when PP>1")
     if r.recompute.granularity == RecomputeGranularity.full or RecomputeModule.moe in r.recompute.modules:
         problems.append("no full or 'moe' recompute")
+    if r.moe_shared_expert_overlap:
+        problems.append("no --moe-shared-expert-overlap")
     if not problems:
         return None
     return _v("ep_comm_overlap", "--overlap-moe-expert-parallel-comm needs " + ", ".join(problems),
@@ -130,7 +134,9 @@ def _layers_per_stage(x: RuleInput) -> int:
 
 @rule(reads="recompute " + SPLIT_FIELDS)
 def full_recompute_args(x: RuleInput) -> Optional[Violation]:
-    """[30] full: --recompute-method in {uniform, block} and --recompute-num-layers between 1 and layers per stage."""
+    """[30] full: --recompute-method in {uniform, block} and --recompute-num-layers between 1 and layers per stage.
+    Megatron asserts only that both are set (TransformerConfig.__post_init__) and clamps a larger N (core/recompute.py);
+    N above the layers per stage is kept illegal on purpose: it spells N = layers per stage a second way."""
     rc = x.recipe.recompute
     if rc.granularity != RecomputeGranularity.full:
         return None

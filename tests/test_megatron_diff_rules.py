@@ -1,0 +1,78 @@
+"""Rule fixes found by bench/megatron_diff.py (shardplan vs Megatron-LM's own parse_args + validate_args +
+TransformerConfig on the same rendered arguments, NVIDIA/Megatron-LM snapshot 2026-08-22). Each test pins the
+verdict on the recipe the differential run flagged (ids are from `--n 2000 --seed 0`), with Megatron's verdict on
+that recipe's rendered arguments in the docstring."""
+from constraints.check import check_case
+from constraints.models import load_model
+from constraints.rules import RuleInput, check_rules
+from constraints.spec import JobSpec, Recipe, Recompute, RecomputeModule
+from hardware.profile import load_profile
+from templates.megatron_args import recipe_to_megatron_args
+from tests.conftest import make_case
+
+
+def _errors(case, flags=None):
+    report = check_case(case, load_profile(case.placement.hardware), flags=flags)
+    return {v.rule for v in report.violations}
+
+
+def _arg(args, flag):
+    return args[args.index(flag) + 1]
+
+
+def test_rope_seq_beyond_config_renders_a_position_limit_megatron_accepts():
+    """r0-0: Nemotron-4-340B (RoPE, config max_position_embeddings 4096) at seq 16384 was rendered with
+    --max-position-embeddings 4096; Megatron: "max_position_embeddings (4096) must be greater than or equal to
+    seq_length (16384)" (arguments.py validate_args). The script now states max(config, seq); the recipe stays legal."""
+    case = make_case("Nemotron-4-340B", hardware="h200-sxm-141gb", seq=16384, gbs=16, precision="fp16",
+                     tp=4, cp=2, mbs=2, sequence_parallel=True, cp_comm_type="allgather")
+    args = recipe_to_megatron_args(case.model, case.job, case.recipe)
+    assert int(_arg(args, "--max-position-embeddings")) == 16384
+    assert "position_embeddings_cover_seq" not in _errors(case)
+
+
+def test_megatron_args_with_short_rope_position_limit_are_illegal():
+    """The same check on an argument list that itself says --max-position-embeddings 4096 with --seq-length 16384:
+    Megatron rejects it for any position type, so check must too."""
+    case = make_case("Nemotron-4-340B", hardware="h200-sxm-141gb", seq=16384, gbs=16, tp=4, cp=2, mbs=2, sequence_parallel=True)
+    assert "position_embeddings_cover_seq" in _errors(case, flags={"--max-position-embeddings": 4096})
+    assert "position_embeddings_cover_seq" not in _errors(case.model_copy(update={"job": JobSpec(seq_length=4096, global_batch_size=16)}),
+                                                          flags={"--max-position-embeddings": 4096})
+
+
+def test_learned_position_table_still_bounds_seq():
+    """GPT-3-175B has a learned 2048-entry table: no rendered value can grow it."""
+    case = make_case("GPT-3-175B", seq=4096, gbs=64, tp=8)
+    assert "position_embeddings_cover_seq" in _errors(case)
+
+
+def test_ep_overlap_excludes_shared_expert_overlap():
+    """r0-32: DeepSeek-V3 on 16x8 MI300X, TP8 EP16 ETP8 with --overlap-moe-expert-parallel-comm and
+    --moe-shared-expert-overlap was legal here; Megatron: "disable moe_shared_expert_overlap when enabling
+    overlap_moe_expert_parallel_comm" (transformer_config.py TransformerConfig.__post_init__)."""
+    case = make_case("DeepSeek-V3", hardware="mi300x", nodes=16, seq=2048, gbs=64, precision="fp16", tp=8, ep=16, etp=8, mbs=2,
+                     sequence_parallel=True, recompute=Recompute.selective(RecomputeModule.mlp),
+                     overlap_moe_expert_parallel_comm=True, moe_shared_expert_overlap=True)
+    assert "ep_comm_overlap" in _errors(case)
+    assert "ep_comm_overlap" not in _errors(case.model_copy(update={"recipe": case.recipe.model_copy(update={"moe_shared_expert_overlap": False})}))
+
+
+def test_shared_expert_overlap_dispatcher_only_with_shared_experts():
+    """r0-253 (Llama-3.1-70B, dense) and a Mixtral (no shared experts) with --moe-shared-expert-overlap and the allgather
+    dispatcher: Megatron checks the dispatcher only under `moe_shared_expert_intermediate_size is not None`
+    (TransformerConfig.__post_init__), so both are accepted; Moonlight (shared experts) is still rejected."""
+    kw = dict(moe_dispatcher="allgather", moe_shared_expert_overlap=True)
+    assert "shared_expert_overlap_dispatcher" not in _errors(make_case("Llama-3.1-70B", nodes=4, gbs=16, tp=4, pp=4, vpp=2,
+                                                                       schedule="interleaved", sequence_parallel=True, **kw))
+    assert "shared_expert_overlap_dispatcher" not in _errors(make_case("Mixtral-8x7B-v0.1", ep=8, **kw))
+    assert "shared_expert_overlap_dispatcher" in _errors(make_case("Moonlight-16B-A3B", ep=8, **kw))
+
+
+def test_distributed_optimizer_instances_divide_expert_dp():
+    """parallel_state.initialize_model_parallel asserts expert_data_parallel_size % num_distributed_optimizer_instances
+    == 0 besides (DP*CP) % n: Mixtral-8x7B on 16 GPUs, TP2 EP8 ETP1 has DP*CP 8 but expert-DP 16/(1*8*1) = 2."""
+    x = RuleInput(model=load_model("Mixtral-8x7B-v0.1"), job=JobSpec(seq_length=4096, global_batch_size=64),
+                  recipe=Recipe(tp=2, ep=8, etp=1, sequence_parallel=True, num_distributed_optimizer_instances=4), world_size=16)
+    assert "distributed_optimizer_instances" in {v.rule for v in check_rules(x)}
+    ok = RuleInput(model=x.model, job=x.job, recipe=x.recipe.model_copy(update={"num_distributed_optimizer_instances": 2}), world_size=16)
+    assert "distributed_optimizer_instances" not in {v.rule for v in check_rules(ok)}
