@@ -168,6 +168,15 @@ def print_report(rows: list[dict], show: int) -> None:
     print("\ndisagreements, grouped (count, kind, Megatron error or our rules, one example id)")
     for (kind, key), members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         print(f"  {len(members):5d}  {kind}: {key}   e.g. {members[0]['id']} ({members[0]['label']})")
+    args_table = Counter(("legal" if r["args_legal"] else "illegal", "legal" if r["megatron_valid"] else "illegal")
+                         for r in rows if r.get("args_legal") is not None and r["megatron_valid"] is not None)
+    n_args = sum(args_table.values())
+    if n_args:
+        agree = args_table[("legal", "legal")] + args_table[("illegal", "illegal")]
+        print(f"\n`check` on the rendered argument list (parser + flags + env) vs Megatron: both legal {args_table[('legal', 'legal')]}, "
+              f"both illegal {args_table[('illegal', 'illegal')]}, ours legal / Megatron illegal {args_table[('legal', 'illegal')]}, "
+              f"ours illegal / Megatron legal {args_table[('illegal', 'legal')]}; agreement {100.0 * agree / n_args:.1f} %"
+              f"; recipe verdict != argument-list verdict on {sum(1 for r in rows if r.get('args_legal') is not None and r['args_legal'] != r['legal'])}")
     by_class: Counter = Counter()
     for r in rows:
         if r["megatron_valid"] is None or r["legal"] == r["megatron_valid"]:

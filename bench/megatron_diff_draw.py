@@ -247,6 +247,21 @@ def _break(rng: random.Random, m: ModelSpec, world: int, job: JobSpec, r: Recipe
     return kind, job.model_copy(update=jobu), Recipe(**{**r.model_dump(), **u})
 
 
+def judge_args(args: list[str], hw: str, nodes: int, gpn: int, prof, conn: str) -> tuple[Optional[bool], list[str]]:
+    """`shardplan check` on the rendered argument list itself (the parser, flags and env path), as
+    solver/inputs.py builds it from a script: (legal, rules), or (None, [why]) when it cannot be read."""
+    from constraints.megatron_args import parse_megatron_args
+
+    try:
+        cfg = parse_megatron_args(args, world_size=nodes * gpn)
+        case = Case(model=cfg.model, job=cfg.job, recipe=cfg.recipe,
+                    placement=Placement(hardware=hw, num_nodes=nodes, gpus_per_node=gpn))
+        rep = check_case(case, prof, flags=dict(cfg.raw), env={"CUDA_DEVICE_MAX_CONNECTIONS": conn})
+    except Exception as exc:
+        return None, [f"{type(exc).__name__}: {str(exc)[:120]}"]
+    return rep.legal, sorted({v.rule for v in rep.violations if v.rule != "memory_fits"})
+
+
 def draw_case(rng: random.Random, case_id: str) -> dict:
     """One drawn recipe: shardplan's verdict and rules, its rendered args and what the validator needs."""
     name, hw, nodes, gpn, job, recipe = legal_looking(rng)
@@ -276,6 +291,8 @@ def draw_case(rng: random.Random, case_id: str) -> dict:
     written = recipe if m.is_moe else recipe.model_copy(update={"overlap_moe_expert_parallel_comm": False})
     row["cuda_device_max_connections"] = "1" if needs_cuda_device_max_connections_1(written, prof.compute_capability) else (
         "8" if uses_fsdp(written) else "1")
+    if row.get("args") is not None:
+        row["args_legal"], row["args_rules"] = judge_args(row["args"], hw, nodes, gpn, prof, row["cuda_device_max_connections"])
     row["label"] = (f"{name} {hw} {nodes}x{gpn} tp{recipe.tp} pp{recipe.pp} vpp{recipe.vpp} cp{recipe.cp} ep{recipe.ep} "
                     f"etp{recipe.etp} mbs{recipe.mbs} gbs{job.global_batch_size} seq{job.seq_length} {job.precision.value}"
                     + (f" breaks={','.join(breaks)}" if breaks else ""))
