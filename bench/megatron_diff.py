@@ -65,6 +65,7 @@ KNOWN = {
     "full_recompute_args": ("iii deliberate", "--recompute-num-layers above the layers per stage: Megatron clamps (core/recompute.py)"),
     "selective_recompute_args": ("ii-lossy", "selective recompute renders no --recompute-method / --recompute-num-layers"),
     "ep_comm_overlap": ("ii-lossy", "MoE flags (--overlap-moe-expert-parallel-comm) are not rendered for a dense model"),
+    "precision_supported": ("iii runtime", "validate_args checks no FP8 / MXFP8 hardware support; Transformer Engine fails on the GPU"),
     "fp8_param_gather": ("iii TE", "validate_args turns --fp8-param-gather off under --use-torch-fsdp2 with TE >= 2.0"),
 }
 

@@ -170,7 +170,8 @@ def _break(rng: random.Random, m: ModelSpec, world: int, job: JobSpec, r: Recipe
                        "full_nolayers", "full_too_many", "mla_up_proj", "fsdp2_pp", "fp8_gather_bf16", "uneven_account",
                        "vpp_pp1", "ep_overlap", "dist_saved", "cpu_offload", "flex", "shared_overlap", "hier_cp",
                        "world", "mbs_big", "etp", "moe_act_nogg", "selective_method", "a2a_heads", "sp_seq",
-                       "vpp_nooverlap_p2p", "micro_group", "fsdp2_tied", "dist_opt_instances", "recompute_moe_dense"])
+                       "vpp_nooverlap_p2p", "micro_group", "fsdp2_tied", "dist_opt_instances", "recompute_moe_dense",
+                       "env", "precision_hw", "mtp_uniform"])
     jobu: dict[str, Any] = {}
     if kind == "tp_heads":
         u["tp"] = rng.choice([3, 5, 6, 12, 16])
@@ -244,6 +245,11 @@ def _break(rng: random.Random, m: ModelSpec, world: int, job: JobSpec, r: Recipe
         u["num_distributed_optimizer_instances"] = rng.choice([2, 3, 4])
     elif kind == "recompute_moe_dense":
         u["recompute"] = Recompute.selective(rng.choice([RecomputeModule.moe, RecomputeModule.moe_act, RecomputeModule.shared_experts]))
+    elif kind == "precision_hw":  # FP8 / MXFP8 whatever the hardware supports
+        jobu["precision"] = rng.choice([Precision.mxfp8, Precision.fp8_tensorwise])
+    elif kind == "mtp_uniform":
+        u["recompute"] = Recompute.full(RecomputeMethod.uniform, 2)
+    # "env": the launch environment is flipped in draw_case
     return kind, job.model_copy(update=jobu), Recipe(**{**r.model_dump(), **u})
 
 
@@ -275,8 +281,13 @@ def draw_case(rng: random.Random, case_id: str) -> dict:
     row: dict[str, Any] = {"id": case_id, "model": name, "hardware": hw, "nodes": nodes, "gpus_per_node": gpn,
                            "world": nodes * gpn, "sm": sm_of(prof), "breaks": breaks,
                            "job": job.model_dump(mode="json"), "recipe": recipe.model_dump(mode="json", exclude_defaults=True)}
+    written = recipe if m.is_moe else recipe.model_copy(update={"overlap_moe_expert_parallel_comm": False})
+    conn = "1" if needs_cuda_device_max_connections_1(written, prof.compute_capability) else ("8" if uses_fsdp(written) else "1")
+    if "env" in breaks:  # the other setting: "8" where Megatron wants "1", "1" where FSDP wants it unset
+        conn = "8" if conn == "1" else "1"
+    row["cuda_device_max_connections"] = conn
     try:
-        rep = check_case(case, prof)
+        rep = check_case(case, prof, env={"CUDA_DEVICE_MAX_CONNECTIONS": conn})
         row.update(legal=rep.legal, rules=sorted({v.rule for v in rep.violations if v.rule != "memory_fits"}))
     except Exception as exc:  # a crash of check itself is a finding, not a verdict
         row.update(legal=False, rules=[f"check crashed: {type(exc).__name__}: {exc}"])
@@ -288,9 +299,6 @@ def draw_case(rng: random.Random, case_id: str) -> dict:
         row["args"] = recipe_to_megatron_args(m, job, recipe)
     except Exception as exc:
         row.update(args=None, render_error=f"render failed: {type(exc).__name__}: {exc}")
-    written = recipe if m.is_moe else recipe.model_copy(update={"overlap_moe_expert_parallel_comm": False})
-    row["cuda_device_max_connections"] = "1" if needs_cuda_device_max_connections_1(written, prof.compute_capability) else (
-        "8" if uses_fsdp(written) else "1")
     if row.get("args") is not None:
         row["args_legal"], row["args_rules"] = judge_args(row["args"], hw, nodes, gpn, prof, row["cuda_device_max_connections"])
     row["label"] = (f"{name} {hw} {nodes}x{gpn} tp{recipe.tp} pp{recipe.pp} vpp{recipe.vpp} cp{recipe.cp} ep{recipe.ep} "

@@ -121,6 +121,8 @@ def cuda_device_max_connections(x: RuleInput) -> Optional[Violation]:
         return None
     r = x.recipe
     cc = getattr(x.profile, "compute_capability", None)
+    if cc is None and getattr(x.profile, "vendor", None) == "amd":
+        cc = 9  # Megatron reads torch's device major (training/utils/common_utils.py:get_device_arch_version); ROCm gfx9xx -> 9
     value = x.env.get("CUDA_DEVICE_MAX_CONNECTIONS")
     fsdp = r.dp_sharding.value in ("torch_fsdp2", "megatron_fsdp")
     if fsdp and value == "1":

@@ -8,7 +8,7 @@ from typing import Optional
 
 from constraints.rules import SPLIT_FIELDS, RuleInput, Violation, _v, divisors, nearest, rule
 from constraints.spec import (DataParallelSharding, MoeDispatcher, Optimizer, PipelineSchedule, Precision,
-                              RecomputeGranularity, RecomputeModule)
+                              RecomputeGranularity, RecomputeMethod, RecomputeModule)
 from constraints.stages import StageSplitError, virtual_stage_layer_counts
 
 
@@ -136,7 +136,8 @@ def _layers_per_stage(x: RuleInput) -> int:
 def full_recompute_args(x: RuleInput) -> Optional[Violation]:
     """[30] full: --recompute-method in {uniform, block} and --recompute-num-layers between 1 and layers per stage.
     Megatron asserts only that both are set (TransformerConfig.__post_init__) and clamps a larger N (core/recompute.py);
-    N above the layers per stage is kept illegal on purpose: it spells N = layers per stage a second way."""
+    N above the layers per stage is kept illegal on purpose: it spells N = layers per stage a second way. With MTP layers,
+    uniform needs N == 1 (multi_token_prediction.py MultiTokenPredictionLayer._checkpointed_forward asserts it)."""
     rc = x.recipe.recompute
     if rc.granularity != RecomputeGranularity.full:
         return None
@@ -147,6 +148,9 @@ def full_recompute_args(x: RuleInput) -> Optional[Violation]:
     if not 1 <= rc.num_layers <= per_stage:
         return _v("full_recompute_args", f"--recompute-num-layers {rc.num_layers} is outside 1..{per_stage} (layers per stage)",
                   f"use --recompute-num-layers {min(max(rc.num_layers, 1), per_stage)}")
+    if x.model.mtp_num_layers and rc.method == RecomputeMethod.uniform and rc.num_layers != 1:
+        return _v("full_recompute_args", f"uniform recompute of the MTP layer needs --recompute-num-layers 1, got {rc.num_layers}",
+                  "use --recompute-num-layers 1 or --recompute-method block")
     return None
 
 

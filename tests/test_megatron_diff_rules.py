@@ -76,3 +76,27 @@ def test_distributed_optimizer_instances_divide_expert_dp():
     assert "distributed_optimizer_instances" in {v.rule for v in check_rules(x)}
     ok = RuleInput(model=x.model, job=x.job, recipe=x.recipe.model_copy(update={"num_distributed_optimizer_instances": 2}), world_size=16)
     assert "distributed_optimizer_instances" not in {v.rule for v in check_rules(ok)}
+
+
+def test_mtp_layer_uniform_recompute_needs_one_layer():
+    """DeepSeek-V3 (one MTP layer) with --recompute-method uniform --recompute-num-layers 2: validate_args and
+    TransformerConfig accept it, the first training step asserts "recompute_num_layers must be 1 for MTP recompute"
+    (multi_token_prediction.py MultiTokenPredictionLayer._checkpointed_forward); block is only skipped there."""
+    kw = dict(nodes=8, ep=64, gbs=64)
+    assert "full_recompute_args" in _errors(make_case("DeepSeek-V3", recompute=Recompute.full("uniform", 2), **kw))
+    assert "full_recompute_args" not in _errors(make_case("DeepSeek-V3", recompute=Recompute.full("uniform", 1), **kw))
+    assert "full_recompute_args" not in _errors(make_case("DeepSeek-V3", recompute=Recompute.full("block", 2), **kw))
+    assert "full_recompute_args" not in _errors(make_case("Llama-3.1-8B", recompute=Recompute.full("uniform", 2)))
+
+
+def test_amd_needs_cuda_device_max_connections_1_with_tp():
+    """MI300X has no CUDA compute capability in its profile, but Megatron reads torch's device major
+    (get_device_arch_version), which ROCm reports as 9 for gfx942: TP>1 without CUDA_DEVICE_MAX_CONNECTIONS=1 is
+    rejected by validate_args there as on Hopper (validator run with SM=9: "Using tensor model parallelism or
+    context parallelism require setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1")."""
+    case = make_case("Llama-3.1-8B", hardware="mi300x", tp=2, sequence_parallel=True)
+    profile = load_profile("mi300x")
+    bad = check_case(case, profile, env={"CUDA_DEVICE_MAX_CONNECTIONS": "8"})
+    good = check_case(case, profile, env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"})
+    assert "cuda_device_max_connections" in {v.rule for v in bad.violations}
+    assert "cuda_device_max_connections" not in {v.rule for v in good.violations}
