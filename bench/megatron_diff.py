@@ -62,7 +62,8 @@ KNOWN = {
     "cp_a2a_heads": ("iii runtime", "Transformer Engine a2a context parallelism splits heads"),
     "distributed_optimizer_instances": ("iii init", "parallel_state.initialize_model_parallel asserts (DP*CP) and expert-DP % n"),
     "zero_bubble_no_recompute": ("iii deliberate", "zero-bubble schedules are shardplan-only; the rendered args run 1F1B"),
-    "full_recompute_args": ("iii deliberate", "--recompute-num-layers above the layers per stage: Megatron clamps (core/recompute.py)"),
+    "full_recompute_args": ("iii deliberate|runtime", "--recompute-num-layers above the layers per stage: Megatron clamps "
+                            "(core/recompute.py), kept illegal on purpose; MTP with uniform N != 1 asserts at the first step"),
     "selective_recompute_args": ("ii-lossy", "selective recompute renders no --recompute-method / --recompute-num-layers"),
     "ep_comm_overlap": ("ii-lossy", "MoE flags (--overlap-moe-expert-parallel-comm) are not rendered for a dense model"),
     "precision_supported": ("iii runtime", "validate_args checks no FP8 / MXFP8 hardware support; Transformer Engine fails on the GPU"),
