@@ -107,9 +107,11 @@ def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
 
 @rule(reads="recompute moe_grouped_gemm")
 def moe_act_needs_grouped_gemm(x: RuleInput) -> Optional[Violation]:
-    """[27] 'moe_act' in --recompute-modules needs --moe-grouped-gemm."""
+    """[27] 'moe_act' in --recompute-modules needs --moe-grouped-gemm (TransformerConfig.__post_init__ raises, dense
+    models too). The launch script writes no MoE flag for a dense model, so there only an explicit flag counts."""
     r = x.recipe
-    if RecomputeModule.moe_act in r.recompute.modules and not r.moe_grouped_gemm:
+    grouped = r.moe_grouped_gemm and (x.model.is_moe or "--moe-grouped-gemm" in x.flags)
+    if RecomputeModule.moe_act in r.recompute.modules and not grouped:
         return _v("moe_act_needs_grouped_gemm", "recompute module moe_act needs --moe-grouped-gemm", "add --moe-grouped-gemm")
     return None
 

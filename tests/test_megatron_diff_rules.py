@@ -100,3 +100,13 @@ def test_amd_needs_cuda_device_max_connections_1_with_tp():
     good = check_case(case, profile, env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"})
     assert "cuda_device_max_connections" in {v.rule for v in bad.violations}
     assert "cuda_device_max_connections" not in {v.rule for v in good.violations}
+
+
+def test_moe_act_recompute_on_a_dense_model_needs_an_explicit_grouped_gemm_flag():
+    """r0-1104/r0-1287 (Llama-2-7b, Llama-3.1-70B with --recompute-modules moe_act): the script carries no
+    --moe-grouped-gemm for a dense model, and Megatron raises "moe_act in recompute_modules is only supported with
+    moe_grouped_gemm." (TransformerConfig.__post_init__) whatever the model; the recipe verdict said legal (bf16)."""
+    case = make_case("Llama-3.1-8B", recompute=Recompute.selective(RecomputeModule.moe_act))
+    assert "moe_act_needs_grouped_gemm" in _errors(case)
+    assert "moe_act_needs_grouped_gemm" not in _errors(case, flags={"--moe-grouped-gemm": True})
+    assert "moe_act_needs_grouped_gemm" not in _errors(make_case("Mixtral-8x7B-v0.1", ep=8, recompute=Recompute.selective(RecomputeModule.moe_act)))
