@@ -33,6 +33,34 @@ def _get(raw: dict, *keys: str, default: Any = None) -> Any:
     return default
 
 
+# HF config fields read as integers / fractions; a quoted number ("4096") is named instead of failing deep inside.
+_HF_INT_FIELDS = (
+    "hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size", "num_key_value_heads", "head_dim",
+    "vocab_size", "max_position_embeddings", "n_routed_experts", "num_local_experts", "num_experts",
+    "num_experts_per_tok", "experts_per_token", "moe_intermediate_size", "n_shared_experts", "kv_lora_rank",
+    "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "first_k_dense_replace", "moe_layer_freq",
+    "decoder_sparse_step", "num_nextn_predict_layers", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
+)
+_HF_FLOAT_FIELDS = ("attention_dropout", "resid_pdrop", "attn_pdrop")
+_HF_BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias")
+
+
+def _check_hf_types(raw: dict, name: str) -> None:
+    """One line naming the first field whose JSON type is wrong (null counts as absent, as in HF)."""
+    for key in _HF_INT_FIELDS:
+        v = raw.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise ModelError(f"model {name}: {key} must be an integer, got {v!r}; write it as a bare JSON number")
+    for key in _HF_FLOAT_FIELDS:
+        v = raw.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ModelError(f"model {name}: {key} must be a number, got {v!r}; write it as a bare JSON number")
+    for key in _HF_BOOL_FIELDS:
+        v = raw.get(key)
+        if v is not None and not isinstance(v, bool):
+            raise ModelError(f"model {name}: {key} must be true or false, got {v!r}")
+
+
 def _moe_pattern(raw: dict, num_layers: int) -> tuple[bool, ...] | None:
     """Which layers are MoE, from each family's own field (DeepSeek first_k_dense_replace + moe_layer_freq;
     Qwen3-MoE decoder_sparse_step + mlp_only_layers)."""
@@ -51,6 +79,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
     """Translate an HF config dict into a ModelSpec (families: llama, mistral, mixtral, qwen2/3(+moe),
     deepseek_v3/kimi_k2, gpt_oss, nemotron, gpt2)."""
     mt = raw.get("model_type", "")
+    _check_hf_types(raw, name)
     if mt == "gpt2":
         h = raw["n_embd"]
         return ModelSpec(
@@ -65,14 +94,21 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
     h = _get(raw, "hidden_size")
     heads = _get(raw, "num_attention_heads")
     layers = _get(raw, "num_hidden_layers")
-    if not (h and heads and layers):
-        raise ModelError(f"model {name}: config needs hidden_size, num_attention_heads and num_hidden_layers")
+    for key, value in (("hidden_size", h), ("num_attention_heads", heads), ("num_hidden_layers", layers)):
+        if not value or value < 0:
+            got = "it is missing" if value is None else f"got {value}"
+            raise ModelError(f"model {name}: config needs a positive {key} ({got}); copy it from the model's HF config.json")
+    for key in ("intermediate_size", "vocab_size"):
+        # No family-independent default: transformers' LlamaConfig says 11008, others 4*hidden, so guessing
+        # would silently build a different model than HF does.
+        if raw.get(key) is None:
+            raise ModelError(f"model {name}: config has no {key}; add \"{key}\" from the model's HF config.json")
     num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
     mla = raw.get("kv_lora_rank") is not None
     act = {"relu2": Activation.squared_relu, "gelu": Activation.gelu, "gelu_new": Activation.gelu}.get(
         raw.get("hidden_act", "silu"), Activation.swiglu)
     fields: dict[str, Any] = dict(
-        name=name, num_layers=layers, hidden_size=h, ffn_hidden_size=_get(raw, "intermediate_size", default=4 * h),
+        name=name, num_layers=layers, hidden_size=h, ffn_hidden_size=raw["intermediate_size"],
         num_attention_heads=heads, num_query_groups=_get(raw, "num_key_value_heads", default=heads),
         kv_channels=_get(raw, "head_dim", default=h // heads), vocab_size=raw["vocab_size"],
         max_position_embeddings=_get(raw, "max_position_embeddings", default=4096), activation=act,
@@ -117,8 +153,24 @@ def _model_from_yaml(data: dict, name: str) -> ModelSpec:
     return ModelSpec(**data)
 
 
+# Keys only an HF config has, and keys only a ModelSpec YAML has (hidden_size, vocab_size... are in both).
+_HF_ONLY_KEYS = {"num_hidden_layers", "intermediate_size", "num_key_value_heads", "n_embd", "n_layer", "n_head",
+                 "architectures", "transformers_version", "torch_dtype", "hidden_act", "rms_norm_eps"}
+_SPEC_ONLY_KEYS = {"num_layers", "ffn_hidden_size", "num_query_groups", "kv_channels"}
+
+
+def _looks_like_hf(data: dict) -> bool:
+    return bool(_HF_ONLY_KEYS & set(data)) and not (_SPEC_ONLY_KEYS & set(data))
+
+
 def model_from_mapping(data: dict, name: str) -> ModelSpec:
     """HF config (has `model_type`) or ModelSpec-shaped mapping, with one-line errors."""
+    if not data:
+        raise ModelError(f"model {name}: the mapping is empty; give an HF config.json (with model_type) "
+                         "or a model YAML (num_layers, hidden_size, ...)")
+    if "model_type" not in data and _looks_like_hf(data):
+        raise ModelError(f"model {name}: HF config has no model_type; add \"model_type\" (e.g. \"llama\") "
+                         "as in the model's HF config.json")
     try:
         if "model_type" in data:
             return model_from_hf_config(data, name)
@@ -145,6 +197,9 @@ def load_model(name_or_path: str) -> ModelSpec:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ModelError(f"--model: {path} is not valid JSON/YAML ({str(exc).splitlines()[0]})") from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"--model: {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                         "give an HF config.json or a model YAML") from None
     except OSError as exc:
         raise ModelError(f"--model: cannot read {path} ({exc.strerror})") from None
     if not isinstance(data, dict):
