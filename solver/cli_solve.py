@@ -8,6 +8,7 @@ import json
 import sys
 
 import click
+from pydantic import ValidationError
 
 from constraints.spec import JobSpec, Placement, Precision
 from solver.fewest_gpus import target_explanation
@@ -182,11 +183,15 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     from hardware.profile import load_profile
 
     proposer_config = config_from_options(**proposer_kw)  # a bad --proposer llm combination fails before any work
+    if target_tokens_per_s is not None and objective != "fewest-gpus":
+        raise SolveError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
     try:
         model = load_model(model_name)
         profile = load_profile(hardware)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
         placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
+    except ValidationError as exc:
+        raise SolveError(_option_error(exc)) from None
     except ValueError as exc:
         raise SolveError(str(exc).splitlines()[0]) from None
     ranges = dict(zip(RANGE_AXES, (tp_range, pp_range, vpp_range, cp_range, ep_range, etp_range, mbs_range)))
@@ -213,7 +218,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         raise SolveError(str(exc).splitlines()[0]) from None
     cases = [Case(model=model, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
     payload = {"recipes": [recipe_json(r, c) for r, c in zip(result.ranked, cases)], "proven_optimal": result.proven_optimal,
-               "bound": (result.bound_us / 1e6 if result.bound_us is not None else None), "bound_unit": "s (iteration time, closed-form ranking projection)",
+               **_bound_fields(result, objective, placement),
                "method": result.method, "space": tables.counts, "evaluated": result.evaluated,
                "proposer": hint_report.model_dump(mode="json") if hint_report else None, "objective": objective,
                "nodes": placement.num_nodes, "best_objective": result.stats.get("best_objective"),
@@ -243,6 +248,31 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     sys.exit(0 if result.ranked else 1)
 
 
+_OPTION_OF_FIELD = {"seq_length": "--seq-length", "global_batch_size": "--global-batch-size", "precision": "--precision",
+                    "num_nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "hardware": "--hardware"}
+
+
+def _option_error(exc: ValidationError) -> str:
+    """One line naming the command-line option (not the pydantic field) and the limit it broke."""
+    err = exc.errors()[0]
+    field = str(err["loc"][0]) if err.get("loc") else ""
+    option = _OPTION_OF_FIELD.get(field, field.replace("_", "-") or "input")
+    return f"{option}: {err['msg'][:1].lower() + err['msg'][1:]} (got {err.get('input')!r})"
+
+
+def _bound_fields(result, objective: str, placement) -> dict:
+    """`bound` in the objective's own unit: the proven lower bound on the ranking time (s), on the peak (bytes), or the
+    node count that fewest-gpus proved smallest; plus the best ranking time, whatever the objective."""
+    best_s = result.ranked[0].time_us / 1e6 if result.ranked else None
+    if objective == "fewest-gpus":
+        bound, unit = (placement.num_nodes if result.ranked else None), "nodes (smaller counts proven unable to reach the target)"
+    elif objective == "memory":
+        bound, unit = result.bound, "bytes (peak per-GPU memory)"
+    else:
+        bound, unit = (result.bound / 1e6 if result.bound is not None else None), "s (iteration time, closed-form ranking projection)"
+    return {"bound": bound, "bound_unit": unit, "best_ranking_time_s": best_s}
+
+
 def format_solve(payload: dict, model, placement, job) -> str:
     objective = payload.get("objective", "throughput")
     head = f"{model.name} on {placement.world_size} x {placement.hardware}, seq {job.seq_length}, GBS {job.global_batch_size}: "
@@ -250,7 +280,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
         lines = [head + "no recipe"]
     else:
         best = (f"smallest peak {payload['best_objective'] / GIB:.2f} GiB" if objective == "memory" and payload.get("best_objective")
-                else f"best ranking step {payload['bound']} s")
+                else f"best ranking step {payload['best_ranking_time_s']} s")
         lines = [head + f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
                  f"for objective {objective} ({best})"]
     lines.append(f"{'#':>2} {'TP':>3} {'PP':>3} {'VPP':>3} {'CP':>3} {'EP':>3} {'ETP':>3} {'DP':>5} {'MBS':>3} SP  {'recompute':<26} "

@@ -49,7 +49,7 @@ class Ranked:
 class SolveResult:
     ranked: list[Ranked]
     proven_optimal: bool
-    bound_us: Optional[int]    # best ranking-projection time (µs), proven a lower bound over the space when proven_optimal
+    bound: Optional[int]       # in the objective's unit (ranking µs or peak bytes): a proven lower bound over the space
     method: str
     evaluated: int = 0
     rejected: list = field(default_factory=list)   # (recipe, violations) dropped by check_case
@@ -225,8 +225,6 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
         if proven and int(solver.objective_value) != best_value:
             raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
         bound = best_value if proven else int(solver.best_objective_bound)
-    if objective != "throughput":   # `bound` is in the objective's unit; report the best time alongside
-        bound = int(tables.cand_time_us[idx[0]]) if proven else None
     return SolveResult(best, proven, bound, "cpsat", evaluated=len(ranker.done), rejected=ranker.rejected,
                        stats={"solve_s": time.perf_counter() - t0, "region_rows": int(len(rows)), "threshold": limit,
                               "objective": objective, "best_objective": best_value})

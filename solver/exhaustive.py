@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from solver.cpsat_solve import SolveResult, fitting_index, top_verified
+from solver.cpsat_solve import SolveResult, fitting_index, primary_key, top_verified
 from solver.tables import Tables
 
 
@@ -26,6 +26,6 @@ def solve_exhaustive(tables: Tables, k: int = 10, pins=None, margin_fraction: fl
     t0 = time.perf_counter()
     idx = fitting_index(tables, pins, objective)
     best, ranker, _ = top_verified(tables, idx, k, margin_fraction)
-    return SolveResult(best, True, int(tables.cand_time_us[idx[0]]) if len(idx) else None, "exhaustive",
+    return SolveResult(best, True, int(primary_key(tables, objective)[idx[0]]) if len(idx) else None, "exhaustive",
                        evaluated=len(ranker.done), rejected=ranker.rejected,
                        stats={"solve_s": time.perf_counter() - t0, "fitting": int(len(idx))})
