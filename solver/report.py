@@ -70,4 +70,42 @@ def format_check(loaded, result: dict[str, Any]) -> str:
         lines.append(f"projection: {proj['iteration_time_s']:.3f} s/iteration, {proj['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, "
                      f"MFU {100 * proj['mfu']:.1f}%, {proj['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU")
         lines.append("  " + "  ".join(f"{k}={v:.3f}s" for k, v in proj["breakdown"].items()))
+    if "suggestion" in result:
+        lines += format_suggestion(result["suggestion"])
     return "\n".join(lines)
+
+
+# recipe axis -> the Megatron-LM flag a user edits in the script (solver.suggest.AXES names)
+_SUGGEST_FLAGS = {"tp": "--tensor-model-parallel-size", "pp": "--pipeline-model-parallel-size", "vpp": "virtual pipeline size",
+                  "cp": "--context-parallel-size", "ep": "--expert-model-parallel-size", "etp": "--expert-tensor-parallel-size",
+                  "mbs": "--micro-batch-size", "sp": "--sequence-parallel", "recompute": "recompute",
+                  "schedule": "schedule", "dp_sharding": "DP sharding", "acc_split": "--account-for-embedding/loss-in-pipeline-split",
+                  "uneven_stages": "uneven first/last stages", "tp_comm_overlap": "--tp-comm-overlap",
+                  "moe_dispatcher": "--moe-token-dispatcher-type", "overlap_moe_expert_parallel_comm": "--overlap-moe-expert-parallel-comm",
+                  "first_stage_layers": "--decoder-first-pipeline-num-layers", "last_stage_layers": "--decoder-last-pipeline-num-layers"}
+
+
+def _value(v) -> str:
+    return {True: "on", False: "off", None: "unset"}.get(v, str(v)) if isinstance(v, (bool, type(None))) else str(v)
+
+
+def format_suggestion(sug) -> list[str]:
+    """`check --suggest` in text mode: the nearest legal recipe as one line per changed field, with its peak and step
+    time (solver.suggest.suggest_fix), or why none was found."""
+    if not sug:
+        return []
+    if not sug.get("found"):
+        return [f"suggestion: none ({sug.get('message', 'no legal recipe found')})"]
+    changes = sug.get("changes") or {}
+    n = sug.get("changed_axes", len(changes))
+    head = f"suggestion: nearest legal recipe changes {n} axis" + ("" if n == 1 else "es")
+    proj, peak = sug.get("projection"), sug.get("peak_bytes")
+    tail = []
+    if peak is not None:
+        tail.append(f"peak {peak / GIB:.2f} GiB")
+    if proj:
+        tail.append(f"{proj['iteration_time_s']:.3f} s/iteration, MFU {100 * proj['mfu']:.1f}%")
+    lines = [head + (" (" + ", ".join(tail) + ")" if tail else "")]
+    for field, ch in changes.items():
+        lines.append(f"  {field} ({_SUGGEST_FLAGS.get(field, field)}): {_value(ch['from'])} -> {_value(ch['to'])}")
+    return lines
