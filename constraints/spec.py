@@ -175,6 +175,11 @@ class ModelSpec(Strict):
                 raise ValueError("MoE model needs moe_router_topk and moe_ffn_hidden_size")
             if self.moe_router_topk > self.num_experts:
                 raise ValueError(f"moe_router_topk={self.moe_router_topk} exceeds num_experts={self.num_experts}")
+        if not self.multi_latent_attention and self.num_attention_heads % self.num_query_groups:
+            # Megatron's fused QKV splits per KV group into heads/groups query heads (attention.py
+            # get_query_key_value_tensors); HF's repeat_kv needs the same divisibility
+            raise ValueError(f"num_query_groups (HF num_key_value_heads): {self.num_attention_heads} attention heads are not divisible by "
+                             f"{self.num_query_groups} KV heads; use a divisor of {self.num_attention_heads}")
         if self.layer_is_moe is not None and len(self.layer_is_moe) != self.num_layers:
             raise ValueError(f"layer_is_moe has {len(self.layer_is_moe)} entries, expected num_layers={self.num_layers}")
         if self.multi_latent_attention:
