@@ -13,6 +13,7 @@ The YAML recipe file (schema in the README) is the human-written form:
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -39,15 +40,17 @@ class Case(Strict):
         return self.placement.world_size
 
 
-def _one_line(exc: ValidationError, prefix: str) -> str:
+def _one_line(exc: ValidationError, prefix: str, rename: dict[str, str] | None = None) -> str:
+    """First pydantic error as `prefix.field: message (got value)`; `rename` maps spec fields to the file's keys."""
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = ".".join(str((rename or {}).get(str(p), p)) for p in err["loc"])
     value = err.get("input")
     shown = "" if isinstance(value, dict) else f" (got {value!r})"
     return f"{prefix}{loc}: {err['msg']}{shown}"
 
 
 _TOP_KEYS = {"model", "hardware", "nodes", "gpus_per_node", "job", "recipe"}
+_PLACEMENT_KEYS = {"num_nodes": "nodes"}  # Placement field -> the recipe file's key
 
 
 def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Case:
@@ -85,7 +88,7 @@ def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Cas
     try:
         placement = Placement(hardware=str(data["hardware"]), num_nodes=data["nodes"], gpus_per_node=data["gpus_per_node"])
     except ValidationError as exc:
-        raise CaseError(_one_line(exc, "")) from None
+        raise CaseError(_one_line(exc, "", rename=_PLACEMENT_KEYS)) from None
     return Case(model=model, job=job, recipe=recipe, placement=placement)
 
 
@@ -97,6 +100,9 @@ def load_case_yaml(path: str | Path) -> Case:
         raise CaseError(f"cannot read recipe file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise CaseError(f"recipe file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    except UnicodeDecodeError as exc:
+        raise CaseError(f"recipe file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                        f"{exc.start}); give a YAML recipe") from None
     return case_from_mapping(data, path.parent)
 
 
@@ -113,11 +119,25 @@ def case_to_mapping(case: Case, model_ref: str | None = None) -> dict[str, Any]:
     }
 
 
+def _umask() -> int:
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write via a temp file in the same directory and os.replace, so a Ctrl-C never leaves half a file."""
+    """Write via a temp file in the same directory and os.replace, so a Ctrl-C never leaves half a file.
+
+    mkstemp creates the temp file 0600; the result gets the mode the file had, or a new file's usual
+    0666 & ~umask (0644 under umask 022), as `open(path, "w")` would give."""
     path = Path(path)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()

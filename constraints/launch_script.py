@@ -44,6 +44,8 @@ class LaunchCommand(BaseModel):
         default_factory=dict, description="literal launcher values: torchrun nproc_per_node/nnodes/..., srun/#SBATCH nodes/ntasks_per_node/...")
     env: dict[str, str] = Field(default_factory=dict, description="exported or command-prefix variables, e.g. CUDA_DEVICE_MAX_CONNECTIONS")
     unresolved: list[str] = Field(default_factory=list, description="unset variables left as ${NAME} in no-effect flag values")
+    env_taken: dict[str, str] = Field(
+        default_factory=dict, description="variables the script read from the given env without setting them first")
 
     @property
     def num_nodes(self) -> Optional[int]:
@@ -117,11 +119,20 @@ def _resolve_args(args: list[str]) -> tuple[list[str], list[str]]:
             info = lookup(flag) if flag else None
             if info is None or not info.no_effect or tok.split("=", 1)[0] == flag and "=" not in tok and tok.startswith("--"):
                 where = f"the value of {flag}" if flag else "a script argument"
-                raise LaunchScriptError(f"{where} uses {_show(name)}, which is not set; set {_show(name)} in the script or pass it in env")
+                raise LaunchScriptError(f"{where} uses {_show(name)}, {_unset_fix(name)}")
             unresolved.append(name)
             tok = unmark(tok)
         out.append(tok)
     return out, unresolved
+
+
+def _unset_fix(name: str) -> str:
+    """Why the value is unknown and how to give it: a variable can come from the environment `check` runs in."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return f"which is not set; set {name} in the script or in the environment ({name}=VALUE shardplan check ...)"
+    if name.isdigit():
+        return "a positional parameter shardplan cannot know; write the value in the script"
+    return "which shardplan does not run; write the value in the script"
 
 
 def _show(name: str) -> str:
@@ -144,7 +155,7 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None) -> LaunchComma
     if _is_argument_file(statements):
         sh = Shell(env or {})
         args, unresolved = _resolve_args([t for s in statements for w in split_words(s) for t in sh.words(w)])
-        return LaunchCommand(script_args=args, unresolved=unresolved)
+        return LaunchCommand(script_args=args, unresolved=unresolved, env_taken=_plain(sh.env_taken))
     run = Interpreter(env or {})
     run.run(statements)
     if run.found is None:
@@ -156,4 +167,9 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None) -> LaunchComma
     exported = {n: run.sh.get(n) for n in run.sh.exported}
     env_out = {n: v for n, v in {**exported, **prefix}.items() if isinstance(v, str) and not MARK_RE.search(v)}
     return LaunchCommand(script_args=args, script=tokens[k], launcher=launcher, distributed=distributed,
-                         env=env_out, unresolved=sorted(set(unresolved)))
+                         env=env_out, unresolved=sorted(set(unresolved)), env_taken=_plain(run.sh.env_taken))
+
+
+def _plain(taken: dict) -> dict[str, str]:
+    """Environment values as read (sorted by name); a positional parameter is reported like a variable."""
+    return {n: v for n, v in sorted(taken.items()) if isinstance(v, str)}

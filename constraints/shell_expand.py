@@ -39,10 +39,16 @@ class Shell:
         self.env_in = dict(env)
         self.vars: dict[str, Value] = {}
         self.exported: set[str] = set()
+        self.env_taken: dict[str, str] = {}  # variables read from env_in because the script had not set them
         self.cond_mode = False  # in `if` tests an unset variable is "" (bash), elsewhere it stays unresolved
 
     def get(self, name: str) -> Optional[Value]:
-        return self.vars[name] if name in self.vars else self.env_in.get(name)
+        if name in self.vars:
+            return self.vars[name]
+        value = self.env_in.get(name)
+        if value is not None:
+            self.env_taken.setdefault(name, value)
+        return value
 
     def words(self, word: str) -> list[str]:
         """Expand one raw word with word splitting (command arguments, array elements)."""

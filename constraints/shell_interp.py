@@ -131,12 +131,12 @@ class Interpreter:
         name, plus, raw = ASSIGN_RE.match(word).groups()
         if raw.startswith("(") and raw.endswith(")"):
             value: Value = [t for w in scan(raw[1:-1], " \t\n") for t in self.sh.words(w)]
-            old = self.sh.get(name)
+            old = self.sh.get(name) if plus else None  # a plain `=` does not read the old value (or the env)
             if plus and old is not None:
                 value = (old if isinstance(old, list) else [old]) + value
         else:
             value = self.sh.scalar(raw)
-            old = self.sh.get(name)
+            old = self.sh.get(name) if plus else None  # a plain `=` does not read the old value (or the env)
             if plus and isinstance(old, list):
                 value = old + [value]
             elif plus and old is not None:

@@ -5,15 +5,17 @@ files through the same path as users do.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import yaml
 
 from constraints.case import Case, CaseError, case_from_mapping
 from constraints.models import load_model
-from constraints.spec import Placement
+from constraints.rules import Violation
+from constraints.spec import Activation, ModelSpec, Placement
 
 
 class InputError(ValueError):
@@ -28,6 +30,7 @@ class LoadedCase:
     unknown_flags: list = field(default_factory=list)
     ignored_flags: list = field(default_factory=list)
     source: str = "yaml"
+    warnings: list = field(default_factory=list)  # Violation(severity="warning"): what the input took from elsewhere
 
 
 def _looks_like_recipe_yaml(path: Path, text: str) -> Optional[dict]:
@@ -42,6 +45,9 @@ def _looks_like_recipe_yaml(path: Path, text: str) -> Optional[dict]:
     return data
 
 
+_EXPECTED = "give a YAML recipe, a Megatron launch script or an argument file"
+
+
 def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], gpus_per_node: Optional[int],
                      model: Optional[str] = None) -> LoadedCase:
     """A Case from FILE; command-line --hardware/--nodes/--gpus-per-node/--model override or complete it."""
@@ -50,6 +56,10 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
         text = p.read_text()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); {_EXPECTED}") from None
+    if "\x00" in text:
+        raise InputError(f"{path}: a binary file (NUL byte at offset {text.index(chr(0))}); {_EXPECTED}")
     data = _looks_like_recipe_yaml(p, text)
     if data is not None:
         data = dict(data)
@@ -68,7 +78,8 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
     from constraints.megatron_args import parse_megatron_args
 
     try:
-        launch = extract_argv(text)
+        # bash semantics: a variable the script reads but never sets comes from the environment it runs in
+        launch = extract_argv(text, env=dict(os.environ))
     except ValueError as exc:
         raise InputError(str(exc)) from None
     dist = launch.distributed or {}
@@ -84,9 +95,7 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
         cfg = parse_megatron_args(list(launch.script_args))
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    model = load_model(model_ref) if model_ref else cfg.model
-    if model is None:
-        raise InputError("--model: the arguments hold no model shape (--num-layers, --hidden-size, ...); pass --model NAME|PATH")
+    model = _choose_model(cfg, model_ref)
     try:
         placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
         case = Case(model=model, job=cfg.job, recipe=cfg.recipe, placement=placement)
@@ -94,7 +103,66 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
         raise InputError(str(exc).splitlines()[0]) from None
     return LoadedCase(case=case, flags=dict(getattr(cfg, "raw", {}) or {}), env=dict(launch.env or {}),
                       unknown_flags=list(cfg.unknown_flags), ignored_flags=list(getattr(cfg, "ignored_flags", [])),
-                      source="megatron")
+                      source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()])
+
+
+def _env_warning(name: str, value: str) -> Violation:
+    return Violation(rule="env_variable", severity="warning",
+                     message=f"the script reads ${name} without setting it; took {name}={value} from the environment",
+                     fix=f"set {name} in the script to make the verdict independent of the shell")
+
+
+# Model flags a --model must agree with when the arguments also state them: (flag, value in the arguments,
+# value in the model). Not compared: --max-position-embeddings of a RoPE model (no weights; `render` writes
+# max(config, seq)) and --kv-channels under MLA (Megatron ignores it there).
+def _stated_model_flags(raw: dict[str, Any], m: ModelSpec) -> list[tuple[str, Any, Any]]:
+    pairs = [(f, raw[f], getattr(m, attr)) for f, attr in (
+        ("--num-layers", "num_layers"), ("--hidden-size", "hidden_size"), ("--ffn-hidden-size", "ffn_hidden_size"),
+        ("--num-attention-heads", "num_attention_heads"), ("--vocab-size", "vocab_size"),
+        ("--num-experts", "num_experts"), ("--moe-router-topk", "moe_router_topk"),
+        ("--moe-ffn-hidden-size", "moe_ffn_hidden_size"),
+        ("--moe-shared-expert-intermediate-size", "moe_shared_expert_intermediate_size"),
+        ("--q-lora-rank", "q_lora_rank"), ("--kv-lora-rank", "kv_lora_rank"), ("--qk-head-dim", "qk_head_dim"),
+        ("--qk-pos-emb-head-dim", "qk_pos_emb_head_dim"), ("--v-head-dim", "v_head_dim"),
+        ("--mtp-num-layers", "mtp_num_layers")) if f in raw]
+    if "--kv-channels" in raw and not m.multi_latent_attention:
+        pairs.append(("--kv-channels", raw["--kv-channels"], m.kv_channels))
+    if "--max-position-embeddings" in raw and m.learned_position_embeddings:
+        pairs.append(("--max-position-embeddings", raw["--max-position-embeddings"], m.max_position_embeddings))
+    if "--num-attention-heads" in raw and not m.multi_latent_attention:
+        # TransformerConfig: num_query_groups only with --group-query-attention, else one group per head
+        groups = raw.get("--num-query-groups", 1) if raw.get("--group-query-attention") else raw["--num-attention-heads"]
+        pairs.append(("--num-query-groups", groups, m.num_query_groups))
+    for flag, model_value in (("--swiglu", m.activation == Activation.swiglu), ("--qk-layernorm", m.qk_layernorm),
+                              ("--multi-latent-attention", m.multi_latent_attention),
+                              ("--untie-embeddings-and-output-weights", not m.tied_embeddings),
+                              ("--disable-bias-linear", not m.mlp_bias)):
+        if raw.get(flag) is True:
+            pairs.append((flag, True, model_value))
+    if "--normalization" in raw:
+        pairs.append(("--normalization", raw["--normalization"], m.normalization.value))
+    return pairs
+
+
+def _choose_model(cfg, model_ref: Optional[str]) -> ModelSpec:
+    """--model completes arguments without a model shape; where the arguments state model flags too, they
+    must agree (a silent swap would judge a different network than the one the file launches)."""
+    raw = dict(getattr(cfg, "raw", {}) or {})
+    if model_ref is None:
+        if cfg.model is not None:
+            return cfg.model
+        if not any(f in raw for f in ("--num-layers", "--hidden-size", "--num-attention-heads")):
+            raise InputError("--model: the arguments hold no model shape (--num-layers, --hidden-size, ...); pass --model NAME|PATH")
+        raise InputError(f"--model: the arguments lack {', '.join(cfg.model_missing)}; add "
+                         f"{'it' if len(cfg.model_missing) == 1 else 'them'}, or pass --model NAME|PATH")
+    model = load_model(model_ref)
+    for flag, stated, expected in _stated_model_flags(raw, model):
+        if stated != expected:
+            said = f"give {flag}, which {model.name} does not use" if stated is True else \
+                f"say {flag} {stated}, but {model.name} has {expected}"
+            raise InputError(f"--model {model_ref}: the arguments {said}; drop --model to judge the arguments' model, "
+                             f"or fix {flag}")
+    return model
 
 
 def _int_or_none(value) -> Optional[int]:

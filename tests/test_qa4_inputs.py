@@ -101,3 +101,177 @@ def test_non_utf8_model_file_names_the_file(tmp_path):
     path.write_bytes(b"\x00\x01\xff\xfe garbage")
     with pytest.raises(ModelError, match=r"cfg.json is not UTF-8 text"):
         load_model(str(path))
+
+
+# --- finding 4: check FILE --model X must not silently replace the file's model -------------------------
+
+A5_ARGS = ("--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention "
+           "--num-query-groups 8 --vocab-size 128256 --swiglu --tensor-model-parallel-size 2 --micro-batch-size 1 "
+           "--global-batch-size 16 --seq-length 4096 --bf16\n")
+
+
+def test_model_option_that_contradicts_the_arguments_is_an_error_naming_the_flag(tmp_path):
+    args = tmp_path / "a5.txt"
+    args.write_text(A5_ARGS)
+    rc, out, err = run_cli("check", str(args), "--hardware", "h100-sxm-80gb", "--nodes", "1", "--gpus-per-node", "8",
+                           "--model", "Llama-3.1-70B", "--json")
+    assert rc == 2 and out == ""
+    assert err.startswith("error: --model Llama-3.1-70B: the arguments say --num-layers 32, but Llama-3.1-70B has 80;")
+    assert "drop --model" in err and len(err.strip().splitlines()) == 1
+
+
+def test_model_option_that_agrees_completes_the_arguments(tmp_path):
+    """a5 lacks --max-position-embeddings: --model fills it in, and the stated flags match Llama-3.1-8B."""
+    from solver.inputs import load_check_input
+
+    args = tmp_path / "a5.txt"
+    args.write_text(A5_ARGS)
+    loaded = load_check_input(str(args), "h100-sxm-80gb", 1, 8, model="Llama-3.1-8B")
+    assert loaded.case.model == load_model("Llama-3.1-8B") and loaded.case.recipe.tp == 2
+
+
+def test_switch_that_contradicts_the_model_is_named(tmp_path):
+    from solver.inputs import InputError, load_check_input
+
+    args = tmp_path / "a.txt"
+    args.write_text(A5_ARGS.replace("--swiglu", "--swiglu --qk-layernorm"))
+    with pytest.raises(InputError, match=r"give --qk-layernorm, which Llama-3.1-8B does not use"):
+        load_check_input(str(args), "h100-sxm-80gb", 1, 8, model="Llama-3.1-8B")
+
+
+def test_gqa_groups_of_the_arguments_are_compared(tmp_path):
+    from solver.inputs import InputError, load_check_input
+
+    args = tmp_path / "a.txt"
+    args.write_text(A5_ARGS.replace("--group-query-attention --num-query-groups 8 ", ""))  # MHA: 32 groups
+    with pytest.raises(InputError, match=r"--num-query-groups 32, but Llama-3.1-8B has 8"):
+        load_check_input(str(args), "h100-sxm-80gb", 1, 8, model="Llama-3.1-8B")
+
+
+@pytest.mark.parametrize("name", bundled_models())
+def test_rendered_arguments_agree_with_their_own_model(tmp_path, name):
+    """No false conflict: `render`'s model flags for every bundled model match that model under --model."""
+    import shlex
+
+    from constraints.spec import JobSpec, Recipe
+    from solver.inputs import load_check_input
+    from templates.megatron_args import recipe_to_megatron_args
+
+    model = load_model(name)
+    args = tmp_path / "args.txt"
+    args.write_text(" ".join(shlex.quote(a) for a in recipe_to_megatron_args(model, JobSpec(seq_length=4096, global_batch_size=64), Recipe())))
+    assert load_check_input(str(args), "h100-sxm-80gb", 8, 8, model=name).case.model == model
+
+
+def test_partial_model_flags_name_the_missing_ones(tmp_path):
+    from solver.inputs import InputError, load_check_input
+
+    args = tmp_path / "a5.txt"
+    args.write_text(A5_ARGS)
+    with pytest.raises(InputError, match=r"^--model: the arguments lack --max-position-embeddings; add it, or pass --model"):
+        load_check_input(str(args), "h100-sxm-80gb", 1, 8)
+
+
+# --- finding 12: check's file, YAML key and launch-script messages ---------------------------------------
+
+@pytest.mark.parametrize("name", ["bad2.yaml", "bad2.sh", "args.txt"])
+def test_non_utf8_file_names_the_file_and_what_was_expected(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes(b"\x00\x01\xff\xfe garbage")
+    rc, out, err = run_cli("check", str(path), "--hardware", "h100-sxm-80gb", "--nodes", "1", "--gpus-per-node", "8")
+    assert rc == 2 and out == ""
+    assert err == f"error: {path}: not UTF-8 text (byte 0xff at offset 2); give a YAML recipe, a Megatron launch script or an argument file\n"
+
+
+def test_binary_utf8_file_names_the_file(tmp_path):
+    from solver.inputs import InputError, load_check_input
+
+    path = tmp_path / "r.yaml"
+    path.write_bytes(b"\x00\x01 garbage")
+    with pytest.raises(InputError, match=r"r.yaml: a binary file \(NUL byte at offset 0\); give a YAML recipe"):
+        load_check_input(str(path), None, None, None)
+
+
+def test_yaml_nodes_zero_is_reported_under_the_key_written(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text("model: Llama-3.1-8B\nhardware: h100-sxm-80gb\nnodes: 0\ngpus_per_node: 8\n"
+                    "job: {seq_length: 4096, global_batch_size: 64}\nrecipe: {tp: 1}\n")
+    rc, _, err = run_cli("check", str(path))
+    assert rc == 2 and err == "error: nodes: Input should be greater than 0 (got 0)\n"
+
+
+UNSET_TP_SCRIPT = """#!/bin/bash
+torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py \\
+  --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention --num-query-groups 8 \\
+  --seq-length 4096 --max-position-embeddings 131072 --swiglu --normalization RMSNorm --untie-embeddings-and-output-weights \\
+  --position-embedding-type rope --vocab-size 128256 --disable-bias-linear \\
+  --micro-batch-size 1 --global-batch-size 64 --bf16 --tensor-model-parallel-size $TP_SIZE
+"""
+
+
+def test_launch_script_variable_set_in_the_environment_is_read_and_warned(tmp_path, monkeypatch):
+    from solver.inputs import load_check_input
+
+    script = tmp_path / "s.sh"
+    script.write_text(UNSET_TP_SCRIPT)
+    monkeypatch.setenv("TP_SIZE", "2")
+    loaded = load_check_input(str(script), "h100-sxm-80gb", None, None)
+    assert loaded.case.recipe.tp == 2
+    assert [(w.rule, w.severity) for w in loaded.warnings] == [("env_variable", "warning")]
+    assert "took TP_SIZE=2 from the environment" in loaded.warnings[0].message
+
+
+def test_launch_script_variable_from_the_environment_through_the_cli(tmp_path):
+    script = tmp_path / "s.sh"
+    script.write_text(UNSET_TP_SCRIPT)
+    rc, out, err = run_cli("check", str(script), "--hardware", "h100-sxm-80gb", "--json", "--no-projection",
+                           env={"TP_SIZE": "4"})
+    assert rc in (0, 1), err
+    assert json.loads(out)["recipe"]["tp"] == 4
+
+
+def test_launch_script_variable_unset_everywhere_says_how_to_set_it(tmp_path, monkeypatch):
+    from solver.inputs import InputError, load_check_input
+
+    script = tmp_path / "s.sh"
+    script.write_text(UNSET_TP_SCRIPT)
+    monkeypatch.delenv("TP_SIZE", raising=False)
+    with pytest.raises(InputError, match=r"uses \$TP_SIZE, which is not set; set TP_SIZE in the script or in the "
+                                         r"environment \(TP_SIZE=VALUE shardplan check \.\.\.\)"):
+        load_check_input(str(script), "h100-sxm-80gb", None, None)
+
+
+def test_variable_the_script_sets_is_not_taken_from_the_environment(tmp_path, monkeypatch):
+    from solver.inputs import load_check_input
+
+    script = tmp_path / "s.sh"
+    script.write_text(UNSET_TP_SCRIPT.replace("#!/bin/bash\n", "#!/bin/bash\nTP_SIZE=8\n"))
+    monkeypatch.setenv("TP_SIZE", "2")
+    loaded = load_check_input(str(script), "h100-sxm-80gb", None, None)
+    assert loaded.case.recipe.tp == 8 and loaded.warnings == []
+
+
+# --- finding 14: atomic writes keep the file's mode ------------------------------------------------------
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o755])
+def test_atomic_write_keeps_the_existing_mode(tmp_path, mode):
+    from constraints.case import atomic_write_text
+
+    path = tmp_path / "table.json"
+    path.write_text("{}")
+    os.chmod(path, mode)
+    atomic_write_text(path, '{"a": 1}')
+    assert path.read_text() == '{"a": 1}' and stat.S_IMODE(path.stat().st_mode) == mode
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_atomic_write_gives_a_new_file_the_umask_mode(tmp_path, umask, mode):
+    from constraints.case import atomic_write_text
+
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "SUMMARY.md", "x\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "SUMMARY.md").stat().st_mode) == mode
+    assert [p.name for p in tmp_path.iterdir()] == ["SUMMARY.md"]  # no temp file left behind
