@@ -73,7 +73,7 @@ MODELLED: frozenset[str] = frozenset("""
 --recompute-granularity --recompute-method --recompute-num-layers --recompute-modules --recompute-activations
 --distribute-saved-activations --use-distributed-optimizer --use-megatron-fsdp --use-torch-fsdp2
 --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --moe-token-dispatcher-type --moe-grouped-gemm
---overlap-moe-expert-parallel-comm --fp8-param-gather --cross-entropy-loss-fusion
+--overlap-moe-expert-parallel-comm --fp8-param-gather --grad-reduce-in-bf16 --cross-entropy-loss-fusion
 --num-distributed-optimizer-instances --moe-shared-expert-overlap --cpu-offloading-num-layers
 """.split())
 
@@ -86,7 +86,7 @@ RULE_FLAGS: frozenset[str] = frozenset("""
 --hybrid-context-parallel --cross-entropy-fusion-impl --defer-embedding-wgrad-compute --delay-wgrad-compute
 --no-gradient-accumulation-fusion --ckpt-format --megatron-fsdp-version --data-parallel-sharding-strategy
 --first-last-layers-bf16 --num-layers-at-start-in-bf16 --num-layers-at-end-in-bf16 --fp4-format --fp4-recipe
---fp4-param-gather --grad-reduce-in-bf16 --checkpoint-activations --fake-process-group --ddp-bucket-size
+--fp4-param-gather --checkpoint-activations --fake-process-group --ddp-bucket-size
 --attention-backend --accumulate-allreduce-grads-in-fp32
 """.split())
 

@@ -15,13 +15,14 @@ from pydantic import Field
 from constraints import activations as act
 from constraints.params import LayerParams, all_layer_params, layer_params, padded_vocab_size
 from constraints.schedule import inflight_chunks, num_microbatches
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Optimizer, Recipe, RecomputeGranularity,
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Optimizer, Precision, Recipe, RecomputeGranularity,
                               RecomputeMethod, Strict)
 from constraints.stages import Chunk, rank_chunks
 
 WEIGHT_BYTES = 2        # bf16/fp16 model weights (Megatron mixed precision)
 FP8_WEIGHT_BYTES = 1    # --fp8-param-gather keeps the model copy in FP8 (TE Float8Tensor)
 GRAD_BYTES = 4          # fp32 main_grad buffer (Megatron accumulates and reduces grads in fp32 by default)
+BF16_GRAD_BYTES = 2     # --grad-reduce-in-bf16 with bf16 params: accumulate_allreduce_grads_in_fp32 off, buffer in param dtype (arguments.py validate_args)
 OPTIMIZER_BYTES = {Optimizer.adam: 12, Optimizer.muon: 8}  # fp32 master + moments (Adam: m, v; Muon: momentum)
 PPM = 1_000_000
 
@@ -97,20 +98,21 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
     dense_shards = max(recipe.dp(world_size) * recipe.cp, 1)
     expert_shards = max(recipe.expert_dp(world_size), 1)
     w_bytes = FP8_WEIGHT_BYTES if recipe.fp8_param_gather else WEIGHT_BYTES
+    g_bytes = BF16_GRAD_BYTES if recipe.grad_reduce_in_bf16 and job.precision != Precision.fp16 else GRAD_BYTES
     opt_bytes = OPTIMIZER_BYTES[job.optimizer]
     sharding = recipe.dp_sharding
     if sharding == DataParallelSharding.none:
-        return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * GRAD_BYTES,
+        return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * g_bytes,
                 "optimizer_state": (dense + expert) * opt_bytes}
     sharded_params = _ceil_div(dense, dense_shards) + _ceil_div(expert, expert_shards)
     if sharding == DataParallelSharding.distributed_optimizer:
-        return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * GRAD_BYTES,
+        return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * g_bytes,
                 "optimizer_state": sharded_params * opt_bytes}
     # Megatron-FSDP optim_grads_params / torch FSDP2: everything sharded (ZeRO-3); the largest layer is
     # gathered for compute (current + prefetched next: 2 x weights) and its full grad reduce-scattered.
-    return {"weights": sharded_params * w_bytes, "gradients": sharded_params * GRAD_BYTES,
+    return {"weights": sharded_params * w_bytes, "gradients": sharded_params * g_bytes,
             "optimizer_state": sharded_params * opt_bytes,
-            "fsdp_unsharded": 2 * biggest * WEIGHT_BYTES + biggest * GRAD_BYTES}
+            "fsdp_unsharded": 2 * biggest * WEIGHT_BYTES + biggest * g_bytes}
 
 
 def chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chunk,

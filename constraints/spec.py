@@ -268,6 +268,7 @@ class Recipe(Strict):
     moe_grouped_gemm: bool = True
     overlap_moe_expert_parallel_comm: bool = False
     fp8_param_gather: bool = False
+    grad_reduce_in_bf16: bool = Field(False, description="--grad-reduce-in-bf16: bf16 grad buffers and reduction (bf16 params)")
     cross_entropy_loss_fusion: bool = True
     num_distributed_optimizer_instances: int = Field(1, gt=0)
     cp_comm_type: CpCommType = CpCommType.p2p

@@ -246,6 +246,8 @@ def _precision_args(job: JobSpec, recipe: Recipe) -> list[str]:
             args += ["--fp8-amax-history-len", "1024", "--fp8-amax-compute-algo", "max"]
     if recipe.fp8_param_gather:  # written even where check finds it illegal (--force), so check sees it again
         args += ["--fp8-param-gather"]
+    if recipe.grad_reduce_in_bf16:
+        args += ["--grad-reduce-in-bf16"]
     return args
 
 
