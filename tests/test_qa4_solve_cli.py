@@ -37,3 +37,16 @@ def test_schema_limits_name_the_option():
 def test_target_without_fewest_gpus_is_refused():
     res = CliRunner().invoke(cli, BASE + ["--target-tokens-per-s", "1000"])
     assert res.exit_code != 0 and "--objective fewest-gpus" in res.output
+
+
+def test_answers_whose_ranking_and_simulated_step_differ_are_flagged():
+    """QA finding 1: interleaved schedules with unequal stages (here VPP 2 with 8-layer end stages of a 36-layer model)
+    are ranked by a closed form a few % below the simulated step; the text output marks them."""
+    res = CliRunner().invoke(cli, ["solve", "--model", "Qwen3-8B", "--hardware", "b200", "--nodes", "2", "--seq-length", "4096",
+                                   "--global-batch-size", "32", "--top", "1", "--pp", "4", "--vpp", "2", "--cp", "1",
+                                   "--tp", "1", "--mbs", "1", "--uneven-stages", "--proposer", "none", "--json"])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)["recipes"][0]
+    from solver.cli_solve import RANKING_GAP_NOTE, _ranking_gap
+    assert r["parallel"]["first_stage_layers"] and _ranking_gap(r) > RANKING_GAP_NOTE
+    assert _ranking_gap({"step_time_us": 100, "ranking_time_us": 100}) == 0.0
