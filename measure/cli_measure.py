@@ -21,6 +21,20 @@ from constraints.spec import JobSpec, ModelSpec, Precision, Recipe
 TORCH_MISSING = "torch is not installed; install the measure extra: pip install 'shardplan[measure]' torch==2.13.0"
 
 
+class MeasureInputError(click.ClickException):
+    """Unusable input: `error: <option>: ...` on stderr and exit status 2, the house rule (as solver.cli.UserError)."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+# JobSpec / Recipe field -> the option that set it (global_batch_size is max(--mbs) without --recipe)
+_OPTION_OF_FIELD = {"seq_length": "--seq-length", "global_batch_size": "--mbs", "precision": "--precision",
+                    "tp": "--tp", "cp": "--cp", "ep": "--ep", "etp": "--etp", "mbs": "--mbs"}
+
+
 def _int_list(option: str, text: Optional[str]) -> tuple[int, ...]:
     """'1,2,4' -> (1, 2, 4); a one-line error naming the option otherwise."""
     if text is None:
@@ -34,20 +48,26 @@ def _int_list(option: str, text: Optional[str]) -> tuple[int, ...]:
     return values
 
 
-def shape_compatible(model: ModelSpec, job: JobSpec, recipe: Recipe) -> Optional[str]:
-    """Why this slicing cannot shape the model's kernels (None if it can). Only the divisibility that
-    the per-rank shapes need; full legality is `shardplan check`'s job."""
+def shape_incompatibility(model: ModelSpec, job: JobSpec, recipe: Recipe) -> Optional[tuple[str, str]]:
+    """(the option to change, why) when this slicing cannot shape the model's kernels; None if it can.
+    Only the divisibility that the per-rank shapes need; full legality is `shardplan check`'s job."""
     if model.num_attention_heads % recipe.tp:
-        return f"num_attention_heads={model.num_attention_heads} not divisible by tp={recipe.tp}"
+        return "--tp", f"num_attention_heads={model.num_attention_heads} not divisible by tp={recipe.tp}"
     if job.seq_length % (recipe.cp * (2 if recipe.cp > 1 else 1)):
-        return f"seq_length={job.seq_length} not divisible by 2*cp={2 * recipe.cp}"
+        return "--cp", f"seq_length={job.seq_length} not divisible by 2*cp={2 * recipe.cp}"
     if recipe.sp_active and (recipe.mbs * job.seq_length // recipe.cp) % recipe.tp:
-        return f"tokens per rank not divisible by tp={recipe.tp} under sequence parallel"
+        return "--tp", f"tokens per rank not divisible by tp={recipe.tp} under sequence parallel"
     if model.is_moe and model.num_experts % recipe.ep:
-        return f"num_experts={model.num_experts} not divisible by ep={recipe.ep}"
+        return "--ep", f"num_experts={model.num_experts} not divisible by ep={recipe.ep}"
     if not model.is_moe and recipe.ep > 1:
-        return f"ep={recipe.ep} on a dense model"
+        return "--ep", f"ep={recipe.ep} on a dense model"
     return None
+
+
+def shape_compatible(model: ModelSpec, job: JobSpec, recipe: Recipe) -> Optional[str]:
+    """Why this slicing cannot shape the model's kernels (None if it can)."""
+    found = shape_incompatibility(model, job, recipe)
+    return None if found is None else found[1]
 
 
 def recipes_from_space(tps, cps, eps, etps, mbss, sequence_parallel: bool) -> list[Recipe]:
@@ -149,13 +169,17 @@ def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp
         table = CostTable.load(out_path, missing_ok=True)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise click.ClickException(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']} (got {err.get('input')!r})") from None
+        field = ".".join(str(p) for p in err["loc"])
+        raise MeasureInputError(f"{_OPTION_OF_FIELD.get(field, field)}: {err['msg']} (got {err.get('input')!r})") from None
     except (CaseError, ModelError, ProfileError, CostTableError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise MeasureInputError(str(exc).splitlines()[0]) from None
     for reason in excluded:
         click.echo(f"skipped recipe {reason}", err=True)
     if not keys:
-        raise click.ClickException("no recipe in the space can shape this model's kernels; adjust --tp/--cp/--ep")
+        option, reason = next((found for r in recipes if (found := shape_incompatibility(model, job, r))),
+                              ("--tp/--cp/--ep", "no kernels"))
+        raise MeasureInputError(f"{option}: no recipe in the space can shape this model's kernels ({reason}); "
+                                f"give {option} values that divide the model's sizes")
     if list_only:
         for key in keys:
             click.echo(key)
@@ -176,7 +200,7 @@ def _measure_keys(table, keys, device, out_path, reps, warmup, max_elements, bud
     try:
         dev = resolve_device(device)
     except DeviceUnavailable as exc:
-        raise click.ClickException(str(exc)) from None
+        raise MeasureInputError(str(exc)) from None
     fingerprint, environment = device_fingerprint(dev), device_environment(dev)
     done = [k for k in keys if table.has(fingerprint, k)]
     too_big = [k for k in keys if max_elements is not None and op_num_elements(split_key(k)[1]) > max_elements]
