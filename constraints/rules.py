@@ -103,8 +103,12 @@ def expert_grid(x: RuleInput) -> Optional[Violation]:
         return None
     per_pp = x.world_size // r.pp if x.world_size % r.pp == 0 else x.world_size
     ep = nearest([d for d in divisors(per_pp // r.etp_effective if per_pp % r.etp_effective == 0 else 1)], r.ep)
-    return _v("expert_grid", f"world size {x.world_size} is not divisible by ETP*EP*PP = {r.etp_effective}*{r.ep}*{r.pp} = {grid}",
-              f"use --expert-model-parallel-size {ep}")
+    if r.ep == 1 or x.world_size % r.pp:  # EP cannot fix it: PP (or ETP) does not divide the world
+        per_etp = x.world_size // r.etp_effective if x.world_size % r.etp_effective == 0 else 1
+        fix = f"use --pipeline-model-parallel-size {nearest(divisors(per_etp), r.pp)}"
+    else:
+        fix = f"use --expert-model-parallel-size {ep}"
+    return _v("expert_grid", f"world size {x.world_size} is not divisible by ETP*EP*PP = {r.etp_effective}*{r.ep}*{r.pp} = {grid}", fix)
 
 
 @rule(reads="tp pp cp ep etp")

@@ -56,7 +56,12 @@ def layers_split(x: RuleInput) -> Optional[Violation]:
         L = x.model.num_layers
         extra = int(r.account_for_embedding_in_pipeline_split) + int(r.account_for_loss_in_pipeline_split)
         ok = [p for p in divisors(L + extra) if (L + extra) % (p * r.vpp) == 0]
-        fix = f"use --pipeline-model-parallel-size {nearest(ok, r.pp)}" if ok and not r.pipeline_layout else "change the layer split"
+        if r.first_stage_layers or r.last_stage_layers:  # the uneven counts are what breaks: bound them, keep PP
+            ends = int(bool(r.first_stage_layers)) + int(bool(r.last_stage_layers))
+            fix = (f"give --decoder-first/last-pipeline-num-layers that leave a positive middle divisible by {r.pp - ends} "
+                   f"(together under {L})" if r.pp > ends else f"make the first and last stage layers add up to {L}")
+        else:
+            fix = f"use --pipeline-model-parallel-size {nearest(ok, r.pp)}" if ok and not r.pipeline_layout else "change the layer split"
         return _v("layers_split", str(exc), fix)
     if sum(counts) != x.model.num_layers:
         return _v("layers_split", f"pipeline split holds {sum(counts)} decoder layers, model has {x.model.num_layers}",

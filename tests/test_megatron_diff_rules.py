@@ -110,3 +110,24 @@ def test_moe_act_recompute_on_a_dense_model_needs_an_explicit_grouped_gemm_flag(
     assert "moe_act_needs_grouped_gemm" in _errors(case)
     assert "moe_act_needs_grouped_gemm" not in _errors(case, flags={"--moe-grouped-gemm": True})
     assert "moe_act_needs_grouped_gemm" not in _errors(make_case("Mixtral-8x7B-v0.1", ep=8, recompute=Recompute.selective(RecomputeModule.moe_act)))
+
+
+def test_fixes_name_the_axis_that_can_change():
+    """QA finding 12: a dense model on a world PP does not divide gets a PP fix from expert_grid (EP is already 1), and
+    end-stage layer counts past the model get a bound on those counts, not the PP the recipe already has."""
+    from constraints.case import Case
+    from constraints.check import check_case
+    from constraints.models import load_model
+    from constraints.spec import JobSpec, Placement, Recipe
+    from hardware.profile import load_profile
+
+    prof = load_profile("h100-sxm-80gb")
+    job = JobSpec(seq_length=4096, global_batch_size=64)
+    dense = Case(model=load_model("Llama-3.1-8B"), job=job, recipe=Recipe(tp=8, pp=3),
+                 placement=Placement(hardware="h100-sxm-80gb", num_nodes=8, gpus_per_node=8))
+    grid = [v for v in check_case(dense, prof).violations if v.rule == "expert_grid"]
+    assert grid and "--pipeline-model-parallel-size" in grid[0].fix and "expert-model" not in grid[0].fix
+    ends = Case(model=load_model("Llama-3.1-8B"), job=job, recipe=Recipe(pp=2, first_stage_layers=40),
+                placement=Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8))
+    split = [v for v in check_case(ends, prof).violations if v.rule == "layers_split"]
+    assert split and "decoder-first/last" in split[0].fix and "pipeline-model-parallel-size" not in split[0].fix
