@@ -84,6 +84,13 @@ class HardwareProfile(_Strict):
     sources: dict[str, str] = Field(description="field name -> where the number comes from")
 
     @property
+    def calibrated(self) -> bool:
+        """Whether the profile carries calibration constants fitted on measured runs (or transferred from a part with
+        the same die) instead of the defaults, which no measured run has fitted: projections on such a part are less
+        certain, and the output says so."""
+        return self.calibration != Calibration()
+
+    @property
     def scale_out_bandwidth_gb_per_s(self) -> float:
         """Per-GPU scale-out bandwidth in GB/s (NICs x Gbit/s / 8)."""
         return self.nics_per_gpu * self.nic_bandwidth_gbit_per_s / 8.0

@@ -222,6 +222,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
                "method": result.method, "space": tables.counts, "evaluated": result.evaluated,
                "proposer": hint_report.model_dump(mode="json") if hint_report else None, "objective": objective,
                "nodes": placement.num_nodes, "best_objective": result.stats.get("best_objective"),
+               "projection_calibrated": profile.calibrated,
                "rejected_by_check": [{"recipe": r.model_dump(mode="json", exclude_defaults=True), "why": why}
                                      for r, why in result.rejected]}
     if tried is not None:
@@ -298,6 +299,9 @@ def format_solve(payload: dict, model, placement, job) -> str:
     if any(_ranking_gap(r) > RANKING_GAP_NOTE for r in payload["recipes"]):
         lines.append(f"* the ranking closed form and the simulated step differ by more than {RANKING_GAP_NOTE:.0%} here (interleaved "
                      "schedules with unequal stages); the order follows the closed form, the step column the simulator")
+    if payload["recipes"] and payload.get("projection_calibrated") is False:
+        lines.append(f"note: {placement.hardware} has no calibration fitted on measured runs (none in runs.csv); its projections "
+                     "use the default constants and are less certain (they tend to read high)")
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:

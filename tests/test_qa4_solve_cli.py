@@ -50,3 +50,16 @@ def test_answers_whose_ranking_and_simulated_step_differ_are_flagged():
     from solver.cli_solve import RANKING_GAP_NOTE, _ranking_gap
     assert r["parallel"]["first_stage_layers"] and _ranking_gap(r) > RANKING_GAP_NOTE
     assert _ranking_gap({"step_time_us": 100, "ranking_time_us": 100}) == 0.0
+
+
+def test_uncalibrated_parts_are_named_in_the_output():
+    """QA finding 8: A100 / AMD profiles carry no fitted calibration; the answer says so (JSON and text)."""
+    from hardware.profile import load_profile
+
+    assert load_profile("h100-sxm-80gb").calibrated and load_profile("h800-sxm-80gb").calibrated
+    assert not load_profile("a100-sxm-80gb").calibrated
+    args = ["solve", "--model", "Llama-3.1-8B", "--hardware", "a100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
+            "--global-batch-size", "16", "--proposer", "none", "--pp", "1", "--cp", "1", "--top", "1"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0 and "no calibration fitted" in res.output
+    assert json.loads(CliRunner().invoke(cli, args + ["--json"]).output)["projection_calibrated"] is False
