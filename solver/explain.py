@@ -6,8 +6,10 @@ assumption set (OR-Tools issue #5141), shrunk by deletion (drop one, re-solve), 
 with the core alone. Above CPSAT_EXPLAIN_MAX_CANDIDATES candidates the same question (does some candidate meet
 this subset of assumptions) is answered on the tables' exact peaks and legal rows with numpy masks, since a CP-SAT
 infeasibility proof over a million one-hot candidates takes minutes (tests hold both cores equal on small spaces).
-Remedies (more GPUs, half the global batch or sequence, recompute, FP8, a larger-HBM part) are each checked by
-solving again.
+Remedies (the fewest more nodes, half the global batch or sequence, recompute, FP8, a larger-HBM part, dropping a
+pin) are each checked on exact tables and a check_case-verified witness recipe; a trial whose memory lower bound
+(solver/fewest_gpus.CountScreen: every parameter's static bytes stored once across the world) already exceeds
+usable HBM, or whose space is provably empty, is skipped without building tables.
 """
 from __future__ import annotations
 
@@ -19,12 +21,17 @@ from ortools.sat.python import cp_model
 from constraints.spec import JobSpec, Placement, Precision
 from solver.cpsat_model import build_model
 from solver.cpsat_solve import _solver, solve_model
+from solver.fewest_gpus import CountScreen
 from solver.space import build_space
 from solver.tables import VARIANT_AXES, build_tables
 
 # above this many candidates the explanation is computed on the tables (numpy masks) instead of CP-SAT assumptions:
 # both answer "does some candidate meet these constraints", and tests hold them equal on small spaces
 CPSAT_EXPLAIN_MAX_CANDIDATES = 50_000
+# the node-count remedy scans nodes+1 .. min(MAX_NODES_FACTOR x nodes, MAX_NODES), building tables for at most
+# MAX_NODE_TABLE_BUILDS counts the screens cannot rule out (each build is ~1-4 s for a 671B MoE on 2 cores)
+MAX_NODES_FACTOR, MAX_NODES, MAX_NODE_TABLE_BUILDS = 64, 1024, 12
+GIB = 1024 ** 3
 LARGER_HBM = {"h100-sxm-80gb": "h200-sxm-141gb", "h800-sxm-80gb": "h200-sxm-141gb", "a100-sxm-80gb": "h200-sxm-141gb",
               "mi300x": "mi325x", "mi325x": "mi355x", "b200": "b300", "gb200-nvl72": "gb300-nvl72"}
 
@@ -92,6 +99,12 @@ def _variant_core(model, job, placement, profile, pins: dict, bounds: dict, marg
 
 
 def _any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
+    """Some legal recipe fits: the tables' exact peaks (CP-SAT on small spaces, as minimal_core), and a witness
+    (the fitting candidate with the smallest peak) that check_case passes, so no remedy rests on the tables alone.
+    The memory lower bound and the empty-space screen answer 'no' first without building tables."""
+    screen = CountScreen(model, job, profile, margin, pins, bounds)
+    if screen.min_peak_bytes(placement.world_size) > screen.usable_bytes or screen.space_is_empty(placement):
+        return False
     try:
         space = build_space(model, job, placement, pins=dict(pins), ranges=bounds)
         tables = build_tables(space, profile, margin)
@@ -99,11 +112,48 @@ def _any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
         return False
     if not len(tables.act_rows):
         return False
-    if len(tables.cand_act) > CPSAT_EXPLAIN_MAX_CANDIDATES:  # the tables' exact peaks decide (see below)
-        return bool((tables.cand_peak <= tables.usable_bytes).any())
-    rm = build_model(tables)
-    rm.model.add(rm.memory_literal == 1)
-    return _feasible(rm, [])
+    fit = np.flatnonzero(tables.cand_peak <= tables.usable_bytes)
+    if not len(fit):
+        return False
+    if len(tables.cand_act) <= CPSAT_EXPLAIN_MAX_CANDIDATES:
+        rm = build_model(tables)
+        rm.model.add(rm.memory_literal == 1)
+        if not _feasible(rm, []):
+            raise RuntimeError("CP-SAT finds no fitting recipe where the exact tables do; please report this model and job")
+    return _verified_witness(tables, fit, margin) is not None
+
+
+def _verified_witness(tables, fit: np.ndarray, margin: float, tries: int = 5):
+    """The first of the smallest-peak fitting candidates that check_case passes (None when none of `tries` does)."""
+    from constraints.case import Case
+    from constraints.check import check_case
+
+    sp = tables.space
+    for i in fit[np.argsort(tables.cand_peak[fit], kind="stable")][:tries]:
+        recipe = tables.recipe(int(tables.cand_act[i]), int(tables.cand_shard[i]))
+        case = Case(model=sp.model, job=sp.job, recipe=recipe, placement=sp.placement)
+        if check_case(case, tables.profile, margin_fraction=margin).ok:
+            return recipe
+    return None
+
+
+def fewest_fitting_nodes(model, job, placement, profile, pins, bounds, margin) -> Optional[int]:
+    """The smallest node count above placement.num_nodes at which some legal recipe fits (verified by _any_fit), or
+    None up to the cap. Counts whose memory lower bound exceeds usable HBM or whose space is provably empty are
+    skipped by arithmetic, so a 671B model on 8 nodes builds tables only from ~20 nodes up."""
+    screen = CountScreen(model, job, profile, margin, pins, bounds)
+    cap = min(placement.num_nodes * MAX_NODES_FACTOR, MAX_NODES)
+    built = 0
+    for nodes in range(placement.num_nodes + 1, cap + 1):
+        pl = placement.model_copy(update={"num_nodes": nodes})
+        if screen.min_peak_bytes(pl.world_size) > screen.usable_bytes or screen.space_is_empty(pl):
+            continue
+        if built >= MAX_NODE_TABLE_BUILDS:
+            return None
+        built += 1
+        if _any_fit(model, job, pl, profile, pins, bounds, margin):
+            return nodes
+    return None
 
 
 def recipe_free_blockers(model, job, placement, profile) -> list[str]:
@@ -168,11 +218,15 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
         conflict = minimal_core_tables(tables, cp_pins) if big else minimal_core(build_model(tables, cp_pins))
         if not conflict and len(cp_pins) < len(pins):  # feasible with the variants open: their pins take part
             conflict = _variant_core(model, job, placement, profile, pins, bounds, margin)
-    out: dict = {"conflict": conflict, "remedies": []}
+    out: dict = {"conflict": conflict, "why": conflict_reasons(model, job, placement, profile, pins, conflict, tables, margin),
+                 "remedies": []}
     if not remedies:
         return out
+    nodes = fewest_fitting_nodes(model, job, placement, profile, pins, bounds, margin)
+    out["fewest_nodes"] = nodes  # None: no count up to the cap fits
+    if nodes is not None:
+        out["remedies"].append(f"use {nodes} nodes")
     trials: list[tuple[str, object]] = [
-        (f"use {2 * placement.num_nodes} nodes", lambda: (job, placement.model_copy(update={"num_nodes": 2 * placement.num_nodes}), profile, pins)),
         (f"global batch {max(job.global_batch_size // 2, 1)}", lambda: (job.model_copy(update={"global_batch_size": max(job.global_batch_size // 2, 1)}), placement, profile, pins)),
         (f"sequence length {max(job.seq_length // 2, 1)}", lambda: (job.model_copy(update={"seq_length": max(job.seq_length // 2, 1)}), placement, profile, pins)),
         ("allow recompute", lambda: (job, placement, profile, {a: v for a, v in pins.items() if a != "recompute"})),
@@ -190,6 +244,68 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
         if _any_fit(model, job, placement, profile, {a: v for a, v in pins.items() if a != axis}, bounds, margin):
             out["remedies"].append(f"drop {flag_of(axis)}")
     return out
+
+
+def pin_reasons(model, job, placement, profile, axis: str, values) -> list[str]:
+    """Why a pinned value is illegal where the rules can tell on their own: the rules that fail for a recipe with
+    only this axis changed from the default and pass for the default (e.g. TP 3: 8 GPUs and 32 heads are not
+    divisible by 3). Empty when the value is legal alone (it conflicts only with other pins or memory)."""
+    import constraints.rules_features  # noqa: F401  (registers the feature rules)
+    from constraints.rules import RULES, RuleInput
+    from constraints.spec import Recipe
+
+    def failing(recipe) -> dict:
+        x = RuleInput(model, job, recipe, placement.world_size, profile)
+        out = {}
+        for fn in RULES:
+            v = fn(x)
+            if v is not None and v.severity == "error":
+                out[v.rule] = v.message
+        return out
+
+    if axis not in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs"):
+        return []
+    base = failing(Recipe())
+    reasons = []
+    for value in list(values)[:3]:
+        try:
+            bad = failing(Recipe(**{axis: value}))
+        except ValueError:
+            continue
+        reasons += [f"{flag_of(axis)} {value}: {msg} ({rule})" for rule, msg in bad.items() if rule not in base]
+    return reasons
+
+
+def conflict_reasons(model, job, placement, profile, pins: dict, conflict: list[str], tables, margin: float) -> list[str]:
+    """One readable line per reason behind the conflict: the rules a pinned value fails on its own, and for memory
+    the smallest exact peak of the legal recipes (and the lower bound any recipe carries) against usable HBM."""
+    flags = {flag_of(a): a for a in pins}
+    why: list[str] = []
+    for name in conflict:
+        if name in flags:
+            why += pin_reasons(model, job, placement, profile, flags[name], pins[flags[name]])
+    if "memory_fits" in conflict and len(tables.cand_peak):
+        bound = CountScreen(model, job, profile, margin).min_peak_bytes(placement.world_size)
+        why.append(f"memory: the smallest peak of the {len(tables.cand_peak):,} legal recipes on {placement.world_size} GPUs is "
+                   f"{tables.cand_peak.min() / GIB:.2f} GiB, above the {tables.usable_bytes / GIB:.2f} GiB usable"
+                   + (f"; the model's weights, gradients and optimizer state alone need at least {bound / GIB:.2f} GiB per GPU"
+                      if bound > tables.usable_bytes else ""))
+    return why
+
+
+def format_explanation(expl: dict) -> list[str]:
+    """The human lines for a 'nothing fits' explanation (explain_infeasible's dict): the conflict, why, and what fits."""
+    conflict = [("memory (no legal recipe fits in HBM)" if c == "memory_fits" else c) for c in expl.get("conflict", [])]
+    lines = ["nothing fits: " + (" + ".join(conflict) if conflict else "no conflict found")]
+    lines += [f"  why: {w}" for w in expl.get("why", [])]
+    rem = [f"{r} (the fewest that fit)" if expl.get("fewest_nodes") and r == f"use {expl['fewest_nodes']} nodes" else r
+           for r in expl.get("remedies", [])]
+    if rem:
+        lines.append("  would fit (each checked by a solve): " + "; ".join(rem))
+    elif "remedies" in expl:
+        lines.append(f"  no single change tried fits (more nodes up to {MAX_NODES_FACTOR}x, half the global batch or "
+                     "sequence, recompute, FP8, larger-HBM part, dropping a pin)")
+    return lines
 
 
 def explain(model, job, placement, profile, pins: Optional[dict] = None, margin: float = 0.0) -> dict:

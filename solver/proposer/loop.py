@@ -17,7 +17,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from solver.cpsat_solve import SolveResult, solve_cpsat
+from solver.cpsat_solve import SolveResult, fitting_index, solve_cpsat
 from solver.proposer.hints import Hint, validate_hints
 from solver.proposer.ledger import Ledger, ProposerContext, entry_from_ranked
 from solver.proposer.legal import AxisColumns
@@ -220,6 +220,15 @@ class _Loop:
                 self.report.stopped = "patience"
                 break
 
+    def nothing_fits(self) -> bool:
+        """The tables hold no fitting candidate under the user's pins: every sub-search and the final solve would
+        only prove infeasibility again (a CP-SAT proof over ~1M one-hot candidates takes about a minute each)."""
+        return _fits_none(self.tables, self.pins)
+
+    def final_empty(self) -> SolveResult:
+        self.report.unhinted_compared_by = "not_needed"
+        return nothing_fits_result(self.tables, self.pins) or _solve(self.tables, self.k, self.pins or None, self.margin, self.max_time_s, None)[0]
+
     def final(self) -> SolveResult:
         best = self.ledger.best()
         hint = (best.act, best.shard) if best else None
@@ -276,8 +285,32 @@ def solve_with_proposer(tables, k: int = 10, pins: Optional[dict] = None, margin
         loop.report.stopped = "none"
     else:
         loop = _Loop(tables, k, pins, margin_fraction, max_time_s, config, proposer)
+    if loop.nothing_fits():  # hints only steer among fitting recipes; the proposer's suggestions are kept
+        loop.report.stopped = "nothing_fits"
+        return loop.final_empty(), loop.report
+    if config.kind != "none" or proposer is not None:
         loop.run_rounds()
     return loop.final(), loop.report
+
+
+def _fits_none(tables, pins: Optional[dict] = None) -> bool:
+    try:
+        return not len(fitting_index(tables, pins or None))
+    except ValueError:  # a pin fitting_index refuses (variant axes): let the solve report it as before
+        return False
+
+
+def nothing_fits_result(tables, pins: Optional[dict] = None) -> Optional[SolveResult]:
+    """The empty, proven answer when the tables hold no fitting candidate and are too large for a quick CP-SAT
+    proof (above solver/explain.CPSAT_EXPLAIN_MAX_CANDIDATES): the tables are exact (integer peaks, legality by
+    construction), the same verdict --method exhaustive and explain.py's numpy masks give. None otherwise: the
+    caller solves as usual (a small space's CP-SAT cross-check is cheap)."""
+    from solver.explain import CPSAT_EXPLAIN_MAX_CANDIDATES
+
+    if len(tables.cand_act) <= CPSAT_EXPLAIN_MAX_CANDIDATES or not _fits_none(tables, pins):
+        return None
+    return SolveResult([], True, None, "cpsat", stats={"verdict": "tables: no fitting candidate",
+                                                      "candidates": int(len(tables.cand_act))})
 
 
 class _NoProposer:
