@@ -244,3 +244,18 @@ def staged_closed_form_s(schedule: PipelineSchedule, f: list[float], b: list[flo
     share = [bubble_share_s(schedule, fr, br, wr, v) for fr, br, wr in zip(f, b, w)]
     total = sum(share)
     return max(m * (fr + br + wr) + total - g for fr, br, wr, g in zip(f, b, w, share))
+
+
+def p2p_units(schedule: PipelineSchedule, p: int, v: int, m: int) -> int:
+    """How many p2p transfer times a step exposes, as the event simulator schedules them (exact on equal stages,
+    checked in tests): interleaved 2(pv - 1), only the first forward's and the last backward's crossings of the pv - 1
+    virtual-stage boundaries (steady-state sends hide behind other micro-batches); 1F1B 2(m + p - 2 - ceil(m / p))
+    (each micro-batch's sends sit on the critical path except once per group of p); zero-bubble schedules keep the
+    conservative 2(mv + p - 1), one per chunk pass and per fill/drain hop."""
+    if p <= 1:
+        return 0
+    if schedule == PipelineSchedule.interleaved and v > 1:
+        return 2 * (p * v - 1)
+    if schedule == PipelineSchedule.one_f_one_b:
+        return 2 * (m + p - 2 - -(-m // p))
+    return 2 * (m * v + p - 1)

@@ -39,7 +39,7 @@ from measure.dp_comm import dp_comm_s
 from measure.flops import flops_per_iteration
 from measure.layer_cost import layer_cost, timed_ops
 from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
-from measure.pipeline_sim import simulate, staged_closed_form_s
+from measure.pipeline_sim import p2p_units, simulate, staged_closed_form_s
 from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
 
@@ -159,7 +159,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     else:
         crit = max(range(pp), key=lambda r: sum(f_s[r]) + sum(b_s[r]) + sum(w_s[r]))
         step = staged_closed_form_s(recipe.schedule, [sum(x) for x in f_s], [sum(x) for x in b_s], [sum(x) for x in w_s],
-                                    v, m) + 2 * (m * v + pp - 1) * p2p
+                                    v, m) + p2p_units(recipe.schedule, pp, v, m) * p2p
         busy = [m * (sum(f_s[r]) + sum(b_s[r]) + sum(w_s[r])) for r in range(pp)]
         bubble = 1.0 - sum(busy) / (pp * step)
     # data-parallel gradient reduction and parameter gather (bf16), on the heaviest rank

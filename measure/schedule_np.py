@@ -28,3 +28,11 @@ def staged_closed_form_np(schedule: np.ndarray, f, b, w, mult, v, m) -> np.ndarr
     share = np.where(sc == SCHEDULES.index(PipelineSchedule.zbv), np.maximum(f + b - 2 * w, 0.0) / 2, share)
     total = (mult * share).sum(axis=1)[:, None]
     return np.where(mult > 0, m[:, None] * t + total - share, -np.inf).max(axis=1)
+
+
+def p2p_units_np(schedule: np.ndarray, p, v, m) -> np.ndarray:
+    """measure.pipeline_sim.p2p_units over arrays."""
+    inter = (schedule == SCHEDULES.index(PipelineSchedule.interleaved)) & (v > 1)
+    one = schedule == SCHEDULES.index(PipelineSchedule.one_f_one_b)
+    out = np.where(inter, 2 * (p * v - 1), np.where(one, 2 * (m + p - 2 - -(-m // np.maximum(p, 1))), 2 * (m * v + p - 1)))
+    return np.where(p > 1, out, 0)

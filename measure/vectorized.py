@@ -31,7 +31,7 @@ from measure.layer_columns import _KIND_COLS, _MODS, _RAW_WIDTH, finish_columns,
 from measure.layer_cost import LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
 from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
-from measure.schedule_np import closed_form_np, staged_closed_form_np
+from measure.schedule_np import closed_form_np, p2p_units_np, staged_closed_form_np
 from measure.stage_rows import _STAGE_COLS, stage_row
 
 __all__ = ["Evaluator", "RecipeBatch", "SCHEDULES", "SHARDINGS", "closed_form_np", "evaluate"]
@@ -251,7 +251,7 @@ class Evaluator:
                        head["p2p_bytes"] / (prof.scale_up_bandwidth_gb_per_s * 1e9 * eff_p2p) + prof.scale_up_latency_us * 1e-6)
         p2p = np.where(pp > 1, p2p * (cal.exposed_comm_fraction if self.base.overlap_p2p_comm else 1.0), 0.0)
         single = (pp == 1) & (v == 1)
-        step = np.where(single, m * (fr + br + wr), staged_closed_form_np(sched, f, b, w, mult, v, m) + 2 * (m * v + pp - 1) * p2p)
+        step = np.where(single, m * (fr + br + wr), staged_closed_form_np(sched, f, b, w, mult, v, m) + p2p_units_np(sched, pp, v, m) * p2p)
         busy = m * (mult * tot).sum(axis=1)
         bubble = np.where(single, 0.0, 1.0 - busy / (pp * step))
         # data-parallel reduction and parameter gather on the rank holding the most parameters (bf16)

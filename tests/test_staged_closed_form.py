@@ -78,3 +78,18 @@ def test_closer_to_the_simulator_than_the_equal_stage_form(name, pp, vpp, mbs):
     equal = closed_form_s(sched_, F[crit], B[crit], W[crit], pp, vpp, m)
     assert abs(staged / sim - 1) <= abs(equal / sim - 1) + 1e-12
     assert abs(staged / sim - 1) < (0.01 if vpp == 1 else 0.025)
+
+
+@pytest.mark.parametrize("sched,p,v,m", [(S.one_f_one_b, 2, 1, 4), (S.one_f_one_b, 4, 1, 3), (S.one_f_one_b, 4, 1, 32),
+                                         (S.one_f_one_b, 8, 1, 12), (S.one_f_one_b, 16, 1, 64), (S.interleaved, 2, 5, 8),
+                                         (S.interleaved, 4, 2, 32), (S.interleaved, 8, 7, 128), (S.interleaved, 16, 2, 32)])
+def test_p2p_units_equal_what_the_simulator_exposes(sched, p, v, m):
+    from measure.pipeline_sim import p2p_units
+    from measure.schedule_np import p2p_units_np
+
+    f, b, w = [[1.0 / v] * v for _ in range(p)], [[2.0 / v] * v for _ in range(p)], [[0.0] * v for _ in range(p)]
+    x = 1e-3
+    exposed = (simulate(sched, f, b, w, m, x).step_time_s - simulate(sched, f, b, w, m, 0.0).step_time_s) / x
+    assert p2p_units(sched, p, v, m) == pytest.approx(exposed, abs=1e-6)
+    got = p2p_units_np(np.array([SCHEDULES.index(sched)]), np.array([p]), np.array([v]), np.array([m]))
+    assert int(got[0]) == p2p_units(sched, p, v, m)
