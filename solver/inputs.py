@@ -160,8 +160,11 @@ def _choose_model(cfg, model_ref: Optional[str]) -> ModelSpec:
         if stated != expected:
             said = f"give {flag}, which {model.name} does not use" if stated is True else \
                 f"say {flag} {stated}, but {model.name} has {expected}"
+            fix = f"fix {flag}"
+            if flag == "--num-query-groups" and not raw.get("--group-query-attention"):
+                fix = f"add --group-query-attention --num-query-groups {expected}"  # without it Megatron uses MHA
             raise InputError(f"--model {model_ref}: the arguments {said}; drop --model to judge the arguments' model, "
-                             f"or fix {flag}")
+                             f"or {fix}")
     return model
 
 
