@@ -301,7 +301,7 @@ def format_explanation(expl: dict) -> list[str]:
     rem = [f"{r} (the fewest that fit)" if expl.get("fewest_nodes") and r == f"use {expl['fewest_nodes']} nodes" else r
            for r in expl.get("remedies", [])]
     if rem:
-        lines.append("  would fit (each checked by a solve): " + "; ".join(rem))
+        lines.append("  would fit (each verified on a legal recipe): " + "; ".join(rem))
     elif "remedies" in expl:
         lines.append(f"  no single change tried fits (more nodes up to {MAX_NODES_FACTOR}x, half the global batch or "
                      "sequence, recompute, FP8, larger-HBM part, dropping a pin)")

@@ -19,6 +19,11 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     case = loaded.case
     profile = profile or load_profile(case.placement.hardware)
     report = check_case(case, profile, flags=loaded.flags, env=loaded.env, margin_fraction=margin_fraction)
+    # violations the input reader found before a Case existed (e.g. a --num-layers-per-virtual-pipeline-stage that
+    # does not divide the layers per stage: Megatron's validate_args refuses it, so it is an illegal recipe, not bad input)
+    early = list(getattr(loaded, "preflight_violations", None) or [])
+    if early:
+        report = report.model_copy(update={"violations": early + list(report.violations), "legal": False})
     projection = None
     if project and report.legal and report.memory is not None:
         from measure.project import project as run_projection

@@ -99,3 +99,20 @@ def test_proposer_skips_its_sub_searches_when_nothing_fits():
     assert report.stopped == "nothing_fits" and report.rounds == []
     assert report.suggestions  # the proposer's advice (e.g. FP8 on H800) is still shown
     assert time.perf_counter() - t0 < 10.0
+
+
+def test_violations_found_while_reading_the_input_make_the_verdict_illegal(tmp_path):
+    # QA4 finding 13a: the reader (solver/inputs.py) hands such violations over as LoadedCase.preflight_violations
+    from constraints.rules import Violation
+    from solver.inputs import load_check_input
+    from solver.report import check_and_project
+
+    path = tmp_path / "ok.yaml"
+    path.write_text(LLAMA8B_MBS3.replace("mbs: 3", "mbs: 1"))
+    loaded = load_check_input(str(path), None, None, None)
+    assert check_and_project(loaded, project=False)["ok"]
+    loaded.preflight_violations = [Violation(rule="vpp_layers_divisible", message="4 layers per virtual stage do not divide 80/3",
+                                             fix="use --num-layers-per-virtual-pipeline-stage dividing the layers per stage")]
+    out = check_and_project(loaded, project=False)
+    assert not out["ok"] and out["json"]["legal"] is False
+    assert [v["rule"] for v in out["json"]["violations"]][:1] == ["vpp_layers_divisible"]
