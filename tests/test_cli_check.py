@@ -61,7 +61,7 @@ def test_illegal_recipe_lists_rule_and_fix(tmp_path):
     (lambda t: t.replace("Llama-3.1-70B", "Llama-9"), "unknown model"),
     (lambda t: t.replace("h100-sxm-80gb", "h999"), "unknown profile"),
     (lambda t: t.replace("tp: 8", "tp: eight"), "recipe.tp"),
-    (lambda t: t.replace("nodes: 8", "nodes: 0"), "num_nodes"),
+    (lambda t: t.replace("nodes: 8", "nodes: 0"), "nodes: Input should be greater than 0"),
     (lambda t: t.replace("global_batch_size: 128", "global_batch_size: 1000000000000000000"), "global_batch_size"),
     (lambda t: t.replace("  tp: 8", "  tp: 8\n  bogus: 1"), "bogus"),
 ])

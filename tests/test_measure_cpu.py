@@ -195,8 +195,8 @@ def test_cli_device_cuda_without_cuda_is_one_line(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("CUDA present")
     result = _run(tmp_path, "--device", "cuda")
-    assert result.exit_code == 1
-    assert result.output.strip().splitlines()[-1].startswith("Error: --device cuda: CUDA/ROCm is not available")
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1].startswith("error: --device cuda: CUDA/ROCm is not available")
 
 
 def test_gpu_step_core_runs_on_cpu(tmp_path):
