@@ -99,8 +99,8 @@ def expert_grid(x: RuleInput) -> Optional[Violation]:
     --expert-tensor-parallel-size, --expert-model-parallel-size)."""
     r = x.recipe
     grid = r.etp_effective * r.ep * r.pp
-    if x.world_size % grid == 0:
-        return None
+    if x.world_size % grid == 0 or (r.ep == 1 and r.etp_effective == r.tp):
+        return None  # without EP or a separate expert TP the grid is TP*PP, which world_divisible already judges
     per_pp = x.world_size // r.pp if x.world_size % r.pp == 0 else x.world_size
     ep = nearest([d for d in divisors(per_pp // r.etp_effective if per_pp % r.etp_effective == 0 else 1)], r.ep)
     if r.ep == 1 or x.world_size % r.pp:  # EP cannot fix it: PP (or ETP) does not divide the world

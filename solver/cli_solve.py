@@ -93,6 +93,11 @@ def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margi
 
         result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config)
         return result, tables, report
+    from solver.proposer.loop import nothing_fits_result
+
+    empty = nothing_fits_result(tables)  # a large space the exact tables show empty: skip CP-SAT's second proof
+    if empty is not None:
+        return empty, tables, None
     return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s, objective=objective), tables, None
 
 
@@ -305,7 +310,9 @@ def format_solve(payload: dict, model, placement, job) -> str:
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:
-        lines.append("nothing fits: " + json.dumps(payload["explanation"]))
+        from solver.explain import format_explanation
+
+        lines += format_explanation(payload["explanation"])
     if payload["recipes"]:
         lines.append("split/MoE: 'acc' account-for-embedding/loss, 'fN/lM' first/last stage layers; MoE dispatcher, '+ovl' "
                      "--overlap-moe-expert-parallel-comm")

@@ -30,7 +30,8 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
 
         projection = run_projection(case.model, case.job, case.recipe, case.placement, profile).model_dump(mode="json")
     report = report.model_copy(update={"projection": projection, "unknown_flags": list(loaded.unknown_flags),
-                                       "ignored_flags": list(loaded.ignored_flags)})
+                                       "ignored_flags": list(loaded.ignored_flags),
+                                       "warnings": list(report.warnings) + list(getattr(loaded, "warnings", None) or [])})
     data = report.model_dump(mode="json")
     data["recipe"] = case.recipe.model_dump(mode="json")
     data["model"] = case.model.name

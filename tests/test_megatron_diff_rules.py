@@ -125,7 +125,11 @@ def test_fixes_name_the_axis_that_can_change():
     job = JobSpec(seq_length=4096, global_batch_size=64)
     dense = Case(model=load_model("Llama-3.1-8B"), job=job, recipe=Recipe(tp=8, pp=3),
                  placement=Placement(hardware="h100-sxm-80gb", num_nodes=8, gpus_per_node=8))
-    grid = [v for v in check_case(dense, prof).violations if v.rule == "expert_grid"]
+    rules = {v.rule for v in check_case(dense, prof).violations}
+    assert "world_divisible" in rules and "expert_grid" not in rules  # TP*PP is world_divisible's to judge
+    moe = Case(model=load_model("Mixtral-8x7B-v0.1"), job=job, recipe=Recipe(tp=1, pp=3, ep=1, etp=2),
+               placement=Placement(hardware="h100-sxm-80gb", num_nodes=8, gpus_per_node=8))
+    grid = [v for v in check_case(moe, prof).violations if v.rule == "expert_grid"]
     assert grid and "--pipeline-model-parallel-size" in grid[0].fix and "expert-model" not in grid[0].fix
     ends = Case(model=load_model("Llama-3.1-8B"), job=job, recipe=Recipe(pp=2, first_stage_layers=40),
                 placement=Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8))

@@ -309,7 +309,7 @@ def nothing_fits_result(tables, pins: Optional[dict] = None) -> Optional[SolveRe
 
     if len(tables.cand_act) <= CPSAT_EXPLAIN_MAX_CANDIDATES or not _fits_none(tables, pins):
         return None
-    return SolveResult([], True, None, "cpsat", stats={"verdict": "tables: no fitting candidate",
+    return SolveResult([], True, None, "tables", stats={"verdict": "tables: no fitting candidate",
                                                       "candidates": int(len(tables.cand_act))})
 
 
