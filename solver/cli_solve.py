@@ -289,8 +289,10 @@ def format_solve(payload: dict, model, placement, job) -> str:
                 else f"best ranking step {payload['best_ranking_time_s']} s")
         lines = [head + f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
                  f"for objective {objective} ({best})"]
-    lines.append(f"{'#':>2} {'TP':>3} {'PP':>3} {'VPP':>3} {'CP':>3} {'EP':>3} {'ETP':>3} {'DP':>5} {'MBS':>3} SP  {'recompute':<26} "
-                 f"{'sharding':<21} {'schedule':<11} {'split/MoE':<14} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'bubble':>6} {'peak GiB':>8} {'free GiB':>8}")
+    if payload["recipes"]:
+        lines.append(f"{'#':>2} {'TP':>3} {'PP':>3} {'VPP':>3} {'CP':>3} {'EP':>3} {'ETP':>3} {'DP':>5} {'MBS':>3} SP  {'recompute':<26} "
+                     f"{'sharding':<21} {'schedule':<11} {'split/MoE':<14} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'bubble':>6} "
+                     f"{'peak GiB':>8} {'free GiB':>8}")
     for i, r in enumerate(payload["recipes"], 1):
         p, m, pr = r["parallel"], r["memory"], r["projection"]
         rc = r["recipe"]["recompute"]
