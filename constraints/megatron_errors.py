@@ -17,6 +17,15 @@ class MegatronArgsError(ValueError):
     """A Megatron argument list shardplan cannot use; the message is one line naming the flag and the fix."""
 
 
+class MegatronRecipeIllegal(MegatronArgsError):
+    """A flag whose value Megatron's validate_args refuses, but which still describes a recipe: `check` reports it as
+    a violation of `rule` (exit 1, JSON) and judges the rest of the arguments without `flag`."""
+
+    def __init__(self, message: str, rule: str, fix: str, flag: str) -> None:
+        super().__init__(message)
+        self.rule, self.fix, self.flag = rule, fix, flag
+
+
 # Spec field -> the Megatron flag that sets it, to word pydantic errors in the user's terms.
 FIELD_FLAGS = {
     "num_layers": "--num-layers", "hidden_size": "--hidden-size", "ffn_hidden_size": "--ffn-hidden-size",

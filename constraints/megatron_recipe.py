@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from constraints.megatron_errors import MegatronArgsError
+from constraints.megatron_errors import MegatronArgsError, MegatronRecipeIllegal
 from constraints.megatron_patterns import layout_stages
 from constraints.spec import (
     CpCommType, DataParallelSharding, MoeDispatcher, PipelineSchedule, Recompute, RecomputeGranularity,
@@ -37,9 +37,14 @@ def _vpp(raw: dict[str, Any], num_layers: Optional[int], pp: int) -> int:
     if num_layers is None:
         raise MegatronArgsError(f"{flag} needs --num-layers to derive the virtual pipeline size; add --num-layers")
     layers = num_layers + bool(raw.get("--account-for-embedding-in-pipeline-split")) + bool(raw.get("--account-for-loss-in-pipeline-split"))
-    if pp <= 0 or per_virtual <= 0 or layers % pp or (layers // pp) % per_virtual:
-        raise MegatronArgsError(f"{flag} {per_virtual} does not divide the {layers} layers / PP {pp} per stage; "
-                                "pick a divisor of layers-per-stage")
+    if pp <= 0 or per_virtual <= 0:
+        raise MegatronArgsError(f"{flag} {per_virtual} with PP {pp}: both must be positive; fix their values")
+    if layers % pp or (layers // pp) % per_virtual:
+        # validate_args: num_layers % PP == 0 and layers per stage % layers per virtual stage == 0
+        fix = (f"use a --pipeline-model-parallel-size dividing {layers}" if layers % pp else
+               f"use a {flag} dividing {layers // pp}")
+        raise MegatronRecipeIllegal(f"{flag} {per_virtual} does not divide the {layers} layers / PP {pp} per stage",
+                                    rule="layers_split", fix=fix, flag=flag)
     return (layers // pp) // per_virtual
 
 

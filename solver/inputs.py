@@ -14,6 +14,7 @@ import yaml
 
 from constraints.case import Case, CaseError, case_from_mapping
 from constraints.models import load_model
+from constraints.megatron_errors import MegatronRecipeIllegal
 from constraints.rules import Violation
 from constraints.spec import Activation, ModelSpec, Placement
 
@@ -31,6 +32,7 @@ class LoadedCase:
     ignored_flags: list = field(default_factory=list)
     source: str = "yaml"
     warnings: list = field(default_factory=list)  # Violation(severity="warning"): what the input took from elsewhere
+    preflight_violations: list = field(default_factory=list)  # Violation: a flag value Megatron refuses (judged without it)
 
 
 def _looks_like_recipe_yaml(path: Path, text: str) -> Optional[dict]:
@@ -89,12 +91,19 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
         raise InputError("--hardware: a Megatron script does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
     if not nodes or not gpus_per_node:
         raise InputError("--nodes/--gpus-per-node: the script does not fix the world size; pass --nodes N --gpus-per-node G")
-    try:
-        cfg = parse_megatron_args(list(launch.script_args), world_size=nodes * gpus_per_node)
-    except TypeError:
-        cfg = parse_megatron_args(list(launch.script_args))
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    args, early = list(launch.script_args), []
+    while True:
+        try:
+            cfg = parse_megatron_args(args, world_size=nodes * gpus_per_node)
+            break
+        except MegatronRecipeIllegal as exc:  # an illegal recipe, not unusable input: a violation, then the rest
+            early.append(Violation(rule=exc.rule, message=str(exc), fix=exc.fix))
+            rest = _without_flag(args, exc.flag)
+            if rest == args:
+                raise InputError(str(exc)) from None
+            args = rest
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     model = _choose_model(cfg, model_ref)
     try:
         placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
@@ -103,7 +112,21 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
         raise InputError(str(exc).splitlines()[0]) from None
     return LoadedCase(case=case, flags=dict(getattr(cfg, "raw", {}) or {}), env=dict(launch.env or {}),
                       unknown_flags=list(cfg.unknown_flags), ignored_flags=list(getattr(cfg, "ignored_flags", [])),
-                      source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()])
+                      source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()],
+                      preflight_violations=early)
+
+
+def _without_flag(args: list[str], flag: str) -> list[str]:
+    """The argument list without `flag` and its value (`--flag V` or `--flag=V`)."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == flag:
+            skip = True
+        elif not a.startswith(flag + "="):
+            out.append(a)
+    return out
 
 
 def _env_warning(name: str, value: str) -> Violation:

@@ -55,7 +55,8 @@ def format_check(loaded, result: dict[str, Any]) -> str:
         f"expert-DP={report.expert_dp} MBS={r.mbs} SP={'on' if r.sp_active else 'off'} "
         f"recompute={r.recompute.granularity.value}{'(' + ','.join(m.value for m in r.recompute.modules) + ')' if r.recompute.modules else ''} "
         f"sharding={r.dp_sharding.value} schedule={r.schedule.value}",
-        f"verdict: {'LEGAL' if report.legal else 'ILLEGAL'}, {'FITS' if report.fits else 'DOES NOT FIT'}",
+        f"verdict: {'LEGAL' if report.legal else 'ILLEGAL'}, "
+        f"{'FITS' if report.fits else 'DOES NOT FIT' if report.memory is not None else 'FIT UNKNOWN (no layer split to price)'}",
     ]
     for v in report.violations:
         lines.append(f"  x {v.rule}: {v.message}\n      fix: {v.fix}")
