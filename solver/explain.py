@@ -170,8 +170,22 @@ def recipe_free_blockers(model, job, placement, profile) -> list[str]:
         if getattr(fn, "reads", None) == frozenset():
             v = fn(x)
             if v is not None and v.severity == "error":
-                out.append(f"rule {v.rule}: {v.message} (fix: {v.fix})")
+                out.append(f"rule {v.rule}: {v.message} (fix: {_solve_option(v.fix)})")
     return out
+
+
+# Megatron precision flags in a rule's fix -> the job option `solve` takes instead (precision is not a recipe axis)
+_PRECISION_OPTION = (("--fp8-recipe tensorwise", "--precision fp8-tensorwise"), ("--fp8-recipe blockwise", "--precision fp8-blockwise"),
+                     ("--fp8-recipe delayed", "--precision fp8-delayed"), ("--fp8-recipe mxfp8", "--precision mxfp8"),
+                     ("--bf16", "--precision bf16"), ("--fp16", "--precision fp16"))
+
+
+def _solve_option(fix: str) -> str:
+    """A recipe-free rule's fix in the options `solve` takes (the rules speak Megatron flags for `check`)."""
+    for flag, option in _PRECISION_OPTION:
+        if fix.startswith("use " + flag) or fix == flag:
+            return fix.replace(flag, option, 1)
+    return fix
 
 
 def minimal_core_tables(tables, pins: dict) -> list[str]:
@@ -233,6 +247,10 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
     ]
     if not job.precision.is_fp8 and getattr(profile, "supports_fp8", False):
         trials.append(("train in FP8 (fp8-tensorwise)", lambda: (job.model_copy(update={"precision": Precision.fp8_tensorwise}), placement, profile, pins)))
+    if job.precision == Precision.mxfp8 and getattr(profile, "supports_fp8", False):
+        trials.append(("--precision fp8-tensorwise", lambda: (job.model_copy(update={"precision": Precision.fp8_tensorwise}), placement, profile, pins)))
+    if job.precision.is_fp8:  # an FP8 recipe the part cannot run, or FP8 memory that still does not fit
+        trials.append(("--precision bf16", lambda: (job.model_copy(update={"precision": Precision.bf16}), placement, profile, pins)))
     bigger = LARGER_HBM.get(profile.name) or LARGER_HBM.get(placement.hardware)
     if bigger:
         trials.append((f"use {bigger}", lambda: (job, placement.model_copy(update={"hardware": bigger}), load_profile(bigger), pins)))

@@ -140,3 +140,19 @@ def test_vpp_flag_megatron_refuses_is_a_violation_not_bad_input(tmp_path):
     first = data["violations"][0]
     assert not data["legal"] and first["rule"] == "layers_split" and "--num-layers-per-virtual-pipeline-stage 4" in first["message"]
     assert "dividing 80" in first["fix"]
+
+
+def test_precision_blockers_speak_solve_options_and_offer_a_precision_remedy():
+    """QA finding 11: `solve` takes --precision, not Megatron's --fp8-recipe / --bf16; FP8 on a part without it is fixed
+    by training in bf16, which the remedies now try (each verified on a legal recipe)."""
+    from constraints.models import load_model
+    from constraints.spec import JobSpec, Placement, Precision
+    from hardware.profile import load_profile
+    from solver.explain import explain_infeasible
+
+    job = JobSpec(seq_length=2048, global_batch_size=16, precision=Precision.fp8_tensorwise)
+    pl = Placement(hardware="a100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    pins = {"pp": [1], "vpp": [1], "cp": [1], "mbs": [1]}
+    expl = explain_infeasible(load_model("Llama-3.1-8B"), job, pl, load_profile("a100-sxm-80gb"), pins, {}, 0.0)
+    assert any("--precision bf16" in c and "--bf16" not in c.replace("--precision bf16", "") for c in expl["conflict"])
+    assert "--precision bf16" in expl["remedies"]
