@@ -312,7 +312,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:
-        from solver.explain import format_explanation
+        from solver.explain_why import format_explanation
 
         lines += format_explanation(payload["explanation"])
     if payload["recipes"]:

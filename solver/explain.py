@@ -23,6 +23,8 @@ from solver.cpsat_model import build_model
 from solver.cpsat_solve import _solver, solve_model
 from solver.fewest_gpus import CountScreen
 from solver.space import build_space
+from solver.explain_why import (  # noqa: F401  (recipe_free_blockers, format_explanation: re-exported)
+    MAX_NODES_FACTOR, conflict_reasons, flag_of, format_explanation, recipe_free_blockers)
 from solver.tables import VARIANT_AXES, build_tables
 
 # above this many candidates the explanation is computed on the tables (numpy masks) instead of CP-SAT assumptions:
@@ -30,8 +32,7 @@ from solver.tables import VARIANT_AXES, build_tables
 CPSAT_EXPLAIN_MAX_CANDIDATES = 50_000
 # the node-count remedy scans nodes+1 .. min(MAX_NODES_FACTOR x nodes, MAX_NODES), building tables for at most
 # MAX_NODE_TABLE_BUILDS counts the screens cannot rule out (each build is ~1-4 s for a 671B MoE on 2 cores)
-MAX_NODES_FACTOR, MAX_NODES, MAX_NODE_TABLE_BUILDS = 64, 1024, 12
-GIB = 1024 ** 3
+MAX_NODES, MAX_NODE_TABLE_BUILDS = 1024, 12
 LARGER_HBM = {"h100-sxm-80gb": "h200-sxm-141gb", "h800-sxm-80gb": "h200-sxm-141gb", "a100-sxm-80gb": "h200-sxm-141gb",
               "mi300x": "mi325x", "mi325x": "mi355x", "b200": "b300", "gb200-nvl72": "gb300-nvl72"}
 
@@ -72,15 +73,6 @@ def minimal_core(rm) -> list[str]:
 
 
 # axis -> the `solve` option that pins it (the rest are spelled --<axis> on the command line)
-_FLAGS = {"sp": "--sequence-parallel", "dp_sharding": "--dp-sharding", "tp_comm_overlap": "--tp-comm-overlap",
-          "ep_comm_overlap": "--ep-comm-overlap", "moe_dispatcher": "--moe-dispatcher", "uneven_stages": "--uneven-stages",
-          "acc_split": "--account-for-embedding/loss split"}
-
-
-def flag_of(axis: str) -> str:
-    return _FLAGS.get(axis, f"--{axis}")
-
-
 def _variant_core(model, job, placement, profile, pins: dict, bounds: dict, margin: float) -> list[str]:
     """The pins are infeasible only with the MoE variant pins in (solver/variants.py chooses those per candidate,
     outside CP-SAT's literals): shrink the whole pin set by deletion, each step a re-solve, and name memory when
@@ -154,38 +146,6 @@ def fewest_fitting_nodes(model, job, placement, profile, pins, bounds, margin) -
         if _any_fit(model, job, pl, profile, pins, bounds, margin):
             return nodes
     return None
-
-
-def recipe_free_blockers(model, job, placement, profile) -> list[str]:
-    """Rules that read no recipe field (constraints.rules: reads="") and fail: they reject every recipe, so they are
-    the whole reason the space is empty (e.g. a sequence longer than the position embeddings, FP8 on a part
-    without FP8 tensor cores)."""
-    import constraints.rules_features  # noqa: F401  (registers the feature rules)
-    from constraints.rules import RULES, RuleInput
-    from constraints.spec import Recipe
-
-    x = RuleInput(model, job, Recipe(), placement.world_size, profile)
-    out = []
-    for fn in RULES:
-        if getattr(fn, "reads", None) == frozenset():
-            v = fn(x)
-            if v is not None and v.severity == "error":
-                out.append(f"rule {v.rule}: {v.message} (fix: {_solve_option(v.fix)})")
-    return out
-
-
-# Megatron precision flags in a rule's fix -> the job option `solve` takes instead (precision is not a recipe axis)
-_PRECISION_OPTION = (("--fp8-recipe tensorwise", "--precision fp8-tensorwise"), ("--fp8-recipe blockwise", "--precision fp8-blockwise"),
-                     ("--fp8-recipe delayed", "--precision fp8-delayed"), ("--fp8-recipe mxfp8", "--precision mxfp8"),
-                     ("--bf16", "--precision bf16"), ("--fp16", "--precision fp16"))
-
-
-def _solve_option(fix: str) -> str:
-    """A recipe-free rule's fix in the options `solve` takes (the rules speak Megatron flags for `check`)."""
-    for flag, option in _PRECISION_OPTION:
-        if fix.startswith("use " + flag) or fix == flag:
-            return fix.replace(flag, option, 1)
-    return fix
 
 
 def minimal_core_tables(tables, pins: dict) -> list[str]:
@@ -262,68 +222,6 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
         if _any_fit(model, job, placement, profile, {a: v for a, v in pins.items() if a != axis}, bounds, margin):
             out["remedies"].append(f"drop {flag_of(axis)}")
     return out
-
-
-def pin_reasons(model, job, placement, profile, axis: str, values) -> list[str]:
-    """Why a pinned value is illegal where the rules can tell on their own: the rules that fail for a recipe with
-    only this axis changed from the default and pass for the default (e.g. TP 3: 8 GPUs and 32 heads are not
-    divisible by 3). Empty when the value is legal alone (it conflicts only with other pins or memory)."""
-    import constraints.rules_features  # noqa: F401  (registers the feature rules)
-    from constraints.rules import RULES, RuleInput
-    from constraints.spec import Recipe
-
-    def failing(recipe) -> dict:
-        x = RuleInput(model, job, recipe, placement.world_size, profile)
-        out = {}
-        for fn in RULES:
-            v = fn(x)
-            if v is not None and v.severity == "error":
-                out[v.rule] = v.message
-        return out
-
-    if axis not in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs"):
-        return []
-    base = failing(Recipe())
-    reasons = []
-    for value in list(values)[:3]:
-        try:
-            bad = failing(Recipe(**{axis: value}))
-        except ValueError:
-            continue
-        reasons += [f"{flag_of(axis)} {value}: {msg} ({rule})" for rule, msg in bad.items() if rule not in base]
-    return reasons
-
-
-def conflict_reasons(model, job, placement, profile, pins: dict, conflict: list[str], tables, margin: float) -> list[str]:
-    """One readable line per reason behind the conflict: the rules a pinned value fails on its own, and for memory
-    the smallest exact peak of the legal recipes (and the lower bound any recipe carries) against usable HBM."""
-    flags = {flag_of(a): a for a in pins}
-    why: list[str] = []
-    for name in conflict:
-        if name in flags:
-            why += pin_reasons(model, job, placement, profile, flags[name], pins[flags[name]])
-    if "memory_fits" in conflict and len(tables.cand_peak):
-        bound = CountScreen(model, job, profile, margin).min_peak_bytes(placement.world_size)
-        why.append(f"memory: the smallest peak of the {len(tables.cand_peak):,} legal recipes on {placement.world_size} GPUs is "
-                   f"{tables.cand_peak.min() / GIB:.2f} GiB, above the {tables.usable_bytes / GIB:.2f} GiB usable"
-                   + (f"; the model's weights, gradients and optimizer state alone need at least {bound / GIB:.2f} GiB per GPU"
-                      if bound > tables.usable_bytes else ""))
-    return why
-
-
-def format_explanation(expl: dict) -> list[str]:
-    """The human lines for a 'nothing fits' explanation (explain_infeasible's dict): the conflict, why, and what fits."""
-    conflict = [("memory (no legal recipe fits in HBM)" if c == "memory_fits" else c) for c in expl.get("conflict", [])]
-    lines = ["nothing fits: " + (" + ".join(conflict) if conflict else "no conflict found")]
-    lines += [f"  why: {w}" for w in expl.get("why", [])]
-    rem = [f"{r} (the fewest that fit)" if expl.get("fewest_nodes") and r == f"use {expl['fewest_nodes']} nodes" else r
-           for r in expl.get("remedies", [])]
-    if rem:
-        lines.append("  would fit (each verified on a legal recipe): " + "; ".join(rem))
-    elif "remedies" in expl:
-        lines.append(f"  no single change tried fits (more nodes up to {MAX_NODES_FACTOR}x, half the global batch or "
-                     "sequence, recompute, FP8, larger-HBM part, dropping a pin)")
-    return lines
 
 
 def explain(model, job, placement, profile, pins: Optional[dict] = None, margin: float = 0.0) -> dict:

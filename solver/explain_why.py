@@ -1,0 +1,113 @@
+"""Why nothing fits, in words: the rules that reject every recipe, why a pinned value fails, the memory gap, and
+the human lines of an explanation (solver/explain.py finds the conflict and the remedies; this module says them in
+the options the user typed: `solve`'s own flags, not Megatron's)."""
+from __future__ import annotations
+
+from solver.fewest_gpus import CountScreen
+
+GIB = 1024 ** 3
+MAX_NODES_FACTOR = 64  # solver/explain.fewest_fitting_nodes scans up to this many times the user's nodes
+
+_FLAGS = {"sp": "--sequence-parallel", "dp_sharding": "--dp-sharding", "tp_comm_overlap": "--tp-comm-overlap",
+          "ep_comm_overlap": "--ep-comm-overlap", "moe_dispatcher": "--moe-dispatcher", "uneven_stages": "--uneven-stages",
+          "acc_split": "--account-for-embedding/loss split"}
+
+
+def flag_of(axis: str) -> str:
+    return _FLAGS.get(axis, f"--{axis}")
+
+
+def recipe_free_blockers(model, job, placement, profile) -> list[str]:
+    """Rules that read no recipe field (constraints.rules: reads="") and fail: they reject every recipe, so they are
+    the whole reason the space is empty (e.g. a sequence longer than the position embeddings, FP8 on a part
+    without FP8 tensor cores)."""
+    import constraints.rules_features  # noqa: F401  (registers the feature rules)
+    from constraints.rules import RULES, RuleInput
+    from constraints.spec import Recipe
+
+    x = RuleInput(model, job, Recipe(), placement.world_size, profile)
+    out = []
+    for fn in RULES:
+        if getattr(fn, "reads", None) == frozenset():
+            v = fn(x)
+            if v is not None and v.severity == "error":
+                out.append(f"rule {v.rule}: {v.message} (fix: {_solve_option(v.fix)})")
+    return out
+
+
+# Megatron precision flags in a rule's fix -> the job option `solve` takes instead (precision is not a recipe axis)
+_PRECISION_OPTION = (("--fp8-recipe tensorwise", "--precision fp8-tensorwise"), ("--fp8-recipe blockwise", "--precision fp8-blockwise"),
+                     ("--fp8-recipe delayed", "--precision fp8-delayed"), ("--fp8-recipe mxfp8", "--precision mxfp8"),
+                     ("--bf16", "--precision bf16"), ("--fp16", "--precision fp16"))
+
+
+def _solve_option(fix: str) -> str:
+    """A recipe-free rule's fix in the options `solve` takes (the rules speak Megatron flags for `check`)."""
+    for flag, option in _PRECISION_OPTION:
+        if fix.startswith("use " + flag) or fix == flag:
+            return fix.replace(flag, option, 1)
+    return fix
+
+
+def pin_reasons(model, job, placement, profile, axis: str, values) -> list[str]:
+    """Why a pinned value is illegal where the rules can tell on their own: the rules that fail for a recipe with
+    only this axis changed from the default and pass for the default (e.g. TP 3: 8 GPUs and 32 heads are not
+    divisible by 3). Empty when the value is legal alone (it conflicts only with other pins or memory)."""
+    import constraints.rules_features  # noqa: F401  (registers the feature rules)
+    from constraints.rules import RULES, RuleInput
+    from constraints.spec import Recipe
+
+    def failing(recipe) -> dict:
+        x = RuleInput(model, job, recipe, placement.world_size, profile)
+        out = {}
+        for fn in RULES:
+            v = fn(x)
+            if v is not None and v.severity == "error":
+                out[v.rule] = v.message
+        return out
+
+    if axis not in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs"):
+        return []
+    base = failing(Recipe())
+    reasons = []
+    for value in list(values)[:3]:
+        try:
+            bad = failing(Recipe(**{axis: value}))
+        except ValueError:
+            continue
+        reasons += [f"{flag_of(axis)} {value}: {msg} ({rule})" for rule, msg in bad.items() if rule not in base]
+    return reasons
+
+
+def conflict_reasons(model, job, placement, profile, pins: dict, conflict: list[str], tables, margin: float) -> list[str]:
+    """One readable line per reason behind the conflict: the rules a pinned value fails on its own, and for memory
+    the smallest exact peak of the legal recipes (and the lower bound any recipe carries) against usable HBM."""
+    flags = {flag_of(a): a for a in pins}
+    why: list[str] = []
+    for name in conflict:
+        if name in flags:
+            why += pin_reasons(model, job, placement, profile, flags[name], pins[flags[name]])
+    if "memory_fits" in conflict and len(tables.cand_peak):
+        bound = CountScreen(model, job, profile, margin).min_peak_bytes(placement.world_size)
+        why.append(f"memory: the smallest peak of the {len(tables.cand_peak):,} legal recipes on {placement.world_size} GPUs is "
+                   f"{tables.cand_peak.min() / GIB:.2f} GiB, above the {tables.usable_bytes / GIB:.2f} GiB usable"
+                   + (f"; the model's weights, gradients and optimizer state alone need at least {bound / GIB:.2f} GiB per GPU"
+                      if bound > tables.usable_bytes else ""))
+    return why
+
+
+def format_explanation(expl: dict) -> list[str]:
+    """The human lines for a 'nothing fits' explanation (explain_infeasible's dict): the conflict, why, and what fits."""
+    conflict = [("memory (no legal recipe fits in HBM)" if c == "memory_fits" else c) for c in expl.get("conflict", [])]
+    lines = ["nothing fits: " + (" + ".join(conflict) if conflict else "no conflict found")]
+    lines += [f"  why: {w}" for w in expl.get("why", [])]
+    rem = [f"{r} (the fewest that fit)" if expl.get("fewest_nodes") and r == f"use {expl['fewest_nodes']} nodes" else r
+           for r in expl.get("remedies", [])]
+    if rem:
+        lines.append("  would fit (each verified on a legal recipe): " + "; ".join(rem))
+    elif "remedies" in expl:
+        lines.append(f"  no single change tried fits (more nodes up to {MAX_NODES_FACTOR}x, half the global batch or "
+                     "sequence, recompute, FP8, larger-HBM part, dropping a pin)")
+    return lines
+
+
