@@ -13,9 +13,9 @@ from pydantic import ValidationError
 from constraints.spec import JobSpec, Placement, Precision
 from solver.fewest_gpus import target_explanation
 from solver.proposer.cli_options import config_from_options, format_hint_report, proposer_options
+from solver.solve_text import format_solve
 from solver.space import build_space, parse_range
 
-GIB = 1024 ** 3
 RANGE_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
 
 
@@ -277,63 +277,3 @@ def _bound_fields(result, objective: str, placement) -> dict:
     else:
         bound, unit = (result.bound / 1e6 if result.bound is not None else None), "s (iteration time, closed-form ranking projection)"
     return {"bound": bound, "bound_unit": unit, "best_ranking_time_s": best_s}
-
-
-def format_solve(payload: dict, model, placement, job) -> str:
-    objective = payload.get("objective", "throughput")
-    head = f"{model.name} on {placement.world_size} x {placement.hardware}, seq {job.seq_length}, GBS {job.global_batch_size}: "
-    if not payload["recipes"]:
-        lines = [head + "no recipe"]
-    else:
-        best = (f"smallest peak {payload['best_objective'] / GIB:.2f} GiB" if objective == "memory" and payload.get("best_objective")
-                else f"best ranking step {payload['best_ranking_time_s']} s")
-        lines = [head + f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
-                 f"for objective {objective} ({best})"]
-    if payload["recipes"]:
-        lines.append(f"{'#':>2} {'TP':>3} {'PP':>3} {'VPP':>3} {'CP':>3} {'EP':>3} {'ETP':>3} {'DP':>5} {'MBS':>3} SP  {'recompute':<26} "
-                     f"{'sharding':<21} {'schedule':<11} {'split/MoE':<14} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'bubble':>6} "
-                     f"{'peak GiB':>8} {'free GiB':>8}")
-    for i, r in enumerate(payload["recipes"], 1):
-        p, m, pr = r["parallel"], r["memory"], r["projection"]
-        rc = r["recipe"]["recompute"]
-        rc_name = rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "") + \
-            (f"({rc['method']},{rc['num_layers']})" if rc["method"] else "")
-        lines.append(f"{i:>2} {p['tp']:>3} {p['pp']:>3} {p['vpp']:>3} {p['cp']:>3} {p['ep']:>3} {(p['etp'] if model.is_moe else '-'):>3} {p['dp']:>5} {p['mbs']:>3} "
-                     f"{('ovl' if p['tp_comm_overlap'] else 'on ') if p['sequence_parallel'] else 'off'} {rc_name:<26} {p['dp_sharding']:<21} {p['schedule']:<11} "
-                     f"{_extras(p, model):<14} {pr['tokens_per_s_per_gpu']:>10,.0f} {100 * pr['mfu']:>5.1f}% {pr['iteration_time_s']:>8.3f} "
-                     f"{pr['bubble_fraction']:>6.3f} {m['peak_bytes'] / GIB:>8.2f} {(m['usable_bytes'] - m['peak_bytes']) / GIB:>8.2f}"
-                     + (" *" if _ranking_gap(r) > RANKING_GAP_NOTE else ""))
-    if any(_ranking_gap(r) > RANKING_GAP_NOTE for r in payload["recipes"]):
-        lines.append(f"* the ranking closed form and the simulated step differ by more than {RANKING_GAP_NOTE:.0%} here (interleaved "
-                     "schedules with unequal stages); the order follows the closed form, the step column the simulator")
-    if payload["recipes"] and payload.get("projection_calibrated") is False:
-        lines.append(f"note: {placement.hardware} has no calibration fitted on measured runs (none in runs.csv); its projections "
-                     "use the default constants and are less certain (they tend to read high)")
-    if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
-        lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
-    if "explanation" in payload:
-        from solver.explain_why import format_explanation
-
-        lines += format_explanation(payload["explanation"])
-    if payload["recipes"]:
-        lines.append("split/MoE: 'acc' account-for-embedding/loss, 'fN/lM' first/last stage layers; MoE dispatcher, '+ovl' "
-                     "--overlap-moe-expert-parallel-comm")
-    return "\n".join(lines)
-
-
-RANKING_GAP_NOTE = 0.02  # flag answers whose ranking time and displayed (simulated) step differ by more than this
-
-
-def _ranking_gap(r: dict) -> float:
-    """|simulated step / ranking closed form - 1| of one answer (0 where either is missing)."""
-    step, rank = r.get("step_time_us"), r.get("ranking_time_us")
-    return abs(step / rank - 1.0) if step and rank else 0.0
-
-
-def _extras(p: dict, model) -> str:
-    """Pipeline split and MoE communication choices of one answer, in a few characters."""
-    split = ("acc" if p["account_for_embedding_and_loss_in_pipeline_split"] else
-             f"f{p['first_stage_layers']}/l{p['last_stage_layers']}" if p["first_stage_layers"] else "even")
-    if not model.is_moe:
-        return split
-    return f"{split} {p['moe_dispatcher'].replace('alltoall', 'a2a')}{'+ovl' if p['ep_comm_overlap'] else ''}"

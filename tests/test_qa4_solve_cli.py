@@ -47,7 +47,7 @@ def test_answers_whose_ranking_and_simulated_step_differ_are_flagged():
                                    "--tp", "1", "--mbs", "1", "--uneven-stages", "--proposer", "none", "--json"])
     assert res.exit_code == 0, res.output
     r = json.loads(res.output)["recipes"][0]
-    from solver.cli_solve import RANKING_GAP_NOTE, _ranking_gap
+    from solver.solve_text import RANKING_GAP_NOTE, _ranking_gap
     assert r["parallel"]["first_stage_layers"] and _ranking_gap(r) > RANKING_GAP_NOTE
     assert _ranking_gap({"step_time_us": 100, "ranking_time_us": 100}) == 0.0
 
