@@ -248,8 +248,8 @@ def staged_closed_form_s(schedule: PipelineSchedule, f: list[float], b: list[flo
 
 def p2p_units(schedule: PipelineSchedule, p: int, v: int, m: int) -> int:
     """How many p2p transfer times a step exposes, as the event simulator schedules them (exact on equal stages,
-    checked in tests): interleaved 2(pv - 1), only the first forward's and the last backward's crossings of the pv - 1
-    virtual-stage boundaries (steady-state sends hide behind other micro-batches); 1F1B 2(m + p - 2 - ceil(m / p))
+    checked in tests; interleaved at the default group size PP): interleaved 2(pv - 1), only the first forward's and the last backward's crossings of the pv - 1
+    virtual-stage boundaries (steady-state sends hide behind other micro-batches); 1F1B 2(m + p - 2 - ceil((m - 1) / p))
     (each micro-batch's sends sit on the critical path except once per group of p); zero-bubble schedules keep the
     conservative 2(mv + p - 1), one per chunk pass and per fill/drain hop."""
     if p <= 1:
@@ -257,5 +257,5 @@ def p2p_units(schedule: PipelineSchedule, p: int, v: int, m: int) -> int:
     if schedule == PipelineSchedule.interleaved and v > 1:
         return 2 * (p * v - 1)
     if schedule == PipelineSchedule.one_f_one_b:
-        return 2 * (m + p - 2 - -(-m // p))
+        return 2 * (m + p - 2 - -(-(m - 1) // p))
     return 2 * (m * v + p - 1)

@@ -34,5 +34,5 @@ def p2p_units_np(schedule: np.ndarray, p, v, m) -> np.ndarray:
     """measure.pipeline_sim.p2p_units over arrays."""
     inter = (schedule == SCHEDULES.index(PipelineSchedule.interleaved)) & (v > 1)
     one = schedule == SCHEDULES.index(PipelineSchedule.one_f_one_b)
-    out = np.where(inter, 2 * (p * v - 1), np.where(one, 2 * (m + p - 2 - -(-m // np.maximum(p, 1))), 2 * (m * v + p - 1)))
+    out = np.where(inter, 2 * (p * v - 1), np.where(one, 2 * (m + p - 2 - -(-(m - 1) // np.maximum(p, 1))), 2 * (m * v + p - 1)))
     return np.where(p > 1, out, 0)

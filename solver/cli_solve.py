@@ -269,7 +269,7 @@ def _option_error(exc: ValidationError) -> str:
 def _bound_fields(result, objective: str, placement) -> dict:
     """`bound` in the objective's own unit: the proven lower bound on the ranking time (s), on the peak (bytes), or the
     node count that fewest-gpus proved smallest; plus the best ranking time, whatever the objective."""
-    best_s = result.ranked[0].time_us / 1e6 if result.ranked else None
+    best_s = result.ranked[0].rank_time_us / 1e6 if result.ranked else None
     if objective == "fewest-gpus":
         bound, unit = (placement.num_nodes if result.ranked else None), "nodes (smaller counts proven unable to reach the target)"
     elif objective == "memory":

@@ -9,6 +9,9 @@ import numpy as np
 def column_ranks(col: np.ndarray) -> tuple[np.ndarray, int]:
     """(rank of each entry among the column's distinct values, number of distinct values); a presence table
     for small non-negative integers (O(n)), a sort otherwise."""
+    col = np.asarray(col).reshape(-1).astype(np.int64, copy=False)
+    if not len(col):
+        return np.zeros(0, dtype=np.int64), 0
     if col.min() >= 0 and col.max() < max(1 << 16, 4 * len(col)):
         present = np.zeros(int(col.max()) + 1, dtype=np.int64)
         present[col] = 1

@@ -6,6 +6,7 @@ files through the same path as users do.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -129,9 +130,13 @@ def _without_flag(args: list[str], flag: str) -> list[str]:
     return out
 
 
+_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|CRED|AUTH", re.IGNORECASE)
+
+
 def _env_warning(name: str, value: str) -> Violation:
+    shown = "<redacted>" if _SECRET_NAME.search(name) else value  # check output lands in CI logs and issues
     return Violation(rule="env_variable", severity="warning",
-                     message=f"the script reads ${name} without setting it; took {name}={value} from the environment",
+                     message=f"the script reads ${name} without setting it; took {name}={shown} from the environment",
                      fix=f"set {name} in the script to make the verdict independent of the shell")
 
 
@@ -156,14 +161,16 @@ def _stated_model_flags(raw: dict[str, Any], m: ModelSpec) -> list[tuple[str, An
         # TransformerConfig: num_query_groups only with --group-query-attention, else one group per head
         groups = raw.get("--num-query-groups", 1) if raw.get("--group-query-attention") else raw["--num-attention-heads"]
         pairs.append(("--num-query-groups", groups, m.num_query_groups))
+    shape_stated = any(f in raw for f in ("--num-layers", "--hidden-size", "--num-attention-heads"))
     for flag, model_value in (("--swiglu", m.activation == Activation.swiglu), ("--qk-layernorm", m.qk_layernorm),
                               ("--multi-latent-attention", m.multi_latent_attention),
                               ("--untie-embeddings-and-output-weights", not m.tied_embeddings),
                               ("--disable-bias-linear", not m.mlp_bias)):
-        if raw.get(flag) is True:
-            pairs.append((flag, True, model_value))
-    if "--normalization" in raw:
-        pairs.append(("--normalization", raw["--normalization"], m.normalization.value))
+        # a flag the arguments leave out builds Megatron's default (no SwiGLU, tied, biased...): compare both ways
+        if raw.get(flag) is True or shape_stated:
+            pairs.append((flag, bool(raw.get(flag)), model_value))
+    if "--normalization" in raw or shape_stated:
+        pairs.append(("--normalization", raw.get("--normalization", "LayerNorm"), m.normalization.value))
     return pairs
 
 

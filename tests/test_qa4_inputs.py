@@ -106,7 +106,8 @@ def test_non_utf8_model_file_names_the_file(tmp_path):
 # --- finding 4: check FILE --model X must not silently replace the file's model -------------------------
 
 A5_ARGS = ("--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention "
-           "--num-query-groups 8 --vocab-size 128256 --swiglu --tensor-model-parallel-size 2 --micro-batch-size 1 "
+           "--num-query-groups 8 --vocab-size 128256 --swiglu --untie-embeddings-and-output-weights --normalization RMSNorm "
+           "--disable-bias-linear --tensor-model-parallel-size 2 --micro-batch-size 1 "
            "--global-batch-size 16 --seq-length 4096 --bf16\n")
 
 
@@ -313,3 +314,30 @@ def test_measure_cuda_on_cpu_only_torch_names_the_option(tmp_path):
         pytest.skip("CUDA present")
     rc, _, err = _measure(tmp_path, "--seq-length", "32", "--device", "cuda")
     assert rc == 2 and err.startswith("error: --device cuda: CUDA/ROCm is not available") and err.count("\n") == 1
+
+
+def test_switch_the_arguments_leave_out_is_compared_too(tmp_path):
+    """Review 4: arguments that state a model shape but omit --swiglu build Megatron's default GeLU MLP; a --model with
+    SwiGLU is a different network, so it is refused rather than silently swapped in."""
+    from solver.inputs import InputError, load_check_input
+
+    args = tmp_path / "a.txt"
+    args.write_text(A5_ARGS.replace("--swiglu ", ""))
+    with pytest.raises(InputError, match=r"--swiglu"):
+        load_check_input(str(args), "h100-sxm-80gb", 1, 8, model="Llama-3.1-8B")
+
+
+def test_secret_environment_values_are_not_printed(tmp_path, monkeypatch):
+    """Review 4: check output lands in CI logs; a variable named like a credential is reported by name only."""
+    from solver.inputs import load_check_input
+
+    monkeypatch.setenv("WANDB_API_KEY", "wb_SECRET456")
+    monkeypatch.setenv("TP_SIZE", "2")
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/bash\nexport WANDB_API_KEY\ntorchrun --nproc_per_node 8 pretrain_gpt.py "
+                      + A5_ARGS.strip().replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size $TP_SIZE")
+                      + " --max-position-embeddings 131072 --wandb-exp-name x --wandb-api-key $WANDB_API_KEY\n")
+    loaded = load_check_input(str(script), "h100-sxm-80gb", 1, 8)
+    text = " ".join(w.message for w in loaded.warnings)
+    assert "wb_SECRET456" not in text and "WANDB_API_KEY=<redacted>" in text and "TP_SIZE=2" in text
+    assert loaded.case.recipe.tp == 2

@@ -81,6 +81,8 @@ def test_closer_to_the_simulator_than_the_equal_stage_form(name, pp, vpp, mbs):
 
 
 @pytest.mark.parametrize("sched,p,v,m", [(S.one_f_one_b, 2, 1, 4), (S.one_f_one_b, 4, 1, 3), (S.one_f_one_b, 4, 1, 32),
+                                         (S.one_f_one_b, 2, 1, 1), (S.one_f_one_b, 2, 1, 3), (S.one_f_one_b, 4, 1, 5),
+                                         (S.one_f_one_b, 8, 1, 9),
                                          (S.one_f_one_b, 8, 1, 12), (S.one_f_one_b, 16, 1, 64), (S.interleaved, 2, 5, 8),
                                          (S.interleaved, 4, 2, 32), (S.interleaved, 8, 7, 128), (S.interleaved, 16, 2, 32)])
 def test_p2p_units_equal_what_the_simulator_exposes(sched, p, v, m):
