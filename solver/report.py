@@ -114,5 +114,6 @@ def format_suggestion(sug) -> list[str]:
         tail.append(f"{proj['iteration_time_s']:.3f} s/iteration, MFU {100 * proj['mfu']:.1f}%")
     lines = [head + (" (" + ", ".join(tail) + ")" if tail else "")]
     for field, ch in changes.items():
-        lines.append(f"  {field} ({_SUGGEST_FLAGS.get(field, field)}): {_value(ch['from'])} -> {_value(ch['to'])}")
+        note = f"  ({ch['note']}: the suggestion is priced with the default)" if ch.get("note") else ""
+        lines.append(f"  {field} ({_SUGGEST_FLAGS.get(field, field)}): {_value(ch['from'])} -> {_value(ch['to'])}{note}")
     return lines

@@ -18,6 +18,14 @@ AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedul
         "uneven_stages", "tp_comm_overlap")
 
 
+# Recipe fields the AXES above (or the per-candidate variants) decide; any other field the user set is reported when
+# the suggestion does not carry it
+_SEARCHED_FIELDS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sequence_parallel", "recompute", "schedule",
+                              "dp_sharding", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
+                              "first_stage_layers", "last_stage_layers", "tp_comm_overlap", "moe_dispatcher",
+                              "overlap_moe_expert_parallel_comm"})
+
+
 def _own_values(case: Case) -> dict:
     r = case.recipe
     return {"tp": r.tp, "pp": r.pp, "vpp": r.vpp, "cp": r.cp, "ep": r.ep, "etp": r.etp if case.model.is_moe else None,
@@ -65,6 +73,12 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50) -
         a0, a1 = getattr(r0, field), getattr(r1, field)
         if a0 != a1:
             changes[field] = {"from": getattr(a0, "value", a0), "to": getattr(a1, "value", a1)}
+    for field in type(r0).model_fields:  # flags the search does not vary: the suggestion carries their defaults
+        if field in _SEARCHED_FIELDS or field in changes:
+            continue
+        a0, a1 = getattr(r0, field), getattr(r1, field)
+        if a0 != a1:
+            changes[field] = {"from": getattr(a0, "value", a0), "to": getattr(a1, "value", a1), "note": "not searched"}
     return {"found": True, "changed_axes": best_d, "changes": changes,
             "recipe": top.recipe.model_dump(mode="json"), "projection": top.check.projection,
             "peak_bytes": top.check.memory.peak_bytes}

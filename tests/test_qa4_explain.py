@@ -156,3 +156,19 @@ def test_precision_blockers_speak_solve_options_and_offer_a_precision_remedy():
     expl = explain_infeasible(load_model("Llama-3.1-8B"), job, pl, load_profile("a100-sxm-80gb"), pins, {}, 0.0)
     assert any("--precision bf16" in c and "--bf16" not in c.replace("--precision bf16", "") for c in expl["conflict"])
     assert "--precision bf16" in expl["remedies"]
+
+
+def test_suggestion_lists_flags_it_does_not_carry():
+    """Review 4: --suggest searches the parallel axes only; a non-axis flag the user set (here --grad-reduce-in-bf16) is
+    listed as a change the suggestion does not carry, not dropped silently."""
+    from constraints.case import Case
+    from constraints.models import load_model
+    from constraints.spec import JobSpec, Placement, Recipe
+    from solver.suggest import suggest_fix
+
+    case = Case(model=load_model("Llama-3.1-8B"), job=JobSpec(seq_length=4096, global_batch_size=64),
+                recipe=Recipe(tp=3, grad_reduce_in_bf16=True),
+                placement=Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8))
+    sug = suggest_fix(case)
+    assert sug["found"] and sug["changes"]["grad_reduce_in_bf16"] == {"from": True, "to": False, "note": "not searched"}
+    assert "tp" in sug["changes"]
