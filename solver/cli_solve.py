@@ -119,8 +119,11 @@ def recipe_json(ranked, case) -> dict:
     except ModuleNotFoundError:
         recipe_to_megatron_args = None
     if recipe_to_megatron_args is not None:
+        from templates.render import launch_env
+
         args = recipe_to_megatron_args(case.model, case.job, r)
         out["megatron_args"] = _flatten_args(args)
+        out["env"] = launch_env(case)  # what the launch scripts export (Megatron's validation reads it)
     return out
 
 

@@ -94,19 +94,28 @@ def _header(case: Case) -> list[str]:
     )]
 
 
-def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None) -> dict:
-    """Everything the template sees; every word that reaches bash is already shell-quoted."""
-    paths = paths or RenderPaths()
-    groups = megatron_arg_groups(case.model, case.job, case.recipe, paths)
+def _cuda_max_connections(case: Case) -> str:
+    """'1' (export it), 'unset' (FSDP asserts it is not 1) or 'leave' for this recipe's launch environment."""
     written = case.recipe  # MoE flags are not written for a dense model, so they cannot relax the env either
     if not case.model.is_moe:
         written = written.model_copy(update={"overlap_moe_expert_parallel_comm": False})
     if needs_cuda_device_max_connections_1(written, _compute_capability(case.placement.hardware)):
-        cuda_max_connections = "1"
-    elif uses_fsdp(written):
-        cuda_max_connections = "unset"
-    else:
-        cuda_max_connections = "leave"
+        return "1"
+    return "unset" if uses_fsdp(written) else "leave"
+
+
+def launch_env(case: Case) -> dict:
+    """The environment the rendered scripts set that Megatron's validation reads: {name: value}, None = must be unset.
+    `solve --json` carries it next to `megatron_args`, so the two together pass `check`."""
+    mode = _cuda_max_connections(case)
+    return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if mode == "1" else {"CUDA_DEVICE_MAX_CONNECTIONS": None} if mode == "unset" else {}
+
+
+def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None) -> dict:
+    """Everything the template sees; every word that reaches bash is already shell-quoted."""
+    paths = paths or RenderPaths()
+    groups = megatron_arg_groups(case.model, case.job, case.recipe, paths)
+    cuda_max_connections = _cuda_max_connections(case)
     return {
         "header": _header(case),
         "job_name": slurm_job_name(case.model.name),

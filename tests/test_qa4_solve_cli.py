@@ -63,3 +63,25 @@ def test_uncalibrated_parts_are_named_in_the_output():
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0 and "no calibration fitted" in res.output
     assert json.loads(CliRunner().invoke(cli, args + ["--json"]).output)["projection_calibrated"] is False
+
+
+def test_json_args_with_their_env_pass_check():
+    """QA finding 13b: megatron_args alone miss the launch environment Megatron's validation reads
+    (CUDA_DEVICE_MAX_CONNECTIONS=1 for TP > 1 on Hopper); each answer now carries it, and args + env pass check."""
+    from constraints.case import Case
+    from constraints.check import check_case
+    from constraints.megatron_args import parse_megatron_args
+    from constraints.spec import Placement
+    from hardware.profile import load_profile
+
+    d = _json(["--tp", "2", "--top", "2"])
+    prof = load_profile("h100-sxm-80gb")
+    for r in d["recipes"]:
+        cfg = parse_megatron_args(r["megatron_args"], world_size=8)
+        env = {k: v for k, v in r["env"].items() if v is not None}
+        case = Case(model=cfg.model, job=cfg.job, recipe=cfg.recipe,
+                    placement=Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8))
+        rep = check_case(case, prof, flags=dict(cfg.raw), env=env)
+        assert rep.legal, [v.message for v in rep.violations]
+        if not r["parallel"]["dp_sharding"].endswith("fsdp"):
+            assert r["env"] == {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
