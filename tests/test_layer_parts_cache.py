@@ -15,6 +15,7 @@ from measure.layer_ops import LayerKind, Phase, layer_ops
 PROF = load_profile("h100-sxm-80gb")
 PLACE = Placement(hardware="h100-sxm-80gb", num_nodes=4, gpus_per_node=8)
 JOB = JobSpec(seq_length=4096, global_batch_size=256)
+FP8_JOB = JobSpec(seq_length=4096, global_batch_size=256, precision="fp8-tensorwise")  # adds cast ops to every GEMM
 
 
 def _shapes(model):
@@ -26,20 +27,24 @@ def _shapes(model):
             yield Recipe(tp=tp, cp=cp, mbs=mbs, sequence_parallel=sp, ep=ep, etp=etp)
 
 
-@pytest.mark.parametrize("name", ["Llama-3.1-8B", "Mixtral-8x7B-v0.1", "DeepSeek-V3", "Qwen3-30B-A3B"])
-def test_shared_cache_equals_fresh_and_op_sums(name):
+@pytest.mark.parametrize("name,job", [("Llama-3.1-8B", JOB), ("Mixtral-8x7B-v0.1", JOB), ("DeepSeek-V3", JOB),
+                                      ("Qwen3-30B-A3B", JOB), ("Qwen3-30B-A3B", FP8_JOB), ("Llama-3.1-8B", FP8_JOB)])
+def test_shared_cache_equals_fresh_and_op_sums(name, job):
     model = load_model(name)
     kinds = [LayerKind.moe, LayerKind.dense] if model.is_moe else [LayerKind.dense]
     shared: dict = {}
     n = 0
     for r in _shapes(model):
         for kind in kinds:
-            got = layer_parts(model, JOB, r, PLACE, PROF, kind, op_cache=shared)
-            alone = layer_parts(model, JOB, r, PLACE, PROF, kind)
+            got = layer_parts(model, job, r, PLACE, PROF, kind, op_cache=shared)
+            alone = layer_parts(model, job, r, PLACE, PROF, kind)
             assert got == alone, (r, kind)
-            timed = timed_ops(layer_ops(model, JOB, r, kind), PROF, None, None, PROF.calibration.moe_load_imbalance)
+            timed = timed_ops(layer_ops(model, job, r, kind), PROF, None, None, PROF.calibration.moe_load_imbalance)
             wgrad = sum(t for p, t in timed if p.phase == Phase.bwd_wgrad)
             assert got.wgrad_s == pytest.approx(wgrad, rel=1e-12)
+            for module in {p.module for p, _ in timed if p.phase == Phase.fwd}:  # every module recompute may re-run
+                fwd = sum(t for p, t in timed if p.phase == Phase.fwd and p.module == module)
+                assert got.fwd_by_module_s[module] == pytest.approx(fwd, rel=1e-12), module
             core = sum(t for p, t in timed if p.phase == Phase.fwd and p.module == "core_attn")
             assert got.fwd_by_module_s["core_attn"] == pytest.approx(core, rel=1e-12)
             n += 1
