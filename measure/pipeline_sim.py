@@ -239,8 +239,9 @@ def staged_closed_form_s(schedule: PipelineSchedule, f: list[float], b: list[flo
     """Step time with unequal stages, no p2p: f, b, w hold each rank's per-micro-batch times summed over its
     chunks. Every rank r is busy m * t_r, and waits while the fill and drain pass once through each other rank:
     max over r of m * t_r + sum over q != r of bubble_share_s(q). Equal stages give `closed_form_s` exactly; with
-    the embedding and loss on the end stages it stays within 1 % of the event simulator on 1F1B (within 2.5 % on
-    interleaved), where the equal-stage form (the slowest rank's time for every stage) was up to 7.5 % high."""
+    the embedding and loss on the end stages it stays within 1 % of the event simulator on 1F1B, where the
+    equal-stage form (the slowest rank's time for every stage) was up to 7.5 % high. Interleaved schedules with
+    unequal stages (explicit first/last layers, few micro-batches) can still be 3-12 % off (README Limits)."""
     share = [bubble_share_s(schedule, fr, br, wr, v) for fr, br, wr in zip(f, b, w)]
     total = sum(share)
     return max(m * (fr + br + wr) + total - g for fr, br, wr, g in zip(f, b, w, share))
@@ -248,10 +249,11 @@ def staged_closed_form_s(schedule: PipelineSchedule, f: list[float], b: list[flo
 
 def p2p_units(schedule: PipelineSchedule, p: int, v: int, m: int) -> int:
     """How many p2p transfer times a step exposes, as the event simulator schedules them (exact on equal stages,
-    checked in tests; interleaved at the default group size PP): interleaved 2(pv - 1), only the first forward's and the last backward's crossings of the pv - 1
-    virtual-stage boundaries (steady-state sends hide behind other micro-batches); 1F1B 2(m + p - 2 - ceil((m - 1) / p))
-    (each micro-batch's sends sit on the critical path except once per group of p); zero-bubble schedules keep the
-    conservative 2(mv + p - 1), one per chunk pass and per fill/drain hop."""
+    checked in tests; interleaved at the default micro-batch group size PP).
+    - interleaved: 2(pv - 1), only the first forward's and the last backward's crossings of the pv - 1 virtual-stage
+      boundaries (steady-state sends hide behind other micro-batches);
+    - 1F1B: 2(m + p - 2 - ceil((m - 1) / p)), each micro-batch's sends on the critical path except once per group of p;
+    - zero-bubble schedules keep the conservative 2(mv + p - 1), one per chunk pass and per fill/drain hop."""
     if p <= 1:
         return 0
     if schedule == PipelineSchedule.interleaved and v > 1:
