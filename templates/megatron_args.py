@@ -148,6 +148,11 @@ def _training_args(job: JobSpec, recipe: Recipe) -> list[str]:
         # no modules listed = Megatron's default [core_attn]; written out so the script says what it recomputes
         modules = [m.value for m in rc.modules] or ["core_attn"]
         args += ["--recompute-granularity", "selective", "--recompute-modules", *modules]
+        # a method or layer count with selective is illegal (validate_args); a --force render keeps it visible
+        if rc.method is not None:
+            args += ["--recompute-method", rc.method.value]
+        if rc.num_layers is not None:
+            args += ["--recompute-num-layers", str(rc.num_layers)]
     elif rc.granularity == RecomputeGranularity.full:
         args += ["--recompute-granularity", "full"]
         if rc.method is not None:
@@ -187,6 +192,11 @@ def _parallel_args(model: ModelSpec, recipe: Recipe) -> list[str]:
     if model.is_moe:
         args += ["--expert-model-parallel-size", str(recipe.ep)]
         if recipe.etp is not None:
+            args += ["--expert-tensor-parallel-size", str(recipe.etp)]
+    else:  # a dense model's legal recipe has neither; a --force render of one that does must not hide it
+        if recipe.ep > 1:
+            args += ["--expert-model-parallel-size", str(recipe.ep)]
+        if recipe.etp is not None and recipe.etp != recipe.tp:
             args += ["--expert-tensor-parallel-size", str(recipe.etp)]
     if recipe.sp_active:  # validate_args drops SP at TP=1 with a warning; do not write a flag that does nothing
         args += ["--sequence-parallel"]
