@@ -46,6 +46,7 @@ class LaunchCommand(BaseModel):
     unresolved: list[str] = Field(default_factory=list, description="unset variables left as ${NAME} in no-effect flag values")
     env_taken: dict[str, str] = Field(
         default_factory=dict, description="variables the script read from the given env without setting them first")
+    sourced: list[str] = Field(default_factory=list, description="files the script sources on its path (not followed)")
 
     @property
     def num_nodes(self) -> Optional[int]:
@@ -167,7 +168,8 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None) -> LaunchComma
     exported = {n: run.sh.get(n) for n in run.sh.exported}
     env_out = {n: v for n, v in {**exported, **prefix}.items() if isinstance(v, str) and not MARK_RE.search(v)}
     return LaunchCommand(script_args=args, script=tokens[k], launcher=launcher, distributed=distributed,
-                         env=env_out, unresolved=sorted(set(unresolved)), env_taken=_plain(run.sh.env_taken))
+                         env=env_out, unresolved=sorted(set(unresolved)), env_taken=_plain(run.sh.env_taken),
+                         sourced=list(run.sourced))
 
 
 def _plain(taken: dict) -> dict[str, str]:

@@ -32,6 +32,7 @@ class Interpreter:
     def __init__(self, env: dict[str, str]):
         self.sh = Shell(env)
         self.found: Optional[tuple[list[str], dict[str, str]]] = None
+        self.sourced: list[str] = []  # files `source` / `.` would read on the taken path (not followed)
 
     def run(self, statements: list[str]) -> None:
         ifs: list[list[bool]] = []  # per open `if`: [parent_active, branch_taken, active]
@@ -121,6 +122,9 @@ class Interpreter:
             return
         if cmd == "exit":
             raise _Exit()
+        if cmd in ("source", "."):
+            self.sourced.append(" ".join(words[k + 1:k + 2]) or "?")
+            return
         tokens = [t for w in words[k:] for t in self.sh.words(w)]
         if tokens and (LAUNCHERS.match(os.path.basename(tokens[0])) or SCRIPT_RE.match(os.path.basename(tokens[0]))):
             if any(SCRIPT_RE.match(os.path.basename(t)) for t in tokens):

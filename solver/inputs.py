@@ -113,7 +113,8 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
         raise InputError(str(exc).splitlines()[0]) from None
     return LoadedCase(case=case, flags=dict(getattr(cfg, "raw", {}) or {}), env=dict(launch.env or {}),
                       unknown_flags=list(cfg.unknown_flags), ignored_flags=list(getattr(cfg, "ignored_flags", [])),
-                      source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()],
+                      source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()]
+                      + [_sourced_warning(f) for f in launch.sourced],
                       preflight_violations=early)
 
 
@@ -128,6 +129,13 @@ def _without_flag(args: list[str], flag: str) -> list[str]:
         elif not a.startswith(flag + "="):
             out.append(a)
     return out
+
+
+def _sourced_warning(path: str) -> Violation:
+    return Violation(rule="sourced_file", severity="warning",
+                     message=f"the script sources {path}, which check does not read: variables it sets (e.g. "
+                             "CUDA_DEVICE_MAX_CONNECTIONS) are unknown here",
+                     fix="set them in the script, or in the environment of `shardplan check`")
 
 
 _SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|CRED|AUTH", re.IGNORECASE)

@@ -341,3 +341,15 @@ def test_secret_environment_values_are_not_printed(tmp_path, monkeypatch):
     text = " ".join(w.message for w in loaded.warnings)
     assert "wb_SECRET456" not in text and "WANDB_API_KEY=<redacted>" in text and "TP_SIZE=2" in text
     assert loaded.case.recipe.tp == 2
+
+
+def test_a_sourced_file_is_named_not_ignored(tmp_path):
+    """QA finding 13c: `source ./cluster_env.sh` may set what the verdict depends on; check says it did not read it."""
+    from solver.inputs import load_check_input
+
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/bash\nsource ./cluster_env.sh\n. /etc/profile.d/nccl.sh\ntorchrun --nproc_per_node 8 pretrain_gpt.py "
+                      + A5_ARGS.strip() + " --max-position-embeddings 131072\n")
+    loaded = load_check_input(str(script), "h100-sxm-80gb", 1, 8)
+    sourced = [w for w in loaded.warnings if w.rule == "sourced_file"]
+    assert [("./cluster_env.sh" in w.message, "/etc/profile.d/nccl.sh" in w.message) for w in sourced] == [(True, False), (False, True)]
