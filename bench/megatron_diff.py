@@ -55,8 +55,8 @@ KNOWN = {
     "layers_split": ("iii build", "transformer_block.py get_num_layers_to_build asserts; validate_args skips the split check "
                                   "when --num-virtual-stages-per-pipeline-rank is given"),
     "sequence_parallel_divides_seq": ("iii runtime", "tensor_parallel/mappings.py _split_along_first_dim asserts at the first forward"),
-    "expert_grid": ("iii init", "parallel_state.initialize_model_parallel: world % (ETP*EP*PP) (on a dense model: ETP not rendered)"),
-    "experts_divisible_by_ep": ("ii-lossy", "--expert-model-parallel-size is not rendered for a dense model"),
+    "expert_grid": ("iii init", "parallel_state.initialize_model_parallel: world % (ETP*EP*PP); validate_args does not check it"),
+    "experts_divisible_by_ep": ("ii-lossy", "a dense model's EP was not rendered before templates/megatron_args.py wrote it (kept for old caches)"),
     "flex_dispatcher_group": ("iii build", "moe/token_dispatcher.py MoEFlexTokenDispatcher asserts TP x EP > 1"),
     "interleaved_microbatches": ("iii runtime", "pipeline_parallel/schedules.py micro-batch group check"),
     "cp_a2a_heads": ("iii runtime", "Transformer Engine a2a context parallelism splits heads"),
@@ -64,7 +64,8 @@ KNOWN = {
     "zero_bubble_no_recompute": ("iii deliberate", "zero-bubble schedules are shardplan-only; the rendered args run 1F1B"),
     "full_recompute_args": ("iii deliberate|runtime", "--recompute-num-layers above the layers per stage: Megatron clamps "
                             "(core/recompute.py), kept illegal on purpose; MTP with uniform N != 1 asserts at the first step"),
-    "selective_recompute_args": ("ii-lossy", "selective recompute renders no --recompute-method / --recompute-num-layers"),
+    "selective_recompute_args": ("ii-lossy", "selective --recompute-method / --recompute-num-layers were not rendered before "
+                                 "templates/megatron_args.py wrote them (kept for old caches)"),
     "ep_comm_overlap": ("ii-lossy", "MoE flags (--overlap-moe-expert-parallel-comm) are not rendered for a dense model"),
     "precision_supported": ("iii runtime", "validate_args checks no FP8 / MXFP8 hardware support; Transformer Engine fails on the GPU"),
     "fp8_param_gather": ("iii TE", "validate_args turns --fp8-param-gather off under --use-torch-fsdp2 with TE >= 2.0"),
