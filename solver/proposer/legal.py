@@ -12,37 +12,17 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from solver.space import AXES, recompute_name
+from solver.space import AXES
 
-STRUCT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "schedule", "split")  # order of Tables.struct tuples
 VARIANT_AXES = ("moe_dispatcher", "ep_comm_overlap")  # per candidate (solver/variants.py), pinned in the space
 
 
 class _Coded:
-    """One axis as distinct values plus an int code per activation row: a membership test is then one
-    Python check per distinct value and one numpy gather, not one Python call per row."""
+    """One axis as distinct values plus an int code per activation row (Tables.axis_codes): a membership test is
+    then one Python check per distinct value and one numpy gather, not one Python call per row."""
 
     def __init__(self, values: list, codes: np.ndarray) -> None:
         self.values, self.codes = values, codes
-
-    @classmethod
-    def encode(cls, items: Sequence) -> "_Coded":
-        """Codes for arbitrary values, keyed on (type, value) so True and 1 stay distinct."""
-        index: dict = {}
-        values: list = []
-        codes = np.empty(len(items), dtype=np.int64)
-        for i, v in enumerate(items):
-            key = (type(v), v)
-            if key not in index:
-                index[key] = len(values)
-                values.append(v)
-            codes[i] = index[key]
-        return cls(values, codes)
-
-    @classmethod
-    def of_ints(cls, col: np.ndarray, as_bool: bool = False) -> "_Coded":
-        uniq, inv = np.unique(col, return_inverse=True)
-        return cls([bool(u) if as_bool else int(u) for u in uniq], inv.astype(np.int64).reshape(-1))
 
     def allowed(self, values: Sequence) -> np.ndarray:
         """Per distinct value, whether it is in `values` (membership as `_member`)."""
@@ -57,28 +37,8 @@ class AxisColumns:
 
     def __init__(self, tables) -> None:
         self.tables = tables
-        n = len(tables.act_rows)
-        s_idx = np.asarray(tables.act_struct, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
-        self.axes: dict[str, _Coded] = {}
-        struct_cols = list(zip(*tables.struct)) if tables.struct else [()] * len(STRUCT_AXES)
-        for j, axis in enumerate(STRUCT_AXES):
-            if axis == "split":  # False | True (account-for) | (first, last) -> two boolean axes
-                split = struct_cols[j]
-                for name, is_it in (("acc_split", lambda v: v is True), ("uneven_stages", lambda v: isinstance(v, tuple))):
-                    per_struct = _Coded.encode([is_it(v) for v in split])
-                    self.axes[name] = _Coded(per_struct.values, per_struct.codes[s_idx])
-                continue
-            per_struct = _Coded.encode(list(struct_cols[j]))
-            self.axes[axis] = _Coded(per_struct.values, per_struct.codes[s_idx])
-        rows = np.asarray(tables.act_rows, dtype=np.int64).reshape(n, 5)[:, 1:]
-        tp = self.axes["tp"]
-        tp_col = np.array([int(v) for v in tp.values], dtype=np.int64)[tp.codes] if n else np.zeros(0, dtype=np.int64)
-        self.axes["mbs"] = _Coded.of_ints(rows[:, 0])
-        # SP is dropped at TP=1 (Recipe.sp_active); the solver's own axis view spells it the same way
-        self.axes["sp"] = _Coded.of_ints((rows[:, 1] != 0) & (tp_col > 1), as_bool=True)
-        rc = _Coded.encode([recompute_name(r) for r in tables.rc_choices])
-        self.axes["recompute"] = _Coded(rc.values, rc.codes[rows[:, 2]] if n else np.zeros(0, dtype=np.int64))
-        self.axes["tp_comm_overlap"] = _Coded.of_ints(rows[:, 3] != 0, as_bool=True)
+        self.axes = {axis: _Coded(*tables.axis_codes(axis)) for axis in AXES
+                     if axis != "dp_sharding" and axis not in VARIANT_AXES}
         self.shardings = list(tables.shardings)
 
     def row_mask(self, allowed: Mapping[str, Sequence]) -> np.ndarray:
