@@ -133,6 +133,14 @@ def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
     return _OpSums(by[Phase.fwd], by[Phase.bwd_dgrad], by[Phase.bwd_wgrad], fwd_by_module, n_fwd, n_bwd, dense_p, expert_p)
 
 
+def _memo(cache: dict, key: tuple, make):
+    """cache[key], computed by make() the first time."""
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = make()
+    return hit
+
+
 def _host_floor(by: dict, n_fwd: int, n_bwd: int, per_op_s: float) -> None:
     """A layer pass cannot run faster than the host issues it: forward >= its ops' host time, backward
     (dgrad + wgrad) >= theirs, the shortfall added to dgrad. Small per-rank kernels (high TP/EP, MBS 1,
@@ -169,25 +177,18 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
     fields the blocks read (`attention_key`, `block_key`)."""
     cal = profile.calibration
     op_cache = {} if op_cache is None else op_cache
-    akey = attention_key(recipe)
-    attn = op_cache.get(akey)
-    if attn is None:
-        attn = op_cache[akey] = _op_sums(timed_ops(attention_ops(model, job, recipe), profile, table, fp,
-                                                   cal.moe_load_imbalance, op_cache))
-    bkey = block_key(model, job, recipe, kind)
-    blk = op_cache.get(bkey)
-    if blk is None:
-        blk = op_cache[bkey] = _op_sums(timed_ops(block_ops(model, job, recipe, kind), profile, table, fp,
-                                                  cal.moe_load_imbalance, op_cache))
+    attn = _memo(op_cache, attention_key(recipe), lambda: _op_sums(timed_ops(
+        attention_ops(model, job, recipe), profile, table, fp, cal.moe_load_imbalance, op_cache)))
+    blk = _memo(op_cache, block_key(model, job, recipe, kind), lambda: _op_sums(timed_ops(
+        block_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance, op_cache)))
     by = {Phase.fwd: attn.fwd_s + blk.fwd_s, Phase.bwd_dgrad: attn.dgrad_s + blk.dgrad_s,
           Phase.bwd_wgrad: attn.wgrad_s + blk.wgrad_s}
     fwd_by_module = dict(attn.fwd_by_module_s)
     for m, t in blk.fwd_by_module_s.items():
         fwd_by_module[m] = fwd_by_module.get(m, 0.0) + t
-    gkey = ("groups", recipe.tp, recipe.cp, recipe.ep, recipe.etp_effective)  # the four spans read below
-    groups = op_cache.get(gkey)
-    if groups is None:
-        groups = op_cache[gkey] = recipe_groups(recipe, profile, placement)
+    # keyed by what the four spans read below depend on
+    groups = _memo(op_cache, ("groups", recipe.tp, recipe.cp, recipe.ep, recipe.etp_effective),
+                   lambda: recipe_groups(recipe, profile, placement))
     t_tok = recipe.mbs * job.seq_length // recipe.cp
     t_sp = t_tok // recipe.tp if recipe.sp_active else t_tok
     act_bytes = t_tok * model.hidden_size * 2
@@ -203,10 +204,9 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
         if kind == LayerKind.moe and recipe.sp_active:
             tp += one
     if kind == LayerKind.moe:
-        ekey = ("ep", t_sp, recipe.ep, recipe.etp_effective)  # what _ep_raw_s reads (EP / ETP spans follow the sizes)
-        ep = op_cache.get(ekey)
-        if ep is None:
-            ep = op_cache[ekey] = {d: _ep_raw_s(model, recipe, groups, profile, t_sp, d) for d in MoeDispatcher}
+        # keyed by what _ep_raw_s reads (the EP / ETP spans follow the sizes)
+        ep = _memo(op_cache, ("ep", t_sp, recipe.ep, recipe.etp_effective),
+                   lambda: {d: _ep_raw_s(model, recipe, groups, profile, t_sp, d) for d in MoeDispatcher})
     cp = 0.0
     if recipe.cp > 1:
         kv_heads = model.num_attention_heads if model.multi_latent_attention else model.num_query_groups
