@@ -93,11 +93,6 @@ def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margi
 
         result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config)
         return result, tables, report
-    from solver.proposer.loop import nothing_fits_result
-
-    empty = nothing_fits_result(tables)  # a large space the exact tables show empty: skip CP-SAT's second proof
-    if empty is not None:
-        return empty, tables, None
     return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s, objective=objective), tables, None
 
 

@@ -94,6 +94,10 @@ class ExactRanker:
         return sorted((r for r in self.done.values() if r is not None), key=lambda r: r.key)[:k]
 
 
+# above this many candidates, "nothing fits" and the explanation's cores are computed on the tables (numpy masks)
+# instead of CP-SAT: both answer "does some candidate meet these constraints"; tests hold them equal on small spaces
+CPSAT_EXPLAIN_MAX_CANDIDATES = 50_000
+
 OBJECTIVES = ("throughput", "memory")  # minimise the ranking time / the peak bytes (most headroom)
 
 
@@ -191,6 +195,12 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
     t0 = time.perf_counter()
     idx = fitting_index(tables, pins, objective)
     if not len(idx):
+        if len(tables.cand_act) > CPSAT_EXPLAIN_MAX_CANDIDATES:
+            # the exact tables (integer peaks, legality by construction) already prove it; a CP-SAT infeasibility
+            # proof over this many one-hot candidates takes about a minute
+            return SolveResult([], True, None, "tables", stats={"verdict": "tables: no fitting candidate",
+                                                              "candidates": int(len(tables.cand_act)),
+                                                              "solve_s": time.perf_counter() - t0})
         if len(tables.act_rows):
             rm = _enforced(tables, pins, hint, None)
             status = solve_model(rm, _solver(max_time_s))

@@ -20,16 +20,13 @@ from ortools.sat.python import cp_model
 
 from constraints.spec import JobSpec, Placement, Precision
 from solver.cpsat_model import build_model
-from solver.cpsat_solve import _solver, solve_model
+from solver.cpsat_solve import CPSAT_EXPLAIN_MAX_CANDIDATES, _solver, solve_model
 from solver.fewest_gpus import CountScreen
 from solver.space import build_space
 from solver.explain_why import (  # noqa: F401  (recipe_free_blockers, format_explanation: re-exported)
     MAX_NODES_FACTOR, conflict_reasons, flag_of, format_explanation, recipe_free_blockers)
 from solver.tables import VARIANT_AXES, build_tables
 
-# above this many candidates the explanation is computed on the tables (numpy masks) instead of CP-SAT assumptions:
-# both answer "does some candidate meet these constraints", and tests hold them equal on small spaces
-CPSAT_EXPLAIN_MAX_CANDIDATES = 50_000
 # the node-count remedy scans nodes+1 .. min(MAX_NODES_FACTOR x nodes, MAX_NODES), building tables for at most
 # MAX_NODE_TABLE_BUILDS counts the screens cannot rule out (each build is ~1-4 s for a 671B MoE on 2 cores)
 MAX_NODES, MAX_NODE_TABLE_BUILDS = 1024, 12

@@ -227,7 +227,7 @@ class _Loop:
 
     def final_empty(self) -> SolveResult:
         self.report.unhinted_compared_by = "not_needed"
-        return nothing_fits_result(self.tables, self.pins) or _solve(self.tables, self.k, self.pins or None, self.margin, self.max_time_s, None)[0]
+        return _solve(self.tables, self.k, self.pins or None, self.margin, self.max_time_s, None)[0]
 
     def final(self) -> SolveResult:
         best = self.ledger.best()
@@ -298,19 +298,6 @@ def _fits_none(tables, pins: Optional[dict] = None) -> bool:
         return not len(fitting_index(tables, pins or None))
     except ValueError:  # a pin fitting_index refuses (variant axes): let the solve report it as before
         return False
-
-
-def nothing_fits_result(tables, pins: Optional[dict] = None) -> Optional[SolveResult]:
-    """The empty, proven answer when the tables hold no fitting candidate and are too large for a quick CP-SAT
-    proof (above solver/explain.CPSAT_EXPLAIN_MAX_CANDIDATES): the tables are exact (integer peaks, legality by
-    construction), the same verdict --method exhaustive and explain.py's numpy masks give. None otherwise: the
-    caller solves as usual (a small space's CP-SAT cross-check is cheap)."""
-    from solver.explain import CPSAT_EXPLAIN_MAX_CANDIDATES
-
-    if len(tables.cand_act) <= CPSAT_EXPLAIN_MAX_CANDIDATES or not _fits_none(tables, pins):
-        return None
-    return SolveResult([], True, None, "tables", stats={"verdict": "tables: no fitting candidate",
-                                                      "candidates": int(len(tables.cand_act))})
 
 
 class _NoProposer:
