@@ -244,14 +244,13 @@ class Evaluator:
         b = nd * col_["Bd"] + nm * col_["Bm"] + rec + loss * head["loss_d"][:, None]
         w = nd * col_["Wd"] + nm * col_["Wm"] + emb * head["emb_w"][:, None] + loss * head["loss_w"][:, None]
         tot = f + b + w
-        crit = np.argmax(np.where(mult > 0, tot, -np.inf), axis=1)[:, None]
-        fr, br, wr = (np.take_along_axis(x, crit, axis=1)[:, 0] for x in (f, b, w))
         eff_p2p = cal.p2p_bandwidth_efficiency
         p2p = np.where(cross > 0, head["p2p_bytes"] / (prof.scale_out_bandwidth_gb_per_s * 1e9 * eff_p2p) + prof.scale_out_latency_us * 1e-6,
                        head["p2p_bytes"] / (prof.scale_up_bandwidth_gb_per_s * 1e9 * eff_p2p) + prof.scale_up_latency_us * 1e-6)
         p2p = np.where(pp > 1, p2p * (cal.exposed_comm_fraction if self.base.overlap_p2p_comm else 1.0), 0.0)
         single = (pp == 1) & (v == 1)
-        step = np.where(single, m * (fr + br + wr), staged_closed_form_np(sched, f, b, w, mult, v, m) + p2p_units_np(sched, pp, v, m) * p2p)
+        # one stage (PP = VPP = 1): the staged form is m x t and no p2p is exposed, as project()'s single-stage case
+        step = staged_closed_form_np(sched, f, b, w, mult, v, m) + p2p_units_np(sched, pp, v, m) * p2p
         busy = m * (mult * tot).sum(axis=1)
         bubble = np.where(single, 0.0, 1.0 - busy / (pp * step))
         # data-parallel reduction and parameter gather on the rank holding the most parameters (bf16)
