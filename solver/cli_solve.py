@@ -85,7 +85,10 @@ def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margi
     from solver.tables import build_tables
 
     space = build_space(model, job, placement, pins=resolve_recompute_kind(model, pins), ranges=bounds)
-    tables = build_tables(space, profile, margin)
+    # the throughput solve expands only the structural rows that can hold a top-K answer (solver/prune.py);
+    # --method exhaustive and the other objectives enumerate every row
+    prune_k = k if method == "cpsat" and objective == "throughput" else None
+    tables = build_tables(space, profile, margin, prune_k=prune_k)
     if method == "exhaustive":
         return solve_exhaustive(tables, k, margin_fraction=margin, objective=objective), tables, None
     if proposer_config is not None and proposer_config.kind != "none" and objective == "throughput":

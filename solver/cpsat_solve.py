@@ -11,6 +11,8 @@ table order (act, shard): the answer is the exact top-K under it. Steps:
    holds more than MAX_CPSAT_ENUMERATION candidates, CP-SAT minimises instead and its optimum is checked.
 3. Each answer carries the simulated projection (measure.pipeline_sim), as `check` reports it.
 When nothing fits, CP-SAT over all rows must report INFEASIBLE (asserted), and solver/explain.py says why.
+Over tables pruned by solver/prune.py the answer is proven only below `Tables.pruned_lb_us` (every candidate left
+out is at least that slow); a list reaching it is returned unproven with that bound.
 Deterministic: one worker, fixed seed, deterministic time limit.
 """
 from __future__ import annotations
@@ -194,6 +196,13 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
     `hint` (act, shard) seeds CP-SAT."""
     t0 = time.perf_counter()
     idx = fitting_index(tables, pins, objective)
+    pruned_lb = tables.pruned_lb_us
+    if pruned_lb is not None and objective != "throughput":
+        raise ValueError(f"objective {objective!r}: the tables were pruned by ranking time; build them without prune_k")
+    if not len(idx) and pruned_lb is not None:
+        # the pins leave nothing in the expanded rows; the rows left out hold only candidates slower than pruned_lb
+        return SolveResult([], False, pruned_lb, "pruned", stats={"verdict": "nothing in the expanded rows",
+                                                                 "solve_s": time.perf_counter() - t0})
     if not len(idx):
         if len(tables.cand_act) > CPSAT_EXPLAIN_MAX_CANDIDATES:
             # the exact tables (integer peaks, legality by construction) already prove it; a CP-SAT infeasibility
@@ -235,6 +244,9 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
         if proven and int(solver.objective_value) != best_value:
             raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
         bound = best_value if proven else int(solver.best_objective_bound)
+    if pruned_lb is not None and limit >= pruned_lb:
+        # a candidate the pruned tables left out may rank inside this list: only pruned_lb bounds it
+        proven, bound = False, min(best_value, pruned_lb)
     return SolveResult(best, proven, bound, "cpsat", evaluated=len(ranker.done), rejected=ranker.rejected,
                        stats={"solve_s": time.perf_counter() - t0, "region_rows": int(len(rows)), "threshold": limit,
                               "objective": objective, "best_objective": best_value})

@@ -19,11 +19,12 @@ UNPRICEABLE_US = np.int64(1) << 50  # a candidate the projection cannot price (N
 
 
 def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np.ndarray, cand_shard: np.ndarray,
-                    variants: list, cand_variant: np.ndarray) -> np.ndarray:
+                    variants: list, cand_variant: np.ndarray, evaluator: Evaluator = None) -> np.ndarray:
     """Closed-form iteration time (µs, ceil) of candidates (activation row, sharding, index into `variants`:
     (MoE dispatcher, EP overlap), solver/variants.py) from the row columns solver/tables.py builds; the
     sentinel where the projection cannot price one. One Evaluator prices each distinct (row, variant) once under
-    every sharding of the space (a sharding changes only the data-parallel terms)."""
+    every sharding of the space (a sharding changes only the data-parallel terms); pass one `evaluator` to every
+    call over the same space so its factor tables (layer costs, stage rows, spans) are filled once."""
     if not len(cand_act):
         return np.zeros(0, dtype=np.int64)
     v, n_var = np.asarray(cand_variant, dtype=np.int64), len(variants)
@@ -39,7 +40,8 @@ def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np
                         moe_dispatcher=np.array([DISPATCHERS.index(MoeDispatcher(d)) for d, _ in variants], dtype=np.int64)[uv],
                         ep_overlap=np.array([bool(o) for _, o in variants], dtype=bool)[uv],
                         recompute_choices=tuple(rcs_all), base=Recipe())
-    per_shard = Evaluator(space.model, space.job, space.placement, profile).evaluate_shardings(batch, shard_codes)
+    ev = evaluator if evaluator is not None else Evaluator(space.model, space.job, space.placement, profile)
+    per_shard = ev.evaluate_shardings(batch, shard_codes)
     t_s = per_shard[inv.reshape(-1), np.asarray(cand_shard, dtype=np.int64)]
     t_us = np.ceil(np.nan_to_num(t_s, nan=np.inf, posinf=np.inf) * US)
     return np.where(np.isfinite(t_us), t_us, UNPRICEABLE_US).astype(np.int64)

@@ -16,6 +16,7 @@ is re-verified by check_case anyway.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -56,6 +57,9 @@ class Tables:
     variant_at: np.ndarray = None         # [act * n_shard + shard] index into variants of the candidate's best legal one
     cols: dict = field(default_factory=dict)  # per activation row integer columns (`_columns`)
     counts: dict = field(default_factory=dict)
+    # solver/prune.py: None when every structural row is expanded; else a lower bound (µs) on the ranking time of
+    # every candidate left out, all of which are slower than the K-th best kept
+    pruned_lb_us: Optional[int] = None
     _codes: dict = field(default_factory=dict)
     _memo: dict = field(default_factory=dict)  # derived orders reused by every solve over these tables
 
@@ -117,25 +121,52 @@ class Tables:
         return vocab[shard] if axis == "dp_sharding" else vocab[codes[a]]
 
 
-def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> Tables:
-    model = space.model
-    cal = profile.calibration
+def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0, prune_k: Optional[int] = None,
+                 evaluator=None) -> Tables:
+    """The exact tables of `space`. With `prune_k`, only the structural rows that can hold one of the K fastest
+    fitting candidates (solver/prune.py: a lower bound per row against the K-th best time found) are expanded; the
+    tables then say so (`pruned_lb_us`), and every candidate left out ranks after every one kept."""
+    from solver.prune import explore
+
     usable = profile.hbm_capacity_bytes * (mem.PPM - round(margin_fraction * mem.PPM)) // mem.PPM
-    rcs_all = recompute_choices(model)
+    rcs_all = recompute_choices(space.model)
     rc_idx = [i for i, r in enumerate(rcs_all) if recompute_name(r) in space.domains["recompute"]]
     shardings = list(space.domains["dp_sharding"])
+    struct, ok_rows, splits = _structural(space, profile, rcs_all)
+    if evaluator is None:
+        from measure.vectorized import Evaluator
+
+        evaluator = Evaluator(space.model, space.job, space.placement, profile)
+
+    def build(keep) -> Tables:
+        rows = [struct[i] for i in keep]
+        used = {(r[1], r[2], r[7]) for r in rows}
+        return _build(space, profile, usable, rcs_all, rc_idx, shardings, rows, [ok_rows[i] for i in keep],
+                      {k: v for k, v in splits.items() if k in used} or splits, evaluator)
+
+    if prune_k is None:
+        return build(range(len(struct)))
+    return explore(space, profile, struct, ok_rows, shardings, rcs_all, list(splits), prune_k, build, evaluator)
+
+
+def _structural(space, profile, rcs_all) -> tuple[list, list, dict]:
+    """(structural rows whose stage split exists, their per-sharding verdicts, (pp, vpp, split) -> Split)."""
     splits, struct, ok_rows = {}, [], []
     for row, ok in struct_rows(space, profile, rcs_all[0]):
         key = (row[1], row[2], row[7])
         if key not in splits:
             try:
-                splits[key] = make_split(model, *key)
+                splits[key] = make_split(space.model, *key)
             except StageSplitError:
                 splits[key] = None
         if splits[key] is not None:
             struct.append(row)
             ok_rows.append(ok)
-    splits = {k: v for k, v in splits.items() if v is not None}
+    return struct, ok_rows, {k: v for k, v in splits.items() if v is not None}
+
+
+def _build(space, profile, usable, rcs_all, rc_idx, shardings, struct, ok_rows, splits, evaluator) -> Tables:
+    cal = profile.calibration
     width = max([len(s.classes) for s in splits.values()], default=1)
     memt = MemoryTables(space, profile, rcs_all, splits, width)
     static_ok = np.array(ok_rows, dtype=bool).reshape(len(struct), len(shardings))
@@ -160,7 +191,7 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0) -> T
     times = np.full(len(cand_act), UNPRICEABLE_US, dtype=np.int64)
     cand_variant = np.argmax(legal_v[cand_act], axis=1) if len(cand_act) else np.zeros(0, dtype=np.int64)
     times[fit], cand_variant[fit] = _price_variants(space, profile, cols, rcs_all, shardings, cand_act[fit], cand_shard[fit],
-                                                    variants, legal_v[cand_act[fit]])
+                                                    variants, legal_v[cand_act[fit]], evaluator)
     variant_at = np.full(len(act_rows) * n_sh, -1, dtype=np.int8)
     variant_at[cand_act * n_sh + cand_shard] = cand_variant
     # unpriced candidates rank after every priced one, with a value small enough that CP-SAT's bound on the
@@ -198,11 +229,12 @@ def _variants(space, profile, recipe_of_row, cols) -> tuple[list, np.ndarray]:
     return variants, legal
 
 
-def _price_variants(space, profile, cols, rcs_all, shardings, cand_act, cand_shard, variants, legal) -> tuple[np.ndarray, np.ndarray]:
+def _price_variants(space, profile, cols, rcs_all, shardings, cand_act, cand_shard, variants, legal,
+                    evaluator=None) -> tuple[np.ndarray, np.ndarray]:
     """Ranking time (µs) and variant index of each candidate: the fastest of its legal variants. One batch
     holds every (candidate, legal variant) pair, so the projection's layer costs are computed once."""
     ci, vi = np.nonzero(legal)
-    t = ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act[ci], cand_shard[ci], variants, vi)
+    t = ranking_time_us(space, profile, cols, rcs_all, shardings, cand_act[ci], cand_shard[ci], variants, vi, evaluator)
     by = np.full(legal.shape, UNPRICEABLE_US, dtype=np.int64)
     by[ci, vi] = t
     best, idx = choose(by, legal)

@@ -50,7 +50,7 @@ def test_a_hint_outside_the_pins_is_rejected(tiny):
     prop = Scripted([[{"action": "pin", "axes": {"tp": 4}}]])
     result, report = solve_with_proposer(tiny, k=3, pins={"tp": [2]}, config=ProposerConfig(max_rounds=1), proposer=prop)
     assert_all_legal(tiny, result)
-    assert "tp=4 is not a legal value here (legal within your pins: 2)" in report.rejected[0].reason
+    assert "tp=4 is not a legal value here (those within your pins: 2)" in report.rejected[0].reason
 
 
 def test_a_hint_whose_recipes_do_not_fit_finds_nothing_and_changes_nothing(plain):

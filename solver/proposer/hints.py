@@ -97,8 +97,11 @@ def _typed_member(value, allowed: Sequence) -> bool:
     return any(type(value) is type(v) and value == v for v in allowed)
 
 
-def _resolve_axis(axis: str, spec, legal: Sequence) -> tuple[Optional[list], Optional[str]]:
-    """(explicit legal values, None) or (None, reason)."""
+def _resolve_axis(axis: str, spec, legal: Sequence, top_k_region: bool = False) -> tuple[Optional[list], Optional[str]]:
+    """(explicit legal values, None) or (None, reason); `top_k_region`: `legal` holds only the values of recipes
+    that can reach the top K (the solve pruned the rest by a proven bound), and the reasons say so."""
+    what = "the value of a recipe that can reach the top K" if top_k_region else "a legal value here"
+    kind = "value of a recipe that can reach the top K" if top_k_region else "legal value"
     if isinstance(spec, ValueRange):
         if axis not in INT_AXES:
             return None, f"{axis}: a range needs an integer axis ({', '.join(INT_AXES)})"
@@ -106,7 +109,7 @@ def _resolve_axis(axis: str, spec, legal: Sequence) -> tuple[Optional[list], Opt
             return None, f"{axis}: empty range {spec.min}..{spec.max}"
         vals = [v for v in legal if v is not None and (spec.min is None or v >= spec.min) and (spec.max is None or v <= spec.max)]
         if not vals:
-            return None, f"{axis}: no legal value in {spec.min}..{spec.max} (legal: {_show(legal)})"
+            return None, f"{axis}: no {kind} in {spec.min}..{spec.max} (those within your pins: {_show(legal)})"
         return vals, None
     values = spec if isinstance(spec, list) else [spec]
     if not values:
@@ -118,7 +121,7 @@ def _resolve_axis(axis: str, spec, legal: Sequence) -> tuple[Optional[list], Opt
         if isinstance(v, str) and (len(v) > MAX_STRING_VALUE_CHARS or _CONTROL.search(v)):
             return None, f"{axis}: value is not a short plain name"
         if not _typed_member(v, legal):
-            return None, f"{axis}={_short(v)} is not a legal value here (legal within your pins: {_show(legal)})"
+            return None, f"{axis}={_short(v)} is not {what} (those within your pins: {_show(legal)})"
         if not _typed_member(v, out):
             out.append(v)
     return out, None
@@ -135,7 +138,7 @@ def _check_rationale(text: str) -> Optional[str]:
     return None
 
 
-def validate_one(raw: Any, legal: Mapping[str, Sequence], source: str) -> tuple[Optional[Hint], Optional[str]]:
+def validate_one(raw: Any, legal: Mapping[str, Sequence], source: str, top_k_region: bool = False) -> tuple[Optional[Hint], Optional[str]]:
     """A validated Hint with explicit legal values, or the reason it was dropped."""
     if isinstance(raw, Hint):
         raw = raw.model_dump()
@@ -158,7 +161,7 @@ def validate_one(raw: Any, legal: Mapping[str, Sequence], source: str) -> tuple[
         if axis in PER_CANDIDATE_AXES:
             return None, (f"{axis}: chosen per candidate (the fastest legal value, solver/variants.py); a hint cannot "
                           f"narrow it, pin it with --{axis.replace('_', '-')} instead")
-        vals, reason = _resolve_axis(axis, spec, list(legal.get(axis, [])))
+        vals, reason = _resolve_axis(axis, spec, list(legal.get(axis, [])), top_k_region)
         if reason:
             return None, reason
         resolved[axis] = vals
@@ -171,7 +174,8 @@ def validate_one(raw: Any, legal: Mapping[str, Sequence], source: str) -> tuple[
     return hint.model_copy(update={"axes": resolved}), None
 
 
-def validate_hints(raw_hints: Sequence, legal: Mapping[str, Sequence], source: str) -> tuple[list[Hint], list[Rejected]]:
+def validate_hints(raw_hints: Sequence, legal: Mapping[str, Sequence], source: str,
+                   top_k_region: bool = False) -> tuple[list[Hint], list[Rejected]]:
     """Validate a proposer's reply; duplicates collapse, each dropped hint is logged with its reason."""
     kept: list[Hint] = []
     rejected: list[Rejected] = []
@@ -184,7 +188,7 @@ def validate_hints(raw_hints: Sequence, legal: Mapping[str, Sequence], source: s
             reason = f"too many hints (at most {MAX_HINTS_PER_REPLY} per reply)"
             hint = None
         else:
-            hint, reason = validate_one(raw, legal, source)
+            hint, reason = validate_one(raw, legal, source, top_k_region)
         if hint is None:
             rejected.append(Rejected(hint=_jsonable(raw), reason=reason, source=source))
             log.info("proposer %s: dropped hint %s: %s", source, _short(raw), reason)

@@ -82,13 +82,15 @@ class Suggestion(BaseModel):
 
 @dataclass
 class ProposerContext:
-    """What a proposer may read. `legal` is axis -> legal values within the user's pins."""
+    """What a proposer may read. `legal` is axis -> legal values within the user's pins; when `top_k_region` is set,
+    only those of recipes that can reach the top K (solver/prune.py left the others out, each provably slower)."""
 
     model: Any
     job: Any
     placement: Any
     profile: Any
     legal: dict[str, list]
+    top_k_region: bool = False
     ledger: Ledger = field(default_factory=Ledger)
     round_index: int = 0
     rejected_reasons: list[str] = field(default_factory=list)

@@ -161,7 +161,7 @@ def render_prompt(ctx: ProposerContext) -> str:
     return _environment().get_template(PROMPT_TEMPLATE).render(
         model=m, job=ctx.job, placement=ctx.placement, profile=p, hbm_gib=round(p.hbm_capacity_bytes / GIB, 1),
         legal={a: [json.dumps(v) for v in vals] for a, vals in ctx.legal.items()}, ledger=_ledger_rows(ctx),
-        round_index=ctx.round_index, rejected=ctx.rejected_reasons[-8:], json=json)
+        round_index=ctx.round_index, rejected=ctx.rejected_reasons[-8:], json=json, top_k_region=ctx.top_k_region)
 
 
 class LLMProposer:

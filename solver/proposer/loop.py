@@ -102,7 +102,8 @@ class _Loop:
         self.columns = AxisColumns(tables)
         self.legal = self.columns.legal_values(self.pins)
         sp = tables.space
-        self.ctx = ProposerContext(model=sp.model, job=sp.job, placement=sp.placement, profile=tables.profile, legal=self.legal)
+        self.ctx = ProposerContext(model=sp.model, job=sp.job, placement=sp.placement, profile=tables.profile, legal=self.legal,
+                                   top_k_region=tables.pruned_lb_us is not None)
         self.ledger: Ledger = self.ctx.ledger
         self.report = HintReport(kind=config.kind, suggestions=self.proposer.suggestions(self.ctx))
         self.tried: set = set()
@@ -124,7 +125,7 @@ class _Loop:
             return None
         kept: list[Hint] = []
         for source, raw in batches:
-            hints, rejected = validate_hints(raw, self.legal, source)
+            hints, rejected = validate_hints(raw, self.legal, source, top_k_region=self.ctx.top_k_region)
             summary.proposed += len(raw) if isinstance(raw, list) else 1
             fresh = [h for h in hints if h.key() not in self.seen_hints]  # a repeat from an earlier round adds nothing
             summary.repeated += len(hints) - len(fresh)

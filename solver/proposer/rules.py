@@ -98,7 +98,7 @@ def interleave_large_bubble(ctx: ProposerContext) -> list:
         why = f"the best recipe so far spends {100 * best.bubble_fraction:.0f} % in the pipeline bubble at PP={best.axes['pp']}"
         return [_pin({"pp": [best.axes["pp"]], "schedule": ["interleaved"], "vpp": vpps}, why)]
     if best is None and 1 not in _ints(ctx, "pp"):
-        return [_pin({"schedule": ["interleaved"], "vpp": vpps}, "every legal recipe pipelines (PP>1): interleave to cut the bubble")]
+        return [_pin({"schedule": ["interleaved"], "vpp": vpps}, "every candidate pipelines (PP>1): interleave to cut the bubble")]
     return []
 
 

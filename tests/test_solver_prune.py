@@ -1,0 +1,105 @@
+"""Branch and bound over structural rows (solver/prune.py): the lower bound never exceeds an exact price, and the
+pruned tables' top-K is the full tables' top-K (same recipes, same ranking times, same order)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from constraints.models import load_model
+from constraints.spec import JobSpec, ModelSpec, Placement
+from hardware.profile import load_profile
+from solver.cpsat_solve import solve_cpsat
+from solver.exhaustive import solve_exhaustive
+from solver.prune import struct_lower_bounds_us
+from solver.space import build_space
+from solver.tables import build_tables
+
+# (model, hardware, nodes, gpus/node, seq, GBS, pins): dense, GQA + uneven splits, MoE with two variants, MLA
+CASES = [
+    ("Llama-3.1-8B", "h100-sxm-80gb", 2, 8, 4096, 64, {"vpp": [1, 2, 4]}),
+    ("Llama-3.1-70B", "h100-sxm-80gb", 4, 8, 8192, 64, {"mbs": [1, 2], "cp": [1, 2]}),
+    ("Mixtral-8x7B-v0.1", "h100-sxm-80gb", 2, 8, 4096, 128, {"vpp": [1, 2], "cp": [1, 2]}),
+    ("Moonlight-16B-A3B", "mi300x", 1, 8, 4096, 64, {"vpp": [1, 2]}),
+]
+
+
+def _space(name, hw, nodes, gpn, seq, gbs, pins):
+    return build_space(load_model(name), JobSpec(seq_length=seq, global_batch_size=gbs),
+                       Placement(hardware=hw, num_nodes=nodes, gpus_per_node=gpn), pins=pins), load_profile(hw)
+
+
+def _answers(res):
+    return [(r.rank_time_us, r.recipe) for r in res.ranked]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bound_never_exceeds_an_exact_price(case):
+    space, prof = _space(*case)
+    full = build_tables(space, prof)
+    lb = struct_lower_bounds_us(space, prof, full.struct, full.shardings, full.rc_choices,
+                                list(dict.fromkeys((r[1], r[2], r[7]) for r in full.struct)))
+    fit = full.cand_peak <= full.usable_bytes
+    struct_of = full.act_struct[full.cand_act]
+    assert fit.sum() > 100
+    # every fitting (priced) candidate is at least as slow as its structural row's bound, and the bound is not vacuous
+    assert np.all(full.cand_time_us[fit] >= lb[struct_of[fit]])
+    best_of_row = np.full(len(full.struct), np.iinfo(np.int64).max)
+    np.minimum.at(best_of_row, struct_of[fit], full.cand_time_us[fit])
+    has = best_of_row < np.iinfo(np.int64).max
+    assert np.median(lb[has] / best_of_row[has]) > 0.8
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("k", [1, 10])
+def test_pruned_top_k_is_the_full_top_k(case, k):
+    space, prof = _space(*case)
+    full = solve_exhaustive(build_tables(space, prof), k)
+    pruned_tables = build_tables(space, prof, prune_k=k)
+    pruned = solve_cpsat(pruned_tables, k)
+    assert _answers(pruned) == _answers(full) and len(full.ranked) == k
+    assert pruned.proven_optimal and pruned.bound == full.ranked[0].rank_time_us
+    c = pruned_tables.counts
+    assert c["structural_rows_expanded"] < c["structural_rows_total"]  # these spaces do prune
+    assert pruned_tables.pruned_lb_us > full.ranked[-1].rank_time_us
+
+
+def test_subsearch_outside_the_expanded_rows_is_not_proven():
+    space, prof = _space(*CASES[0])
+    tables = build_tables(space, prof, prune_k=1)
+    top = solve_cpsat(tables, 1).ranked[0].recipe
+    kept = {(r[0], r[1]) for r in tables.struct}
+    missing = [(tp, pp) for tp in space.domains["tp"] for pp in space.domains["pp"] if (tp, pp) not in kept]
+    assert missing  # the bound left some (TP, PP) out entirely
+    res = solve_cpsat(tables, 3, pins={"tp": [missing[0][0]], "pp": [missing[0][1]]})
+    assert not res.ranked and not res.proven_optimal and res.method == "pruned" and res.bound == tables.pruned_lb_us
+    # a sub-search that reaches past the bound keeps its answers but proves nothing beyond the bound
+    wide = solve_cpsat(tables, 200, pins={"tp": [top.tp]})
+    assert not wide.proven_optimal and wide.bound <= tables.pruned_lb_us
+
+
+def test_memory_objective_refuses_pruned_tables():
+    space, prof = _space(*CASES[0])
+    with pytest.raises(ValueError, match="pruned"):
+        solve_cpsat(build_tables(space, prof, prune_k=3), 3, objective="memory")
+
+
+@st.composite
+def problems(draw):
+    heads = draw(st.sampled_from([8, 16, 32]))
+    h = heads * 128
+    model = ModelSpec(name="rand", num_layers=draw(st.sampled_from([4, 6, 8, 12])), hidden_size=h, ffn_hidden_size=4 * h,
+                      num_attention_heads=heads, num_query_groups=draw(st.sampled_from([heads, 8])), kv_channels=128,
+                      vocab_size=32000, max_position_embeddings=8192)
+    job = JobSpec(seq_length=draw(st.sampled_from([1024, 4096])), global_batch_size=draw(st.sampled_from([8, 32])))
+    pl = Placement(hardware=draw(st.sampled_from(["h100-sxm-80gb", "mi300x"])), num_nodes=1, gpus_per_node=draw(st.sampled_from([4, 8])))
+    return model, job, pl, draw(st.sampled_from([1, 3, 20]))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_pruned_equals_exhaustive_on_random_problems(problem):
+    model, job, pl, k = problem
+    space = build_space(model, job, pl, pins={"vpp": [1, 2], "mbs": [1, 2], "cp": [1, 2]})
+    prof = load_profile(pl.hardware)
+    assert _answers(solve_cpsat(build_tables(space, prof, prune_k=k), k)) == _answers(solve_exhaustive(build_tables(space, prof), k))
