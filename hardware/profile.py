@@ -9,6 +9,7 @@ Units are in the field names: `_bytes`, `_gb_per_s` (gigabytes, 1e9 B, per secon
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Optional
 
@@ -104,6 +105,22 @@ def available_profiles() -> list[str]:
     return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
 
 
+_PARSED: dict = {}  # (path, mtime_ns, size) -> parsed YAML
+
+
+def _parsed_yaml(path: Path):
+    """The file's YAML, parsed once per (path, mtime, size): `solve` asks for the same profile once per answer
+    (launch environment, checks), and parsing a profile costs ~25 ms."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _PARSED:
+        try:
+            _PARSED[key] = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise ProfileError(f"--hardware: {path} is not valid YAML ({str(exc).splitlines()[0]})") from None
+    return copy.deepcopy(_PARSED[key])
+
+
 def load_profile(name_or_path: str) -> HardwareProfile:
     """Load a bundled profile by name (case-insensitive) or a user's YAML by path."""
     path = Path(name_or_path)
@@ -114,10 +131,7 @@ def load_profile(name_or_path: str) -> HardwareProfile:
             raise ProfileError(
                 f"--hardware: unknown profile {name_or_path!r}; use one of {', '.join(available_profiles())} or a path to a YAML file"
             )
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"--hardware: {path} is not valid YAML ({str(exc).splitlines()[0]})") from None
+    data = _parsed_yaml(path)
     if not isinstance(data, dict):
         raise ProfileError(f"--hardware: {path} must hold a mapping of profile fields")
     try:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import numpy as np
-from ortools.sat.python import cp_model
+from solver.cp_sat import cp_model
 
 from solver.tables import AXIS_NAMES, VARIANT_AXES, Tables
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from ortools.sat.python import cp_model
+from solver.cp_sat import cp_model
 
 from solver.cpsat_model import build_model
 from solver.table_time import US
@@ -59,16 +59,26 @@ class SolveResult:
 
 
 class ExactRanker:
-    """check_case + simulated projection for candidates, cached; keeps the best by Ranked.key."""
+    """check_case + simulated projection for candidates, cached; keeps the best by Ranked.key.
+
+    Verdicts are also kept on the tables (per margin), so the proposer's sub-searches and the final solve, which
+    meet the same candidates, judge and simulate each once."""
 
     def __init__(self, tables: Tables, margin_fraction: float) -> None:
         self.tables, self.margin = tables, margin_fraction
         self.done: dict[tuple[int, int], Optional[Ranked]] = {}
         self.rejected: list = []
+        self._shared = tables._memo.setdefault(("exact_ranker", margin_fraction), {})
 
     def evaluate(self, a: int, s: int, rank_time_us: int = 0) -> Optional[Ranked]:
         if (a, s) in self.done:
             return self.done[(a, s)]
+        if (a, s) in self._shared:
+            out, rejected = self._shared[(a, s)]
+            self.rejected += rejected
+            self.done[(a, s)] = out
+            return out
+        n_rejected = len(self.rejected)
         from constraints.case import Case
         from constraints.check import check_case
         from measure.project import project
@@ -90,6 +100,7 @@ class ExactRanker:
         elif not report.ok:
             self.rejected.append((recipe, [v.rule for v in report.violations]))
         self.done[(a, s)] = out
+        self._shared[(a, s)] = (out, self.rejected[n_rejected:])
         return out
 
     def best(self, k: int) -> list[Ranked]:

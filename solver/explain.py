@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from ortools.sat.python import cp_model
+from solver.cp_sat import cp_model
 
 from constraints.spec import JobSpec, Placement, Precision
 from solver.cpsat_model import build_model

@@ -9,6 +9,8 @@ candidate under it, whatever its legality or memory:
   (`rec` >= 0 in `_step_terms`), and the staged closed form, p2p, DP and optimizer terms are non-decreasing in it,
   so a recomputing candidate is never faster than the same candidate without recompute (tests hold the bound
   below every exact price on several spaces);
+- TP and EP communication overlap only scale exposed traffic down (the exposed fraction is <= 1), so the bound
+  prices overlap on where the space allows it and skips the same row with it off;
 - minus 1 µs against float reassociation.
 Then rows are expanded in bound order until K fitting candidates are known, T = the K-th best time, and every row
 with bound <= T is expanded exactly (solver/tables.py). A row left out has bound > T, so each of its candidates
@@ -36,14 +38,27 @@ def struct_lower_bounds_us(space, profile, struct: list, shardings: list, rcs_al
 
     d = space.domains
     rc_none = 0  # solver.space.recompute_choices puts "none" first
-    rows = [(i, mbs, int(sp), rc_none, int(tpo)) for i, r in enumerate(struct) for mbs in d["mbs"] for sp in d["sp"]
-            for tpo in d["tp_comm_overlap"] if not (sp and r[0] == 1) and not (tpo and not (sp and r[0] > 1))]
     lb = np.full(len(struct), np.iinfo(np.int64).max, dtype=np.int64)
-    if not rows:
+    # (mbs, sp, tp overlap) rows per structural row, for TP = 1 and for TP > 1 (SP needs TP > 1)
+    combos = [np.array([(mbs, int(sp), int(tpo)) for mbs in d["mbs"] for sp in d["sp"]
+                        for tpo in _fastest(d["tp_comm_overlap"], sp and multi) if not (sp and not multi)],
+                       dtype=np.int64).reshape(-1, 3) for multi in (False, True)]
+    multi_tp = np.array([r[0] > 1 for r in struct], dtype=bool)
+    blocks = []
+    for multi in (False, True):
+        idx, c = np.flatnonzero(multi_tp == multi), combos[multi]
+        blk = np.zeros((len(idx) * len(c), 5), dtype=np.int64)
+        blk[:, 0] = np.repeat(idx, len(c))
+        blk[:, [1, 2, 4]] = np.tile(c, (len(idx), 1))
+        blk[:, 3] = rc_none
+        blocks.append(blk)
+    act = np.concatenate(blocks)
+    if not len(act):
         return lb
-    act = np.array(rows, dtype=np.int64)
+    act = act[np.argsort(act[:, 0], kind="stable")]
     cols = _columns(space, struct, act, _SplitKeys(split_keys))
-    variants = space_variants(space, profile) or [DEFAULT_VARIANT]
+    every = space_variants(space, profile) or [DEFAULT_VARIANT]
+    variants = [v for v in every if v[1] or (v[0], True) not in every]  # EP overlap on is never slower
     n_v, n_s = len(variants), len(shardings)
     a = np.repeat(np.arange(len(act), dtype=np.int64), n_v * n_s)
     v = np.tile(np.repeat(np.arange(n_v, dtype=np.int64), n_s), len(act))
@@ -52,6 +67,13 @@ def struct_lower_bounds_us(space, profile, struct: list, shardings: list, rcs_al
     t = np.where(t >= UNPRICEABLE_US, 0, t - 1)
     np.minimum.at(lb, act[a, 0], t)
     return np.maximum(lb, 0)
+
+
+def _fastest(tpo_domain: list, can_overlap: bool) -> list:
+    """The TP-overlap values to price for a bound: overlap on where the row may take it (the exposed fraction <= 1
+    scales TP traffic down, measure/layer_columns.finish_columns), else off; none if the domain allows neither."""
+    allowed = [t for t in tpo_domain if can_overlap or not t]
+    return [max(allowed)] if allowed else []
 
 
 class _SplitKeys:
