@@ -116,5 +116,6 @@ def explore(space, profile, struct: list, ok_rows: list, shardings: list, rcs_al
     left &= lb < np.iinfo(np.int64).max
     if left.any():
         tables.pruned_lb_us = int(lb[left].min())
-    tables.counts.update({"structural_rows_total": n, "structural_rows_expanded": int(len(chosen))})
+    tables.counts.update({"structural_rows_total": n, "structural_rows_expanded": int(len(chosen)),
+                          "pruned_lower_bound_s": tables.pruned_lb_us / 1e6 if tables.pruned_lb_us is not None else None})
     return tables

@@ -41,6 +41,11 @@ def format_solve(payload: dict, model, placement, job) -> str:
         from solver.explain_why import format_explanation
 
         lines += format_explanation(payload["explanation"])
+    space = payload.get("space") or {}
+    if payload["recipes"] and space.get("pruned_lower_bound_s") is not None:
+        lines.append(f"searched: {space['structural_rows_expanded']:,} of {space['structural_rows_total']:,} structural layouts "
+                     f"expanded exactly; every recipe of the others is bounded at >= {space['pruned_lower_bound_s']:.3f} s "
+                     "ranking step (branch and bound)")
     if payload["recipes"]:
         lines.append("split/MoE: 'acc' account-for-embedding/loss, 'fN/lM' first/last stage layers; MoE dispatcher, '+ovl' "
                      "--overlap-moe-expert-parallel-comm")
