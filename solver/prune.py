@@ -12,10 +12,10 @@ candidate under it, whatever its legality or memory:
 - TP and EP communication overlap only scale exposed traffic down (the exposed fraction is <= 1), so the bound
   prices overlap on where the space allows it and skips the same row with it off;
 - minus 1 µs against float reassociation.
-Then rows are expanded in bound order until K fitting candidates are known, T = the K-th best time, and every row
-with bound <= T is expanded exactly (solver/tables.py). A row left out has bound > T, so each of its candidates
-ranks after the K-th: the top-K of the pruned tables is the top-K of the space, and solver/cpsat_solve.py proves
-optimality only for answers below `Tables.pruned_lb_us`.
+Then rows are expanded best first (in bound order, batches doubling) until the next row's bound exceeds T, the K-th
+best fitting time found, and the rows with bound <= T are built together (solver/tables.py). A row left out has
+bound > T, so each of its candidates ranks after the K-th: the top-K of the pruned tables is the top-K of the space,
+and solver/cpsat_solve.py proves optimality only for answers below `Tables.pruned_lb_us`.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import numpy as np
 from solver.table_time import UNPRICEABLE_US, ranking_time_us
 from solver.variants import DEFAULT as DEFAULT_VARIANT, space_variants
 
-FIRST_ROWS = 16  # rows expanded in the first round (x4 per round while fewer than K candidates fit)
+FIRST_ROWS = 16  # rows expanded in the first batch (each next batch doubles)
 
 
 def struct_lower_bounds_us(space, profile, struct: list, shardings: list, rcs_all: list, split_keys: list,
@@ -83,34 +83,34 @@ class _SplitKeys:
         self.split_keys = split_keys
 
 
-def kth_fitting_time_us(tables, k: int):
-    """The K-th smallest ranking time among fitting candidates, None when fewer than K fit."""
-    t = tables.cand_time_us[tables.cand_peak <= tables.usable_bytes]
-    return int(np.partition(t, k - 1)[k - 1]) if len(t) >= k else None
-
-
 def explore(space, profile, struct: list, ok_rows: list, shardings: list, rcs_all: list, split_keys: list, k: int,
             build: Callable, evaluator=None):
     """Tables over the structural rows that can hold a top-K candidate (module docstring); `build(indices)` makes
     exact tables over a subset of `struct` (indices ascending, so table order and its tie-break are the full
-    tables')."""
+    tables'). Best first: rows are built in bound order, in batches doubling from FIRST_ROWS, keeping the K best
+    fitting times seen; it stops once the next row's bound exceeds the K-th (T), then builds the rows with bound <= T
+    together (one build when the first batch suffices)."""
     n = len(struct)
     lb = struct_lower_bounds_us(space, profile, struct, shardings, rcs_all, split_keys, evaluator)
     order = np.argsort(lb, kind="stable")
-    take = min(n, FIRST_ROWS)
-    chosen = np.sort(order[:take])
-    while True:
-        tables = build(chosen)
-        tau = kth_fitting_time_us(tables, k)
-        if tau is not None or take >= n:
+    best = np.zeros(0, dtype=np.int64)  # the K smallest fitting ranking times so far
+    pos, batch, built, tables, tau = 0, FIRST_ROWS, 0, None, None
+    sorted_lb = lb[order]
+    while pos < n or tables is None:
+        # past the first K fitting times, only rows whose bound is <= the K-th can matter (and it only falls)
+        end = pos + batch if tau is None else min(pos + batch, int(np.searchsorted(sorted_lb, tau, side="right")))
+        chunk = np.sort(order[pos:end])
+        tables, built = build(chunk), built + 1
+        best = np.sort(np.concatenate([best, tables.cand_time_us[tables.cand_peak <= tables.usable_bytes]]))[:k]
+        pos += len(chunk)
+        tau = int(best[k - 1]) if len(best) >= k else None
+        if tau is not None and (pos >= n or lb[order[pos]] > tau):
             break
-        take = min(n, take * 4)
-        chosen = np.sort(order[:take])
-    if tau is not None:
-        need = np.union1d(chosen, np.flatnonzero(lb <= tau))
-        if len(need) > len(chosen):
-            chosen = need
-            tables = build(chosen)
+        batch *= 2
+    chosen = np.sort(order[:pos])
+    if built > 1:  # the last batch holds only its own rows: build the ones that can reach the top K together
+        chosen = np.sort(order[:pos][lb[order[:pos]] <= tau]) if tau is not None else np.arange(n)
+        tables = build(chosen)
     left = np.ones(n, dtype=bool)
     left[chosen] = False
     left &= lb < np.iinfo(np.int64).max
