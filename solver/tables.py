@@ -11,7 +11,8 @@ few of them:
   holds the two equal), and, when it fits, its ranking time is measure.vectorized's closed-form projection
   (= measure.project.project(..., simulate_pipeline=False)), rounded up to whole microseconds.
 Legality: each rule is called on the table whose axes it reads (solver/table_rules.py). Every answer
-is re-verified by check_case anyway.
+is re-verified by check_case anyway. With `prune_k`, only the structural rows whose ranking-time bound can reach
+the top K are expanded (solver/prune.py, branch and bound); the others are bounded, never enumerated.
 """
 from __future__ import annotations
 
