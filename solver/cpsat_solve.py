@@ -255,8 +255,9 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
         if proven and int(solver.objective_value) != best_value:
             raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
         bound = best_value if proven else int(solver.best_objective_bound)
-    if pruned_lb is not None and limit >= pruned_lb:
-        # a candidate the pruned tables left out may rank inside this list: only pruned_lb bounds it
+    if pruned_lb is not None and (limit >= pruned_lb or len(best) < k):
+        # a candidate the pruned tables left out may rank inside this list, or extend a list shorter than K (pins):
+        # only pruned_lb bounds it
         proven, bound = False, min(best_value, pruned_lb)
     return SolveResult(best, proven, bound, "cpsat", evaluated=len(ranker.done), rejected=ranker.rejected,
                        stats={"solve_s": time.perf_counter() - t0, "region_rows": int(len(rows)), "threshold": limit,

@@ -30,10 +30,11 @@ FIRST_ROWS = 16  # rows expanded in the first batch (each next batch doubles)
 
 
 def struct_lower_bounds_us(space, profile, struct: list, shardings: list, rcs_all: list, split_keys: list,
-                           evaluator=None) -> np.ndarray:
+                           evaluator=None, ok_rows: list = None) -> np.ndarray:
     """Per structural row, a lower bound (µs) on the ranking time of every candidate under it (see the module
-    docstring); 0 where the closed form cannot price the row (it is then always expanded), int64 max where the
-    space's SP / TP-overlap domains leave the row no candidate."""
+    docstring), over the DP shardings the row accepts (`ok_rows`, per row a verdict per sharding; all when None);
+    0 where the closed form cannot price the row (it is then always expanded), int64 max where the space's SP /
+    TP-overlap domains or its shardings leave the row no candidate."""
     from solver.tables import _columns
 
     d = space.domains
@@ -65,6 +66,9 @@ def struct_lower_bounds_us(space, profile, struct: list, shardings: list, rcs_al
     s = np.tile(np.arange(n_s, dtype=np.int64), len(act) * n_v)
     t = ranking_time_us(space, profile, cols, rcs_all, shardings, a, s, variants, v, evaluator)
     t = np.where(t >= UNPRICEABLE_US, 0, t - 1)
+    if ok_rows is not None:  # a sharding the row's structural rules refuse holds no candidate of it
+        accepted = np.asarray(ok_rows, dtype=bool).reshape(len(struct), n_s)
+        t = np.where(accepted[act[a, 0], s], t, np.iinfo(np.int64).max)
     np.minimum.at(lb, act[a, 0], t)
     return np.maximum(lb, 0)
 
@@ -91,7 +95,7 @@ def explore(space, profile, struct: list, ok_rows: list, shardings: list, rcs_al
     fitting times seen; it stops once the next row's bound exceeds the K-th (T), then builds the rows with bound <= T
     together (one build when the first batch suffices)."""
     n = len(struct)
-    lb = struct_lower_bounds_us(space, profile, struct, shardings, rcs_all, split_keys, evaluator)
+    lb = struct_lower_bounds_us(space, profile, struct, shardings, rcs_all, split_keys, evaluator, ok_rows)
     order = np.argsort(lb, kind="stable")
     best = np.zeros(0, dtype=np.int64)  # the K smallest fitting ranking times so far
     pos, batch, built, tables, tau = 0, FIRST_ROWS, 0, None, None
@@ -101,7 +105,8 @@ def explore(space, profile, struct: list, ok_rows: list, shardings: list, rcs_al
         end = pos + batch if tau is None else min(pos + batch, int(np.searchsorted(sorted_lb, tau, side="right")))
         chunk = np.sort(order[pos:end])
         tables, built = build(chunk), built + 1
-        best = np.sort(np.concatenate([best, tables.cand_time_us[tables.cand_peak <= tables.usable_bytes]]))[:k]
+        priced_fit = (tables.cand_peak <= tables.usable_bytes) & ~tables.cand_unpriced
+        best = np.sort(np.concatenate([best, tables.cand_time_us[priced_fit]]))[:k]
         pos += len(chunk)
         tau = int(best[k - 1]) if len(best) >= k else None
         if tau is not None and (pos >= n or lb[order[pos]] > tau):
@@ -116,6 +121,15 @@ def explore(space, profile, struct: list, ok_rows: list, shardings: list, rcs_al
     left &= lb < np.iinfo(np.int64).max
     if left.any():
         tables.pruned_lb_us = int(lb[left].min())
-    tables.counts.update({"structural_rows_total": n, "structural_rows_expanded": int(len(chosen)),
-                          "pruned_lower_bound_s": tables.pruned_lb_us / 1e6 if tables.pruned_lb_us is not None else None})
+        # a fitting candidate the projection cannot price ranks after every priced one in the full tables, so here
+        # after every candidate left out too (an answer list reaching it is then unproven)
+        t = tables.cand_time_us
+        t[tables.cand_unpriced] = np.maximum(t[tables.cand_unpriced], tables.pruned_lb_us + 1)
+        c = tables.counts
+        # the counts of the expanded rows, named so; the whole space's legal and fitting counts are not enumerated
+        tables.counts = {"declared": c["declared"], "structural_rows": n, "structural_rows_expanded": int(len(chosen)),
+                         **{f"{key}_expanded": c[key] for key in ("activation_rows", "candidates", "fitting")},
+                         "pruned_lower_bound_s": tables.pruned_lb_us / 1e6}
+    else:
+        tables.counts.update({"structural_rows_expanded": n, "pruned_lower_bound_s": None})
     return tables

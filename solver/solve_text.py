@@ -43,7 +43,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
         lines += format_explanation(payload["explanation"])
     space = payload.get("space") or {}
     if payload["recipes"] and space.get("pruned_lower_bound_s") is not None:
-        lines.append(f"searched: {space['structural_rows_expanded']:,} of {space['structural_rows_total']:,} structural layouts "
+        lines.append(f"searched: {space['structural_rows_expanded']:,} of {space['structural_rows']:,} structural layouts "
                      f"expanded exactly; every recipe of the others is bounded at >= {space['pruned_lower_bound_s']:.3f} s "
                      "ranking step (branch and bound)")
     if payload["recipes"]:

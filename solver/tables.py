@@ -61,6 +61,7 @@ class Tables:
     # solver/prune.py: None when every structural row is expanded; else a lower bound (µs) on the ranking time of
     # every candidate left out, all of which are slower than the K-th best kept
     pruned_lb_us: Optional[int] = None
+    cand_unpriced: np.ndarray = None      # [cand] fits, but the projection could not price it (ranks last)
     _codes: dict = field(default_factory=dict)
     _memo: dict = field(default_factory=dict)  # derived orders reused by every solve over these tables
 
@@ -198,11 +199,12 @@ def _build(space, profile, usable, rcs_all, rc_idx, shardings, struct, ok_rows, 
     # unpriced candidates rank after every priced one, with a value small enough that CP-SAT's bound on the
     # objective sum (candidates x largest time) stays far inside int64 (a 2^50 sentinel overflowed it)
     priced = times < UNPRICEABLE_US
+    unpriced = fit & ~priced
     times[~priced] = int(times[priced].max()) + 1 if priced.any() else 1
     return Tables(space=space, profile=profile, usable_bytes=usable, rc_choices=rcs_all, struct=struct, shardings=shardings,
                   static_ok=static_ok, static_bytes=static_bytes, act_rows=act_rows, act_struct=act_struct,
                   act_bytes=act_bytes, cand_act=cand_act, cand_shard=cand_shard, cand_peak=peak, cand_time_us=times,
-                  variants=variants, variant_at=variant_at, cols=cols,
+                  variants=variants, variant_at=variant_at, cols=cols, cand_unpriced=unpriced,
                   counts={"declared": space.size(), "structural_rows": len(struct), "activation_rows": len(act_rows),
                           "candidates": int(len(cand_act)), "fitting": int(fit.sum())})
 

@@ -60,7 +60,8 @@ def test_pruned_top_k_is_the_full_top_k(case, k):
     assert _answers(pruned) == _answers(full) and len(full.ranked) == k
     assert pruned.proven_optimal and pruned.bound == full.ranked[0].rank_time_us
     c = pruned_tables.counts
-    assert c["structural_rows_expanded"] < c["structural_rows_total"]  # these spaces do prune
+    assert c["structural_rows_expanded"] < c["structural_rows"]  # these spaces do prune
+    assert c["fitting_expanded"] >= k and "fitting" not in c  # counts of the expanded rows are named so
     assert pruned_tables.pruned_lb_us > full.ranked[-1].rank_time_us
 
 
@@ -103,3 +104,17 @@ def test_pruned_equals_exhaustive_on_random_problems(problem):
     space = build_space(model, job, pl, pins={"vpp": [1, 2], "mbs": [1, 2], "cp": [1, 2]})
     prof = load_profile(pl.hardware)
     assert _answers(solve_cpsat(build_tables(space, prof, prune_k=k), k)) == _answers(solve_exhaustive(build_tables(space, prof), k))
+
+
+def test_short_pinned_list_over_pruned_tables_is_not_proven():
+    # pins that leave fewer than K answers in the expanded rows: the rows left out may hold more (review finding)
+    space, prof = _space(*CASES[0])
+    tables = build_tables(space, prof, prune_k=1)
+    a = solve_cpsat(tables, 1).ranked[0]
+    pins = {ax: [tables.axis_value(a.act, a.shard, ax)] for ax in ("tp", "pp", "vpp", "mbs", "sp", "recompute", "schedule",
+                                                                   "acc_split", "tp_comm_overlap", "dp_sharding")}
+    full = solve_exhaustive(build_tables(space, prof), 20, pins=pins)  # CP left free
+    for res in (solve_cpsat(tables, 20, pins=pins), solve_exhaustive(tables, 20, pins=pins)):
+        assert len(res.ranked) < len(full.ranked) < 20  # the expanded rows hold fewer than the space
+        assert _answers(res) == _answers(full)[:len(res.ranked)]
+        assert not res.proven_optimal and res.bound == full.ranked[0].rank_time_us

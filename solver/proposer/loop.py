@@ -161,6 +161,8 @@ class _Loop:
         best = res.ranked[0] if res.ranked else None
         if use:
             use.status, use.best_time_us, use.num_found = "searched", best.time_us if best else None, len(res.ranked)
+            if res.method == "pruned":  # nothing it allows reaches the top K: the pruned rows' bound says how slow
+                use.status = f"searched: every recipe it allows ranks at >= {res.bound / 1e6:.3f} s, after the top K"
         return best
 
     def round(self, r: int) -> RoundSummary:
