@@ -163,6 +163,9 @@ class _Loop:
             use.status, use.best_time_us, use.num_found = "searched", best.time_us if best else None, len(res.ranked)
             if res.method == "pruned":  # nothing it allows reaches the top K: the pruned rows' bound says how slow
                 use.status = f"searched: every recipe it allows ranks at >= {res.bound / 1e6:.3f} s, after the top K"
+            elif res.ranked and not res.proven_optimal and self.tables.pruned_lb_us is not None:
+                use.status = (f"searched (best of the expanded rows; the rows left out rank at >= "
+                              f"{self.tables.pruned_lb_us / 1e6:.3f} s)")
         return best
 
     def round(self, r: int) -> RoundSummary:
