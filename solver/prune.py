@@ -27,6 +27,8 @@ from solver.table_time import UNPRICEABLE_US, ranking_time_us
 from solver.variants import DEFAULT as DEFAULT_VARIANT, space_variants
 
 FIRST_ROWS = 16  # rows expanded in the first batch (each next batch doubles)
+FULL_BUILD_FRACTION = 0.35  # past this share of the rows, build them all at once (measured: memory-bound MoE spaces
+# where the bound, which ignores memory, let batches reach every row and then a second build of most of them)
 
 
 def struct_lower_bounds_us(space, profile, struct: list, shardings: list, rcs_all: list, split_keys: list,
@@ -93,7 +95,8 @@ def explore(space, profile, struct: list, ok_rows: list, shardings: list, rcs_al
     exact tables over a subset of `struct` (indices ascending, so table order and its tie-break are the full
     tables'). Best first: rows are built in bound order, in batches doubling from FIRST_ROWS, keeping the K best
     fitting times seen; it stops once the next row's bound exceeds the K-th (T), then builds the rows with bound <= T
-    together (one build when the first batch suffices)."""
+    together (one build when the first batch suffices). Once a batch would pass FULL_BUILD_FRACTION of the rows, every
+    row is built instead (complete tables, nothing pruned)."""
     n = len(struct)
     lb = struct_lower_bounds_us(space, profile, struct, shardings, rcs_all, split_keys, evaluator, ok_rows)
     order = np.argsort(lb, kind="stable")
@@ -103,6 +106,11 @@ def explore(space, profile, struct: list, ok_rows: list, shardings: list, rcs_al
     while pos < n or tables is None:
         # past the first K fitting times, only rows whose bound is <= the K-th can matter (and it only falls)
         end = pos + batch if tau is None else min(pos + batch, int(np.searchsorted(sorted_lb, tau, side="right")))
+        if pos and end > n * FULL_BUILD_FRACTION:
+            # most rows will be needed (few candidates fit, or many tie near the K-th): one build of every row costs
+            # less than more batches plus the final build of the rows that can reach the top K
+            pos, built, tables = n, 1, build(np.arange(n))
+            break
         chunk = np.sort(order[pos:end])
         tables, built = build(chunk), built + 1
         priced_fit = (tables.cand_peak <= tables.usable_bytes) & ~tables.cand_unpriced
