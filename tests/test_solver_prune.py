@@ -118,3 +118,27 @@ def test_short_pinned_list_over_pruned_tables_is_not_proven():
         assert len(res.ranked) < len(full.ranked) < 20  # the expanded rows hold fewer than the space
         assert _answers(res) == _answers(full)[:len(res.ranked)]
         assert not res.proven_optimal and res.bound == full.ranked[0].rank_time_us
+
+
+def test_unpriceable_candidates_neither_set_the_cut_nor_rank_before_pruned_rows(monkeypatch):
+    # a fitting candidate the projection cannot price carries a placeholder time (tables.py) and ranks last in the full
+    # tables: explore must not take it as one of the K best times, and must rank it after the rows it left out
+    from types import SimpleNamespace
+
+    from solver import prune
+
+    rows = {0: [(101, True), (250, False)], 1: [(210, False)], 2: [(310, False)]}  # row -> (time µs, unpriced)
+
+    def build(chunk):
+        cands = [c for r in chunk for c in rows[int(r)]]
+        return SimpleNamespace(cand_time_us=np.array([t for t, _ in cands], dtype=np.int64), usable_bytes=1,
+                               cand_peak=np.zeros(len(cands), dtype=np.int64), cand_unpriced=np.array([u for _, u in cands]),
+                               counts={"declared": 3, "activation_rows": 0, "candidates": len(cands), "fitting": len(cands)},
+                               pruned_lb_us=None, rows=sorted(int(r) for r in chunk))
+
+    monkeypatch.setattr(prune, "struct_lower_bounds_us", lambda *a, **kw: np.array([100, 200, 300], dtype=np.int64))
+    monkeypatch.setattr(prune, "FIRST_ROWS", 1)
+    monkeypatch.setattr(prune, "FULL_BUILD_FRACTION", 1.0)
+    t = prune.explore(None, None, [None] * 3, None, [], [], [], 1, build)
+    assert t.rows == [0, 1] and t.pruned_lb_us == 300  # row 1's 210 µs is the answer, row 2 is bounded out
+    assert sorted(t.cand_time_us.tolist()) == [210, 250, 301]  # the unpriceable one ranks after the bound
