@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import numpy as np
-from solver.cp_sat import cp_model
 
+from solver.cp_sat import cp_model
 from solver.tables import AXIS_NAMES, VARIANT_AXES, Tables
 
 AXIS_COLUMNS = AXIS_NAMES

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from solver.cp_sat import cp_model
 
+from solver.cp_sat import cp_model
 from solver.cpsat_model import build_model
 from solver.table_time import US
 from solver.tables import VARIANT_AXES, Tables

@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from solver.cp_sat import cp_model
 
 from constraints.spec import JobSpec, Placement, Precision
+from solver.cp_sat import cp_model
 from solver.cpsat_model import build_model
 from solver.cpsat_solve import CPSAT_EXPLAIN_MAX_CANDIDATES, _solver, solve_model
 from solver.fewest_gpus import CountScreen
