@@ -59,7 +59,7 @@ def struct_lower_bounds_us(space, profile, struct: list, shardings: list, rcs_al
     if not len(act):
         return lb
     act = act[np.argsort(act[:, 0], kind="stable")]
-    cols = _columns(space, struct, act, _SplitKeys(split_keys))
+    cols = _columns(space, struct, act, split_keys)
     every = space_variants(space, profile) or [DEFAULT_VARIANT]
     variants = [v for v in every if v[1] or (v[0], True) not in every]  # EP overlap on is never slower
     n_v, n_s = len(variants), len(shardings)
@@ -80,13 +80,6 @@ def _fastest(tpo_domain: list, can_overlap: bool) -> list:
     scales TP traffic down, measure/layer_columns.finish_columns), else off; none if the domain allows neither."""
     allowed = [t for t in tpo_domain if can_overlap or not t]
     return [max(allowed)] if allowed else []
-
-
-class _SplitKeys:
-    """The one attribute solver.tables._columns reads from MemoryTables."""
-
-    def __init__(self, split_keys: list) -> None:
-        self.split_keys = split_keys
 
 
 def explore(space, profile, struct: list, ok_rows: list, shardings: list, rcs_all: list, split_keys: list, k: int,

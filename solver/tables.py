@@ -174,7 +174,7 @@ def _build(space, profile, usable, rcs_all, rc_idx, shardings, struct, ok_rows, 
     static_ok = np.array(ok_rows, dtype=bool).reshape(len(struct), len(shardings))
     static_bytes = memt.static_table(struct, static_ok, shardings)
     act_rows = _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx)
-    cols = _columns(space, struct, act_rows, memt)
+    cols = _columns(space, struct, act_rows, memt.split_keys)
     act_bytes = memt.activation(cols, round(cal.activation_fragmentation_fraction * mem.PPM), cal.framework_overhead_bytes)
     act_struct = cols["struct"]
     n_sh = len(shardings)
@@ -282,11 +282,12 @@ def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_i
     return np.concatenate(blocks) if blocks else np.zeros((0, 5), dtype=np.int64)
 
 
-def _columns(space, struct, act_rows, memt: MemoryTables) -> dict[str, np.ndarray]:
-    """Per activation row, the integer columns the memory and time tables read."""
+def _columns(space, struct, act_rows, split_keys: list) -> dict[str, np.ndarray]:
+    """Per activation row, the integer columns the memory and time tables read; the `split` column indexes
+    `split_keys` ((PP, VPP, split value) keys, MemoryTables.split_keys)."""
     ar = np.asarray(act_rows, dtype=np.int64).reshape(len(act_rows), 5)
     sched_names = space.domains["schedule"]
-    split_id = {k: j for j, k in enumerate(memt.split_keys)}
+    split_id = {k: j for j, k in enumerate(split_keys)}
     s_cols = np.array([(tp, pp, vpp, cp, ep, etp or 0, sched_names.index(sch), *split_code(acc), split_id[(pp, vpp, acc)])
                        for tp, pp, vpp, cp, ep, etp, sch, acc in struct], dtype=np.int64).reshape(len(struct), 11)
     g = s_cols[ar[:, 0]]

@@ -53,8 +53,9 @@ def test_variant_legality_equals_check_rules_on_every_row():
     model, pl, prof, t = _tables(pins={"moe_dispatcher": ["alltoall"]})
     from solver.tables import _columns, _variants, row_recipe
 
+    split_keys = sorted({(r[1], r[2], r[7]) for r in t.struct}, key=str)  # any distinct id per (PP, VPP, split) will do
     variants, legal = _variants(t.space, prof, row_recipe(t.space, t.struct, t.act_rows, t.rc_choices, t.shardings, t.static_ok),
-                                _columns(t.space, t.struct, t.act_rows, _SplitIds(t.struct)))
+                                _columns(t.space, t.struct, t.act_rows, split_keys))
     seen = set()
     for a in range(0, len(t.act_rows), max(len(t.act_rows) // 300, 1)):
         h = int(np.argmax(t.static_ok[t.act_struct[a]]))
@@ -64,13 +65,6 @@ def test_variant_legality_equals_check_rules_on_every_row():
             assert legal[a, j] == (not _errors(model, pl, prof, r)), r
             seen.add(bool(legal[a, j]))
     assert seen == {True, False}
-
-
-class _SplitIds:
-    """The split ids tables._columns reads from the memory tables (any distinct id per (PP, VPP, split) will do)."""
-
-    def __init__(self, struct) -> None:
-        self.split_keys = sorted({(r[1], r[2], r[7]) for r in struct}, key=str)
 
 
 def test_pins_narrow_the_variants_and_flex_needs_hopper():
