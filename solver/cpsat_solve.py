@@ -121,6 +121,20 @@ def primary_key(tables: Tables, objective: str) -> np.ndarray:
     return tables.cand_time_us if objective == "throughput" else tables.cand_peak
 
 
+def refuse_pruned(tables: Tables, objective: str) -> None:
+    """Tables pruned by ranking time (solver/prune.py) answer only the throughput objective."""
+    if tables.pruned_lb_us is not None and objective != "throughput":
+        raise ValueError(f"objective {objective!r}: the tables were pruned by ranking time; build them without prune_k")
+
+
+def reaches_pruned(tables: Tables, k: int, found: int, last_time_us: Optional[int]) -> bool:
+    """An answer list over tables pruned by solver/prune.py that a candidate left out may change: the list reaches
+    `pruned_lb_us`, or is shorter than K (pins) and a left-out candidate could extend it. Then only `pruned_lb_us`
+    bounds those candidates and the list is unproven. False over complete tables."""
+    lb = tables.pruned_lb_us
+    return lb is not None and (found < k or last_time_us is None or last_time_us >= lb)
+
+
 def fitting_index(tables: Tables, pins: Optional[dict] = None, objective: str = "throughput") -> np.ndarray:
     """Candidate indices that fit and satisfy the pins, in (objective, ranking time, act, shard) order."""
     order = _fitting_order(tables, objective)
@@ -207,9 +221,8 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
     `hint` (act, shard) seeds CP-SAT."""
     t0 = time.perf_counter()
     idx = fitting_index(tables, pins, objective)
+    refuse_pruned(tables, objective)
     pruned_lb = tables.pruned_lb_us
-    if pruned_lb is not None and objective != "throughput":
-        raise ValueError(f"objective {objective!r}: the tables were pruned by ranking time; build them without prune_k")
     if not len(idx) and pruned_lb is not None:
         # the pins leave nothing in the expanded rows; the rows left out hold only candidates slower than pruned_lb
         return SolveResult([], False, pruned_lb, "pruned", stats={"verdict": "nothing in the expanded rows",
@@ -255,9 +268,7 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
         if proven and int(solver.objective_value) != best_value:
             raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
         bound = best_value if proven else int(solver.best_objective_bound)
-    if pruned_lb is not None and (limit >= pruned_lb or len(best) < k):
-        # a candidate the pruned tables left out may rank inside this list, or extend a list shorter than K (pins):
-        # only pruned_lb bounds it
+    if reaches_pruned(tables, k, len(best), limit):
         proven, bound = False, min(best_value, pruned_lb)
     return SolveResult(best, proven, bound, "cpsat", evaluated=len(ranker.done), rejected=ranker.rejected,
                        stats={"solve_s": time.perf_counter() - t0, "region_rows": int(len(rows)), "threshold": limit,

@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from solver.cpsat_solve import SolveResult, fitting_index, primary_key, top_verified
+from solver.cpsat_solve import SolveResult, fitting_index, primary_key, reaches_pruned, refuse_pruned, top_verified
 from solver.tables import Tables
 
 
@@ -24,15 +24,13 @@ def fitting_candidates(tables: Tables, pins: Optional[dict] = None) -> tuple[np.
 def solve_exhaustive(tables: Tables, k: int = 10, pins=None, margin_fraction: float = 0.0,
                      objective: str = "throughput") -> SolveResult:
     t0 = time.perf_counter()
-    if tables.pruned_lb_us is not None and objective != "throughput":
-        raise ValueError(f"objective {objective!r}: the tables were pruned by ranking time; build them without prune_k")
+    refuse_pruned(tables, objective)
     idx = fitting_index(tables, pins, objective)
     best, ranker, pool = top_verified(tables, idx, k, margin_fraction)
     bound = int(primary_key(tables, objective)[idx[0]]) if len(idx) else None
     proven, lb = True, tables.pruned_lb_us
-    if lb is not None and (not len(idx) or len(best) < k or int(tables.cand_time_us[pool[-1]]) >= lb):
-        # pruned tables (solver/prune.py): candidates left out may belong in this list; lb bounds them
-        proven, bound = False, min(bound, lb) if bound is not None else lb
+    if reaches_pruned(tables, k, len(best), int(tables.cand_time_us[pool[-1]]) if len(pool) else None):
+        proven, bound = False, lb if bound is None else min(bound, lb)
     return SolveResult(best, proven, bound, "exhaustive",
                        evaluated=len(ranker.done), rejected=ranker.rejected,
                        stats={"solve_s": time.perf_counter() - t0, "fitting": int(len(idx))})
