@@ -49,18 +49,20 @@ class ProposerConfig(BaseModel):
     compare_unhinted: bool = Field(True, description="re-run the unhinted solve when the final one is not proven")
 
 
-def _takes_hint() -> bool:
-    return "hint" in inspect.signature(solve_cpsat).parameters
+def _takes(param: str) -> bool:
+    """solve_cpsat accepts `param` (a test or an older solver may stand in without it)."""
+    return param in inspect.signature(solve_cpsat).parameters
 
 
 def _solve(tables, k, pins, margin, max_time_s, hint, steering: bool = False) -> tuple[SolveResult, bool]:
     """solve_cpsat, with the CP-SAT hint where the solver takes one (tolerates it being dropped). A `steering`
     sub-search has CP-SAT prove its optimum only (minimise), not list its whole answer region: its answers only
     steer, and on Qwen3-235B / 256 GPUs the listings of five sub-searches cost 3.3 s."""
-    kw = {"cpsat_enumeration": False} if steering and "cpsat_enumeration" in inspect.signature(solve_cpsat).parameters else {}
-    if hint is not None and _takes_hint():
-        return solve_cpsat(tables, k, pins=pins, margin_fraction=margin, max_time_s=max_time_s, hint=hint, **kw), True
-    return solve_cpsat(tables, k, pins=pins, margin_fraction=margin, max_time_s=max_time_s, **kw), False
+    kw = {"cpsat_enumeration": False} if steering and _takes("cpsat_enumeration") else {}
+    taken = hint is not None and _takes("hint")
+    if taken:
+        kw["hint"] = hint
+    return solve_cpsat(tables, k, pins=pins, margin_fraction=margin, max_time_s=max_time_s, **kw), taken
 
 
 def _make_proposer(config: ProposerConfig):
