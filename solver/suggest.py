@@ -70,15 +70,17 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50) -
     changes = {k: {"from": own[k], "to": new[k]} for k in AXES if new[k] != own[k]}
     r0, r1 = case.recipe, top.recipe  # MoE variants and split sizes are chosen per candidate: say when they differ
     for field in ("moe_dispatcher", "overlap_moe_expert_parallel_comm", "first_stage_layers", "last_stage_layers"):
-        a0, a1 = getattr(r0, field), getattr(r1, field)
-        if a0 != a1:
-            changes[field] = {"from": getattr(a0, "value", a0), "to": getattr(a1, "value", a1)}
+        _note_change(changes, r0, r1, field)
     for field in type(r0).model_fields:  # flags the search does not vary: the suggestion carries their defaults
-        if field in _SEARCHED_FIELDS or field in changes:
-            continue
-        a0, a1 = getattr(r0, field), getattr(r1, field)
-        if a0 != a1:
-            changes[field] = {"from": getattr(a0, "value", a0), "to": getattr(a1, "value", a1), "note": "not searched"}
+        if field not in _SEARCHED_FIELDS and field not in changes:
+            _note_change(changes, r0, r1, field, note="not searched")
     return {"found": True, "changed_axes": best_d, "changes": changes,
             "recipe": top.recipe.model_dump(mode="json"), "projection": top.check.projection,
             "peak_bytes": top.check.memory.peak_bytes}
+
+
+def _note_change(changes: dict, r0, r1, field: str, **extra) -> None:
+    """changes[field] = {from, to, **extra} (enum values spelled) where the two recipes differ in `field`."""
+    a0, a1 = getattr(r0, field), getattr(r1, field)
+    if a0 != a1:
+        changes[field] = {"from": getattr(a0, "value", a0), "to": getattr(a1, "value", a1), **extra}
