@@ -32,12 +32,19 @@ def unique_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         code = np.zeros(len(keys), dtype=np.int64)
         for rank, base in zip(ranks, radix):  # mixed-radix code of the per-column ranks: 1-D is faster
             code = code * base + rank
-        inv, n_codes = column_ranks(code)
-        some_row = np.zeros(n_codes, dtype=np.int64)
-        some_row[inv] = np.arange(len(keys))  # any row of each code will do: its key rows are equal
+        inv, some_row = code_groups(code)  # any row of each code will do: its key rows are equal
         return keys[some_row], inv
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     return uniq, inv.reshape(-1)
+
+
+def code_groups(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each entry's value among the distinct values, ascending; one entry index holding each distinct
+    value): what a table keyed by distinct codes needs to evaluate each key once and gather it back per entry."""
+    inv, n_codes = column_ranks(code)
+    some_row = np.zeros(n_codes, dtype=np.int64)
+    some_row[inv] = np.arange(len(inv))
+    return inv, some_row
 
 
 def unique_ints(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

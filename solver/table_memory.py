@@ -24,7 +24,7 @@ from constraints.activation_coef import full_recompute_key, rank_coefficients, s
 from constraints.schedule import inflight_chunks
 from constraints.spec import Recipe
 from constraints.stages import rank_chunks
-from solver.codes import column_ranks, unique_codes
+from solver.codes import code_groups, column_ranks, unique_codes
 from solver.splits import split_fields
 from solver.table_rules import fast_recipe
 
@@ -215,9 +215,7 @@ class MemoryTables:
             rank, radix = column_ranks(col)
             code, total = code * radix + rank, total * radix
         assert total < 1 << 62  # a few hundred structural codes times small row ranges
-        inv, n_codes = column_ranks(code)
-        some_row = np.zeros(n_codes, dtype=np.int64)
-        some_row[inv] = np.arange(len(code))
+        inv, some_row = code_groups(code)
         keys = np.stack([cols[k][some_row] for k in struct_names] + [c[some_row] for c in row_cols], axis=1)
         return keys, inv
 
@@ -234,11 +232,9 @@ class MemoryTables:
                               for tp, cp, ep, etp, mbs, sp in shapes.tolist()], dtype=np.int64)
         keys = list(interned)
         code = shape_ids[shape_of_row] * len(self.modules) + self.modules_of_rc[cols["rc"]]
-        inv, n_codes = column_ranks(code)
-        some_row = np.zeros(n_codes, dtype=np.int64)
-        some_row[inv] = np.arange(len(code))
+        inv, some_row = code_groups(code)
         vals = [values_at(self.model, keys[k // len(self.modules)], self.modules[k % len(self.modules)]) for k in code[some_row].tolist()]
-        return np.array(vals, dtype=np.int64).reshape(n_codes, 5), inv
+        return np.array(vals, dtype=np.int64).reshape(len(some_row), 5), inv
 
     def _comm(self, k):
         tp, cp, ep, mbs, sp, pp_gt1 = k
