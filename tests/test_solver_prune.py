@@ -7,13 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from constraints.models import load_model
-from constraints.spec import JobSpec, ModelSpec, Placement
+from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.cpsat_solve import solve_cpsat
 from solver.exhaustive import solve_exhaustive
 from solver.prune import struct_lower_bounds_us
 from solver.space import build_space
 from solver.tables import build_tables
+from tests.test_solver_props import problems
 
 # (model, hardware, nodes, gpus/node, seq, GBS, pins): dense, GQA + uneven splits, MoE with two variants, MLA
 CASES = [
@@ -85,22 +86,10 @@ def test_memory_objective_refuses_pruned_tables():
         solve_cpsat(build_tables(space, prof, prune_k=3), 3, objective="memory")
 
 
-@st.composite
-def problems(draw):
-    heads = draw(st.sampled_from([8, 16, 32]))
-    h = heads * 128
-    model = ModelSpec(name="rand", num_layers=draw(st.sampled_from([4, 6, 8, 12])), hidden_size=h, ffn_hidden_size=4 * h,
-                      num_attention_heads=heads, num_query_groups=draw(st.sampled_from([heads, 8])), kv_channels=128,
-                      vocab_size=32000, max_position_embeddings=8192)
-    job = JobSpec(seq_length=draw(st.sampled_from([1024, 4096])), global_batch_size=draw(st.sampled_from([8, 32])))
-    pl = Placement(hardware=draw(st.sampled_from(["h100-sxm-80gb", "mi300x"])), num_nodes=1, gpus_per_node=draw(st.sampled_from([4, 8])))
-    return model, job, pl, draw(st.sampled_from([1, 3, 20]))
-
-
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems())
-def test_pruned_equals_exhaustive_on_random_problems(problem):
-    model, job, pl, k = problem
+@given(problems(), st.sampled_from([1, 3, 20]))
+def test_pruned_equals_exhaustive_on_random_problems(problem, k):
+    model, job, pl = problem  # tests/test_solver_props.py's random models, jobs and one-node placements
     space = build_space(model, job, pl, pins={"vpp": [1, 2], "mbs": [1, 2], "cp": [1, 2]})
     prof = load_profile(pl.hardware)
     assert _answers(solve_cpsat(build_tables(space, prof, prune_k=k), k)) == _answers(solve_exhaustive(build_tables(space, prof), k))
