@@ -31,10 +31,10 @@ from measure.layer_columns import _KIND_COLS, _MODS, _RAW_WIDTH, finish_columns,
 from measure.layer_cost import LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
 from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
-from measure.schedule_np import closed_form_np, p2p_units_np, staged_closed_form_np
+from measure.schedule_np import p2p_units_np, staged_closed_form_np
 from measure.stage_rows import _STAGE_COLS, stage_row
 
-__all__ = ["Evaluator", "RecipeBatch", "SCHEDULES", "SHARDINGS", "closed_form_np", "evaluate"]
+__all__ = ["Evaluator", "RecipeBatch", "SCHEDULES", "SHARDINGS", "evaluate"]
 CHUNK_ROWS = 1 << 15  # rows priced per numpy pass
 
 # layer-row columns: per kind (dense, moe) the raw parts (measure/layer_columns.py), then the head and

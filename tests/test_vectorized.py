@@ -16,7 +16,8 @@ from measure.project import project
 from measure.topology import group_span
 from measure.collectives_np import all_reduce_np, one_pass_np, span_row
 from measure.recipe_batch import DISPATCHERS
-from measure.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch, closed_form_np
+from measure.schedule_np import staged_closed_form_np
+from measure.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch
 from measure.pipeline_sim import closed_form_s
 
 RECOMPUTES = [Recompute.none(), Recompute.selective(RecomputeModule.core_attn),
@@ -108,9 +109,13 @@ def test_collective_arrays_equal_scalar_collectives():
 
 
 def test_closed_form_arrays_equal_scalar_closed_form():
+    # the array form the Evaluator runs, on p equal stages (one rank profile shared by p ranks), against the
+    # published equal-stage formulas
     cases = [(s, f, b, w, p, v, m) for s in PipelineSchedule for (f, b, w) in [(1.0, 2.0, 1.0), (1.0, 1.0, 3.0)]
              for p, v, m in [(1, 1, 4), (4, 1, 8), (4, 2, 16), (8, 4, 3)]]
-    got = closed_form_np(np.array([SCHEDULES.index(c[0]) for c in cases]), *(np.array([c[i] for c in cases]) for i in range(1, 7)))
+    col = lambda i: np.array([c[i] for c in cases])  # noqa: E731
+    got = staged_closed_form_np(np.array([SCHEDULES.index(c[0]) for c in cases]), col(1)[:, None], col(2)[:, None],
+                                col(3)[:, None], col(4)[:, None].astype(float), col(5), col(6))
     np.testing.assert_allclose(got, [closed_form_s(*c) for c in cases], rtol=1e-15)
 
 
