@@ -4,7 +4,7 @@ Why: shardplan's rules mirror Megatron-LM checks by reading its source; this ask
 seeded random recipes (legal-looking ones plus deliberately broken ones) over the bundled models, hardware
 profiles and recipe axes, judges each with `constraints.check.check_case`, renders its `pretrain_gpt.py`
 arguments with `templates.megatron_args.recipe_to_megatron_args` (illegal recipes too), and pipes them to
-../shared/tools/megatron_validate.py (Megatron's parse_args + validate_args + TransformerConfig + micro-batch
+bench/tools/megatron_validate.py (Megatron's parse_args + validate_args + TransformerConfig + micro-batch
 calculator on the CPU), one run per compute-capability class (the tool reads env SM). It prints the confusion
 table and the disagreements grouped by Megatron's error and by our rule names; part (b) solves a few small
 scenarios and asks Megatron to accept every returned recipe's `megatron_args`.
@@ -28,7 +28,7 @@ from pathlib import Path
 from bench.megatron_diff_draw import draw_case, sm_of
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_TOOL = REPO.parent / "shared" / "tools" / "megatron_validate.py"
+DEFAULT_TOOL = REPO / "bench" / "tools" / "megatron_validate.py"
 CHUNK = 150  # cases per validator process: its start-up (~10 s of imports) amortised, two processes at a time
 
 # Small solve scenarios for part (b): (model, hardware, nodes, gpus/node, seq, gbs, precision, extra CLI pins)

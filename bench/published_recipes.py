@@ -5,7 +5,7 @@ the rule, the memory model or the row's stated assumptions (bench/runs.py) is wr
 otherwise. And the solver's claim to find faster recipes is only worth something next to what
 experts actually ran.
 
-Rows of ../shared/validation/runs.csv are grouped by (model, hardware, GPUs, sequence, global batch,
+Rows of bench/data/runs.csv are grouped by (model, hardware, GPUs, sequence, global batch,
 precision). Per distinct published recipe of a group: legality (constraints.check.check_case, the
 violated rules), fit under our memory model, the closed-form projected tokens/s/GPU
 (measure.project.project(..., simulate_pipeline=False)), its rank among the legal, fitting candidates
@@ -34,7 +34,7 @@ GIB = 1024 ** 3
 # Known verdicts that are not rule bugs: (rule, source-substring) -> why the rule is right for Megatron-LM.
 NOT_MEGATRON = {
     ("torch_fsdp2", "Automodel"): "NeMo AutoModel is PyTorch-native, not Megatron-LM: its FSDP2 composes with PP/EP, while Megatron's "
-                                  "--use-torch-fsdp2 requires PP=1 and EP=1 (../shared/facts/megatron-rules.md [37])",
+                                  "--use-torch-fsdp2 requires PP=1 and EP=1 (docs/facts/megatron-rules.md [37])",
 }
 
 

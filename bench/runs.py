@@ -1,8 +1,8 @@
-"""Turn the published measured runs (../shared/validation/runs.csv) into shardplan cases.
+"""Turn the published measured runs (bench/data/runs.csv) into shardplan cases.
 
 Each expressible row becomes a `RunCase` (ModelSpec, JobSpec, Recipe, Placement, hardware profile name,
 measured numbers, outcome ran/oom); every other row becomes a `RunSkip` with its reason. The mapping
-mirrors ../shared/tools/runs_to_megatron.py so our projection and Megatron's own validator see the
+mirrors bench/tools/runs_to_megatron.py so our projection and Megatron's own validator see the
 same command line. Assumptions for fields a row leaves empty (each is recorded in `RunCase.assumed`):
 
 - model: the bundled HF config named by MODEL_FILES; models not bundled are built from the row's
@@ -50,7 +50,7 @@ from constraints.spec import (Activation, DataParallelSharding, JobSpec, ModelSp
                               RecomputeMethod, RecomputeModule)
 
 REPO = Path(__file__).resolve().parents[1]
-RUNS_CSV = REPO.parent / "shared" / "validation" / "runs.csv"
+RUNS_CSV = REPO / "bench" / "data" / "runs.csv"
 
 # row model name -> bundled config stem (same table as runs_to_megatron.py)
 MODEL_FILES = {

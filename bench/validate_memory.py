@@ -2,7 +2,7 @@
 
 Usage: python bench/validate_memory.py [--rows] [--csv PATH]
 
-- Memory error: rows of ../shared/validation/runs.csv with `mem_per_gpu_gib` (peak *allocated*, as
+- Memory error: rows of bench/data/runs.csv with `mem_per_gpu_gib` (peak *allocated*, as
   torch.cuda.max_memory_allocated reports it) vs our peak minus the framework overhead (CUDA context,
   NCCL and allocator reserve are not "allocated" by tensors): median and worst absolute % error.
 - Fit/OOM confusion: every expressible row; a row "ran" if it was measured, "oom" if its notes say so;

@@ -77,7 +77,7 @@ MODELLED: frozenset[str] = frozenset("""
 --num-distributed-optimizer-instances --moe-shared-expert-overlap --cpu-offloading-num-layers
 """.split())
 
-# Flags no spec field holds but legality rules read from `MegatronConfig.raw` (facts/megatron-rules.md).
+# Flags no spec field holds but legality rules read from `MegatronConfig.raw` (docs/facts/megatron-rules.md).
 RULE_FLAGS: frozenset[str] = frozenset("""
 --overlap-param-gather-with-optimizer-step --moe-router-num-groups --moe-router-group-topk --moe-router-pre-softmax
 --moe-router-score-function --moe-flex-dispatcher-backend --moe-enable-deepep --step-batch-size-schedule

@@ -3,7 +3,7 @@
 Why split: memory per rank depends on which parameters are divided by TP (column/row-parallel
 linears, vocab-parallel embedding), which are replicated (norms, router, MLA down-projections) and
 which live in the expert grid (divided by EP*ETP). Totals reproduce HF's module structure exactly
-(tests hold them to ../shared/facts/models/params.json); the split follows Megatron's
+(tests hold them to docs/facts/models/params.json); the split follows Megatron's
 `theoretical_memory_usage.py` (TP-sharded / replicated / expert-sharded).
 """
 from __future__ import annotations

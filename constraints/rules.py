@@ -5,7 +5,7 @@ same functions to build its legal tables, so the two can never disagree. A rule 
 holds, else a Violation naming the rule, the offending values and the nearest fix. This module holds the
 rule machinery and the world / data-parallel / batch rules; the pipeline-split rules are in
 rules_pipeline.py, the attention / TP / SP / CP rules in rules_attention.py, feature rules (MoE, recompute,
-optimizer, precision) in rules_features.py. Sources: ../shared/facts/megatron-rules.md (numbers in brackets).
+optimizer, precision) in rules_features.py. Sources: docs/facts/megatron-rules.md (numbers in brackets).
 
 Importing any of the first three registers them all in one order (rules -> rules_pipeline -> rules_attention,
 each importing the next at its end), so check_rules lists violations in the same order whichever comes first;

@@ -34,7 +34,7 @@ class PeakTflops(_Strict):
 
 
 class Calibration(_Strict):
-    """Constants fitted on ../shared/validation/runs.csv (see bench/validate_*.py); data, never code.
+    """Constants fitted on bench/data/runs.csv (see bench/validate_*.py); data, never code.
 
     gemm_efficiency: piecewise-linear curve of achieved/peak vs log2(GEMM FLOPs): pairs (log2_flops, eff).
     """

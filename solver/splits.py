@@ -4,7 +4,7 @@ Why these: the first pipeline rank also holds the embedding and the most in-flig
 PP of them alive there), the last holds the output layer and the loss, so moving a layer or two off the ends
 can shorten the critical stage or make the first rank fit. Megatron offers two ways: `--account-for-embedding-
 in-pipeline-split` / `--account-for-loss-in-pipeline-split` (each end counts as one layer) and explicit
-`--decoder-first/last-pipeline-num-layers` (../shared/facts/megatron-rules.md rule 11: each > 0 and divisible by
+`--decoder-first/last-pipeline-num-layers` (docs/facts/megatron-rules.md rule 11: each > 0 and divisible by
 VPP, the middle split evenly over the other ranks and over VPP, never combined with account-for).
 
 A split value, as the solver's tables carry it: False (even), True (account-for both ends), or a tuple

@@ -5,7 +5,7 @@ Why pure and grouped: the launch templates only lay these lists out as bash arra
 mapping must live in exactly one place. Every flag is spelled as Megatron-LM's argument parser
 spells it (megatron/training/arguments.py and the TransformerConfig-generated options, NVIDIA/Megatron-LM
 snapshot 2026-08-22); the combination is one `validate_args` accepts (checked with
-../shared/tools/megatron_validate.py for every bundled model).
+bench/tools/megatron_validate.py for every bundled model).
 """
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ from constraints.models import load_model
 from constraints.spec import JobSpec, Placement, Recipe
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 
 
 def make_case(model="Llama-3.1-8B", nodes=1, gpus_per_node=8, hardware="h100-sxm-80gb", seq=4096, gbs=64, **recipe) -> Case:

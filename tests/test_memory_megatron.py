@@ -1,7 +1,7 @@
 """Our memory terms vs Megatron-LM's `theoretical_memory_usage.py` formulas where they apply.
 
 The oracle functions below restate Megatron's arithmetic (Korthikanti et al. 2022 Table 2 and the
-18 / 6+12/DP bytes-per-parameter rule) from ../shared/facts/memory-models.md; our code derives the
+18 / 6+12/DP bytes-per-parameter rule) from docs/facts/memory-models.md; our code derives the
 same numbers term by term. Where we model more (replicated norms at TP>1, softmax statistics of
 flash attention, GQA, SwiGLU) the tests compare the corresponding terms only.
 """

@@ -1,4 +1,4 @@
-"""Parameter counts equal the exact counts of ../shared/facts/models/params.json (HF instantiation on meta)."""
+"""Parameter counts equal the exact counts of docs/facts/models/params.json (HF instantiation on meta)."""
 import json
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import pytest
 from constraints.models import ModelError, bundled_models, load_model
 from constraints.params import padded_vocab_size, param_counts
 
-REF = json.loads((Path(__file__).parent / "data" / "params.json").read_text())["models"]
+REF = json.loads((Path(__file__).parents[1] / "docs" / "facts" / "models" / "params.json").read_text())["models"]
 
 
 def test_every_shared_model_is_bundled():

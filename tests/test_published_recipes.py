@@ -9,14 +9,12 @@ import pytest
 
 from bench import published_groups as pg
 from bench import published_recipes as pr
-from bench.runs import RUNS_CSV, load_all
+from bench.runs import load_all
 from constraints.case import Case
 from constraints.check import check_case
 from constraints.models import load_model
 from constraints.spec import DataParallelSharding, JobSpec, Placement, Recipe
 from hardware.profile import load_profile
-
-pytestmark = pytest.mark.skipif(not RUNS_CSV.exists(), reason="runs.csv not present")
 
 
 @pytest.fixture(scope="module")

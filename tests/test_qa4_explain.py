@@ -1,5 +1,5 @@
 """QA4 findings 9, 10, 11: `check --suggest` text output, readable and actionable "nothing fits" explanations, and
-their speed on a large infeasible space (/work/notes/qa4.md)."""
+their speed on a large infeasible space."""
 from __future__ import annotations
 
 from click.testing import CliRunner

@@ -1,4 +1,4 @@
-"""QA4 input findings (/work/notes/qa4.md, findings 4, 6, 12 and 14): each user mistake gets one line naming
+"""QA4 input findings (findings 4, 6, 12 and 14 of a QA round): each user mistake gets one line naming
 the field, the option or the file, and the state a user wrote is kept (model flags, env, file modes)."""
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ import yaml
 from click.testing import CliRunner
 
 from constraints.case import Case, case_from_mapping
+from constraints.launch_script import extract_argv
+from constraints.megatron_args import parse_megatron_args
 from constraints.models import bundled_models, load_model
 from constraints.spec import JobSpec, Placement, Recipe, Recompute, RecomputeMethod, RecomputeModule
 from templates.cli_render import render_command, render_solutions
@@ -215,14 +217,6 @@ def test_render_solutions_writes_scripts_and_summary(tmp_path):
 
 # --- round trip: render -> extract_argv -> parse_megatron_args --------------------------------------------
 
-def _round_trip_tools():
-    megatron_args = pytest.importorskip("constraints.megatron_args")
-    launch_script = pytest.importorskip("constraints.launch_script")
-    if not hasattr(launch_script, "extract_argv") or not hasattr(megatron_args, "parse_megatron_args"):
-        pytest.skip("inverse parser not landed yet")
-    return launch_script.extract_argv, megatron_args.parse_megatron_args
-
-
 # Fields where two values mean the same run: normalised before comparing, each with its reason.
 DENSE_IRRELEVANT = ("moe_dispatcher", "moe_grouped_gemm", "moe_shared_expert_overlap", "overlap_moe_expert_parallel_comm")
 
@@ -253,7 +247,6 @@ def _same_run(case: Case, parsed) -> tuple:
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
 def test_round_trip_recovers_model_job_recipe(name, fmt):
-    extract_argv, parse_megatron_args = _round_trip_tools()
     case = golden_case(name)
     launch = extract_argv(render_script(case, fmt))
     assert launch.script_args == recipe_to_megatron_args(case.model, case.job, case.recipe)
@@ -267,7 +260,6 @@ def test_round_trip_recovers_model_job_recipe(name, fmt):
 
 @pytest.mark.parametrize("name", bundled_models())
 def test_round_trip_every_bundled_model(name):
-    extract_argv, parse_megatron_args = _round_trip_tools()
     model = load_model(name)
     recipe = Recipe(tp=4, pp=2, vpp=2, schedule="interleaved", cp=2, sequence_parallel=True, tp_comm_overlap=True,
                     ep=4 if model.is_moe else 1, etp=1 if model.is_moe else None,
