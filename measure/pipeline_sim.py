@@ -88,6 +88,7 @@ class SimState:
         self.busy = [0.0] * p
         self.inflight = [0] * p
         self.peak = [0] * p
+        self.events: list | None = None  # (rank, kind, micro-batch, chunk, start_s, end_s) when a caller asks for them
 
     def ready(self, kind: str, mb: int, stage: int) -> float | None:
         """Earliest start of op (kind, mb, stage) from its dependencies, None if not yet satisfiable."""
@@ -122,6 +123,8 @@ class SimState:
             self.inflight[rank] -= 1
         self.free[rank] = end
         self.busy[rank] += dur
+        if self.events is not None:
+            self.events.append((rank, kind, mb, chunk, start, end))
         return stage
 
     def neighbours(self, stage: int) -> tuple[int, ...]:
@@ -135,9 +138,13 @@ class SimState:
 
 
 def simulate(schedule: PipelineSchedule, f_s: list[list[float]], b_s: list[list[float]], w_s: list[list[float]],
-             num_microbatches: int, p2p_s: float = 0.0, microbatch_group_size: int | None = None) -> SimResult:
-    """f_s[rank][chunk] etc. are per-micro-batch times of one chunk. Returns step time, bubble, in-flight."""
+             num_microbatches: int, p2p_s: float = 0.0, microbatch_group_size: int | None = None,
+             events: list | None = None) -> SimResult:
+    """f_s[rank][chunk] etc. are per-micro-batch times of one chunk. Returns step time, bubble, in-flight.
+    `events`, when given, receives every op as (rank, 'F'|'B'|'W', micro-batch, chunk, start_s, end_s) (B holds W
+    outside the zero-bubble schedules): the per-rank timeline `shardplan report` draws."""
     st = SimState(schedule, f_s, b_s, w_s, num_microbatches, p2p_s)
+    st.events = events
     p = st.p
     if st.split_w:
         greedy(st)
@@ -198,6 +205,8 @@ def _replay(st: SimState, group: int) -> None:
                 inflight[r] -= 1
             st.free[r] = end
             busy[r] += dur[kind][r][c]
+            if st.events is not None:
+                st.events.append((r, kind, mb, c, end - dur[kind][r][c], end))
             i += 1
             for q in (rank_of[s - 1] if s > 0 else r, rank_of[s + 1] if s < last else r):
                 if not queued[q] and q != r:

@@ -80,9 +80,11 @@ def _full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:
 
 
 def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
-            cost_table: Optional[CostLookup] = None, fingerprint: Optional[str] = None, simulate_pipeline: bool = True) -> Projection:
+            cost_table: Optional[CostLookup] = None, fingerprint: Optional[str] = None, simulate_pipeline: bool = True,
+            timeline: Optional[list] = None) -> Projection:
     """Project one iteration. `cost_table` entries for `fingerprint` (default: the table's only device)
-    replace roofline times; `simulate_pipeline=False` uses the closed-form schedule time (ranking)."""
+    replace roofline times; `simulate_pipeline=False` uses the closed-form schedule time (ranking). `timeline`, when
+    given, receives the simulated pipeline ops (measure.pipeline_sim.simulate's `events`)."""
     if cost_table is not None and fingerprint is None:
         fps = cost_table.fingerprints() if hasattr(cost_table, "fingerprints") else []
         fingerprint = fps[0] if len(fps) == 1 else None
@@ -151,8 +153,12 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
         step = m * (f_s[0][0] + b_s[0][0] + w_s[0][0])
         bubble, crit = 0.0, 0
         busy = [step]
+        if timeline is not None:  # no pipeline: each micro-batch's forward then its backward (with wgrad)
+            t_mb, f0 = f_s[0][0] + b_s[0][0] + w_s[0][0], f_s[0][0]
+            timeline += [ev for i in range(m) for ev in ((0, "F", i, 0, i * t_mb, i * t_mb + f0),
+                                                         (0, "B", i, 0, i * t_mb + f0, (i + 1) * t_mb))]
     elif simulate_pipeline:
-        res = simulate(recipe.schedule, f_s, b_s, w_s, m, p2p, recipe.microbatch_group_size)
+        res = simulate(recipe.schedule, f_s, b_s, w_s, m, p2p, recipe.microbatch_group_size, events=timeline)
         step, bubble = res.step_time_s, res.bubble_fraction
         busy = list(res.busy_s)
         crit = max(range(pp), key=lambda r: busy[r])
