@@ -106,7 +106,8 @@ def _register_optional() -> None:
     cli.add_command(hardware_command, "hardware")
     for module, attr, name in (("templates.cli_render", "render_command", "render"),
                                ("measure.cli_measure", "measure_command", "measure"),
-                               ("solver.cli_solve", "solve_command", "solve")):
+                               ("solver.cli_solve", "solve_command", "solve"),
+                               ("shardplan.report.cli", "report_command", "report")):
         try:
             mod = __import__(module, fromlist=[attr])
         except ModuleNotFoundError as exc:

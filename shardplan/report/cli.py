@@ -1,0 +1,162 @@
+"""`shardplan report check FILE -o out.html` and `shardplan report solve ... -o out.html`: the HTML report and,
+with `--trace`, the simulated pipeline timeline as Chrome-trace JSON (Perfetto, chrome://tracing).
+
+Exit status as check / solve: 0 legal and fits (solve: an answer), 1 illegal or does not fit (solve: nothing
+fits), 2 unusable input; the files are written in every case but 2.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from shardplan.report.model import Report
+from shardplan.report.page import render_page
+from shardplan.report.timeline import chrome_trace
+from solver.inputs import InputError
+
+
+def output_path(option: str, path: str | None) -> Path | None:
+    """A writable output path, or one error line naming the option."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{option}: is a directory ({path}); give a file name, e.g. {option} report.html")
+    if not p.parent.exists() and str(p.parent):
+        raise InputError(f"{option}: folder {p.parent} does not exist ({path}); create it or write elsewhere")
+    return p
+
+
+def write_outputs(report: Report, html_path: Path, trace_path: Path | None, sweep_html: str = "") -> None:
+    """Write the page (and the trace) atomically, then say what was written."""
+    from constraints.case import atomic_write_text
+
+    page = render_page(report, sweep_html)
+    atomic_write_text(html_path, page)
+    click.echo(f"wrote {html_path} ({len(page.encode()) / 1024:,.0f} KiB, {len(report.recipes)} recipe"
+               f"{'' if len(report.recipes) == 1 else 's'})")
+    if trace_path is not None:
+        timelines = [(v.title, v.timeline) for v in report.recipes if v.timeline is not None]
+        if not timelines:
+            click.echo(f"no trace written to {trace_path}: no recipe is legal and fits, so none has a simulated step", err=True)
+            return
+        atomic_write_text(trace_path, json.dumps(chrome_trace(timelines)))
+        click.echo(f"wrote {trace_path} (Chrome trace, {len(timelines)} timeline{'' if len(timelines) == 1 else 's'}; "
+                   "open in https://ui.perfetto.dev or chrome://tracing)")
+
+
+_OUT = click.option("-o", "--output", "output", required=True, type=click.Path(), help="HTML file to write")
+_TRACE = click.option("--trace", "trace", type=click.Path(), default=None,
+                      help="also write the simulated pipeline timeline as Chrome-trace JSON (Perfetto)")
+
+
+@click.group("report")
+def report_command() -> None:
+    """Write a self-contained HTML report (memory per pipeline rank, time breakdown, pipeline timeline).
+
+    \b
+    Example:
+      shardplan report check constraints/examples/llama3-70b-h100.yaml -o llama70b.html --trace llama70b.json
+      shardplan report solve --model Llama-3.1-8B --hardware h100-sxm-80gb --nodes 1 --seq-length 8192 \\
+                             --global-batch-size 64 --top 3 -o solve.html
+    """
+
+
+@report_command.command("check")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--hardware", help="hardware profile name or YAML path (overrides the file)")
+@click.option("--nodes", type=click.IntRange(min=1), help="number of nodes (overrides the file)")
+@click.option("--gpus-per-node", type=click.IntRange(min=1), help="GPUs per node (overrides the file)")
+@click.option("--model", help="model name or path, when the arguments lack the model flags")
+@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
+@_OUT
+@_TRACE
+def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fraction, output, trace) -> None:
+    """Report on one recipe: a YAML recipe, a Megatron launch script or an argument file (what `check` reads).
+
+    \b
+    Example:
+      shardplan report check constraints/examples/llama3-70b-h100.yaml -o llama70b.html --trace llama70b.json
+    """
+    from shardplan.report.collect import check_report
+    from solver.inputs import load_check_input
+
+    html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
+    loaded = load_check_input(file, hardware, nodes, gpus_per_node, model)
+    report = check_report(loaded, margin_fraction=1.0 - max_memory_fraction)
+    write_outputs(report, html_path, trace_path)
+    v = report.recipes[0]
+    sys.exit(0 if v.legal and v.fits else 1)
+
+
+def job_options(fn):
+    """The model / cluster / job options `solve` takes (shared by `report solve` and `sweep`)."""
+    from constraints.spec import Precision
+
+    for opt in reversed([
+        click.option("--model", "model_name", required=True, help="bundled model name or path to a config"),
+        click.option("--hardware", required=True, help="hardware profile name or YAML path"),
+        click.option("--seq-length", type=click.IntRange(min=1), required=True),
+        click.option("--global-batch-size", type=click.IntRange(min=1), required=True),
+        click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True),
+        click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
+def load_job(model_name: str, hardware: str, nodes: int, gpus_per_node: int, seq_length: int, global_batch_size: int,
+             precision: str):
+    """(model, job, placement, profile) from the options; unusable values raise one InputError line."""
+    from pydantic import ValidationError
+
+    from constraints.models import load_model
+    from constraints.spec import JobSpec, Placement
+    from hardware.profile import load_profile
+
+    try:
+        model = load_model(model_name)
+        profile = load_profile(hardware)
+        job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
+        placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err.get("loc") else "input"
+        raise InputError(f"--{field.replace('_', '-')}: {err['msg']} (got {err.get('input')!r})") from None
+    return model, job, placement, profile
+
+
+@report_command.command("solve")
+@job_options
+@click.option("--nodes", type=click.IntRange(min=1), required=True)
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--top", "k", type=click.IntRange(min=1, max=20), default=3, show_default=True, help="recipes side by side")
+@click.option("--tp", default=None, metavar="N|LO..HI", help="pin or bound TP (as solve)")
+@click.option("--pp", default=None, metavar="N|LO..HI", help="pin or bound PP (as solve)")
+@click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "zb-h1", "zbv"]), default=None)
+@_OUT
+@_TRACE
+def report_solve(model_name, hardware, seq_length, global_batch_size, precision, max_memory_fraction, nodes, gpus_per_node,
+                 k, tp, pp, schedule, output, trace) -> None:
+    """Report on a throughput solve: its top K recipes side by side, then each one's memory and timeline.
+
+    \b
+    Example:
+      shardplan report solve --model Llama-3.1-8B --hardware h100-sxm-80gb --nodes 1 --seq-length 8192 \\
+                             --global-batch-size 64 --top 3 -o solve.html --trace solve.json
+    """
+    from shardplan.report.collect import solve_report
+    from solver.cli_solve import collect_pins, resolve_recompute_kind
+
+    html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
+    model, job, placement, profile = load_job(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision)
+    try:
+        pins, bounds = collect_pins({"tp": tp, "pp": pp}, schedule, None, False, None, None)
+    except click.ClickException as exc:
+        raise InputError(exc.message) from None
+    report = solve_report(model, job, placement, profile, resolve_recompute_kind(model, pins), bounds, k, 1.0 - max_memory_fraction)
+    write_outputs(report, html_path, trace_path)
+    sys.exit(0 if report.recipes else 1)

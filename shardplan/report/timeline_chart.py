@@ -1,0 +1,54 @@
+"""The simulated pipeline step per rank: forward / backward / weight-gradient blocks, the idle time between them
+(the bubble, hatched) and the DP + optimizer tail, on one time axis.
+
+Chunks of an interleaved or V schedule share their kind's colour, lighter for later chunks; every block's
+tooltip names kind, micro-batch, chunk and times.
+"""
+from __future__ import annotations
+
+from shardplan.report.svg import EVENT_COLOURS, esc, fmt, legend, line, nice_ticks, rect, svg, text
+from shardplan.report.timeline import KIND_LABEL, Timeline, event_name
+
+HATCH = ("<defs><pattern id='bubble-hatch' width='6' height='6' patternUnits='userSpaceOnUse' "
+         "patternTransform='rotate(45)'><rect width='6' height='6' fill='#f3f3f3'/>"
+         "<line x1='0' y1='0' x2='0' y2='6' stroke='#d6d6d6' stroke-width='2'/></pattern></defs>")
+
+
+def timeline_chart(tl: Timeline, width: float = 960) -> str:
+    """SVG of one recipe's Timeline: a row per pipeline rank."""
+    unit, scale = ("ms", 1e3) if tl.iteration_s < 10 else ("s", 1.0)
+    ticks = nice_ticks(tl.iteration_s * scale)
+    left, right, top, row_h, gap = 64, 12, 8, 20, 4
+    plot_w = width - left - right
+    plot_h = tl.pp * (row_h + gap)
+    x_of = lambda s: left + plot_w * s * scale / ticks[-1]  # noqa: E731
+    body = [HATCH]
+    for t in ticks:
+        body.append(line(left + plot_w * t / ticks[-1], top, left + plot_w * t / ticks[-1], top + plot_h, "#e4e4e4"))
+        body.append(text(left + plot_w * t / ticks[-1], top + plot_h + 13, fmt(t), "middle"))
+    body.append(text(left + plot_w / 2, top + plot_h + 27, f"time in the iteration ({unit})", "middle"))
+    rows: list[list[str]] = [[] for _ in range(tl.pp)]
+    for ev in tl.events:
+        y = top + ev.rank * (row_h + gap)
+        shade = "" if not ev.chunk or tl.vpp <= 1 else f" fill-opacity='{1 - 0.45 * ev.chunk / (tl.vpp - 1):.2f}'"
+        tip = (f"PP rank {ev.rank}: {KIND_LABEL[ev.kind]}" + (f", micro-batch {ev.microbatch}" if ev.microbatch is not None else "")
+               + (f", chunk {ev.chunk}" if ev.chunk is not None and tl.vpp > 1 else "")
+               + f", {ev.start_s * scale:.3f}-{ev.end_s * scale:.3f} {unit}")
+        x0, x1 = x_of(ev.start_s), x_of(ev.end_s)
+        rows[ev.rank].append(rect(x0, y, x1 - x0, row_h, EVENT_COLOURS[ev.kind], tip, f"ev ev-{ev.kind}", shade + " stroke='#fff' stroke-width='0.3'"))
+        if ev.microbatch is not None and x1 - x0 >= 7 * len(event_name(ev, tl.vpp)):
+            rows[ev.rank].append(text((x0 + x1) / 2, y + row_h / 2 + 4, event_name(ev, tl.vpp), "middle",
+                                      " fill='#fff' pointer-events='none'"))
+    for r in range(tl.pp):
+        y = top + r * (row_h + gap)
+        busy = sum(e.end_s - e.start_s for e in tl.events if e.rank == r and e.kind in ("F", "B", "W"))
+        idle = tl.pipeline_s - busy
+        bg = rect(left, y, x_of(tl.pipeline_s) - left, row_h, "url(#bubble-hatch)",
+                  f"PP rank {r}: idle (bubble) {idle * scale:.3f} {unit} of the {tl.pipeline_s * scale:.3f} {unit} pipeline", "bubble")
+        body.append(f"<g class='tl-row' data-rank='{r}'>{bg}{''.join(rows[r])}</g>")
+        body.append(text(left - 6, y + row_h / 2 + 4, f"PP {r}", "end"))
+    kinds = [k for k in ("F", "B", "W", "dp", "optimizer") if any(e.kind == k for e in tl.events)]
+    items = [(KIND_LABEL[k], EVENT_COLOURS[k]) for k in kinds] + [("idle (bubble)", "url(#bubble-hatch)")]
+    leg, used = legend(items, left, top + plot_h + 36, plot_w)
+    label = f"simulated {esc(tl.schedule)} pipeline timeline, {tl.pp} ranks, {tl.num_microbatches} micro-batches"
+    return svg(width, top + plot_h + 36 + used, body + leg, "timeline-chart", label)

@@ -1,0 +1,51 @@
+"""`shardplan report`: writes the page and the trace for a legal recipe (exit 0), still writes the page of an
+illegal one with its violations (exit 1, as check), and refuses unusable output paths with one line (exit 2)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "constraints" / "examples" / "llama3-70b-h100.yaml"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "solver.cli", "report", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+
+
+def test_report_check_writes_page_and_trace(tmp_path):
+    out, trace = tmp_path / "r.html", tmp_path / "r.json"
+    res = _run("check", str(EXAMPLE), "-o", str(out), "--trace", str(trace))
+    assert res.returncode == 0, res.stderr
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "LEGAL, FITS" in page
+    assert "<script" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")  # nothing fetched
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in events) == 4 * (2 * 64 * 5 + 2)  # PP4: 64 micro-batches x VPP5 x F/B + DP + optimizer
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temp file
+
+
+def test_report_check_of_an_illegal_recipe_shows_its_violation(tmp_path):
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["recipe"]["tp"] = 3  # does not divide 64 heads
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    out = tmp_path / "bad.html"
+    res = _run("check", str(bad), "-o", str(out), "--trace", str(tmp_path / "t.json"))
+    assert res.returncode == 1, res.stderr
+    page = out.read_text()
+    assert "ILLEGAL" in page and "fix:" in page and "timeline-chart" not in page
+    assert not (tmp_path / "t.json").exists() and "no trace written" in res.stderr
+
+
+def test_report_refuses_an_output_folder_that_does_not_exist(tmp_path):
+    res = _run("check", str(EXAMPLE), "-o", str(tmp_path / "missing" / "r.html"))
+    assert res.returncode == 2
+    assert res.stderr.startswith("error: --output: folder") and len(res.stderr.strip().splitlines()) == 1
+    res = _run("check", str(EXAMPLE), "-o", str(tmp_path))
+    assert res.returncode == 2 and res.stderr.startswith("error: --output: is a directory")
