@@ -1,0 +1,77 @@
+"""The HTML report, opened in headless Chromium: its charts are drawn (SVG boxes of non-zero size, one memory
+bar and one timeline row per pipeline rank, one block per simulated op), the console shows no errors, and a
+full-page screenshot is kept under pytest's tmp folder.
+
+Locally without chromium / chromedriver the test skips with the reason; CI (.ci/run) installs both and sets
+SHARDPLAN_REQUIRE_BROWSER=1, so there a missing browser fails instead.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from shardplan.report.browser import find_browser, inspect_page
+from shardplan.report.collect import check_report, solve_report
+from shardplan.report.page import render_page
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "constraints" / "examples" / "llama3-70b-h100.yaml"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    binary, driver = find_browser()
+    if binary is None or driver is None:
+        if os.environ.get("SHARDPLAN_REQUIRE_BROWSER") == "1":
+            pytest.fail("SHARDPLAN_REQUIRE_BROWSER=1 but chromium / chromedriver are missing (apt-get install chromium chromium-driver)")
+        pytest.skip("chromium and chromium-driver are not installed (apt-get install -y chromium chromium-driver)")
+    pytest.importorskip("selenium", reason="selenium is in the test extra: pip install -e '.[test]'")
+    return binary, driver
+
+
+def _open(report, tmp_path: Path, name: str):
+    html = tmp_path / f"{name}.html"
+    html.write_text(render_page(report))
+    facts = inspect_page(html, tmp_path / f"{name}.png")
+    assert facts.screenshot.exists() and facts.screenshot.stat().st_size > 10_000
+    assert facts.severe == [], facts.severe
+    return facts
+
+
+def test_check_report_draws_every_rank_and_op(browser, tmp_path):
+    from solver.inputs import load_check_input
+
+    report = check_report(load_check_input(str(EXAMPLE), None, None, None))
+    view = report.recipes[0]
+    pp = view.recipe["pp"]
+    assert pp == 4 and view.timeline is not None
+    facts = _open(report, tmp_path, "check")
+    assert facts.counts["svg.chart"] == 3 and facts.empty["svg.chart"] == 0   # memory, time breakdown, timeline
+    assert facts.counts["svg.memory-chart g.mem-bar"] == pp and facts.empty["svg.memory-chart g.mem-bar"] == 0
+    assert facts.counts["svg.memory-chart line.usable-line"] == 1
+    assert facts.counts["svg.time-chart g.time-bar"] == 1 and facts.empty["svg.time-chart g.time-bar"] == 0
+    assert facts.counts["svg.timeline-chart g.tl-row"] == pp and facts.empty["svg.timeline-chart g.tl-row"] == 0
+    # every simulated op is a block: M micro-batches x VPP chunks x (F, B) per rank, plus the DP and optimizer tail
+    m, vpp = view.memory["num_microbatches"], view.recipe["vpp"]
+    assert facts.counts["svg.timeline-chart rect.ev"] == len(view.timeline.events) == pp * (2 * m * vpp + 2)
+    assert facts.empty["svg.timeline-chart rect.ev"] == 0
+
+
+def test_solve_report_shows_top_k_side_by_side(browser, tmp_path):
+    from constraints.models import load_model
+    from constraints.spec import JobSpec, Placement
+    from hardware.profile import load_profile
+
+    k = 3
+    report = solve_report(load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=32),
+                          Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8), load_profile("h100-sxm-80gb"),
+                          {}, {}, k, 0.0)
+    assert len(report.recipes) == k
+    facts = _open(report, tmp_path, "solve")
+    ranks = sum(v.recipe["pp"] for v in report.recipes)
+    # side by side: one bar per recipe on the shared breakdown, plus each recipe's own; memory grid + each recipe's chart
+    assert facts.counts["svg.time-chart g.time-bar"] == 2 * k and facts.empty["svg.time-chart g.time-bar"] == 0
+    assert facts.counts["svg.memory-chart g.mem-bar"] == 2 * ranks and facts.empty["svg.memory-chart g.mem-bar"] == 0
+    assert facts.counts["svg.timeline-chart"] == k
+    assert facts.counts["svg.timeline-chart g.tl-row"] == ranks
