@@ -27,7 +27,7 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - account-for-embedding/loss in the pipeline split when layers do not divide PP*VPP but layers+2 do.
 - VPP > 1 means the interleaved schedule, else 1F1B; TP comm overlap off.
 - precision: FP8 / FP8-CS -> fp8-tensorwise, MXFP8 / FP8-MX -> mxfp8, blockwise -> fp8-blockwise,
-  empty -> bf16. NVFP4 has no Precision value yet: skipped.
+  empty -> bf16, NVFP4 -> nvfp4.
 - Muon optimizer where the notes say so (Kimi-K2); Adam otherwise.
 - GB200/GB300 rows: nodes are 4-GPU trays inside a 72-GPU NVLink domain (the profile says so).
 - layers that divide neither way: an even `--pipeline-model-parallel-layout` (see `even_layout`).
@@ -100,7 +100,7 @@ def _int(x: Optional[str]) -> Optional[int]:
 def _precision(text: str) -> Optional[Precision]:
     p = (text or "").upper()
     if "NVFP4" in p:
-        return None
+        return Precision.nvfp4
     if p.startswith("FP16"):
         return Precision.fp16
     if "MXFP8" in p or "FP8-MX" in p:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.family_slices import family_slices  # noqa: E402
 from bench.runs import RUNS_CSV, load_all  # noqa: E402
 from constraints.memory import memory_report  # noqa: E402
 from constraints.stages import StageSplitError  # noqa: E402
@@ -41,6 +42,8 @@ def evaluate(csv_path=RUNS_CSV):
             continue
         predicted = "fits" if mem.fits else "oom"
         confusion[(c.outcome, predicted)] += 1
+        for label in family_slices(c.model, c.job):
+            confusion[(label, c.outcome, predicted)] += 1
         if "mem_per_gpu_gib" in c.measured:
             ours_gib = (mem.peak_bytes - cal.framework_overhead_bytes) / GIB
             measured = c.measured["mem_per_gpu_gib"]
@@ -72,6 +75,11 @@ def main() -> None:
     total = tp + fn + fp + tn
     if total:
         print(f"  agreement {100 * (tp + tn) / total:.1f}% over {total} rows")
+    for label in sorted({k[0] for k in confusion if len(k) == 3}):
+        sub = {k[1:]: n for k, n in confusion.items() if len(k) == 3 and k[0] == label}
+        agree, rows_n = sub.get(("ran", "fits"), 0) + sub.get(("oom", "oom"), 0), sum(sub.values())
+        print(f"  slice {label}: agreement {100 * agree / rows_n:.1f}% over {rows_n} rows "
+              f"(ran & we say OOM: {sub.get(('ran', 'oom'), 0)}, OOM & we say fits: {sub.get(('oom', 'fits'), 0)})")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+from bench.family_slices import family_slices  # noqa: E402
 from bench.runs import RUNS_CSV, RunCase, load_all
 from constraints.spec import MoeDispatcher
 from hardware.profile import HardwareProfile, load_profile
@@ -128,6 +129,8 @@ def summary(records: list[dict], skips: list) -> str:
         slices = [("all", rows)]
         slices += [(f"hw={h}", [r for r in rows if r["hardware"] == h]) for h in sorted({r["hardware"] for r in rows})]
         slices += [(f"prec={p}", [r for r in rows if r["precision"] == p]) for p in sorted({r["precision"] for r in rows})]
+        fams = {r["id"]: family_slices(r["case"].model, r["case"].job) for r in rows}
+        slices += [(f"family={f}", [r for r in rows if f in fams[r["id"]]]) for f in sorted({f for v in fams.values() for f in v} - {"nvfp4"})]
         for name, sub in slices:
             s = stats([r[f"err_{k}"] for r in sub])
             lines.append(f"| {k} | {name} | {s['n']} | {s['median']:.1f} | {s['mean']:.1f} | {s['p90']:.1f} | {s['worst']:.1f} |")

@@ -12,7 +12,9 @@ the SP + selective case as sbh(18 + 4*ffn/h)/t. We generalise term by term (each
 - MoE: tokens*topk routed copies on the expert side (forced balance: every EP rank gets the mean), width
   /ETP; shared experts as a dense MLP of their width; router probabilities in fp32.
 - CP: every term holds s/CP tokens.
-- FP8 (TE): GEMM inputs are saved quantised, 1 byte per element instead of 2.
+- FP8 (TE): GEMM inputs are saved quantised, 1 byte per element instead of 2. NVFP4 (TE NVFP4BlockScaling):
+  4-bit E2M1 values, two per byte, plus one E4M3 scale byte per 16-element block: 9 bytes per 16 elements
+  (NVIDIA, "Pretraining LLMs with NVFP4", arXiv 2509.25149 sec. 2; cited by megatron/core/fp4_utils.py).
 - dropout masks (1 byte) only when the model trains with dropout > 0.
 """
 from __future__ import annotations
@@ -31,13 +33,24 @@ class Shape:
     sp_div: int  # TP when SP (or distribute-saved-activations) shards the sequence dims, else 1
     etp: int
     ep: int
-    lin_bytes: int  # bytes per element of a saved GEMM input (1 under FP8, else 2)
+    lin_per16: int  # bytes per 16 elements of a saved GEMM input (LIN_BYTES_PER_16: 32 bf16, 16 FP8, 9 NVFP4)
+
+    def lin(self, elems: int, div: int = 1) -> int:
+        """Bytes of `elems` saved GEMM-input elements split over `div` ranks, rounded up."""
+        return _ceil_div(self.lin_per16 * elems, 16 * div)
+
+
+def lin_bytes_per16(job: JobSpec) -> int:
+    """Bytes per 16 elements of a GEMM input TE saves for backward, by precision (module docstring)."""
+    if job.precision.is_fp4:
+        return 9
+    return 16 if job.precision.is_fp8 else 32
 
 
 def shape_of(job: JobSpec, recipe: Recipe) -> Shape:
     tokens = job.seq_length * recipe.mbs // recipe.cp
     return Shape(tokens=tokens, tp=recipe.tp, sp_div=recipe.tp if recipe.sp_active else 1,
-                 etp=recipe.etp_effective, ep=recipe.ep, lin_bytes=1 if job.precision.is_fp8 else 2)
+                 etp=recipe.etp_effective, ep=recipe.ep, lin_per16=lin_bytes_per16(job))
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -51,7 +64,7 @@ def attention_terms(model: ModelSpec, sh: Shape) -> dict[str, int]:
     mask = T * h // sh.sp_div if model.hidden_dropout > 0 else 0
     terms = {
         "ln1_input": _ceil_div(2 * T * h, sh.sp_div),           # residual stream into the input norm
-        "qkv_input": _ceil_div(sh.lin_bytes * T * h, sh.sp_div),  # norm output, saved by the QKV GEMM
+        "qkv_input": sh.lin(T * h, sh.sp_div),  # norm output, saved by the QKV GEMM
         "softmax_stats": 4 * T * _ceil_div(a, t),                 # flash-attention LSE, fp32 per head
         "attn_dropout_mask": mask,
     }
@@ -62,7 +75,7 @@ def attention_terms(model: ModelSpec, sh: Shape) -> dict[str, int]:
         terms.update({
             "mla_latents": _ceil_div(2 * T * (2 * q_latent + kv_latent + model.kv_lora_rank), sh.sp_div),
             "mla_qkv_up": 2 * T * _ceil_div(a, t) * (2 * qk + model.v_head_dim),
-            "attn_output": sh.lin_bytes * T * _ceil_div(a, t) * model.v_head_dim,
+            "attn_output": sh.lin(T * _ceil_div(a, t) * model.v_head_dim),
         })
         return terms
     d = model.kv_channels
@@ -70,7 +83,7 @@ def attention_terms(model: ModelSpec, sh: Shape) -> dict[str, int]:
     terms.update({
         "q_k": 2 * T * (_ceil_div(a, t) * d + groups * d),   # Q and K saved for QK^T
         "v": 2 * T * groups * d,
-        "attn_output": sh.lin_bytes * T * _ceil_div(a, t) * d,  # input of the output projection
+        "attn_output": sh.lin(T * _ceil_div(a, t) * d),  # input of the output projection
     })
     return terms
 
@@ -82,9 +95,9 @@ def _fc1_width(model: ModelSpec, ffn: int) -> int:
 def dense_mlp_terms(model: ModelSpec, sh: Shape, ffn: int, prefix: str, tokens: int, div: int) -> dict[str, int]:
     """Korthikanti's MLP (19sbh at ffn=4h): input, fc1 output, activation output (fc2 input), dropout mask."""
     return {
-        f"{prefix}fc1_input": _ceil_div(sh.lin_bytes * tokens * model.hidden_size, sh.sp_div),
+        f"{prefix}fc1_input": sh.lin(tokens * model.hidden_size, sh.sp_div),
         f"{prefix}fc1_output": _ceil_div(2 * tokens * _fc1_width(model, ffn), div),
-        f"{prefix}act_output": _ceil_div(sh.lin_bytes * tokens * ffn, div),
+        f"{prefix}act_output": sh.lin(tokens * ffn, div),
     }
 
 
@@ -104,9 +117,9 @@ def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
     terms.update({
         "router_input": 2 * local_tokens * h,
         "router_probs": 4 * local_tokens * model.num_experts,
-        "expert_fc1_input": sh.lin_bytes * routed * h,
+        "expert_fc1_input": sh.lin(routed * h),
         "expert_fc1_output": _ceil_div(2 * routed * _fc1_width(model, f), sh.etp),
-        "expert_act_output": _ceil_div(sh.lin_bytes * routed * f, sh.etp),
+        "expert_act_output": sh.lin(routed * f, sh.etp),
         "expert_output": 2 * routed * h,  # kept for the probability-weighted combine's backward
     })
     if model.moe_shared_expert_intermediate_size:

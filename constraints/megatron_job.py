@@ -23,6 +23,13 @@ def _precision(raw: dict[str, Any]) -> Precision:
     """--fp8-format (with --fp8-recipe) over --fp16 / --bf16; fp32 training is refused, not modelled."""
     if raw.get("--fp16") and raw.get("--bf16"):
         raise MegatronArgsError("--fp16 and --bf16 are both set; keep one")
+    if raw.get("--fp4-format"):
+        # --fp4-format with --fp8-format is Megatron's refusal (arguments.py validate_args), judged by the
+        # fp4_excludes_fp8 rule (constraints/rules_fp4.py) from the raw flags; the job is the FP4 one
+        fp4_recipe = raw.get("--fp4-recipe", "nvfp4")  # TransformerConfig.fp4_recipe default
+        if fp4_recipe != "nvfp4":
+            raise MegatronArgsError(f"--fp4-recipe {fp4_recipe} is not modelled (a user quantizer factory); use --fp4-recipe nvfp4")
+        return Precision.nvfp4
     if raw.get("--fp8-format"):
         recipe = raw.get("--fp8-recipe", "delayed")  # Megatron's default fp8 recipe is delayed scaling
         if recipe not in _FP8_RECIPES:

@@ -18,6 +18,7 @@ _CHOICES = {
     "--normalization": ("LayerNorm", "RMSNorm"), "--recompute-granularity": ("full", "selective"),
     "--recompute-method": ("uniform", "block"), "--moe-token-dispatcher-type": ("allgather", "alltoall", "flex"),
     "--fp8-format": ("e4m3", "hybrid"), "--fp8-recipe": ("tensorwise", "delayed", "mxfp8", "blockwise", "custom"),
+    "--fp4-format": ("e2m1",), "--fp4-recipe": ("nvfp4", "custom"),  # TransformerConfig Literal types
     "--position-embedding-type": ("learned_absolute", "rope", "yarn", "mrope", "relative", "none"),
     "--cp-comm-type": ("p2p", "a2a", "allgather", "a2a+p2p"), "--softmax-type": ("vanilla", "off-by-one", "learnable"),
     "--optimizer": ("adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"),

@@ -287,3 +287,6 @@ def mla_excludes_gqa(x: RuleInput) -> Optional[Violation]:
     if m.multi_latent_attention and m.num_query_groups != m.num_attention_heads:
         return _v("mla_excludes_gqa", "multi-latent attention cannot be combined with --group-query-attention", "drop --group-query-attention")
     return None
+
+
+import constraints.rules_fp4  # noqa: E402,F401  (registers the NVFP4 rules after the feature rules)

@@ -39,7 +39,8 @@ class Normalization(str, Enum):
 
 class Precision(str, Enum):
     """Training precision. FP8 variants map to `--fp8-recipe` (Megatron spells them delayed, tensorwise,
-    blockwise, mxfp8); all keep bf16 master compute outside the FP8 GEMMs."""
+    blockwise, mxfp8); `nvfp4` is `--fp4-format e2m1 --fp4-recipe nvfp4` (TE NVFP4BlockScaling). All keep
+    bf16 compute outside the quantised GEMMs."""
 
     bf16 = "bf16"
     fp16 = "fp16"
@@ -47,10 +48,15 @@ class Precision(str, Enum):
     fp8_tensorwise = "fp8-tensorwise"
     fp8_blockwise = "fp8-blockwise"
     mxfp8 = "mxfp8"
+    nvfp4 = "nvfp4"
 
     @property
     def is_fp8(self) -> bool:
-        return self not in (Precision.bf16, Precision.fp16)
+        return self not in (Precision.bf16, Precision.fp16, Precision.nvfp4)
+
+    @property
+    def is_fp4(self) -> bool:
+        return self == Precision.nvfp4
 
 
 class Optimizer(str, Enum):
@@ -268,6 +274,7 @@ class Recipe(Strict):
     moe_grouped_gemm: bool = True
     overlap_moe_expert_parallel_comm: bool = False
     fp8_param_gather: bool = False
+    fp4_param_gather: bool = Field(False, description="--fp4-param-gather: NVFP4 compute weights, all-gathered packed (NVFP4 only)")
     grad_reduce_in_bf16: bool = Field(False, description="--grad-reduce-in-bf16: bf16 grad buffers and reduction (bf16 params)")
     cross_entropy_loss_fusion: bool = True
     num_distributed_optimizer_instances: int = Field(1, gt=0)

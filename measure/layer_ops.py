@@ -15,7 +15,8 @@ Conventions (Megatron-LM core, `megatron/core/transformer/*`):
 - MLA down-projections (q_down, kv_down) are not TP-split (Megatron `MLASelfAttention`, duplicated).
 - FP8 recipes run the TE linears (qkv, proj, fc1, fc2, experts, MLA projections) in fp8; the router,
   the output layer and core attention stay bf16. Each fp8 GEMM adds the casts of its activation input and
-  incoming gradient (`_fp8_casts`).
+  incoming gradient (`_fp8_casts`). NVFP4 (`--fp4-format e2m1`) runs the same linears in fp4 and quantises
+  each input twice (row-wise, and column-wise after a random Hadamard transform for wgrad; `_fp4_casts`).
 - MoE adds the router's score/top-k pass, the permutes before and after the dispatch and the unpermutes
   (memory-bound passes over t/TP * topk token copies).
 """
@@ -40,7 +41,8 @@ class LayerKind(str, Enum):
     moe = "moe"
 
 
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
+# fp4: E2M1 pairs packed in a byte plus one E4M3 scale byte per 16 elements (arXiv 2509.25149 sec. 2)
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp4": 9 / 16, "fp32": 4}
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ def padded_vocab(model: ModelSpec, recipe: Recipe) -> int:
 
 
 def gemm_dtype(job: JobSpec) -> str:
+    if job.precision.is_fp4:
+        return "fp4"
     if job.precision.is_fp8:
         return "fp8"
     return "fp16" if job.precision == Precision.fp16 else "bf16"
@@ -87,6 +91,25 @@ def _fp8_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
             PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems), 4.0 * bwd_elems)]
 
 
+def _fp4_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
+    """NVFP4 quantisation of a GEMM's activation input (forward) and incoming gradient (backward): read bf16
+    (2 B), write the row-wise fp4 copy and the column-wise one for the other GEMM (each 9/16 B with its E4M3
+    block scales), the amax and the 16-point random Hadamard transform of the wgrad operands folded in (TE
+    NVFP4BlockScaling; arXiv 2509.25149 sec. 4). Weights are quantised once per step and cached, as for fp8."""
+    per_elem = 2.0 + 2 * DTYPE_BYTES["fp4"]
+    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), per_elem * fwd_elems),
+            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems), per_elem * bwd_elems)]
+
+
+def _casts(dtype: str, fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
+    """The quantisation passes a GEMM in `dtype` adds (none in bf16/fp16)."""
+    if dtype == "fp8":
+        return _fp8_casts(fwd_elems, bwd_elems, module)
+    if dtype == "fp4":
+        return _fp4_casts(fwd_elems, bwd_elems, module)
+    return []
+
+
 def _gemm(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16") -> list[PhaseOp]:
     """Forward, dgrad and wgrad of Y[m,n] = X[m,k] W[k,n]; bytes = inputs at dtype + output at out_dtype;
     fp8 adds the casts of X and dY (`_fp8_casts`)."""
@@ -97,14 +120,14 @@ def _gemm(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf1
         PhaseOp(Op(OpKind.gemm, (m, k, n), dtype), Phase.bwd_dgrad, module, flops, (m * n + k * n) * ib + m * k * ob),
         PhaseOp(Op(OpKind.gemm, (k, n, m), dtype), Phase.bwd_wgrad, module, flops, (m * k + m * n) * ib + k * n * 4),
     ]
-    return ops + (_fp8_casts(m * k, m * n, module) if dtype == "fp8" else [])
+    return ops + _casts(dtype, m * k, m * n, module)
 
 
 def _grouped(g: int, m: int, n: int, k: int, dtype: str, module: str) -> list[PhaseOp]:
     """g GEMMs of m tokens each (`_gemm` per group; the roofline prices small m, see `grouped_token_efficiency`)."""
     ib = DTYPE_BYTES[dtype]
     flops = 2.0 * g * m * n * k
-    casts = _fp8_casts(g * m * k, g * m * n, module) if dtype == "fp8" else []
+    casts = _casts(dtype, g * m * k, g * m * n, module)
     return casts + [
         PhaseOp(Op(OpKind.grouped_gemm, (g, m, n, k), dtype), Phase.fwd, module, flops, g * ((m * k + k * n) * ib + m * n * 2)),
         PhaseOp(Op(OpKind.grouped_gemm, (g, m, k, n), dtype), Phase.bwd_dgrad, module, flops, g * ((m * n + k * n) * ib + m * k * 2)),

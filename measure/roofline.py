@@ -38,8 +38,10 @@ def curve_efficiency(curve: tuple[tuple[float, float], ...], flops: float) -> fl
 
 
 def peak_flops(profile: HardwareProfile, dtype: str) -> float:
-    """Dense peak FLOP/s for a GEMM input dtype; fp8 falls back to bf16 on parts without FP8."""
+    """Dense peak FLOP/s for a GEMM input dtype; fp8 (and fp4) fall back to bf16 on parts without them."""
     p = profile.peak_tflops
+    if dtype == "fp4" and p.fp4:
+        return p.fp4 * 1e12
     if dtype == "fp8" and p.fp8:
         return p.fp8 * 1e12
     if dtype == "fp32":
@@ -49,7 +51,8 @@ def peak_flops(profile: HardwareProfile, dtype: str) -> float:
 
 def matmul_efficiency(cal: Calibration, flops_per_gemm: float, dtype: str) -> float:
     eff = curve_efficiency(cal.gemm_efficiency, flops_per_gemm)
-    if dtype == "fp8":
+    if dtype in ("fp8", "fp4"):
+        # no fitted fp4 constant (runs.csv has too few NVFP4 rows to fit one apart): fp4 GEMMs take fp8's
         eff *= cal.fp8_gemm_relative_efficiency
     return eff
 

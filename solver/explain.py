@@ -203,11 +203,11 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
         (f"sequence length {max(job.seq_length // 2, 1)}", lambda: (job.model_copy(update={"seq_length": max(job.seq_length // 2, 1)}), placement, profile, pins)),
         ("allow recompute", lambda: (job, placement, profile, {a: v for a, v in pins.items() if a != "recompute"})),
     ]
-    if not job.precision.is_fp8 and getattr(profile, "supports_fp8", False):
+    if not job.precision.is_fp8 and not job.precision.is_fp4 and getattr(profile, "supports_fp8", False):
         trials.append(("train in FP8 (fp8-tensorwise)", lambda: (job.model_copy(update={"precision": Precision.fp8_tensorwise}), placement, profile, pins)))
     if job.precision == Precision.mxfp8 and getattr(profile, "supports_fp8", False):
         trials.append(("--precision fp8-tensorwise", lambda: (job.model_copy(update={"precision": Precision.fp8_tensorwise}), placement, profile, pins)))
-    if job.precision.is_fp8:  # an FP8 recipe the part cannot run, or FP8 memory that still does not fit
+    if job.precision.is_fp8 or job.precision.is_fp4:  # a quantised recipe the part cannot run, or memory that still does not fit
         trials.append(("--precision bf16", lambda: (job.model_copy(update={"precision": Precision.bf16}), placement, profile, pins)))
     bigger = LARGER_HBM.get(profile.name) or LARGER_HBM.get(placement.hardware)
     if bigger:

@@ -254,8 +254,12 @@ def _precision_args(job: JobSpec, recipe: Recipe) -> list[str]:
         args += ["--fp8-format", fmt, "--fp8-recipe", fp8_recipe]
         if fp8_recipe == "delayed":  # amax history as in examples/llama/train_llama3_8b_h100_fp8.sh
             args += ["--fp8-amax-history-len", "1024", "--fp8-amax-compute-algo", "max"]
+    if job.precision.is_fp4:  # TransformerConfig: fp4 Literal['e2m1'], fp4_recipe 'nvfp4' (TE NVFP4BlockScaling)
+        args += ["--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"]
     if recipe.fp8_param_gather:  # written even where check finds it illegal (--force), so check sees it again
         args += ["--fp8-param-gather"]
+    if recipe.fp4_param_gather:
+        args += ["--fp4-param-gather"]
     if recipe.grad_reduce_in_bf16:
         args += ["--grad-reduce-in-bf16"]
     return args

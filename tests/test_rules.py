@@ -71,6 +71,13 @@ CASES = {
     "muon_no_fsdp": (dict(optimizer="muon"), dict(optimizer="muon", dp_sharding="megatron_fsdp")),
     "precision_supported": (dict(precision="mxfp8", profile=B200), dict(precision="fp8-tensorwise", profile=A100)),
     "mla_excludes_gqa": (dict(model="DeepSeek-V3", world=64, ep=8, pp=1), None),
+    # NVFP4 (constraints/rules_fp4.py)
+    "fp4_excludes_fp8": (dict(precision="nvfp4", profile=B200), dict(precision="nvfp4", profile=B200, flags={"--fp8-format": "e4m3"})),
+    "fp4_param_gather": (dict(precision="nvfp4", profile=B200, fp4_param_gather=True), dict(fp4_param_gather=True)),
+    "fp4_weight_shards": (dict(precision="nvfp4", profile=B200, tp=2, fp4_param_gather=True, flags={"--tensor-parallel-num-weight-shards": 4}),
+                          dict(precision="nvfp4", profile=B200, tp=2, flags={"--tensor-parallel-num-weight-shards": 4})),
+    "nvfp4_hardware": (dict(precision="nvfp4", profile=B200), dict(precision="nvfp4", profile=H100)),
+    "fp4_transformer_engine": (dict(precision="mxfp8", profile=B200), dict(precision="nvfp4", profile=B200)),
 }
 
 

@@ -34,7 +34,7 @@ POOLS = {
     "pipeline_layout": [None, "Et*16|t*16L", "Et*8|t*8|t*8|t*8L", "Et*3|t*4|t*4|t*3L", "Ex|tL"],
     "microbatch_group_size": [None, 2, 3, 4], "overlap_p2p_comm": [True, False], "overlap_grad_reduce": [True, False],
     "overlap_param_gather": [True, False], "tp_comm_overlap": [False, True], "moe_dispatcher": list(MoeDispatcher),
-    "moe_grouped_gemm": [True, False], "overlap_moe_expert_parallel_comm": [False, True], "fp8_param_gather": [False, True], "grad_reduce_in_bf16": [False, True],
+    "moe_grouped_gemm": [True, False], "overlap_moe_expert_parallel_comm": [False, True], "fp8_param_gather": [False, True], "fp4_param_gather": [False, True], "grad_reduce_in_bf16": [False, True],
     "cross_entropy_loss_fusion": [True, False], "num_distributed_optimizer_instances": [1, 2, 3],
     "cp_comm_type": list(CpCommType), "hierarchical_cp_sizes": [None, (2, 2), (2,), (3,)],
     "distribute_saved_activations": [False, True], "moe_shared_expert_overlap": [False, True],

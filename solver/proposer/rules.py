@@ -179,7 +179,7 @@ def distributed_optimizer_with_dp(ctx: ProposerContext) -> list:
 def fp8_suggestion(ctx: ProposerContext) -> list[Suggestion]:
     """FP8 GEMMs double peak tensor throughput where the hardware has them (profile peak_tflops.fp8)."""
     p = ctx.profile
-    if not p.supports_fp8 or ctx.job.precision.is_fp8 or not p.peak_tflops.fp8:
+    if not p.supports_fp8 or ctx.job.precision.is_fp8 or ctx.job.precision.is_fp4 or not p.peak_tflops.fp8:
         return []
     ratio = p.peak_tflops.fp8 / p.peak_tflops.bf16
     return [Suggestion(rule="fp8_where_supported",
