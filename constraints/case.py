@@ -18,8 +18,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
+
+from boundary.errors import InputRefused
+from boundary.parse import load_yaml
+from boundary.read import is_regular_file, read_text
+from boundary.show import validation_line
 
 from constraints.models import ModelError, load_model, model_from_mapping
 from constraints.spec import JobSpec, ModelSpec, Placement, Recipe, Strict
@@ -42,11 +46,7 @@ class Case(Strict):
 
 def _one_line(exc: ValidationError, prefix: str, rename: dict[str, str] | None = None) -> str:
     """First pydantic error as `prefix.field: message (got value)`; `rename` maps spec fields to the file's keys."""
-    err = exc.errors()[0]
-    loc = ".".join(str((rename or {}).get(str(p), p)) for p in err["loc"])
-    value = err.get("input")
-    shown = "" if isinstance(value, dict) else f" (got {value!r})"
-    return f"{prefix}{loc}: {err['msg']}{shown}"
+    return prefix + validation_line(exc, rename)
 
 
 _TOP_KEYS = {"model", "hardware", "nodes", "gpus_per_node", "job", "recipe"}
@@ -69,7 +69,7 @@ def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Cas
             model = model_from_mapping(raw_model, raw_model.get("name", "model"))
         else:
             ref = str(raw_model)
-            if base_dir is not None and (base_dir / ref).is_file():
+            if base_dir is not None and is_regular_file(base_dir / ref):
                 ref = str(base_dir / ref)
             model = load_model(ref)
     except ModelError as exc:
@@ -95,14 +95,9 @@ def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Cas
 def load_case_yaml(path: str | Path) -> Case:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise CaseError(f"cannot read recipe file {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise CaseError(f"recipe file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
-    except UnicodeDecodeError as exc:
-        raise CaseError(f"recipe file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
-                        f"{exc.start}); give a YAML recipe") from None
+        data = load_yaml(read_text(path, "recipe", f"recipe file {path}"), "recipe", f"recipe file {path}")
+    except InputRefused as exc:
+        raise CaseError(str(exc)) from None
     return case_from_mapping(data, path.parent)
 
 

@@ -6,14 +6,18 @@ Why a translation layer: HF configs name the same shape differently per family (
 """
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from constraints.spec import Activation, ModelSpec, Normalization
+from boundary.errors import InputRefused
+from boundary.parse import load_json, load_yaml
+from boundary.read import is_regular_file, read_text
+from boundary.show import shown, validation_line
+
+from constraints.spec import MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 
@@ -50,15 +54,23 @@ def _check_hf_types(raw: dict, name: str) -> None:
     for key in _HF_INT_FIELDS:
         v = raw.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise ModelError(f"model {name}: {key} must be an integer, got {v!r}; write it as a bare JSON number")
+            raise ModelError(f"model {name}: {key} must be an integer, got {shown(v)}; write it as a bare JSON number")
     for key in _HF_FLOAT_FIELDS:
         v = raw.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise ModelError(f"model {name}: {key} must be a number, got {v!r}; write it as a bare JSON number")
+            raise ModelError(f"model {name}: {key} must be a number, got {shown(v)}; write it as a bare JSON number")
     for key in _HF_BOOL_FIELDS:
         v = raw.get(key)
         if v is not None and not isinstance(v, bool):
-            raise ModelError(f"model {name}: {key} must be true or false, got {v!r}")
+            raise ModelError(f"model {name}: {key} must be true or false, got {shown(v)}")
+
+
+def _check_num_layers(num_layers: Any, name: str, key: str) -> None:
+    """Refuse a layer count past ModelSpec's bound before any per-layer list is built from it (issue 17:
+    a 10^9-layer config allocated gigabytes before validation named the field)."""
+    if isinstance(num_layers, int) and not isinstance(num_layers, bool) and num_layers > MAX_NUM_LAYERS:
+        raise ModelError(f"model {name}: {key} is {num_layers:,}, above the {MAX_NUM_LAYERS} layers shardplan "
+                         f"models (the deepest published LLMs have under 200); give the model's real layer count")
 
 
 def _moe_pattern(raw: dict, num_layers: int) -> tuple[bool, ...] | None:
@@ -98,6 +110,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         if not value or value < 0:
             got = "it is missing" if value is None else f"got {value}"
             raise ModelError(f"model {name}: config needs a positive {key} ({got}); copy it from the model's HF config.json")
+    _check_num_layers(layers, name, "num_hidden_layers")
     for key in ("intermediate_size", "vocab_size"):
         # No family-independent default: transformers' LlamaConfig says 11008, others 4*hidden, so guessing
         # would silently build a different model than HF does.
@@ -144,6 +157,7 @@ def _model_from_yaml(data: dict, name: str) -> ModelSpec:
     data = dict(data)
     data.setdefault("name", name)
     first_k = data.pop("first_k_dense_layers", None)
+    _check_num_layers(data.get("num_layers"), name, "num_layers")
     if first_k is not None:
         data["layer_is_moe"] = [i >= first_k for i in range(data["num_layers"])]
     data.setdefault("num_query_groups", data.get("num_attention_heads"))
@@ -177,31 +191,31 @@ def model_from_mapping(data: dict, name: str) -> ModelSpec:
         return _model_from_yaml(data, name)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "model"
-        raise ModelError(f"model {name}: field {loc}: {err['msg']}") from None
+        raise ModelError(f"model {name}: field {validation_line(exc)}") from None
     except (KeyError, TypeError) as exc:
-        raise ModelError(f"model {name}: missing or malformed field {exc}") from None
+        raise ModelError(f"model {name}: missing or malformed field {shown(str(exc))}") from None
+    except (ZeroDivisionError, OverflowError) as exc:  # e.g. an HF gpt2 config with n_head: 0
+        raise ModelError(f"model {name}: a field is zero or out of range ({exc}); copy the values from the "
+                         "model's HF config.json") from None
 
 
 def load_model(name_or_path: str) -> ModelSpec:
     """A bundled model by case-insensitive stem (e.g. `llama-3.1-70b`), or a path to an HF config.json / model YAML."""
     path = Path(name_or_path)
-    if not path.is_file():
+    if not is_regular_file(path):
         bundled = {p.stem.lower(): p for p in MODELS_DIR.glob("*.json")}
         path = bundled.get(name_or_path.lower())
+        if path is None and os.path.lexists(name_or_path):  # exists but is a directory, FIFO, device...
+            path = Path(name_or_path)
         if path is None:
             raise ModelError(
-                f"--model: unknown model {name_or_path!r}; give a path to a config.json/YAML or one of: {', '.join(bundled_models())}")
+                f"--model: unknown model {shown(name_or_path)}; give a path to a config.json/YAML or one of: {', '.join(bundled_models())}")
+    label = f"--model {path}"
     try:
-        text = path.read_text()
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ModelError(f"--model: {path} is not valid JSON/YAML ({str(exc).splitlines()[0]})") from None
-    except UnicodeDecodeError as exc:
-        raise ModelError(f"--model: {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
-                         "give an HF config.json or a model YAML") from None
-    except OSError as exc:
-        raise ModelError(f"--model: cannot read {path} ({exc.strerror})") from None
+        text = read_text(path, "model", f"--model: {path}", expected="an HF config.json or a model YAML")
+        data = load_json(text, "model", label) if path.suffix == ".json" else load_yaml(text, "model", label)
+    except InputRefused as exc:
+        raise ModelError(str(exc)) from None
     if not isinstance(data, dict):
         raise ModelError(f"--model: {path} must hold a mapping of model fields")
     return model_from_mapping(data, path.stem)

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 MAX_SEQ_LENGTH = 16 * 1024 * 1024
 MAX_GLOBAL_BATCH = 1 << 24
 MAX_WORLD_SIZE = 1 << 20
+# Megatron builds one module per layer; the deepest published LLMs have under 200 layers, and per-layer
+# tables (MoE patterns, pipeline layouts, stage splits) are sized by this bound.
+MAX_NUM_LAYERS = 4096
 
 
 class Strict(BaseModel):
@@ -138,7 +141,7 @@ class ModelSpec(Strict):
     layer (Megatron `--moe-layer-freq` as an explicit list)."""
 
     name: str = Field(description="display name, e.g. the config file stem")
-    num_layers: int = Field(gt=0, le=4096, description="decoder layers (MTP layers not included)")
+    num_layers: int = Field(gt=0, le=MAX_NUM_LAYERS, description="decoder layers (MTP layers not included)")
     hidden_size: int = Field(gt=0, le=1 << 20)
     ffn_hidden_size: int = Field(gt=0, le=1 << 22, description="dense MLP intermediate size")
     num_attention_heads: int = Field(gt=0, le=1 << 14)

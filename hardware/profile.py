@@ -10,11 +10,15 @@ Units are in the field names: `_bytes`, `_gb_per_s` (gigabytes, 1e9 B, per secon
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from boundary.errors import InputRefused
+from boundary.parse import load_yaml
+from boundary.read import read_text
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 
@@ -111,20 +115,24 @@ _PARSED: dict = {}  # (path, mtime_ns, size) -> parsed YAML
 def _parsed_yaml(path: Path):
     """The file's YAML, parsed once per (path, mtime, size): `solve` asks for the same profile once per answer
     (launch environment, checks), and parsing a profile costs ~25 ms."""
-    st = path.stat()
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise ProfileError(f"--hardware: cannot read {path} ({exc.strerror}); give a readable profile YAML") from None
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
     if key not in _PARSED:
         try:
-            _PARSED[key] = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise ProfileError(f"--hardware: {path} is not valid YAML ({str(exc).splitlines()[0]})") from None
+            _PARSED[key] = load_yaml(read_text(path, "hardware profile", f"--hardware: {path}"), "hardware profile",
+                                     f"--hardware: {path}")
+        except InputRefused as exc:
+            raise ProfileError(str(exc)) from None
     return copy.deepcopy(_PARSED[key])
 
 
 def load_profile(name_or_path: str) -> HardwareProfile:
     """Load a bundled profile by name (case-insensitive) or a user's YAML by path."""
     path = Path(name_or_path)
-    if not (path.suffix in (".yaml", ".yml") and path.exists()):
+    if not (path.suffix in (".yaml", ".yml") and os.path.exists(path)):
         candidates = {p.stem.lower(): p for p in PROFILES_DIR.glob("*.yaml")}
         path = candidates.get(name_or_path.lower())
         if path is None:

@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from boundary.errors import InputRefused
+from boundary.parse import load_json
+from boundary.read import read_text
+from boundary.show import validation_line
 from constraints.case import atomic_write_text
 
 SCHEMA_VERSION = 1
@@ -49,9 +54,10 @@ class Environment(_Strict):
 class Entry(_Strict):
     """One measured kernel: median of `num_reps` timed repetitions after warm-up."""
 
-    median_s: float = Field(gt=0, description="median wall time of one call, seconds")
-    num_reps: int = Field(gt=0, description="timed repetitions (after warm-up)")
-    spread_s: float = Field(ge=0, description="interquartile range (p75 - p25) of the repetitions, seconds")
+    # bounds: no kernel call is faster than 1 ns (below one GPU clock of launch), none measured here takes an hour
+    median_s: float = Field(ge=1e-9, le=3600.0, description="median wall time of one call, seconds")
+    num_reps: int = Field(gt=0, le=1 << 30, description="timed repetitions (after warm-up)")
+    spread_s: float = Field(ge=0, le=3600.0, description="interquartile range (p75 - p25) of the repetitions, seconds")
     dtype_used: str = Field(description="dtype actually run (e.g. fp32 when bf16 is unsupported on a CPU)")
     impl: str = Field("", description="torch kernel that ran, e.g. torch._grouped_mm or bmm, sdpa, _scaled_mm")
 
@@ -74,24 +80,19 @@ class CostTable(_Strict):
     def load(cls, path: str | Path, missing_ok: bool = False) -> "CostTable":
         """Read a table; with `missing_ok` a missing file gives an empty table (a fresh `measure` run)."""
         path = Path(path)
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             if missing_ok:
                 return cls()
-            raise CostTableError(f"cost table {path} does not exist; create it with `shardplan measure --out {path}`") from None
-        except OSError as exc:
-            raise CostTableError(f"cannot read cost table {path}: {exc.strerror}") from None
+            raise CostTableError(f"cost table {path} does not exist; create it with `shardplan measure --out {path}`")
+        label = f"cost table {path}"
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CostTableError(f"cost table {path} is not valid JSON (line {exc.lineno}); delete it or restore a copy") from None
+            data = load_json(read_text(path, "cost table", label), "cost table", label)
+        except InputRefused as exc:
+            raise CostTableError(str(exc)) from None
         try:
             table = cls.model_validate(data)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise CostTableError(f"cost table {path}: field {loc}: {err['msg']}") from None
+            raise CostTableError(f"cost table {path}: field {validation_line(exc)}") from None
         if table.schema_version != SCHEMA_VERSION:
             raise CostTableError(f"cost table {path}: schema_version {table.schema_version}, this shardplan reads {SCHEMA_VERSION}")
         return table

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
-
+from boundary.errors import InputRefused
+from boundary.parse import load_yaml
+from boundary.read import read_text
 from constraints.case import Case, CaseError, case_from_mapping
 from constraints.models import load_model
 from constraints.megatron_errors import MegatronRecipeIllegal
@@ -40,9 +41,9 @@ def _looks_like_recipe_yaml(path: Path, text: str) -> Optional[dict]:
     if path.suffix not in (".yaml", ".yml"):
         return None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        data = load_yaml(text, "recipe", f"recipe file {path}")
+    except InputRefused as exc:
+        raise InputError(str(exc)) from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: a recipe YAML must be a mapping with model, hardware, nodes, gpus_per_node, job, recipe")
     return data
@@ -55,14 +56,11 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
                      model: Optional[str] = None) -> LoadedCase:
     """A Case from FILE; command-line --hardware/--nodes/--gpus-per-node/--model override or complete it."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); {_EXPECTED}") from None
-    if "\x00" in text:
-        raise InputError(f"{path}: a binary file (NUL byte at offset {text.index(chr(0))}); {_EXPECTED}")
+    try:  # a recipe or a launch script / argument file: the same 1 MiB limit
+        text = read_text(p, "launch script" if p.suffix not in (".yaml", ".yml") else "recipe", str(path),
+                         expected=_EXPECTED.removeprefix("give "))
+    except InputRefused as exc:
+        raise InputError(str(exc)) from None
     data = _looks_like_recipe_yaml(p, text)
     if data is not None:
         data = dict(data)

@@ -99,7 +99,7 @@ def test_model_yaml_missing_num_layers_still_names_num_layers(tmp_path):
 def test_non_utf8_model_file_names_the_file(tmp_path):
     path = tmp_path / "cfg.json"
     path.write_bytes(b"\x00\x01\xff\xfe garbage")
-    with pytest.raises(ModelError, match=r"cfg.json is not UTF-8 text"):
+    with pytest.raises(ModelError, match=r"cfg.json: not UTF-8 text"):
         load_model(str(path))
 
 

@@ -1,0 +1,142 @@
+"""Bounded YAML and JSON parsers: one per format, each refusing what would cost unbounded time or memory.
+
+- YAML: a SafeLoader whose composer counts nesting depth and alias uses while it builds the node graph,
+  so a 1 KiB `[[[[...` file or a "billion laughs" alias bomb is refused before anything is constructed
+  (PyYAML's composer recurses once per level, and aliases share objects that pydantic and error messages
+  later expand).
+- JSON: the C decoder, with its RecursionError on deep nesting turned into a refusal.
+- Both: a walk of the parsed value that counts containers and scalars with aliases expanded, the depth,
+  and the length of every string and list, stopping at the first limit it meets (`boundary.limits`).
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import yaml
+
+from boundary.errors import InputRefused
+from boundary.limits import MAX_ALIASES, MAX_DEPTH, MAX_LIST_ITEMS, MAX_STRING_CHARS, max_nodes
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader with a depth and an alias-use bound in the composer (the only recursive stage)."""
+
+    def __init__(self, stream, label: str):
+        super().__init__(stream)
+        self._label = label
+        self._depth = 0
+        self._aliases = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                mark = self.peek_event().start_mark
+                raise InputRefused(f"{self._label}: more than {MAX_ALIASES} YAML alias uses (*name) at line "
+                                   f"{mark.line + 1}; write the values out instead of aliasing them")
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise InputRefused(f"{self._label}: nested more than {MAX_DEPTH} levels deep at line {mark.line + 1}; "
+                               "a shardplan input nests a few levels at most")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def load_yaml(text: str, kind: str, label: str | None = None) -> Any:
+    """The value of one YAML document under the boundary's limits; YAML errors become one-line refusals."""
+    label = label or kind
+    loader = _BoundedLoader(text, label)
+    try:
+        data = loader.get_single_data()
+    except yaml.YAMLError as exc:
+        raise InputRefused(f"{label}: not valid YAML ({_first_line(exc)}); fix the file's syntax") from None
+    except InputRefused:
+        raise
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts (sys.int_info)
+        raise InputRefused(f"{label}: unusable value ({str(exc).splitlines()[0][:120]}); fix the file") from None
+    except RecursionError:  # belt and braces: the composer bound should stop it first
+        raise InputRefused(f"{label}: nested too deeply; a shardplan input nests a few levels at most") from None
+    finally:
+        loader.dispose()
+    check_shape(data, kind, label)
+    return data
+
+
+def load_json(text: str, kind: str, label: str | None = None) -> Any:
+    """The value of a JSON text under the boundary's limits; errors become one-line refusals."""
+    label = label or kind
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant(label), parse_float=_finite_float(label))
+    except json.JSONDecodeError as exc:
+        raise InputRefused(f"{label}: not valid JSON (line {exc.lineno}: {exc.msg}); fix the file's syntax") from None
+    except RecursionError:
+        raise InputRefused(f"{label}: nested more than {MAX_DEPTH} levels deep; a shardplan input nests a few "
+                           "levels at most") from None
+    check_shape(data, kind, label)
+    return data
+
+
+def _refuse_constant(label: str):
+    """JSON has no NaN or Infinity; Python's decoder accepts them unless told otherwise."""
+    def refuse(name: str):
+        raise InputRefused(f"{label}: {name} is not a JSON number; write a finite number")
+    return refuse
+
+
+def _finite_float(label: str):
+    """`1e999` decodes to infinity; no size, time or rate shardplan reads is infinite."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise InputRefused(f"{label}: the number {text[:40]} is beyond the float range; write a finite number")
+        return value
+    return parse
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:
+        line = f"{getattr(exc, 'problem', None) or line} at line {mark.line + 1}"
+    return line[:200]
+
+
+def check_shape(data: Any, kind: str, label: str) -> None:
+    """Depth, expanded node count, string and list lengths of a parsed value, walked iteratively (an alias
+    bomb's repeated objects are counted each time they appear, and the walk stops at the node limit)."""
+    limit_nodes = max_nodes(kind)
+    stack = [(data, 1)]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > limit_nodes:
+            raise InputRefused(f"{label}: more than {limit_nodes:,} values once aliases are expanded; "
+                               f"a {kind} holds far fewer (write the values out, without alias chains)")
+        if depth > MAX_DEPTH:
+            raise InputRefused(f"{label}: nested more than {MAX_DEPTH} levels deep; a shardplan input nests a "
+                               "few levels at most")
+        if isinstance(value, str):
+            if len(value) > MAX_STRING_CHARS:
+                raise InputRefused(f"{label}: a string of {len(value):,} characters, over the "
+                                   f"{MAX_STRING_CHARS:,}-character limit for one value; shorten it")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InputRefused(f"{label}: a non-finite number ({value}); no size, time or rate is infinite or NaN, "
+                               "write a finite number")
+        elif isinstance(value, dict):
+            if len(value) > MAX_LIST_ITEMS:
+                raise InputRefused(f"{label}: a mapping of {len(value):,} keys, over the {MAX_LIST_ITEMS:,} limit")
+            for k, v in value.items():
+                stack.append((k, depth + 1))
+                stack.append((v, depth + 1))
+        elif isinstance(value, (list, tuple)):
+            if len(value) > MAX_LIST_ITEMS:
+                raise InputRefused(f"{label}: a list of {len(value):,} items, over the {MAX_LIST_ITEMS:,}-item "
+                                   "limit; shorten it")
+            stack.extend((v, depth + 1) for v in value)

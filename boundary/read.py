@@ -1,0 +1,116 @@
+"""The one reader of user files: a regular, readable file under a stated size, as UTF-8 text.
+
+Why not `Path.read_text()`: it opens a FIFO and waits forever for a writer, reads /dev/zero until memory
+runs out, raises IsADirectoryError / PermissionError / a name-too-long OSError as tracebacks, and reads a
+10 MB file that then takes minutes to parse (issue 17). Here the file is opened non-blocking (so a FIFO
+cannot stall the open), checked with fstat on the opened descriptor (so a symlink is judged by what it
+points at, and nothing can be swapped between check and read), and read up to its limit + 1 byte.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from boundary.errors import InputRefused
+from boundary.limits import human_bytes, max_bytes
+
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, words in _NOT_REGULAR:
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def _open_error(label: str, exc: OSError, expected: str) -> InputRefused:
+    reason = {
+        errno.ENOENT: "no such file",
+        errno.EACCES: "not readable (permission denied)",
+        errno.EPERM: "not readable (operation not permitted)",
+        errno.ENAMETOOLONG: "the path is too long for this system",
+        errno.ELOOP: "too many levels of symbolic links",
+        errno.ENOTDIR: "a part of the path is not a directory",
+        errno.EISDIR: "a directory",
+    }.get(exc.errno, exc.strerror or type(exc).__name__)
+    return InputRefused(f"{label}: cannot read it ({reason}); give {expected}")
+
+
+def _short(path: str, limit: int = 120) -> str:
+    return path if len(path) <= limit else f"{path[:limit]}... ({len(path)} characters)"
+
+
+def read_bytes(path: str | Path, kind: str, label: str | None = None, limit_bytes: int | None = None,
+               expected: str | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit_bytes` (default: the limit for `kind`).
+
+    `kind` selects the limit (`boundary.limits.MAX_TEXT_BYTES`) and names the file in messages; `label`
+    starts each message (default: the path, shortened); `expected` is the fix (default: `a <kind> file`)."""
+    path = str(path)
+    label = label or _short(path)
+    expected = expected or f"a {kind} file"
+    limit = max_bytes(kind) if limit_bytes is None else limit_bytes
+    if "\x00" in path:
+        raise InputRefused(f"{label}: the path holds a NUL character; give a {kind} file path")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _open_error(label, exc, expected) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputRefused(f"{label}: {file_kind(st.st_mode)}, not a regular file; give {expected}")
+        if st.st_size > limit:
+            raise InputRefused(f"{label}: {st.st_size:,} bytes, over the {human_bytes(limit)} limit for a {kind} "
+                               f"file; give {expected}")
+        chunks, total = [], 0
+        while total <= limit:  # a file growing while read (or lying in st_size) still stops at limit + 1
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:
+            raise InputRefused(f"{label}: over the {human_bytes(limit)} limit for a {kind} file; give {expected}")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _open_error(label, exc, expected) from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | Path, kind: str, label: str | None = None, limit_bytes: int | None = None,
+              expected: str | None = None) -> str:
+    """The UTF-8 text of a regular file (see `read_bytes`); a NUL byte or invalid UTF-8 is refused, since
+    no recipe, model, profile, script or table shardplan reads is binary."""
+    data = read_bytes(path, kind, label, limit_bytes, expected)
+    label = label or _short(str(path))
+    expected = expected or f"a {kind} file"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputRefused(f"{label}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                           f"give {expected}") from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise InputRefused(f"{label}: a binary file (NUL byte at offset {nul}); give {expected}")
+    return text
+
+
+def is_regular_file(path: str | Path) -> bool:
+    """`Path.is_file()` that answers False instead of raising on a too-long or otherwise unusable name
+    (issue 17: a 300-character model name raised OSError)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False

@@ -1,0 +1,32 @@
+"""Bounded display of user values in error messages."""
+from __future__ import annotations
+
+from boundary.limits import MAX_SHOWN_CHARS
+
+
+def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """`repr(value)` cut to `limit` characters with the full size stated, never the whole of a huge value.
+
+    Large containers and strings are summarised before repr, so an alias-expanded list of millions of
+    items is never turned into text at all (issue 17: one message was a 351 MB line)."""
+    if isinstance(value, (list, tuple, dict, set, frozenset)) and len(value) > limit:
+        return f"<{type(value).__name__} of {len(value):,} items>"
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value):,} characters)"
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def validation_line(exc, rename: dict[str, str] | None = None) -> str:
+    """The first error of a pydantic ValidationError as `field: message (got value)`, the value shown
+    bounded (`shown`); `rename` maps spec field names to the names the user wrote."""
+    err = exc.errors()[0]
+    loc = ".".join(str((rename or {}).get(str(p), p)) for p in err["loc"]) or "value"
+    msg = err["msg"]
+    if len(msg) > 300:  # a validator's message may quote the input itself
+        msg = msg[:300] + "..."
+    value = err.get("input")
+    got = "" if isinstance(value, dict) or value is None else f" (got {shown(value)})"
+    return f"{loc}: {msg}{got}"
