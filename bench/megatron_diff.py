@@ -227,7 +227,7 @@ def solve_cases() -> list[dict]:
 
     out = []
     for k, (model, hw, nodes, gpn, seq, gbs, prec, extra) in enumerate(SOLVE_SCENARIOS):
-        cmd = [sys.executable, "-m", "solver.cli", "solve", "--model", model, "--hardware", hw, "--nodes", str(nodes),
+        cmd = [sys.executable, "-m", "shardplan.cli", "solve", "--model", model, "--hardware", hw, "--nodes", str(nodes),
                "--gpus-per-node", str(gpn), "--seq-length", str(seq), "--global-batch-size", str(gbs),
                "--precision", prec, "--top", "5", "--json", *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)

@@ -86,7 +86,7 @@ def rank_group(model, job, placement, profile, verdicts: list[dict], recipes: li
 def solve_group(model, job, placement, profile, method: str, time_limit_s: float) -> dict:
     """Our top pick (solve_case, k=1) priced in the same closed form as the published recipes."""
     from measure.project import project
-    from solver.cli_solve import solve_case
+    from solver.workflow import solve_case
 
     t0 = time.perf_counter()
     result, _ = solve_case(model, job, placement, profile, pins={}, bounds={}, k=1, margin=0.0, method=method,

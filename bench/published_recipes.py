@@ -11,7 +11,7 @@ violated rules), fit under our memory model, the closed-form projected tokens/s/
 (measure.project.project(..., simulate_pipeline=False)), its rank among the legal, fitting candidates
 of our default search space (solver.space + solver.tables, every candidate priced by
 measure.vectorized.Evaluator, which equals that closed form), the axes where it lies outside that space,
-our solver's top pick (solver.cli_solve.solve_case, k=1) and its projected gain, priced the same closed
+our solver's top pick (solver.workflow.solve_case, k=1) and its projected gain, priced the same closed
 form way, and the measured tokens/s/GPU (median over the group's rows with that recipe).
 
 Run: `.venv/bin/python -m bench.published_recipes [--max-gpus 256] [--time-limit 60] [--group-timeout 180]

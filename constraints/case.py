@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from boundary.errors import InputRefused
+from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import validation_line
@@ -29,7 +29,7 @@ from constraints.models import ModelError, load_model, model_from_mapping
 from constraints.spec import JobSpec, ModelSpec, Placement, Recipe, Strict
 
 
-class CaseError(ValueError):
+class CaseError(ShardplanError):
     """A recipe file that cannot be used; the message is one line naming the field and the fix."""
 
 

@@ -11,9 +11,10 @@ import re
 from typing import Any
 
 from pydantic import ValidationError
+from boundary.errors import ShardplanError
 
 
-class MegatronArgsError(ValueError):
+class MegatronArgsError(ShardplanError):
     """A Megatron argument list shardplan cannot use; the message is one line naming the flag and the fix."""
 
 

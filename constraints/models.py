@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from boundary.errors import InputRefused
+from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
@@ -22,7 +22,7 @@ from constraints.spec import MAX_NUM_LAYERS, Activation, ModelSpec, Normalizatio
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 
 
-class ModelError(ValueError):
+class ModelError(ShardplanError):
     """A model that cannot be found or understood; the message is one line for the user."""
 
 

@@ -7,8 +7,10 @@ of `( )` / `$( )` / `${ }` so a separator inside them does not split.
 """
 from __future__ import annotations
 
+from boundary.errors import ShardplanError
 
-class LaunchScriptError(ValueError):
+
+class LaunchScriptError(ShardplanError):
     """A launch script shardplan cannot turn into an argument list; the message is one line."""
 
 

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from constraints.spec import ModelSpec, Recipe
+from boundary.errors import ShardplanError
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class Chunk:
     mtp: int = 0
 
 
-class StageSplitError(ValueError):
+class StageSplitError(ShardplanError):
     """The recipe's pipeline split cannot hold this model's layers (the rules module explains why)."""
 
 

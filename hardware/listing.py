@@ -1,15 +1,11 @@
-"""`shardplan hardware`: list the bundled hardware profiles as a table or JSON.
+"""The bundled hardware profiles as flat rows (what `shardplan hardware` and `shardplan.hardware()` list).
 
-Why a separate module: the listing is a thin view over `hardware.profile`; keeping the click
-command here lets the CLI group (solver/cli.py) register it without hardware depending on solver.
+Why a separate module: the listing is a thin view over `hardware.profile`; the command itself lives in
+shardplan/cli.py, above every library layer.
 """
 from __future__ import annotations
 
-import json
-
-import click
-
-from hardware.profile import HardwareProfile, ProfileError, available_profiles, load_profile
+from hardware.profile import HardwareProfile, available_profiles, load_profile
 
 _GIB = 1024**3
 
@@ -64,25 +60,3 @@ def render_table(rows: list[dict]) -> str:
         rest = [cell.rjust(width) for cell, width in zip(line[1:], widths[1:])]
         lines.append("  ".join([first, *rest]))
     return "\n".join(lines)
-
-
-@click.command("hardware")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of objects instead of a table.")
-def hardware_command(as_json: bool) -> None:
-    """List the bundled hardware profiles (dense peak TFLOP/s, HBM, links per GPU, one direction).
-
-    \b
-    Example:
-      shardplan hardware
-      shardplan hardware --json | jq '.[] | select(.name == "h100-sxm-80gb")'
-
-    Pass a profile's name, or a path to your own YAML, as --hardware to other commands.
-    """
-    try:
-        rows = profiles_table()
-    except ProfileError as exc:
-        raise click.ClickException(str(exc)) from None
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-    else:
-        click.echo(render_table(rows))

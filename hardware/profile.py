@@ -16,7 +16,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from boundary.errors import InputRefused
+from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_yaml
 from boundary.read import read_text
 
@@ -101,7 +101,7 @@ class HardwareProfile(_Strict):
         return self.nics_per_gpu * self.nic_bandwidth_gbit_per_s / 8.0
 
 
-class ProfileError(ValueError):
+class ProfileError(ShardplanError):
     """A profile that cannot be found or does not validate; message is one line for the user."""
 
 

@@ -22,7 +22,7 @@ TORCH_MISSING = "torch is not installed; install the measure extra: pip install 
 
 
 class MeasureInputError(click.ClickException):
-    """Unusable input: `error: <option>: ...` on stderr and exit status 2, the house rule (as solver.cli.UserError)."""
+    """Unusable input: `error: <option>: ...` on stderr and exit status 2, the house rule (as shardplan.cli)."""
 
     exit_code = 2
 

@@ -20,7 +20,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from boundary.errors import InputRefused
+from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_json
 from boundary.read import read_text
 from boundary.show import validation_line
@@ -29,7 +29,7 @@ from constraints.case import atomic_write_text
 SCHEMA_VERSION = 1
 
 
-class CostTableError(ValueError):
+class CostTableError(ShardplanError):
     """A cost-table file that cannot be read or does not validate; one line for the user."""
 
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Optional
 
 from measure.cost_table import Environment
+from boundary.errors import ShardplanError
 
 
-class DeviceUnavailable(ValueError):
+class DeviceUnavailable(ShardplanError):
     """The requested --device is not present; one line for the user."""
 
 

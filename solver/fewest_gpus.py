@@ -27,9 +27,10 @@ from typing import Callable, Optional
 
 from constraints import memory as mem
 from constraints.spec import Recompute
+from boundary.errors import ShardplanError
 
 
-class TargetError(ValueError):
+class TargetError(ShardplanError):
     """--objective fewest-gpus without a usable --target-tokens-per-s."""
 
 

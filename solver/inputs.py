@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from boundary.errors import InputRefused
+from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_yaml
 from boundary.read import read_text
 from constraints.case import Case, CaseError, case_from_mapping
@@ -21,7 +21,7 @@ from constraints.rules import Violation
 from constraints.spec import Activation, ModelSpec, Placement
 
 
-class InputError(ValueError):
+class InputError(ShardplanError):
     """Unusable input (exit status 2); one line naming the field and the fix."""
 
 

@@ -14,6 +14,7 @@ from typing import Iterable, Optional, Sequence
 from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, PipelineSchedule, Placement, Recipe,
                               Recompute, RecomputeGranularity, RecomputeMethod, RecomputeModule)
 from solver.splits import split_fields
+from boundary.errors import ShardplanError
 
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split",
         "tp_comm_overlap", "uneven_stages", "moe_dispatcher", "ep_comm_overlap")
@@ -27,7 +28,7 @@ FULL_RECOMPUTE_LAYERS = (1, 2, 4, 8)
 INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")  # sizes: every pinned or bounded value must be >= 1  # --recompute-num-layers tried for the block method
 
 
-class SpaceError(ValueError):
+class SpaceError(ShardplanError):
     """A pin or bound that leaves an axis empty (one line: the axis, the value, the fix)."""
 
 

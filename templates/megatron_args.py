@@ -15,6 +15,7 @@ from typing import Optional
 from constraints.spec import (
     Activation, DataParallelSharding, JobSpec, ModelSpec, Precision, Recipe, RecomputeGranularity,
 )
+from boundary.errors import ShardplanError
 
 GROUPS = ("model", "training", "parallelism", "moe", "precision", "data", "logging", "checkpointing")
 
@@ -24,7 +25,7 @@ CHECKPOINT_DIR_PLACEHOLDER = "/path/to/checkpoints"
 MEGATRON_PATH_PLACEHOLDER = "/path/to/Megatron-LM"
 
 
-class RenderPathError(ValueError):
+class RenderPathError(ShardplanError):
     """A path that would not reach Megatron as one literal argument; one line naming the option and the fix."""
 
 

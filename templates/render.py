@@ -19,6 +19,7 @@ from constraints.spec import PipelineSchedule
 from templates.megatron_args import (
     GROUPS, RenderPaths, megatron_arg_groups, needs_cuda_device_max_connections_1, uses_fsdp,
 )
+from boundary.errors import ShardplanError
 
 Format = Literal["torchrun", "slurm"]
 FORMATS: tuple[str, ...] = ("torchrun", "slurm")
@@ -32,7 +33,7 @@ ARRAY_NAMES = {
 }
 
 
-class RenderError(ValueError):
+class RenderError(ShardplanError):
     """A render request that cannot be honoured; one line for the user."""
 
 

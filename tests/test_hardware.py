@@ -10,7 +10,8 @@ import yaml
 from click.testing import CliRunner
 
 import hardware.profile as profile_module
-from hardware.listing import hardware_command, profiles_table
+from hardware.listing import profiles_table
+from shardplan.cli import hardware_command, main
 from hardware.profile import PROFILES_DIR, HardwareProfile, ProfileError, available_profiles, load_profile
 
 EXPECTED_NAMES = {
@@ -224,10 +225,12 @@ def test_hardware_command_help_has_example():
     assert result.exit_code == 0 and "Example" in result.output and "shardplan hardware" in result.output
 
 
-def test_hardware_command_reports_a_broken_bundled_profile_in_one_line(tmp_path, monkeypatch):
+def test_hardware_command_reports_a_broken_bundled_profile_in_one_line(tmp_path, monkeypatch, capsys):
     shutil.copy(PROFILES_DIR / "h100-sxm-80gb.yaml", tmp_path / "h100-sxm-80gb.yaml")
     (tmp_path / "zz-broken.yaml").write_text("name: [oops")
     monkeypatch.setattr(profile_module, "PROFILES_DIR", tmp_path)
-    result = CliRunner().invoke(hardware_command, [])
-    assert result.exit_code == 1
-    assert result.output.startswith("Error:") and len(result.output.strip().splitlines()) == 1
+    with pytest.raises(SystemExit) as exit_info:
+        main(["hardware"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.startswith("error: ") and "zz-broken" in err and len(err.strip().splitlines()) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from solver.cli import cli
+from shardplan.cli import cli
 
 LLAMA8B_MBS3 = """model: Llama-3.1-8B
 hardware: h100-sxm-80gb
@@ -125,7 +125,7 @@ def test_vpp_flag_megatron_refuses_is_a_violation_not_bad_input(tmp_path):
 
     from click.testing import CliRunner
 
-    from solver.cli import cli
+    from shardplan.cli import cli
 
     args = ("--num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672 --num-attention-heads 64 --group-query-attention "
             "--num-query-groups 8 --vocab-size 128256 --max-position-embeddings 8192 --swiglu --seq-length 8192 "

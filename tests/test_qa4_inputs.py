@@ -18,9 +18,9 @@ LLAMA_8B_HF = json.loads((MODELS_DIR / "Llama-3.1-8B.json").read_text())
 
 
 def run_cli(*args, env=None, cwd=None):
-    """The real entry point (solver.cli:main), so the `error:` prefix and exit status are what a user sees."""
+    """The real entry point (shardplan.cli:main), so the `error:` prefix and exit status are what a user sees."""
     full_env = None if env is None else {**os.environ, **env}
-    p = subprocess.run([sys.executable, "-m", "solver.cli", *args], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "shardplan.cli", *args], capture_output=True, text=True,
                        cwd=cwd or REPO, env=full_env)
     return p.returncode, p.stdout, p.stderr
 

@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from solver.cli import cli
+from shardplan.cli import cli
 
 BASE = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
         "--global-batch-size", "16", "--proposer", "none", "--pp", "1..2", "--vpp", "1", "--mbs", "1..2", "--cp", "1"]
@@ -47,7 +47,7 @@ def test_answers_whose_ranking_and_simulated_step_differ_are_flagged():
                                    "--tp", "1", "--mbs", "1", "--uneven-stages", "--proposer", "none", "--json"])
     assert res.exit_code == 0, res.output
     r = json.loads(res.output)["recipes"][0]
-    from solver.solve_text import RANKING_GAP_NOTE, _ranking_gap
+    from shardplan.solve_text import RANKING_GAP_NOTE, _ranking_gap
     assert r["parallel"]["first_stage_layers"] and _ranking_gap(r) > RANKING_GAP_NOTE
     assert _ranking_gap({"step_time_us": 100, "ranking_time_us": 100}) == 0.0
 

@@ -30,7 +30,7 @@ from constraints.launch_script import extract_argv
 from constraints.models import bundled_models, load_model
 from constraints.spec import JobSpec, PipelineSchedule, Placement, Recipe
 from hardware.profile import load_profile
-from solver.cli_solve import solve_case
+from solver.workflow import solve_case
 from solver.inputs import LoadedCase, load_check_input
 from solver.report import check_and_project
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args

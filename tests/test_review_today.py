@@ -109,7 +109,7 @@ def test_dense_model_and_pp1_space_build():
 def test_solve_json_is_plain_json_with_uneven_answers():
     from click.testing import CliRunner
 
-    from solver.cli import cli
+    from shardplan.cli import cli
 
     out = CliRunner().invoke(cli, ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1",
                                     "--seq-length", "4096", "--global-batch-size", "32", "--top", "2", "--pp", "4",

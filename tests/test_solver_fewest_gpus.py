@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from constraints.models import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
-from solver.cli_solve import solve_case
+from solver.workflow import solve_case
 from solver.cpsat_solve import SolveResult
 from solver.fewest_gpus import CountScreen, fewest_gpus
 from solver.table_time import US
@@ -140,7 +140,7 @@ def test_screened_scan_equals_plain_scan(case, frac):
 
 
 def test_unreachable_target_gives_the_target_explanation():
-    from solver.cli import cli
+    from shardplan.cli import cli
 
     args = ["solve", "--model", "Llama-3.1-70B", "--hardware", HW, "--nodes", "2", "--seq-length", "4096",
             "--global-batch-size", "64", "--top", "1", "--vpp", "1..2", "--mbs", "1..2", "--cp", "1..2", "--pp", "1..4",

@@ -43,7 +43,7 @@ def test_throughput_and_memory_objectives_differ():
 
 
 def test_cli_fewest_gpus_stops_at_first_node_count_reaching_target():
-    from solver.cli import cli
+    from shardplan.cli import cli
 
     base = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "3", "--seq-length", "4096",
             "--global-batch-size", "48", "--top", "2", "--vpp", "1..2", "--mbs", "1..2", "--cp", "1..2", "--pp", "1..2",
@@ -62,7 +62,7 @@ def test_cli_fewest_gpus_stops_at_first_node_count_reaching_target():
 
 
 def test_cli_rejects_non_positive_sizes_in_one_line():
-    from solver.cli import cli
+    from shardplan.cli import cli
 
     base = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
             "--global-batch-size", "16", "--proposer", "none"]

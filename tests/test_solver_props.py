@@ -61,7 +61,7 @@ def test_explanation_names_conflicting_pins():
 
 
 def test_cli_solve_json():
-    from solver.cli import cli
+    from shardplan.cli import cli
 
     res = CliRunner().invoke(cli, ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1",
                                    "--seq-length", "4096", "--global-batch-size", "16", "--top", "3", "--vpp", "1..2",

@@ -149,7 +149,7 @@ def report_solve(model_name, hardware, seq_length, global_batch_size, precision,
                              --global-batch-size 64 --top 3 -o solve.html --trace solve.json
     """
     from shardplan.report.collect import solve_report
-    from solver.cli_solve import collect_pins, resolve_recompute_kind
+    from solver.workflow import collect_pins, resolve_recompute_kind
 
     html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
     model, job, placement, profile = load_job(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision)

@@ -60,7 +60,7 @@ def solve_report(model, job, placement, profile, pins: dict, bounds: dict, k: in
                  time_limit_s: float = 60.0) -> Report:
     """The report of a throughput solve: its top K recipes, each re-verified by check (the solver's own answer)."""
     from constraints.case import Case
-    from solver.cli_solve import solve_case
+    from solver.workflow import solve_case
 
     result, tables = solve_case(model, job, placement, profile, dict(pins), bounds, k, margin_fraction, "cpsat", time_limit_s)
     views = []

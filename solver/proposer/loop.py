@@ -22,11 +22,12 @@ from solver.proposer.hints import Hint, validate_hints
 from solver.proposer.ledger import Ledger, ProposerContext, entry_from_ranked
 from solver.proposer.legal import AxisColumns
 from solver.proposer.report import HintReport, HintUse, RoundSummary
+from boundary.errors import ShardplanError
 
 log = logging.getLogger(__name__)
 
 
-class ProposerConfigError(ValueError):
+class ProposerConfigError(ShardplanError):
     """A proposer configuration that cannot run (one line: the option and the fix)."""
 
 

@@ -1,5 +1,5 @@
 """The text `solve` prints: the ranked table, the notes under it (ranking gap, uncalibrated part, column legends)
-and a readable nothing-fits explanation. JSON is the payload itself (solver/cli_solve.py)."""
+and a readable nothing-fits explanation. JSON is the result itself (shardplan.results.SolveResult.to_json)."""
 from __future__ import annotations
 
 GIB = 1024 ** 3
@@ -68,3 +68,27 @@ def _extras(p: dict, model) -> str:
     if not model.is_moe:
         return split
     return f"{split} {p['moe_dispatcher'].replace('alltoall', 'a2a')}{'+ovl' if p['ep_comm_overlap'] else ''}"
+
+
+SOLVE_COLUMNS = (("#", "rank", "{}"), ("TP", "tp", "{}"), ("PP", "pp", "{}"), ("VPP", "vpp", "{}"), ("CP", "cp", "{}"), ("EP", "ep", "{}"),
+                 ("ETP", "etp", "{}"), ("DP", "dp", "{}"), ("MBS", "mbs", "{}"), ("SP", "sp", "{}"), ("recompute", "recompute", "{}"),
+                 ("sharding", "dp_sharding", "{}"), ("schedule", "schedule", "{}"), ("split/MoE", "split", "{}"),
+                 ("tok/s/GPU", "tokens_per_s_per_gpu", "{:.0f}"), ("MFU", "mfu", "{:.4f}"), ("step s", "step_s", "{:.3f}"),
+                 ("bubble", "bubble", "{:.3f}"), ("peak GiB", "peak_gib", "{:.2f}"), ("free GiB", "free_gib", "{:.2f}"))
+
+
+def solve_rows(payload: dict, model) -> list[dict]:
+    """One flat row per ranked recipe (csv / markdown), the same cells as the text table."""
+    rows = []
+    for i, r in enumerate(payload["recipes"], 1):
+        p, m, pr = r["parallel"], r["memory"], r["projection"] or {}
+        rc = r["recipe"]["recompute"]
+        rows.append({"rank": i, **{k: p[k] for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "dp_sharding", "schedule")},
+                     "etp": p["etp"] if model.is_moe else None,
+                     "sp": ("ovl" if p["tp_comm_overlap"] else "on") if p["sequence_parallel"] else "off",
+                     "recompute": rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "")
+                     + (f"({rc['method']},{rc['num_layers']})" if rc["method"] else ""),
+                     "split": _extras(p, model), "tokens_per_s_per_gpu": pr.get("tokens_per_s_per_gpu"), "mfu": pr.get("mfu"),
+                     "step_s": pr.get("iteration_time_s"), "bubble": pr.get("bubble_fraction"),
+                     "peak_gib": m["peak_bytes"] / GIB, "free_gib": (m["usable_bytes"] - m["peak_bytes"]) / GIB})
+    return rows

@@ -1,0 +1,17 @@
+"""shardplan as a library: which Megatron-LM parallelism recipe to launch, whether it fits, how fast it runs.
+
+    import shardplan
+    best = shardplan.solve("Llama-3.1-8B", "h100-sxm-80gb", nodes=1, seq_length=8192, global_batch_size=64, top=3)
+    verdict = shardplan.check("constraints/examples/llama3-70b-h100.yaml")
+
+Every function returns a typed pydantic result (shardplan.results) — the same object the CLI prints and
+`--format json` dumps (`result.to_json()`); `schemas()` gives each result's JSON Schema. Unusable input raises
+`ShardplanError`.
+"""
+from boundary.errors import ShardplanError
+from shardplan.api import check, hardware, models, render, solve
+from shardplan.results import (CheckResult, HardwareInfo, ModelInfo, RenderResult, SolvedRecipe, SolveResult,
+                               schemas)
+
+__all__ = ["ShardplanError", "check", "solve", "render", "models", "hardware", "schemas", "CheckResult", "SolveResult",
+           "SolvedRecipe", "RenderResult", "ModelInfo", "HardwareInfo"]

@@ -1,0 +1,4 @@
+"""`python -m shardplan ...` runs the CLI."""
+from shardplan.cli import main
+
+main()

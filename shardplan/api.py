@@ -1,0 +1,253 @@
+"""The public API: `check`, `solve`, `render`, `models`, `hardware` return the typed results of shardplan/results.py.
+
+Why here: the CLI (shardplan/cli*.py) is a thin layer over these functions (parse options, call, format), so a
+notebook gets exactly what `--format json` prints. Unusable input raises `ShardplanError` (one line naming the
+field and the fix); any other exception is a bug. Input read at this boundary that fails pydantic validation or a
+plain ValueError while building the specs is turned into a ShardplanError naming the option.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+from pydantic import ValidationError
+
+from boundary.errors import ShardplanError
+from shardplan.progress import step
+from shardplan.results import CheckResult, FewestGpus, HardwareInfo, ModelInfo, Parallel, RejectedRecipe, RenderResult, SolvedRecipe, SolveResult
+
+RangeLike = Union[int, str, tuple, None]
+
+_OPTION_OF_FIELD = {"seq_length": "--seq-length", "global_batch_size": "--global-batch-size", "precision": "--precision",
+                    "num_nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "hardware": "--hardware"}
+
+
+def option_error(exc: ValidationError) -> str:
+    """One line naming the command-line option (not the pydantic field) and the limit it broke."""
+    err = exc.errors()[0]
+    field = str(err["loc"][0]) if err.get("loc") else ""
+    option = _OPTION_OF_FIELD.get(field, field.replace("_", "-") or "input")
+    return f"{option}: {err['msg'][:1].lower() + err['msg'][1:]} (got {err.get('input')!r})"
+
+
+@contextmanager
+def input_boundary():
+    """Errors while reading the user's input are unusable input: ShardplanError with one line."""
+    try:
+        yield
+    except ShardplanError:
+        raise
+    except ValidationError as exc:
+        raise ShardplanError(option_error(exc)) from None
+    except ValueError as exc:
+        raise ShardplanError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str] = None, nodes: Optional[int] = None,
+          gpus_per_node: Optional[int] = None, model: Optional[str] = None, max_memory_fraction: float = 1.0,
+          project: bool = True, suggest: bool = False) -> CheckResult:
+    """Judge one recipe: a YAML recipe file, a Megatron launch script or argument file, or a recipe mapping (the YAML's
+    content). hardware / nodes / gpus_per_node / model override or complete what the source states."""
+    from solver.inputs import LoadedCase, load_check_input
+    from solver.report import check_and_project
+
+    _fraction(max_memory_fraction)
+    with input_boundary():
+        if isinstance(source, Mapping):
+            from constraints.case import case_from_mapping
+
+            data = dict(source)
+            for key, value in (("hardware", hardware), ("nodes", nodes), ("gpus_per_node", gpus_per_node), ("model", model)):
+                if value is not None:
+                    data[key] = value
+            loaded = LoadedCase(case=case_from_mapping(data))
+        else:
+            loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model)
+    margin = 1.0 - max_memory_fraction
+    verdict = check_and_project(loaded, margin_fraction=margin, project=project)
+    data = verdict["json"]
+    if suggest and not verdict["ok"]:
+        from solver.suggest import suggest_fix
+
+        with step("searching the nearest legal recipe"):
+            data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin)
+    result = CheckResult.model_validate(data)
+    result._case = loaded.case
+    return result
+
+
+def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: int = 8,
+          precision: str = "bf16", top: int = 10, tp: RangeLike = None, pp: RangeLike = None, vpp: RangeLike = None,
+          cp: RangeLike = None, ep: RangeLike = None, etp: RangeLike = None, mbs: RangeLike = None, schedule: Optional[str] = None,
+          recompute: Optional[str] = None, sequence_parallel: Optional[bool] = None, tp_comm_overlap: Optional[bool] = None,
+          dp_sharding: Optional[str] = None, moe_dispatcher: Optional[str] = None, ep_comm_overlap: Optional[bool] = None,
+          uneven_stages: Optional[bool] = None, max_memory_fraction: float = 1.0, objective: str = "throughput",
+          target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
+          proposer: Any = "rules", render_dir: Optional[str] = None) -> SolveResult:
+    """The best legal recipes for a model on `nodes` x `gpus_per_node` GPUs of `hardware`, ranked by `objective`
+    (throughput | memory | fewest-gpus), each re-verified by check. tp..mbs take N, 'LO..HI' or (lo, hi);
+    recompute 'none' | 'selective' | 'full' pins the granularity; proposer is 'none' | 'rules' | a
+    solver.proposer.loop.ProposerConfig (for an LLM endpoint)."""
+    from constraints.case import Case
+    from constraints.models import load_model
+    from constraints.spec import JobSpec, Placement
+    from hardware.profile import load_profile
+    from solver.proposer.loop import ProposerConfig
+    from solver.workflow import collect_pins, resolve_recompute_kind
+
+    _fraction(max_memory_fraction)
+    _choice("objective", objective, ("throughput", "memory", "fewest-gpus"))
+    _choice("method", method, ("cpsat", "exhaustive"))
+    if not 1 <= top <= 1000:
+        raise ShardplanError(f"--top: give 1..1000 answers (got {top})")
+    if target_tokens_per_s is not None and objective != "fewest-gpus":
+        raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
+    with input_boundary():
+        config = proposer if isinstance(proposer, ProposerConfig) else ProposerConfig(kind=proposer)
+        spec = load_model(model)
+        profile = load_profile(hardware)
+        job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
+        placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
+        ranges = {"tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs}
+        pins, bounds = collect_pins(ranges, schedule, None if recompute == "none" else recompute, recompute == "none",
+                                    sequence_parallel, dp_sharding, tp_comm_overlap, moe_dispatcher, ep_comm_overlap, uneven_stages)
+        pins = resolve_recompute_kind(spec, pins)
+    margin = 1.0 - max_memory_fraction
+    answer = _run_solve(spec, job, placement, profile, pins, bounds, top, margin, method, time_limit_s, config, objective,
+                        target_tokens_per_s)
+    result, tables, placement, tried, hint_report = answer
+    cases = [Case(model=spec, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
+    out = _solve_result(result, tables, cases, objective, placement, profile, hint_report)
+    if tried is not None:
+        out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
+    if not result.ranked:
+        out.explanation = _explanation(spec, job, placement, profile, pins, bounds, margin, tried)
+    if render_dir and cases:
+        from templates.cli_render import render_solutions
+
+        render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
+    out._context = (spec, placement, job)
+    return out
+
+
+def _run_solve(spec, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, config, objective, target):
+    """(SolveResult of solver/, Tables, placement answered, fewest-gpus tries or None, HintReport or None)."""
+    from solver.workflow import solve_case_with_hints
+
+    if objective == "fewest-gpus":
+        from solver.fewest_gpus import CountScreen, fewest_gpus
+
+        def solve_at(pl):
+            with step(f"solving {pl.num_nodes} node(s)"):
+                res, tab, _ = solve_case_with_hints(spec, job, pl, profile, dict(pins), bounds, k, margin, method, time_limit_s, None)
+            return res, tab
+
+        screen = CountScreen(spec, job, profile, margin, pins, bounds)
+        result, tables, placement, tried = fewest_gpus(placement, target, solve_at, screen)
+        return result, tables, placement, tried, None
+    with step("building tables and solving (CP-SAT)" if method == "cpsat" else "building tables and scanning them"):
+        result, tables, report = solve_case_with_hints(spec, job, placement, profile, dict(pins), bounds, k, margin, method,
+                                                       time_limit_s, config, objective)
+    return result, tables, placement, None, report
+
+
+def _solve_result(result, tables, cases, objective, placement, profile, hint_report) -> SolveResult:
+    from solver.workflow import bound_fields
+
+    return SolveResult(recipes=[solved_recipe(r, c) for r, c in zip(result.ranked, cases)],
+                       proven_optimal=result.proven_optimal, **bound_fields(result, objective, placement),
+                       method=result.method, space=tables.counts, evaluated=result.evaluated, proposer=hint_report,
+                       objective=objective, nodes=placement.num_nodes, best_objective=result.stats.get("best_objective"),
+                       projection_calibrated=profile.calibrated,
+                       rejected_by_check=[RejectedRecipe(recipe=r.model_dump(mode="json", exclude_defaults=True), why=why)
+                                          for r, why in result.rejected])
+
+
+def _explanation(spec, job, placement, profile, pins, bounds, margin, tried) -> dict:
+    """Why nothing fits: the fewest-gpus target, or the minimal conflicting pins and the remedies."""
+    from solver.fewest_gpus import target_explanation
+
+    if tried and target_explanation(tried, placement.num_nodes):
+        return target_explanation(tried, placement.num_nodes)
+    from solver.explain import explain_infeasible
+
+    with step("explaining why nothing fits"):
+        return explain_infeasible(spec, job, placement, profile, pins, bounds, margin)
+
+
+def solved_recipe(ranked, case) -> SolvedRecipe:
+    """One ranked answer with its layout, memory, projection, Megatron arguments and launch environment."""
+    from templates.megatron_args import recipe_to_megatron_args
+    from templates.render import launch_env
+
+    r, rep = case.recipe, ranked.check
+    parallel = Parallel(tp=r.tp, pp=r.pp, vpp=r.vpp, cp=r.cp, ep=r.ep, etp=r.etp_effective, dp=rep.dp, expert_dp=rep.expert_dp, mbs=r.mbs,
+                        num_microbatches=rep.memory.num_microbatches, sequence_parallel=r.sp_active, tp_comm_overlap=r.tp_comm_overlap,
+                        recompute=r.recompute.model_dump(mode="json"), distributed_optimizer=r.dp_sharding.value == "distributed_optimizer",
+                        dp_sharding=r.dp_sharding.value, schedule=r.schedule.value,
+                        account_for_embedding_and_loss_in_pipeline_split=r.account_for_embedding_in_pipeline_split,
+                        first_stage_layers=r.first_stage_layers, last_stage_layers=r.last_stage_layers,
+                        moe_dispatcher=r.moe_dispatcher.value, ep_comm_overlap=r.overlap_moe_expert_parallel_comm)
+    return SolvedRecipe(parallel=parallel, recipe=r, step_time_us=ranked.time_us, ranking_time_us=ranked.rank_time_us,
+                        memory=rep.memory, projection=rep.projection,
+                        megatron_args=recipe_to_megatron_args(case.model, case.job, r), env=launch_env(case))
+
+
+def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchrun", output: Optional[str] = None,
+           force: bool = False, **paths: Any) -> RenderResult:
+    """A ready-to-run Megatron-LM launch script (format torchrun | slurm) for a YAML recipe file or mapping. The recipe
+    is checked first: an illegal one raises ShardplanError unless force=True. `paths`: data_path, tokenizer_model,
+    checkpoint_dir, megatron_path (templates.megatron_args.RenderPaths). `output`: also write it there (atomically)."""
+    from constraints.case import case_from_mapping, load_case_yaml
+    from templates.cli_render import case_violations, write_script
+    from templates.megatron_args import RenderPaths
+    from templates.render import FORMATS, render_script
+
+    _choice("format", format, FORMATS)
+    with input_boundary():
+        case = case_from_mapping(dict(source)) if isinstance(source, Mapping) else load_case_yaml(source)
+        render_paths = RenderPaths(**paths)
+    problems = case_violations(case)
+    if problems and not force:
+        raise ShardplanError(f"recipe: illegal or not expressible ({len(problems)} problem(s): {problems[0]}); "
+                             "fix it or pass force=True")
+    text = render_script(case, format, render_paths)
+    if output is not None:
+        try:
+            write_script(output, text)
+        except OSError as exc:
+            raise ShardplanError(f"output: cannot write {output} ({exc.strerror}); give a writable path") from None
+    return RenderResult(format=format, script=text, path=output, problems=problems)
+
+
+def models() -> list[ModelInfo]:
+    """Every bundled model with exact total and active parameter counts."""
+    from constraints.models import bundled_models, load_model
+    from constraints.params import param_counts
+
+    rows = []
+    for name in bundled_models():
+        m = load_model(name)
+        c = param_counts(m)
+        rows.append(ModelInfo(name=name, total_params=c.total, active_params=c.active if c.active is not None else c.total,
+                              layers=m.num_layers, hidden_size=m.hidden_size, moe=m.is_moe, mla=m.multi_latent_attention,
+                              num_experts=m.num_experts, topk=m.moe_router_topk))
+    return rows
+
+
+def hardware() -> list[HardwareInfo]:
+    """Every bundled hardware profile, sorted by name."""
+    from hardware.listing import profiles_table
+
+    return [HardwareInfo(**row) for row in profiles_table()]
+
+
+def _fraction(value: float) -> None:
+    if not 0.1 <= value <= 1.0:
+        raise ShardplanError(f"--max-memory-fraction: give a fraction of HBM in 0.1..1.0 (got {value})")
+
+
+def _choice(name: str, value: str, allowed) -> None:
+    if value not in allowed:
+        raise ShardplanError(f"--{name.replace('_', '-')}: unknown value {value!r}; choose one of {', '.join(allowed)}")

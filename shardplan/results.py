@@ -1,0 +1,194 @@
+"""The typed results of the public API: what `shardplan.check/solve/render/models/hardware` return, what the CLI
+prints and what `--format json` dumps (`result.to_json()`), each with a JSON Schema (`schemas()`).
+
+Why pydantic models with extra="forbid": a notebook user gets attribute access and validation, and a consumer of the
+JSON gets a schema it can check against; a key the model does not declare can never slip into the output.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from constraints.check import MemorySummary
+from constraints.rules import Violation
+from constraints.spec import Recipe
+from measure.project import Projection
+from solver.proposer.report import HintReport
+
+
+class Result(BaseModel):
+    """Base of every API result: strict fields, `to_json()` = the CLI's JSON (keys in `_omit_when_none` are left out
+    when unset, as the CLI always did)."""
+
+    model_config = ConfigDict(extra="forbid")
+    _omit_when_none: ClassVar[tuple[str, ...]] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        for key in self._omit_when_none:
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+
+class CheckResult(Result):
+    """`check`: the verdict on one recipe (rules, exact per-rank memory, projection), as `check --json` prints it."""
+
+    _omit_when_none: ClassVar[tuple[str, ...]] = ("suggestion",)
+    legal: bool
+    fits: bool
+    violations: list[Violation]
+    warnings: list[Violation]
+    memory: Optional[MemorySummary] = Field(description="the most loaded pipeline rank and every rank's terms (bytes)")
+    projection: Optional[Projection] = Field(None, description="projected step (None when illegal or not projected)")
+    unknown_flags: list[str] = []
+    ignored_flags: list[str] = []
+    dp: int
+    expert_dp: int
+    world_size: int
+    recipe: Recipe
+    model: str
+    hardware: str
+    suggestion: Optional[dict[str, Any]] = Field(None, description="`suggest=True`: the nearest legal recipe (solver.suggest)")
+    _case: Any = PrivateAttr(None)
+
+    @property
+    def ok(self) -> bool:
+        """Legal and fits (the CLI's exit status 0)."""
+        return self.legal and self.fits
+
+    @property
+    def case(self):
+        """The judged `constraints.case.Case` (model, job, recipe, placement)."""
+        return self._case
+
+
+class Parallel(Result):
+    """The parallel layout of one answer, with what follows from it (DP, expert-DP, micro-batches)."""
+
+    tp: int
+    pp: int
+    vpp: int
+    cp: int
+    ep: int
+    etp: int
+    dp: int
+    expert_dp: int
+    mbs: int
+    num_microbatches: int
+    sequence_parallel: bool
+    tp_comm_overlap: bool
+    recompute: dict[str, Any]
+    distributed_optimizer: bool
+    dp_sharding: str
+    schedule: str
+    account_for_embedding_and_loss_in_pipeline_split: bool
+    first_stage_layers: Optional[int]
+    last_stage_layers: Optional[int]
+    moe_dispatcher: str
+    ep_comm_overlap: bool
+
+
+class SolvedRecipe(Result):
+    """One ranked answer of `solve`, re-verified by check."""
+
+    parallel: Parallel
+    recipe: Recipe
+    step_time_us: int = Field(description="event-simulated step (displayed)")
+    ranking_time_us: int = Field(description="closed-form step the ranking used")
+    memory: MemorySummary
+    projection: Optional[Projection]
+    megatron_args: list[str] = Field(description="the full pretrain_gpt.py argument list")
+    env: dict[str, Optional[str]] = Field(description="launch environment the rendered scripts export (None = must be unset)")
+
+
+class RejectedRecipe(Result):
+    recipe: dict[str, Any] = Field(description="the fields that differ from Recipe's defaults")
+    why: Any
+
+
+class FewestGpus(Result):
+    target_tokens_per_s: Optional[float]
+    tried: list[dict[str, Any]]
+
+
+class SolveResult(Result):
+    """`solve`: ranked legal recipes, the proof and the searched space, as `solve --json` prints it."""
+
+    _omit_when_none: ClassVar[tuple[str, ...]] = ("fewest_gpus", "explanation")
+    recipes: list[SolvedRecipe]
+    proven_optimal: bool
+    bound: Optional[float] = Field(description="proven lower bound in the objective's unit (bound_unit)")
+    bound_unit: str
+    best_ranking_time_s: Optional[float]
+    method: str
+    space: dict[str, Any] = Field(description="declared points, structural rows, legal / fitting counts (or *_expanded)")
+    evaluated: int
+    proposer: Optional[HintReport]
+    objective: str
+    nodes: int
+    best_objective: Optional[float]
+    projection_calibrated: bool
+    rejected_by_check: list[RejectedRecipe]
+    fewest_gpus: Optional[FewestGpus] = None
+    explanation: Optional[dict[str, Any]] = Field(None, description="when nothing fits: the conflict and the remedies")
+    _context: Any = PrivateAttr(None)
+
+    @property
+    def ok(self) -> bool:
+        """At least one recipe (the CLI's exit status 0)."""
+        return bool(self.recipes)
+
+    @property
+    def context(self):
+        """(model, placement, job) the answer is for."""
+        return self._context
+
+
+class RenderResult(Result):
+    """`render`: one launch script for a recipe."""
+
+    format: str
+    script: str
+    path: Optional[str] = Field(None, description="where it was written, when asked to write it")
+    problems: list[str] = Field(description="violations found by check (rendered anyway only with force=True)")
+
+
+class ModelInfo(Result):
+    """One bundled model with its exact parameter counts."""
+
+    name: str
+    total_params: int
+    active_params: int
+    layers: int
+    hidden_size: int
+    moe: bool
+    mla: bool
+    num_experts: Optional[int]
+    topk: Optional[int]
+
+
+class HardwareInfo(Result):
+    """One bundled hardware profile (bandwidths per GPU, one direction)."""
+
+    name: str
+    description: str
+    bf16_tflops: float
+    fp8_tflops: Optional[float]
+    hbm_capacity_bytes: int
+    hbm_gib: float
+    hbm_tb_per_s: float
+    gpus_per_node: int
+    scale_up_domain_size: int
+    scale_up_gb_per_s: float
+    scale_out_gb_per_s: float
+
+
+RESULT_TYPES: dict[str, type[Result]] = {"check": CheckResult, "solve": SolveResult, "render": RenderResult,
+                                         "models": ModelInfo, "hardware": HardwareInfo}
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schema of each command's result (for `models` / `hardware`: of one list item)."""
+    return {name: cls.model_json_schema(mode="serialization") for name, cls in RESULT_TYPES.items()}

@@ -1,0 +1,105 @@
+"""The solve workflow as plain functions: pins from option values, space + tables + the chosen method.
+
+Why its own module: the API (`shardplan.solve`), the benches and the tests run the same workflow; none of it
+depends on click. `shardplan/api.py` turns its answer into the typed result the CLI prints.
+"""
+from __future__ import annotations
+
+from boundary.errors import ShardplanError
+from solver.space import build_space, parse_range
+
+RANGE_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
+
+
+class PinError(ShardplanError):
+    """A pin or bound that cannot be read (one line naming the option and the fix)."""
+
+
+def collect_pins(ranges: dict, schedule=None, recompute=None, no_recompute=False, sp=None, dp_sharding=None, tp_comm_overlap=None,
+                 moe_dispatcher=None, ep_comm_overlap=None, uneven_stages=None) -> tuple[dict, dict]:
+    """(pins axis -> allowed values, ranges axis -> (lo, hi)) from option values; a range is N, 'N', 'LO..HI' or (lo, hi)."""
+    pins, bounds = {}, {}
+    for axis, text in ranges.items():
+        if text is None:
+            continue
+        if isinstance(text, tuple) and len(text) == 2:
+            lo, hi = text
+        else:
+            try:
+                lo, hi = parse_range(str(text))
+            except ValueError:
+                raise PinError(f"--{axis} {text!r}: give N or LO..HI, e.g. --{axis} 2..8") from None
+        if lo is not None and lo == hi:
+            pins[axis] = [lo]
+        else:
+            bounds[axis] = (lo, hi)
+    if schedule:
+        pins["schedule"] = [schedule]
+    if no_recompute:
+        pins["recompute"] = ["none"]
+    elif recompute:
+        pins["recompute_kind"] = recompute
+    if sp is not None:
+        pins["sp"] = [sp]
+    if dp_sharding:
+        pins["dp_sharding"] = [dp_sharding]
+    for axis, value in (("tp_comm_overlap", tp_comm_overlap), ("moe_dispatcher", moe_dispatcher),
+                        ("ep_comm_overlap", ep_comm_overlap), ("uneven_stages", uneven_stages)):
+        if value is not None:
+            pins[axis] = [value]
+    return pins, bounds
+
+
+def resolve_recompute_kind(model, pins: dict) -> dict:
+    """--recompute full|selective (pins['recompute_kind']) as a pin on every recompute choice of that granularity,
+    so the solve and the explanation see one ordinary pin."""
+    kind = pins.pop("recompute_kind", None)
+    if kind:
+        from solver.space import recompute_choices, recompute_name
+
+        pins["recompute"] = [n for n in map(recompute_name, recompute_choices(model)) if n.split(":")[0] == kind]
+    return pins
+
+
+def solve_case(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s):
+    """Build space and tables, run the chosen method; returns (SolveResult, Tables)."""
+    result, tables, _ = solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, None)
+    return result, tables
+
+
+def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, proposer_config,
+                          objective: str = "throughput"):
+    """solve_case, steered by the proposer (solver/proposer) when `proposer_config` asks for one (throughput
+    objective only); returns (SolveResult, Tables, HintReport or None). The answer is always the full
+    solve, re-verified."""
+    from solver.cpsat_solve import solve_cpsat
+    from solver.exhaustive import solve_exhaustive
+    from solver.tables import build_tables
+
+    space = build_space(model, job, placement, pins=resolve_recompute_kind(model, pins), ranges=bounds)
+    # the throughput solve expands only the structural rows that can hold a top-K answer (solver/prune.py);
+    # --method exhaustive and the other objectives enumerate every row
+    prune_k = k if method == "cpsat" and objective == "throughput" else None
+    tables = build_tables(space, profile, margin, prune_k=prune_k)
+    if method == "exhaustive":
+        return solve_exhaustive(tables, k, margin_fraction=margin, objective=objective), tables, None
+    if proposer_config is not None and proposer_config.kind != "none" and objective == "throughput":
+        from solver.proposer import solve_with_proposer
+
+        result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config)
+        return result, tables, report
+    return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s, objective=objective), tables, None
+
+
+def bound_fields(result, objective: str, placement) -> dict:
+    """`bound` in the objective's own unit: the proven lower bound on the ranking time (s), on the peak (bytes), or the
+    node count that fewest-gpus proved smallest; plus the best ranking time, whatever the objective."""
+    best_s = result.ranked[0].rank_time_us / 1e6 if result.ranked else None
+    if objective == "fewest-gpus":
+        bound, unit = (placement.num_nodes if result.ranked else None), "nodes (smaller counts proven unable to reach the target)"
+    elif objective == "memory":
+        bound, unit = result.bound, "bytes (peak per-GPU memory)"
+    else:
+        bound, unit = (result.bound / 1e6 if result.bound is not None else None), "s (iteration time, closed-form ranking projection)"
+    return {"bound": bound, "bound_unit": unit, "best_ranking_time_s": best_s}
+

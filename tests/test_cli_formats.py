@@ -1,0 +1,101 @@
+"""--format table|json|csv|markdown on models, hardware, check and solve (--json an alias), shell completion of model
+and hardware names, and progress kept off stdout."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from constraints.models import bundled_models
+from hardware.profile import available_profiles
+from shardplan import progress
+from shardplan.cli import cli
+from shardplan.completion import complete_hardware, complete_model
+from shardplan.formats import to_table
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = str(REPO / "constraints" / "examples" / "llama3-70b-h100.yaml")
+SOLVE = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
+         "--global-batch-size", "32", "--top", "2", "--tp", "1..2", "--proposer", "none"]
+
+
+def _run(*args):
+    res = CliRunner().invoke(cli, list(args))
+    return res.exit_code, res.stdout
+
+
+def test_models_csv_has_a_row_per_bundled_model_with_exact_counts():
+    code, out = _run("models", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and [r["model"] for r in rows] == bundled_models()
+    row = {r["model"]: r for r in rows}["Llama-3.1-8B"]
+    assert row["total params"] == "8,030,261,248" and row["kind"] == "dense"
+
+
+def test_json_and_its_alias_agree():
+    assert _run("models", "--json") == _run("models", "--format", "json")
+    assert [h["name"] for h in json.loads(_run("hardware", "--format", "json")[1])] == available_profiles()
+
+
+def test_markdown_is_a_pipe_table():
+    code, out = _run("hardware", "--format", "markdown")
+    lines = out.strip().splitlines()
+    assert code == 0 and lines[0].startswith("| name | bf16 TFLOP/s") and lines[1].startswith("|---|")
+    assert len(lines) == 2 + len(available_profiles()) and all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+def test_check_csv_and_markdown_are_one_summary_row():
+    code, out = _run("check", EXAMPLE, "--format", "csv")
+    (row,) = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and row["model"] == "Llama-3.1-70B" and row["legal"] == "True" and row["GPUs"] == "64"
+    assert float(row["peak GiB"]) > 10
+
+
+def test_solve_csv_rows_are_the_json_recipes():
+    code, out = _run(*SOLVE, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    data = json.loads(_run(*SOLVE, "--json")[1])
+    assert code == 0 and len(rows) == len(data["recipes"]) == 2
+    assert [int(r["TP"]) for r in rows] == [r["parallel"]["tp"] for r in data["recipes"]]
+
+
+def test_table_fits_a_narrow_terminal_and_keeps_long_names_whole():
+    long_name = "a-very-long-hardware-profile-name-from-a-user-yaml-file"
+    rows = [{"name": long_name, "v": 1.5}, {"name": "b", "v": 22.25}]
+    text = to_table(rows, [("name", "name", "{}"), ("value", "v", "{:.2f}")], width=40)
+    assert max(map(len, text.splitlines())) <= 40
+    assert long_name in "".join(line.split()[0] if line.split() else "" for line in text.splitlines())
+
+
+def test_completion_names_models_and_hardware():
+    assert [c.value for c in complete_model(None, None, "llama-3.1")] == ["Llama-3.1-405B", "Llama-3.1-70B", "Llama-3.1-8B"]
+    assert [c.value for c in complete_hardware(None, None, "h")] == [n for n in available_profiles() if n.startswith("h")]
+    assert [c.value for c in complete_hardware(None, None, "H1")] == ["h100-sxm-80gb"]
+    assert complete_model(None, None, "./my")[0].type == "file"
+
+
+def test_completion_through_clicks_protocol(monkeypatch):
+    """What the shell sees: `_SHARDPLAN_COMPLETE=bash_complete` with the words typed so far."""
+    from shardplan.cli import cli as group
+
+    monkeypatch.setenv("_SHARDPLAN_COMPLETE", "bash_complete")
+    monkeypatch.setenv("COMP_WORDS", "shardplan solve --hardware gb")
+    monkeypatch.setenv("COMP_CWORD", "3")
+    res = CliRunner().invoke(group, [], prog_name="shardplan", complete_var="_SHARDPLAN_COMPLETE")
+    assert res.stdout.split() == ["plain,gb200-nvl72", "plain,gb300-nvl72"]
+
+
+def test_progress_goes_to_stderr_only_and_json_stays_clean():
+    progress.configure(True)
+    try:
+        with progress.step("slow step", delay_s=0.0):
+            import time
+
+            time.sleep(0.05)
+        code, out = _run(*SOLVE, "--format", "json")
+    finally:
+        progress.configure(None)
+    assert code == 0 and json.loads(out)["recipes"]
