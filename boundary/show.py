@@ -19,9 +19,14 @@ def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
     return f"{text[:limit]}... ({len(text):,} characters)"
 
 
-def validation_line(exc, rename: dict[str, str] | None = None) -> str:
+_BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short", "too_long",
+                 "finite_number"}
+
+
+def validation_line(exc, rename: dict[str, str] | None = None, reasons: dict[str, str] | None = None) -> str:
     """The first error of a pydantic ValidationError as `field: message (got value)`, the value shown
-    bounded (`shown`); `rename` maps spec field names to the names the user wrote."""
+    bounded (`shown`); `rename` maps spec field names to the names the user wrote; `reasons` maps a field
+    name to why its bounds are what they are, added after a bound error."""
     err = exc.errors()[0]
     loc = ".".join(str((rename or {}).get(str(p), p)) for p in err["loc"]) or "value"
     msg = err["msg"]
@@ -29,4 +34,9 @@ def validation_line(exc, rename: dict[str, str] | None = None) -> str:
         msg = msg[:300] + "..."
     value = err.get("input")
     got = "" if isinstance(value, dict) or value is None else f" (got {shown(value)})"
-    return f"{loc}: {msg}{got}"
+    field = next((str(p) for p in reversed(err["loc"]) if isinstance(p, str)), "")
+    kind = err.get("type")
+    # a lower bound's reason is worth saying for a tiny positive value (1e-300), not for 0 or a negative
+    lower_only = kind in ("greater_than", "greater_than_equal") and not (isinstance(value, (int, float)) and value > 0)
+    why = (reasons or {}).get(field) if kind in _BOUND_ERRORS and not lower_only else None
+    return f"{loc}: {msg}{got}" + (f"; {why}" if why else "")

@@ -12,21 +12,20 @@ The YAML recipe file (schema in the README) is the human-written form:
 """
 from __future__ import annotations
 
-import os
-import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import ValidationError, model_validator
 
 from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import validation_line
+from boundary.write import atomic_write_text  # noqa: F401  (re-exported: the writers import it from here)
 
+from constraints.magnitudes import magnitude_error
 from constraints.models import ModelError, load_model, model_from_mapping
-from constraints.spec import JobSpec, ModelSpec, Placement, Recipe, Strict
+from constraints.spec import BOUND_REASONS, JobSpec, ModelSpec, Placement, Recipe, Strict
 
 
 class CaseError(ShardplanError):
@@ -43,10 +42,17 @@ class Case(Strict):
     def world_size(self) -> int:
         return self.placement.world_size
 
+    @model_validator(mode="after")
+    def _in_integer_range(self) -> "Case":
+        error = magnitude_error(self.model, self.job)
+        if error:
+            raise ValueError(error)
+        return self
+
 
 def _one_line(exc: ValidationError, prefix: str, rename: dict[str, str] | None = None) -> str:
     """First pydantic error as `prefix.field: message (got value)`; `rename` maps spec fields to the file's keys."""
-    return prefix + validation_line(exc, rename)
+    return prefix + validation_line(exc, rename, BOUND_REASONS)
 
 
 _TOP_KEYS = {"model", "hardware", "nodes", "gpus_per_node", "job", "recipe"}
@@ -89,6 +95,9 @@ def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Cas
         placement = Placement(hardware=str(data["hardware"]), num_nodes=data["nodes"], gpus_per_node=data["gpus_per_node"])
     except ValidationError as exc:
         raise CaseError(_one_line(exc, "", rename=_PLACEMENT_KEYS)) from None
+    error = magnitude_error(model, job)
+    if error:
+        raise CaseError(error)
     return Case(model=model, job=job, recipe=recipe, placement=placement)
 
 
@@ -112,33 +121,3 @@ def case_to_mapping(case: Case, model_ref: str | None = None) -> dict[str, Any]:
         "job": case.job.model_dump(mode="json"),
         "recipe": recipe,
     }
-
-
-def _umask() -> int:
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return umask
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write via a temp file in the same directory and os.replace, so a Ctrl-C never leaves half a file.
-
-    mkstemp creates the temp file 0600; the result gets the mode the file had, or a new file's usual
-    0666 & ~umask (0644 under umask 022), as `open(path, "w")` would give."""
-    path = Path(path)
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -17,7 +17,7 @@ from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
 
-from constraints.spec import MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
+from constraints.spec import BOUND_REASONS, MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 
@@ -191,7 +191,7 @@ def model_from_mapping(data: dict, name: str) -> ModelSpec:
         return _model_from_yaml(data, name)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ModelError(f"model {name}: field {validation_line(exc)}") from None
+        raise ModelError(f"model {name}: field {validation_line(exc, reasons=BOUND_REASONS)}") from None
     except (KeyError, TypeError) as exc:
         raise ModelError(f"model {name}: missing or malformed field {shown(str(exc))}") from None
     except (ZeroDivisionError, OverflowError) as exc:  # e.g. an HF gpt2 config with n_head: 0

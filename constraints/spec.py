@@ -7,7 +7,7 @@ The cluster lives in `hardware.profile` (it is hardware data plus counts).
 from __future__ import annotations
 
 from enum import Enum
-from typing import Optional
+from typing import Annotated, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -19,6 +19,22 @@ MAX_WORLD_SIZE = 1 << 20
 # Megatron builds one module per layer; the deepest published LLMs have under 200 layers, and per-layer
 # tables (MoE patterns, pipeline layouts, stage splits) are sized by this bound.
 MAX_NUM_LAYERS = 4096
+
+# Why each bound is where it is, added to a bound error's message (boundary.show.validation_line).
+BOUND_REASONS = {
+    "num_layers": f"the deepest published LLMs have under 200 layers; per-layer tables are sized by the {MAX_NUM_LAYERS} bound",
+    "seq_length": "16 Mi tokens per sample is 100x the longest published context; it keeps activation bytes in int64",
+    "global_batch_size": "2**24 samples per step is far beyond any published run; it keeps token counts in int64",
+    "max_position_embeddings": "bounded like seq_length",
+    **{f: f"no cluster has more than {MAX_WORLD_SIZE:,} GPUs, so no parallel degree is larger" for f in (
+        "tp", "pp", "cp", "ep", "etp", "num_nodes", "num_distributed_optimizer_instances")},
+    "vpp": "a virtual stage holds at least one layer",
+    "gpus_per_node": "no server holds more than 1024 GPUs",
+    "mbs": "a micro-batch is part of the global batch",
+    **{f: "a layer count, bounded by num_layers' limit" for f in (
+        "first_stage_layers", "last_stage_layers", "cpu_offloading_num_layers", "mtp_num_layers")},
+    "name": "a display name (a file stem is at most 255 bytes)",
+}
 
 
 class Strict(BaseModel):
@@ -140,7 +156,7 @@ class ModelSpec(Strict):
     Shapes are as in the HF config; `layer_is_moe` lists, per decoder layer, whether it is an MoE
     layer (Megatron `--moe-layer-freq` as an explicit list)."""
 
-    name: str = Field(description="display name, e.g. the config file stem")
+    name: str = Field(min_length=1, max_length=256, description="display name, e.g. the config file stem")
     num_layers: int = Field(gt=0, le=MAX_NUM_LAYERS, description="decoder layers (MTP layers not included)")
     hidden_size: int = Field(gt=0, le=1 << 20)
     ffn_hidden_size: int = Field(gt=0, le=1 << 22, description="dense MLP intermediate size")
@@ -169,11 +185,11 @@ class ModelSpec(Strict):
     layer_is_moe: Optional[tuple[bool, ...]] = Field(None, description="per layer: MoE (True) or dense (False)")
     # --- MLA (DeepSeek-V3 style); q_lora_rank None = no q compression ---
     multi_latent_attention: bool = False
-    q_lora_rank: Optional[int] = Field(None, gt=0)
-    kv_lora_rank: Optional[int] = Field(None, gt=0)
-    qk_head_dim: Optional[int] = Field(None, gt=0, description="MLA no-rope part of q/k head")
-    qk_pos_emb_head_dim: Optional[int] = Field(None, gt=0, description="MLA rope part of q/k head")
-    v_head_dim: Optional[int] = Field(None, gt=0)
+    q_lora_rank: Optional[int] = Field(None, gt=0, le=1 << 20)
+    kv_lora_rank: Optional[int] = Field(None, gt=0, le=1 << 20)
+    qk_head_dim: Optional[int] = Field(None, gt=0, le=1 << 14, description="MLA no-rope part of q/k head")
+    qk_pos_emb_head_dim: Optional[int] = Field(None, gt=0, le=1 << 14, description="MLA rope part of q/k head")
+    v_head_dim: Optional[int] = Field(None, gt=0, le=1 << 14)
     # --- MTP ---
     mtp_num_layers: int = Field(0, ge=0, le=16, description="multi-token-prediction depth (DeepSeek-V3: 1)")
 
@@ -195,6 +211,10 @@ class ModelSpec(Strict):
             for f in ("kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"):
                 if getattr(self, f) is None:
                     raise ValueError(f"MLA model needs {f}")
+        from constraints.magnitudes import magnitude_error  # the bound reads these fields; imported late (cycle)
+        error = magnitude_error(self)
+        if error:
+            raise ValueError(error)
         return self
 
     @property
@@ -263,12 +283,13 @@ class Recipe(Strict):
     recompute: Recompute = Recompute()
     dp_sharding: DataParallelSharding = DataParallelSharding.distributed_optimizer
     schedule: PipelineSchedule = PipelineSchedule.one_f_one_b
-    first_stage_layers: Optional[int] = Field(None, gt=0)
-    last_stage_layers: Optional[int] = Field(None, gt=0)
+    first_stage_layers: Optional[int] = Field(None, gt=0, le=MAX_NUM_LAYERS)
+    last_stage_layers: Optional[int] = Field(None, gt=0, le=MAX_NUM_LAYERS)
     account_for_embedding_in_pipeline_split: bool = False
     account_for_loss_in_pipeline_split: bool = False
-    pipeline_layout: Optional[str] = None
-    microbatch_group_size: Optional[int] = Field(None, gt=0, description="--microbatch-group-size-per-virtual-pipeline-stage; None = PP")
+    # a layout names each layer once ("E|(tt|)*30,L"); 64 KiB holds any layout of MAX_NUM_LAYERS layers
+    pipeline_layout: Optional[str] = Field(None, max_length=64 * 1024)
+    microbatch_group_size: Optional[int] = Field(None, gt=0, le=MAX_GLOBAL_BATCH, description="--microbatch-group-size-per-virtual-pipeline-stage; None = PP")
     overlap_p2p_comm: bool = True
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
@@ -280,13 +301,14 @@ class Recipe(Strict):
     fp4_param_gather: bool = Field(False, description="--fp4-param-gather: NVFP4 compute weights, all-gathered packed (NVFP4 only)")
     grad_reduce_in_bf16: bool = Field(False, description="--grad-reduce-in-bf16: bf16 grad buffers and reduction (bf16 params)")
     cross_entropy_loss_fusion: bool = True
-    num_distributed_optimizer_instances: int = Field(1, gt=0)
+    num_distributed_optimizer_instances: int = Field(1, gt=0, le=MAX_WORLD_SIZE)
     cp_comm_type: CpCommType = CpCommType.p2p
-    hierarchical_cp_sizes: Optional[tuple[int, ...]] = None
+    # one size per CP level (Megatron --hierarchical-context-parallel-sizes: intra- and inter-node, so 2 in practice)
+    hierarchical_cp_sizes: Optional[tuple[Annotated[int, Field(gt=0, le=MAX_WORLD_SIZE)], ...]] = Field(None, max_length=16)
     distribute_saved_activations: bool = False
     moe_shared_expert_overlap: bool = False
-    cpu_offloading_num_layers: int = Field(0, ge=0)
-    make_vocab_size_divisible_by: int = Field(128, gt=0, description="Megatron pads the vocab to a multiple of this x TP")
+    cpu_offloading_num_layers: int = Field(0, ge=0, le=MAX_NUM_LAYERS)
+    make_vocab_size_divisible_by: int = Field(128, gt=0, le=1 << 20, description="Megatron pads the vocab to a multiple of this x TP")
 
     @property
     def etp_effective(self) -> int:

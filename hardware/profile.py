@@ -12,13 +12,14 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_yaml
 from boundary.read import read_text
+from boundary.show import validation_line
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 
@@ -27,14 +28,36 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# Physical ranges for profile numbers. They keep every time finite and every byte count inside int64: a peak of
+# 1e-300 TFLOP/s made step times infinite and a 1e40-byte HBM overflowed CP-SAT's 64-bit coefficients (issue 17).
+# The largest parts today: ~10 PFLOP/s dense FP4 (GB300), 288 GB HBM at 8 TB/s, 1.8 TB/s NVLink, 800 Gbit/s NICs,
+# NVL576 scale-up domains; the bounds sit 100-1000x beyond, and 1e-3 below any real rate.
+_PEAK = dict(ge=1e-3, le=1e6)            # TFLOP/s
+_BANDWIDTH = dict(ge=1e-3, le=1e6)       # GB/s or Gbit/s
+_LATENCY_US = dict(ge=1e-3, le=1e7)      # up to 10 s
+_MAX_HBM_BYTES = 1 << 44                 # 16 TiB
+_MAX_GPUS = 1 << 20                      # constraints.spec.MAX_WORLD_SIZE
+_RATE_WHY = ("real parts run ~10 TFLOP/s to ~10 PFLOP/s (GB300 FP4); the 1 GFLOP/s-1 EFLOP/s bounds keep every "
+             "time finite and non-zero")
+BOUND_REASONS = {
+    **{f: _RATE_WHY for f in ("bf16", "fp16", "fp8", "fp4", "fp32")},
+    "hbm_capacity_bytes": "the largest HBM today is 288 GB; 16 TiB keeps per-rank bytes inside CP-SAT's 64-bit range",
+    "gemm_efficiency": "an efficiency curve needs at least one (log2_flops, efficiency) point, efficiency in (0, 1]",
+    **{f: "links run 1 MB/s to 1 PB/s; outside that transfer times become 0 or infinite" for f in (
+        "hbm_bandwidth_gb_per_s", "scale_up_bandwidth_gb_per_s", "nic_bandwidth_gbit_per_s", "inter_pod_bandwidth_gb_per_s")},
+    "gpus_per_node": "no server holds more than 1024 GPUs",
+    "scale_up_domain_size": "no cluster has more than 2**20 GPUs",
+}
+
+
 class PeakTflops(_Strict):
     """Dense (no sparsity) peak tensor-core throughput per number format, TFLOP/s."""
 
-    bf16: float = Field(gt=0)
-    fp16: float = Field(gt=0)
-    fp8: Optional[float] = Field(None, gt=0, description="None = no FP8 tensor cores (A100)")
-    fp4: Optional[float] = Field(None, gt=0)
-    fp32: Optional[float] = Field(None, gt=0, description="non-tensor FP32 vector rate, for element-wise ops")
+    bf16: float = Field(**_PEAK)
+    fp16: float = Field(**_PEAK)
+    fp8: Optional[float] = Field(None, **_PEAK, description="None = no FP8 tensor cores (A100)")
+    fp4: Optional[float] = Field(None, **_PEAK)
+    fp32: Optional[float] = Field(None, **_PEAK, description="non-tensor FP32 vector rate, for element-wise ops")
 
 
 class Calibration(_Strict):
@@ -43,22 +66,24 @@ class Calibration(_Strict):
     gemm_efficiency: piecewise-linear curve of achieved/peak vs log2(GEMM FLOPs): pairs (log2_flops, eff).
     """
 
-    gemm_efficiency: tuple[tuple[float, float], ...] = ((20.0, 0.05), (30.0, 0.45), (36.0, 0.70), (40.0, 0.75))
+    # at least one point (an empty curve has no efficiency to read); log2 FLOPs 0..128, efficiency (0, 1]
+    gemm_efficiency: tuple[tuple[Annotated[float, Field(ge=0, le=128)], Annotated[float, Field(gt=0, le=1)]], ...] = Field(
+        ((20.0, 0.05), (30.0, 0.45), (36.0, 0.70), (40.0, 0.75)), min_length=1, max_length=256)
     fp8_gemm_relative_efficiency: float = Field(0.75, gt=0, le=1, description="fp8 GEMM achieved/peak(fp8) over bf16's achieved/peak(bf16)")
     grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1, description="MoE grouped GEMM vs a plain GEMM of the same per-group size, many tokens per expert")
-    grouped_gemm_half_tokens: float = Field(0.0, ge=0, description="tokens per expert at which the grouped GEMM reaches half that (0 = no token dependence)")
-    host_time_per_op_us: float = Field(0.0, ge=0, description="host (Python, framework, launch) time per listed op of a layer; a layer pass takes at least its ops' host time (CPU-bound small kernels)")
-    moe_dispatch_overhead_us: float = Field(0.0, ge=0, description="per MoE layer, micro-batch and pass (fwd, bwd): host sync of the per-expert token counts and the launch gap behind it")
+    grouped_gemm_half_tokens: float = Field(0.0, ge=0, le=1e12, description="tokens per expert at which the grouped GEMM reaches half that (0 = no token dependence)")
+    host_time_per_op_us: float = Field(0.0, ge=0, le=1e7, description="host (Python, framework, launch) time per listed op of a layer; a layer pass takes at least its ops' host time (CPU-bound small kernels)")
+    moe_dispatch_overhead_us: float = Field(0.0, ge=0, le=1e7, description="per MoE layer, micro-batch and pass (fwd, bwd): host sync of the per-expert token counts and the launch gap behind it")
     attention_efficiency: float = Field(0.5, gt=0, le=1)
     memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")
     collective_bandwidth_efficiency: float = Field(0.7, gt=0, le=1)
     p2p_bandwidth_efficiency: float = Field(0.8, gt=0, le=1)
-    collective_fixed_overhead_us: float = Field(20.0, ge=0)
-    kernel_launch_us: float = Field(3.0, ge=0)
-    moe_load_imbalance: float = Field(1.0, ge=1.0, description="max/mean expert load factor")
+    collective_fixed_overhead_us: float = Field(20.0, ge=0, le=1e7)
+    kernel_launch_us: float = Field(3.0, ge=0, le=1e7)
+    moe_load_imbalance: float = Field(1.0, ge=1.0, le=1 << 16, description="max/mean expert load factor")
     exposed_comm_fraction: float = Field(0.2, ge=0, le=1, description="share of an overlapped collective that still shows (imperfect overlap)")
-    step_overhead_s: float = Field(0.0, ge=0, description="fixed per-iteration time: data loading, logging, launch gaps")
-    framework_overhead_bytes: int = Field(3 * 1024**3, ge=0, description="CUDA context, NCCL, allocator reserve")
+    step_overhead_s: float = Field(0.0, ge=0, le=86400, description="fixed per-iteration time: data loading, logging, launch gaps")
+    framework_overhead_bytes: int = Field(3 * 1024**3, ge=0, le=_MAX_HBM_BYTES, description="CUDA context, NCCL, allocator reserve")
     activation_fragmentation_fraction: float = Field(0.0, ge=0, le=1, description="extra fraction of activations lost to fragmentation")
 
 
@@ -66,23 +91,23 @@ class HardwareProfile(_Strict):
     """One accelerator (or system) and its links. The scale-up domain (NVLink / xGMI) is a property of
     the part and system, not of --gpus-per-node: GB200 NVL72 has 4 GPUs per tray and 72 per domain."""
 
-    name: str
-    description: str
-    vendor: str = Field(description="nvidia | amd")
-    compute_capability: Optional[float] = Field(None, description="CUDA arch (8.0, 9.0, 10.0); None for AMD")
+    name: str = Field(max_length=256)
+    description: str = Field(max_length=4096)
+    vendor: str = Field(max_length=64, description="nvidia | amd")
+    compute_capability: Optional[float] = Field(None, ge=0, le=100, description="CUDA arch (8.0, 9.0, 10.0); None for AMD")
     peak_tflops: PeakTflops
-    hbm_capacity_bytes: int = Field(gt=0, description="usable device memory as torch reports it")
-    hbm_bandwidth_gb_per_s: float = Field(gt=0)
-    gpus_per_node: int = Field(gt=0, description="GPUs per server / compute tray")
-    scale_up_domain_size: int = Field(gt=0, description="GPUs in one NVLink/xGMI domain")
-    scale_up_bandwidth_gb_per_s: float = Field(gt=0, description="per GPU, one direction")
-    scale_up_latency_us: float = Field(gt=0)
-    nics_per_gpu: float = Field(gt=0)
-    nic_bandwidth_gbit_per_s: float = Field(gt=0, description="per NIC, one direction")
-    scale_out_latency_us: float = Field(gt=0)
-    pod_size_gpus: Optional[int] = Field(None, gt=0, description="GPUs under one leaf/spine pod; None = flat")
-    inter_pod_bandwidth_gb_per_s: Optional[float] = Field(None, gt=0, description="per GPU across pods")
-    inter_pod_latency_us: Optional[float] = Field(None, gt=0)
+    hbm_capacity_bytes: int = Field(gt=0, le=_MAX_HBM_BYTES, description="usable device memory as torch reports it")
+    hbm_bandwidth_gb_per_s: float = Field(**_BANDWIDTH)
+    gpus_per_node: int = Field(gt=0, le=1024, description="GPUs per server / compute tray")
+    scale_up_domain_size: int = Field(gt=0, le=_MAX_GPUS, description="GPUs in one NVLink/xGMI domain")
+    scale_up_bandwidth_gb_per_s: float = Field(**_BANDWIDTH, description="per GPU, one direction")
+    scale_up_latency_us: float = Field(**_LATENCY_US)
+    nics_per_gpu: float = Field(ge=1e-3, le=64)
+    nic_bandwidth_gbit_per_s: float = Field(**_BANDWIDTH, description="per NIC, one direction")
+    scale_out_latency_us: float = Field(**_LATENCY_US)
+    pod_size_gpus: Optional[int] = Field(None, gt=0, le=_MAX_GPUS, description="GPUs under one leaf/spine pod; None = flat")
+    inter_pod_bandwidth_gb_per_s: Optional[float] = Field(None, **_BANDWIDTH, description="per GPU across pods")
+    inter_pod_latency_us: Optional[float] = Field(None, **_LATENCY_US)
     supports_fp8: bool
     supports_mxfp8: bool = False
     calibration: Calibration = Calibration()
@@ -145,6 +170,4 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     try:
         return HardwareProfile(**data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise ProfileError(f"--hardware: {path}: field {loc}: {err['msg']}") from None
+        raise ProfileError(f"--hardware: {path}: field {validation_line(exc, reasons=BOUND_REASONS)}") from None

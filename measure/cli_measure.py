@@ -9,6 +9,7 @@ second run measures only what is missing. torch is imported only when measuring 
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 import time
 from typing import Iterable, Optional
@@ -16,6 +17,8 @@ from typing import Iterable, Optional
 import click
 from pydantic import ValidationError
 
+from boundary.numbers import bounded_float, bounded_int
+from boundary.write import check_output_file
 from constraints.spec import JobSpec, ModelSpec, Precision, Recipe
 
 TORCH_MISSING = "torch is not installed; install the measure extra: pip install 'shardplan[measure]' torch==2.13.0"
@@ -161,6 +164,9 @@ def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp
     from measure.bench_ops import op_num_elements, split_key
     from measure.cost_table import CostTable, CostTableError
 
+    check_measure_limits(budget_s, threads, reps, warmup)
+    if not list_only:
+        check_output_file(out_path, "--out")  # before loading and measuring: a doomed write fails now
     space = {"tp": _int_list("--tp", tp), "cp": _int_list("--cp", cp), "ep": _int_list("--ep", ep),
              "etp": _int_list("--etp", etp), "mbs": _int_list("--mbs", mbs), "sp": sequence_parallel}
     try:
@@ -185,6 +191,17 @@ def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp
             click.echo(key)
         return
     _measure_keys(table, keys, device, out_path, reps, warmup, max_elements, budget_s, threads, op_num_elements, split_key)
+
+
+def check_measure_limits(budget_s: float, threads: Optional[int], reps: int, warmup: int) -> None:
+    """Finite, physical limits for one measure run (issue 17: `--budget-s inf` and `--threads 100000` crashed)."""
+    bounded_float(budget_s, "--budget-s", 0.0, 3600.0, "a kernel timed for over an hour is a hang, not a measurement",
+                  lo_open=True)
+    cpus = os.cpu_count() or 1
+    if threads is not None:
+        bounded_int(threads, "--threads", 1, cpus, f"this machine has {cpus} CPUs; more threads only contend")
+    bounded_int(reps, "--reps", 1, 1_000_000, "the median settles long before a million repetitions")
+    bounded_int(warmup, "--warmup", 0, 1_000_000, "warm-up settles long before a million calls")
 
 
 def _measure_keys(table, keys, device, out_path, reps, warmup, max_elements, budget_s, threads, op_num_elements, split_key):

@@ -12,6 +12,8 @@ Keys: the fingerprint is `measure.fingerprint.device_fingerprint()`; the op key 
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -150,9 +152,38 @@ class CostTable(_Strict):
             device = self.devices[fingerprint] = DeviceTable(environment=environment)
         device.entries[op_key] = entry
 
+    def merge_from(self, other: "CostTable") -> int:
+        """Add `other`'s entries this table lacks (this table's own entries win); returns how many were added."""
+        added = 0
+        for fingerprint, device in other.devices.items():
+            for key, entry in device.entries.items():
+                if not self.has(fingerprint, key):
+                    self.add(fingerprint, key, entry, device.environment)
+                    added += 1
+        return added
+
     def save(self, path: str | Path) -> None:
-        """Atomic write: temp file in the same directory, fsync, os.replace (POSIX rename is atomic)."""
+        """Merge with what is on disk now, then write atomically (temp file, fsync, os.replace), all under an
+        exclusive lock on the table's folder, so two `measure` runs on one table keep both runs' entries
+        instead of the last writer's (issue 17: 49 of 89 entries kept). This table takes the other run's
+        entries too, so neither measures them again."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
+        with folder_lock(path.parent):
+            if os.path.lexists(path):
+                self.merge_from(CostTable.load(path))
+            atomic_write_text(path, json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n",
+                              label=f"cost table {path}")
+
+
+@contextlib.contextmanager
+def folder_lock(directory: Path):
+    """An exclusive fcntl.flock on the folder itself (no lock file left behind); released on close, also when
+    the process dies. Held only for one read-merge-write, which takes milliseconds."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
 

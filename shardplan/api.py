@@ -103,6 +103,12 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         raise ShardplanError(f"--top: give 1..1000 answers (got {top})")
     if target_tokens_per_s is not None and objective != "fewest-gpus":
         raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
+    from boundary.write import check_output_dir
+    from solver.cpsat_solve import check_solve_limits
+
+    check_solve_limits(top, time_limit_s)  # NaN / infinite limits and an unwritable render_dir fail before any work
+    if render_dir:
+        check_output_dir(render_dir, "--render")
     with input_boundary():
         config = proposer if isinstance(proposer, ProposerConfig) else ProposerConfig(kind=proposer)
         spec = load_model(model)

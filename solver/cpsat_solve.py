@@ -23,6 +23,7 @@ from typing import Optional
 
 import numpy as np
 
+from boundary.numbers import bounded_float, bounded_int
 from solver.cp_sat import cp_model
 from solver.cpsat_model import build_model
 from solver.table_time import US
@@ -174,6 +175,17 @@ def top_verified(tables: Tables, idx: np.ndarray, k: int, margin_fraction: float
     return best, ranker, idx[:n]
 
 
+MAX_TIME_LIMIT_S = 86_400.0  # a day of CP-SAT's deterministic clock: past it, pin axes instead
+MAX_TOP_K = 100_000         # answers carry a projection each; a ranked list past this is read by no one
+
+
+def check_solve_limits(k: int, max_time_s: float) -> None:
+    """Refuse a NaN / infinite / non-positive time limit (CP-SAT rejects the model on NaN) and an unbounded K."""
+    bounded_float(max_time_s, "--time-limit", 0.0, MAX_TIME_LIMIT_S, "CP-SAT needs a finite positive time limit "
+                  "(seconds of its deterministic clock)", lo_open=True)
+    bounded_int(k, "--top", 1, MAX_TOP_K, f"each answer is re-checked and projected; {MAX_TOP_K:,} is the most listed")
+
+
 def _solver(max_time_s: float) -> cp_model.CpSolver:
     s = cp_model.CpSolver()
     s.parameters.num_workers = 1
@@ -219,6 +231,7 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
                 objective: str = "throughput") -> SolveResult:
     """Exact top-K under the objective (ranking time, or peak bytes), each with its simulated projection;
     `hint` (act, shard) seeds CP-SAT."""
+    check_solve_limits(k, max_time_s)
     t0 = time.perf_counter()
     idx = fitting_index(tables, pins, objective)
     refuse_pruned(tables, objective)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Optional
 
+from boundary.numbers import bounded_float
 from constraints import memory as mem
 from constraints.spec import Recompute
 from boundary.errors import ShardplanError
@@ -172,8 +173,11 @@ def fewest_gpus(placement, target_tokens_per_s: float, solve_at: Callable, scree
     result.ranked emptied when none reaches it. `tried` lists {nodes, gpus, tokens_per_s} per solved count;
     a count the screen skips has tokens_per_s 0.0 when it provably has no recipe (memory, empty_space) and
     None when only its bound is known (throughput_bound), plus `skipped` and the bound."""
-    if not target_tokens_per_s or target_tokens_per_s <= 0:
+    if target_tokens_per_s is None:
         raise TargetError("--target-tokens-per-s: give the total tokens/s to reach (> 0) with --objective fewest-gpus")
+    # 1e15 tokens/s is ~10^6 times the fastest published training run (Llama 3 405B: ~4e7 tokens/s on 16k GPUs)
+    bounded_float(target_tokens_per_s, "--target-tokens-per-s", 0.0, 1e15,
+                  "give the total tokens/s to reach, a finite positive number", lo_open=True)
     tried: list[dict] = []
     last = None
     for nodes in range(1, placement.num_nodes + 1):

@@ -11,9 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from pydantic import ValidationError
+
 from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_yaml
 from boundary.read import read_text
+from boundary.show import validation_line
 from constraints.case import Case, CaseError, case_from_mapping
 from constraints.models import load_model
 from constraints.megatron_errors import MegatronRecipeIllegal
@@ -107,8 +110,8 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
     try:
         placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
         case = Case(model=model, job=cfg.job, recipe=cfg.recipe, placement=placement)
-    except ValueError as exc:
-        raise InputError(str(exc).splitlines()[0]) from None
+    except ValidationError as exc:
+        raise InputError(validation_line(exc).removeprefix("value: Value error, ")) from None
     return LoadedCase(case=case, flags=dict(getattr(cfg, "raw", {}) or {}), env=dict(launch.env or {}),
                       unknown_flags=list(cfg.unknown_flags), ignored_flags=list(getattr(cfg, "ignored_flags", [])),
                       source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()]

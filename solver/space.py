@@ -13,6 +13,8 @@ from typing import Iterable, Optional, Sequence
 
 from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, PipelineSchedule, Placement, Recipe,
                               Recompute, RecomputeGranularity, RecomputeMethod, RecomputeModule)
+from boundary.show import shown
+from constraints.magnitudes import magnitude_error
 from solver.splits import split_fields
 from boundary.errors import ShardplanError
 
@@ -115,12 +117,28 @@ def default_domains(model: ModelSpec, job: JobSpec, world: int) -> dict[str, lis
 
 
 def parse_range(text: str) -> tuple[Optional[int], Optional[int]]:
-    """'8' -> (8, 8); '2..8' -> (2, 8); '..8' / '2..' open ends."""
+    """'8' -> (8, 8); '2..8' -> (2, 8); '..8' / '2..' open ends. At most 12 digits per end (no axis reaches
+    10^12), so a 10^30 bound is refused here instead of overflowing an int64 table later."""
+    if len(text) > 40 or any(len(part) > 12 for part in text.split("..")):
+        raise ValueError(f"range {text[:40]!r} has a bound of more than 12 digits")
     if ".." in text:
         lo, hi = text.split("..", 1)
         return (int(lo) if lo else None, int(hi) if hi else None)
     v = int(text)
     return v, v
+
+
+def axis_ceiling(axis: str, model: ModelSpec, job: JobSpec, world: int) -> Optional[int]:
+    """The largest value an integer axis can take at all, so a range is never materialised past it: a
+    parallel degree divides the world size (TP, PP, CP, EP, ETP <= GPUs); a virtual stage holds at least
+    one layer (VPP <= layers); a micro-batch is part of the global batch (MBS <= global batch)."""
+    return {"tp": world, "pp": world, "cp": world, "ep": world, "etp": world,
+            "vpp": model.num_layers, "mbs": job.global_batch_size}.get(axis)
+
+
+def _ceiling_words(axis: str, ceiling: int) -> str:
+    return {"vpp": f"the model's {ceiling} layers (a virtual stage holds at least one)",
+            "mbs": f"the global batch size {ceiling}"}.get(axis, f"the {ceiling} GPUs of the world size")
 
 
 def _restrict(name: str, values: list, allowed: Iterable) -> list:
@@ -135,14 +153,32 @@ def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
 
     A range may widen a capped default (e.g. tp 1..16 adds 16 where the world size allows it)."""
     world = placement.world_size
-    for axis, (lo, hi) in (ranges or {}).items():
+    error = magnitude_error(model, job)
+    if error:
+        raise SpaceError(error)
+    ranges = dict(ranges or {})
+    for axis, (lo, hi) in ranges.items():
         if axis in INT_AXES and any(v is not None and v < 1 for v in (lo, hi)):
             raise SpaceError(f"--{axis} {lo}..{hi}: sizes are positive integers; give N >= 1 or LO..HI with LO >= 1")
+        if lo is not None and hi is not None and lo > hi:
+            raise SpaceError(f"--{axis} {lo}..{hi}: the low end is above the high end; give LO..HI with LO <= HI")
+        ceiling = axis_ceiling(axis, model, job, world)
+        if ceiling is not None and lo is not None and lo > ceiling:
+            raise SpaceError(f"--{axis} {lo}..: above {_ceiling_words(axis, ceiling)}; give a range up to {ceiling}")
+        if ceiling is not None and hi is not None and hi > ceiling:  # values past the ceiling can never be legal
+            ranges[axis] = (lo, ceiling)
     for axis, allowed in (pins or {}).items():
         if axis in INT_AXES and any(v is not None and (not isinstance(v, int) or v < 1) for v in allowed):
-            raise SpaceError(f"--{axis} {list(allowed)}: sizes are positive integers; give N >= 1")
+            raise SpaceError(f"--{axis} {shown(list(allowed))}: sizes are positive integers; give N >= 1")
+        ceiling = axis_ceiling(axis, model, job, world)
+        if ceiling is not None and len(allowed) > ceiling:
+            raise SpaceError(f"--{axis}: {len(allowed):,} pinned values, more than the {ceiling} this axis can take")
+        too_big = [v for v in allowed if ceiling is not None and v is not None and v > ceiling]
+        if too_big:
+            raise SpaceError(f"--{axis} {shown(too_big[0])}: above {_ceiling_words(axis, ceiling)}; give a value up "
+                             f"to {ceiling}")
     domains = default_domains(model, job, world)
-    for axis, (lo, hi) in (ranges or {}).items():
+    for axis, (lo, hi) in ranges.items():
         if axis not in domains:
             raise SpaceError(f"--{axis}: not a searchable axis; choose one of {', '.join(AXES)}")
         values = domains[axis]

@@ -17,7 +17,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from solver.cpsat_solve import SolveResult, fitting_index, solve_cpsat
+from solver.cpsat_solve import SolveResult, check_solve_limits, fitting_index, solve_cpsat
 from solver.proposer.hints import Hint, validate_hints
 from solver.proposer.ledger import Ledger, ProposerContext, entry_from_ranked
 from solver.proposer.legal import AxisColumns
@@ -291,6 +291,7 @@ def solve_with_proposer(tables, k: int = 10, pins: Optional[dict] = None, margin
 
     `proposer` overrides the one `config.kind` names (tests, custom rule sets). kind 'none' is the plain
     solve (re-verified), with an empty report."""
+    check_solve_limits(k, max_time_s)
     config = config or ProposerConfig()
     if config.kind == "none" and proposer is None:
         loop = _Loop(tables, k, pins, margin_fraction, max_time_s, config, proposer=_NoProposer())
