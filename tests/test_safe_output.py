@@ -76,7 +76,7 @@ def test_unwritable_folder_is_refused_before_work(tmp_path):
 def test_solve_render_into_a_file_is_refused_before_the_solve(tmp_path):
     target = tmp_path / "notadir"
     target.write_text("keep me\n")
-    p = subprocess.run([sys.executable, "-m", "solver.cli", "solve", "--model", "Llama-3.1-8B", "--hardware",
+    p = subprocess.run([sys.executable, "-m", "shardplan", "solve", "--model", "Llama-3.1-8B", "--hardware",
                         "h100-sxm-80gb", "--nodes", "1", "--gpus-per-node", "8", "--seq-length", "4096",
                         "--global-batch-size", "64", "--render", str(target)], capture_output=True, text=True,
                        cwd=REPO, timeout=120)
@@ -87,7 +87,7 @@ def test_solve_render_into_a_file_is_refused_before_the_solve(tmp_path):
 def test_render_to_a_fifo_is_exit_2_and_the_fifo_stays(tmp_path):
     fifo = tmp_path / "train.sh"
     os.mkfifo(fifo)
-    p = subprocess.run([sys.executable, "-m", "solver.cli", "render", str(REPO / "constraints/examples/llama3-70b-h100.yaml"),
+    p = subprocess.run([sys.executable, "-m", "shardplan", "render", str(REPO / "constraints/examples/llama3-70b-h100.yaml"),
                         "-o", str(fifo)], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert p.returncode == 2 and "is a FIFO" in p.stderr and "Traceback" not in p.stderr and fifo.is_fifo()
 
