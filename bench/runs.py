@@ -60,6 +60,8 @@ MODEL_FILES = {
     "DeepSeek-V3": "DeepSeek-V3", "Qwen3-235B-A22B": "Qwen3-235B-A22B", "Qwen3-30B-A3B": "Qwen3-30B-A3B", "Qwen3-8B": "Qwen3-8B",
     "Nemotron4-340B": "Nemotron-4-340B", "Moonlight-16B-A3B": "Moonlight-16B-A3B", "Kimi-K2": "Kimi-K2-Instruct",
     "GPT3-175B": "GPT-3-175B", "GPT-OSS-120B": "gpt-oss-120b", "GPT-OSS-20B": "gpt-oss-20b",
+    "Nemotron3-Nano-30B-A3B": "Nemotron-3-Nano-30B-A3B", "NemotronH-8B": "Nemotron-H-8B-Base-8K",
+    "NemotronH-47B": "Nemotron-H-47B-Base-8K", "NemotronH-56B": "Nemotron-H-56B-Base-8K",
 }
 # substring of the row's hardware -> (profile name, GPUs per node/tray); order matters (H100 after H800/H200)
 HARDWARE = [("A100", "a100-sxm-80gb", 8), ("H800", "h800-sxm-80gb", 8), ("H200", "h200-sxm-141gb", 8), ("H100", "h100-sxm-80gb", 8),

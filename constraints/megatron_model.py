@@ -12,6 +12,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from constraints.megatron_errors import MegatronArgsError, error_from_validation
+from constraints.hybrid_flags import hybrid_model_fields, hybrid_moe_layers
 from constraints.megatron_patterns import moe_layer_pattern
 from constraints.spec import Activation, ModelSpec, Normalization
 
@@ -22,11 +23,13 @@ REQUIRED_MODEL_FLAGS = ("--num-layers", "--hidden-size", "--num-attention-heads"
 
 def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec], list[str]]:
     """(ModelSpec, []) from the parsed flags, or (None, the required model flags that are absent)."""
-    missing = [f for f in REQUIRED_MODEL_FLAGS if f not in raw]
+    g = raw.get
+    hybrid = hybrid_model_fields(raw, g("--hidden-size") or 0) if "--hidden-size" in raw else None
+    # a hybrid pattern sets the layer count (constraints/hybrid_flags.py)
+    missing = [f for f in REQUIRED_MODEL_FLAGS if f not in raw and not (hybrid and f == "--num-layers")]
     if missing:
         return None, missing
-    g = raw.get
-    L, h, heads = g("--num-layers"), g("--hidden-size"), g("--num-attention-heads")
+    L, h, heads = (hybrid["num_layers"] if hybrid else g("--num-layers")), g("--hidden-size"), g("--num-attention-heads")
     if "--kv-channels" not in raw and heads > 0 and h % heads:
         raise MegatronArgsError(f"--hidden-size {h} is not divisible by --num-attention-heads {heads}; set --kv-channels")
     swiglu = g("--swiglu", False)
@@ -58,7 +61,10 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
                       moe_router_score_bias=g("--moe-router-enable-expert-bias", False),
                       # core/transformer/moe/router.py: the router linear has a bias whenever add_bias_linear is on
                       moe_router_bias=bias,
-                      layer_is_moe=moe_layer_pattern(g("--moe-layer-freq", 1), L) if L > 0 else None)
+                      layer_is_moe=(hybrid_moe_layers(hybrid) if hybrid else
+                                    moe_layer_pattern(g("--moe-layer-freq", 1), L) if L > 0 else None))
+    if hybrid:
+        fields.update(hybrid)
     if mla:  # flag defaults: kv-lora-rank 32, qk-head-dim 128, qk-pos-emb-head-dim 64, v-head-dim 128, q-lora-rank None
         fields.update(q_lora_rank=g("--q-lora-rank"), kv_lora_rank=g("--kv-lora-rank", 32), qk_head_dim=g("--qk-head-dim", 128),
                       qk_pos_emb_head_dim=g("--qk-pos-emb-head-dim", 64), v_head_dim=g("--v-head-dim", 128))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from constraints.megatron_errors import MegatronArgsError, MegatronRecipeIllegal
+from constraints.hybrid_flags import hybrid_split
 from constraints.megatron_patterns import layout_stages
 from constraints.spec import (
     CpCommType, DataParallelSharding, MoeDispatcher, PipelineSchedule, Recompute, RecomputeGranularity,
@@ -93,6 +94,9 @@ def recipe_fields(raw: dict[str, Any], num_layers: Optional[int]) -> dict[str, A
         raise MegatronArgsError("--micro-batch-size is required by Megatron; add --micro-batch-size 1")
     pp = g("--pipeline-model-parallel-size", 1)
     vpp = _vpp(raw, num_layers, pp)
+    hybrid = hybrid_split(raw, pp)  # a hybrid pattern's '|' segments: VPP and the stages (constraints/hybrid_flags.py)
+    if hybrid:
+        vpp = hybrid["vpp"]
     dispatcher = "flex" if g("--moe-enable-deepep") else g("--moe-token-dispatcher-type", "allgather")
     return dict(
         tp=g("--tensor-model-parallel-size", 1), pp=pp, vpp=vpp, cp=g("--context-parallel-size", 1),
@@ -102,7 +106,7 @@ def recipe_fields(raw: dict[str, Any], num_layers: Optional[int]) -> dict[str, A
         first_stage_layers=g("--decoder-first-pipeline-num-layers"), last_stage_layers=g("--decoder-last-pipeline-num-layers"),
         account_for_embedding_in_pipeline_split=g("--account-for-embedding-in-pipeline-split", False),
         account_for_loss_in_pipeline_split=g("--account-for-loss-in-pipeline-split", False),
-        pipeline_layout=g("--pipeline-model-parallel-layout"),
+        pipeline_layout=hybrid["pipeline_layout"] if hybrid else g("--pipeline-model-parallel-layout"),
         microbatch_group_size=g("--microbatch-group-size-per-virtual-pipeline-stage"),
         overlap_p2p_comm=not g("--no-overlap-p2p-communication", False),  # default on (store_false flag)
         overlap_grad_reduce=g("--overlap-grad-reduce", False), overlap_param_gather=g("--overlap-param-gather", False),

@@ -118,7 +118,7 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
 def chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chunk,
                       per_layer: dict[bool, int], vocab: int) -> tuple[int, int, int, int]:
     """(layer activations, embedding, output, recompute working set) of one micro-batch in one chunk."""
-    flags = [model.moe_layers[i] for i in chunk.layers]
+    flags = [model.layer_kinds[i] for i in chunk.layers]
     rc = recipe.recompute
     n = len(flags)
     if rc.granularity == RecomputeGranularity.full and n:
@@ -184,7 +184,7 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
     dp = max(recipe.dp(world_size), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
     sh = act.shape_of(job, recipe)
-    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.moe_layers)}
+    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.layer_kinds)}
     vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
     frag_ppm = round(fragmentation_fraction * PPM)
     comm = comm_buffer_bytes(model, recipe, sh)

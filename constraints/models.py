@@ -44,6 +44,8 @@ _HF_INT_FIELDS = (
     "num_experts_per_tok", "experts_per_token", "moe_intermediate_size", "n_shared_experts", "kv_lora_rank",
     "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "first_k_dense_replace", "moe_layer_freq",
     "decoder_sparse_step", "num_nextn_predict_layers", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
+    "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "attention_head_dim",
+    "moe_shared_expert_intermediate_size",
 )
 _HF_FLOAT_FIELDS = ("attention_dropout", "resid_pdrop", "attn_pdrop")
 _HF_BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias")
@@ -92,6 +94,8 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
     deepseek_v3/kimi_k2, gpt_oss, nemotron, gpt2)."""
     mt = raw.get("model_type", "")
     _check_hf_types(raw, name)
+    if mt == "nemotron_h":
+        return _nemotron_h(raw, name)
     if mt == "gpt2":
         h = raw["n_embd"]
         return ModelSpec(
@@ -149,6 +153,52 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
             v_head_dim=raw["v_head_dim"], kv_channels=raw["qk_nope_head_dim"] + raw["qk_rope_head_dim"],
             num_query_groups=heads, mtp_num_layers=raw.get("num_nextn_predict_layers") or 0,
         )
+    return ModelSpec(**fields)
+
+
+# HF NemotronHConfig layers_block_type names (transformers 5.x, and the older spellings) -> Megatron symbols
+_BLOCK_SYMBOLS = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _nemotron_h(raw: dict, name: str) -> ModelSpec:
+    """HF `nemotron_h` (Nemotron-H, Nemotron 3): hybrid_override_pattern (or layers_block_type) is Megatron's
+    --hybrid-layer-pattern; Mamba-2 sizes from mamba_num_heads / mamba_head_dim / ssm_state_size / n_groups /
+    conv_kernel; squared-ReLU MLPs and experts without a gate; RMSNorm; no position embedding (Megatron-Bridge
+    NemotronHBridge sets position_embedding_type none)."""
+    pattern = raw.get("hybrid_override_pattern")
+    if pattern is None and isinstance(raw.get("layers_block_type"), list):
+        unknown = [t for t in raw["layers_block_type"] if t not in _BLOCK_SYMBOLS]
+        if unknown:
+            raise ModelError(f"model {name}: layers_block_type {unknown[0]!r} is not modelled; use mamba, attention, mlp or moe")
+        pattern = "".join(_BLOCK_SYMBOLS[t] for t in raw["layers_block_type"])
+    if not isinstance(pattern, str) or not pattern:
+        raise ModelError(f"model {name}: nemotron_h config needs hybrid_override_pattern (e.g. \"M-M*-\"); copy it from the HF config.json")
+    if raw.get("moe_latent_size"):
+        raise ModelError(f"model {name}: moe_latent_size (latent MoE, Nemotron 3 Super/Ultra) is not modelled")
+    if raw.get("num_nextn_predict_layers"):
+        raise ModelError(f"model {name}: MTP layers of a hybrid model are not modelled; set num_nextn_predict_layers to 0")
+    h, heads = raw["hidden_size"], raw["num_attention_heads"]
+    act = raw.get("mlp_hidden_act") or raw.get("hidden_act") or "relu2"
+    fields: dict[str, Any] = dict(
+        name=name, num_layers=len(pattern), hidden_size=h, ffn_hidden_size=raw["intermediate_size"],
+        num_attention_heads=heads, num_query_groups=_get(raw, "num_key_value_heads", default=heads),
+        kv_channels=_get(raw, "head_dim", "attention_head_dim", default=h // heads), vocab_size=raw["vocab_size"],
+        max_position_embeddings=_get(raw, "max_position_embeddings", default=4096),
+        activation={"relu2": Activation.squared_relu, "gelu": Activation.gelu}.get(act, Activation.swiglu),
+        normalization=Normalization.rmsnorm, tied_embeddings=bool(raw.get("tie_word_embeddings", False)),
+        attention_bias=bool(raw.get("attention_bias", False)), mlp_bias=bool(raw.get("mlp_bias", False)),
+        hybrid_layer_pattern=pattern, mamba_num_heads=raw.get("mamba_num_heads"), mamba_head_dim=raw.get("mamba_head_dim"),
+        mamba_state_dim=raw.get("ssm_state_size"), mamba_num_groups=raw.get("n_groups"),
+        mamba_conv_kernel=raw.get("conv_kernel") or 4,
+    )
+    if raw.get("use_bias") or raw.get("use_conv_bias") is False:
+        raise ModelError(f"model {name}: Mamba in/out projection biases or a conv without bias are not modelled "
+                         "(Megatron's MambaMixer asserts neither)")
+    if "E" in pattern:
+        fields.update(num_experts=raw["n_routed_experts"], moe_router_topk=raw["num_experts_per_tok"],
+                      moe_ffn_hidden_size=raw["moe_intermediate_size"],
+                      moe_shared_expert_intermediate_size=raw.get("moe_shared_expert_intermediate_size"),
+                      moe_router_score_bias=True, layer_is_moe=tuple(ch == "E" for ch in pattern))
     return ModelSpec(**fields)
 
 

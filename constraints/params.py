@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from constraints.mamba import hybrid_layer_split
 from constraints.spec import Activation, ModelSpec, Normalization
 
 
@@ -84,7 +85,11 @@ def attention_params(model: ModelSpec) -> tuple[int, int]:
     return sharded, replicated
 
 
-def layer_params(model: ModelSpec, is_moe: bool) -> LayerParams:
+def layer_params(model: ModelSpec, is_moe) -> LayerParams:
+    """One layer of kind `is_moe`: a transformer layer's MoE flag, or a hybrid layer's symbol (M, *, -, E;
+    constraints/mamba.py)."""
+    if isinstance(is_moe, str):
+        return LayerParams(*hybrid_layer_split(model, is_moe, attention_params(model)))
     attn_sharded, attn_repl = attention_params(model)
     replicated = attn_repl + _norm(model, model.hidden_size)  # + pre-MLP norm
     if not is_moe:
@@ -100,8 +105,9 @@ def layer_params(model: ModelSpec, is_moe: bool) -> LayerParams:
 
 
 def all_layer_params(model: ModelSpec) -> list[LayerParams]:
-    cache = {flag: layer_params(model, flag) for flag in (False, True) if flag is False or model.is_moe}
-    return [cache[flag] for flag in model.moe_layers]
+    kinds = model.layer_kinds
+    cache = {kind: layer_params(model, kind) for kind in set(kinds)}
+    return [cache[kind] for kind in kinds]
 
 
 def mtp_params(model: ModelSpec) -> int:

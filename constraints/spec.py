@@ -192,6 +192,14 @@ class ModelSpec(Strict):
     v_head_dim: Optional[int] = Field(None, gt=0, le=1 << 14)
     # --- MTP ---
     mtp_num_layers: int = Field(0, ge=0, le=16, description="multi-token-prediction depth (DeepSeek-V3: 1)")
+    # --- hybrid Mamba-2 / attention (Megatron --hybrid-layer-pattern; constraints/mamba.py) ---
+    hybrid_layer_pattern: Optional[str] = Field(
+        None, max_length=4096, description="one symbol per layer: M Mamba-2, * attention, - MLP, E MoE (no | or /)")
+    mamba_num_heads: Optional[int] = Field(None, gt=0, le=1 << 14)
+    mamba_head_dim: Optional[int] = Field(None, gt=0, le=1 << 12)
+    mamba_state_dim: Optional[int] = Field(None, gt=0, le=1 << 12, description="SSM state size N")
+    mamba_num_groups: Optional[int] = Field(None, gt=0, le=1 << 12, description="B/C groups")
+    mamba_conv_kernel: int = Field(4, gt=0, le=64, description="depthwise causal conv width (Megatron d_conv)")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelSpec":
@@ -205,6 +213,9 @@ class ModelSpec(Strict):
             # get_query_key_value_tensors); HF's repeat_kv needs the same divisibility
             raise ValueError(f"num_query_groups (HF num_key_value_heads): {self.num_attention_heads} attention heads are not divisible by "
                              f"{self.num_query_groups} KV heads; use a divisor of {self.num_attention_heads}")
+        if self.hybrid_layer_pattern is not None:
+            from constraints.mamba import check_hybrid_fields  # one place for the hybrid checks (no cycle: lazy)
+            check_hybrid_fields(self)
         if self.layer_is_moe is not None and len(self.layer_is_moe) != self.num_layers:
             raise ValueError(f"layer_is_moe has {len(self.layer_is_moe)} entries, expected num_layers={self.num_layers}")
         if self.multi_latent_attention:
@@ -231,6 +242,16 @@ class ModelSpec(Strict):
     @property
     def num_moe_layers(self) -> int:
         return sum(self.moe_layers)
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self.hybrid_layer_pattern is not None
+
+    @property
+    def layer_kinds(self) -> tuple:
+        """Per layer, the key its parameters, activations and kernels are priced by: the MoE flag (False dense,
+        True MoE) of a transformer layer, or the hybrid symbol (M, *, -, E) of a hybrid model's layer."""
+        return tuple(self.hybrid_layer_pattern) if self.hybrid_layer_pattern is not None else self.moe_layers
 
 
 class JobSpec(Strict):

@@ -40,8 +40,35 @@ def _attention_per_token(m: ModelSpec) -> tuple[float, float]:
     return linear, core
 
 
+def hybrid_flops(model: ModelSpec, seq_length: int, global_batch_size: int, padded_vocab_size: int) -> float:
+    """Megatron's `hybrid_flops` (training.py num_floating_point_operations, is_hybrid_model): per layer kind of
+    --hybrid-layer-pattern, forward FLOPs times 3. Its Mamba term takes d_inner = 2h whatever the head count
+    (mamba_layer_flops), and the scan as 7 T d_inner N; mirrored as written, so TFLOP/s compare with Megatron's log."""
+    m, h = model, model.hidden_size
+    T, s2 = global_batch_size * seq_length, global_batch_size * seq_length * seq_length
+    counts = {sym: m.hybrid_layer_pattern.count(sym) for sym in "M*-E"}
+    scale = 1.5 if m.activation == Activation.swiglu else 1.0
+    p = m.kv_channels * m.num_attention_heads / h
+    attn = 4 * T * h * p * (h + h * (m.num_query_groups / m.num_attention_heads)) + 2 * s2 * h * p
+    mlp = 4 * scale * T * h * m.ffn_hidden_size
+    moe = 0.0
+    if m.is_moe:
+        moe = 4 * T * h * m.moe_ffn_hidden_size * m.moe_router_topk * scale
+        moe += 4 * T * h * (m.moe_shared_expert_intermediate_size or 0) * scale
+    mamba = 0.0
+    if counts["M"]:
+        d_in, g, n, heads = 2 * h, m.mamba_num_groups, m.mamba_state_dim, m.mamba_num_heads
+        mamba = 2 * T * h * (2 * d_in + 2 * g * n + heads) + 7 * T * d_in * n + 2 * T * d_in * h
+    fwd = (counts["*"] * attn + counts["-"] * mlp + counts["M"] * mamba + counts["E"] * moe
+           + 2 * T * h * padded_vocab_size * (1 + m.mtp_num_layers))
+    return float(3 * fwd)
+
+
 def megatron_flops(model: ModelSpec, seq_length: int, global_batch_size: int, padded_vocab_size: int) -> float:
-    """FLOPs of one iteration (one global batch), Megatron's `transformer_flops` for BSHD inputs."""
+    """FLOPs of one iteration (one global batch), Megatron's `transformer_flops` for BSHD inputs (`hybrid_flops`
+    for a hybrid model)."""
+    if model.is_hybrid:
+        return hybrid_flops(model, seq_length, global_batch_size, padded_vocab_size)
     m = model
     pattern = m.moe_layers
     num_moe = sum(pattern) if m.is_moe else 0

@@ -27,6 +27,7 @@ from constraints.spec import JobSpec, ModelSpec, MoeDispatcher, Placement, Recip
 from hardware.profile import Calibration, HardwareProfile
 from measure import collectives as col
 from measure.layer_ops import LayerKind, Phase, PhaseOp, attention_key, attention_ops, block_key, block_ops
+from measure.mamba_ops import mamba_cp_s
 from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
 
@@ -176,9 +177,13 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
     shared by calls for one (model, job, placement, profile): its block entries are keyed by the recipe
     fields the blocks read (`attention_key`, `block_key`)."""
     cal = profile.calibration
+    kind = LayerKind(kind)
     op_cache = {} if op_cache is None else op_cache
-    attn = _memo(op_cache, attention_key(recipe), lambda: _op_sums(timed_ops(
-        attention_ops(model, job, recipe), profile, table, fp, cal.moe_load_imbalance, op_cache)))
+    if kind.is_hybrid:  # a hybrid layer is its one block (measure/mamba_ops.py)
+        attn = _memo(op_cache, ("no attention",), lambda: _op_sums([]))
+    else:
+        attn = _memo(op_cache, attention_key(recipe), lambda: _op_sums(timed_ops(
+            attention_ops(model, job, recipe), profile, table, fp, cal.moe_load_imbalance, op_cache)))
     blk = _memo(op_cache, block_key(model, job, recipe, kind), lambda: _op_sums(timed_ops(
         block_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance, op_cache)))
     by = {Phase.fwd: attn.fwd_s + blk.fwd_s, Phase.bwd_dgrad: attn.dgrad_s + blk.dgrad_s,
@@ -192,7 +197,9 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
     t_tok = recipe.mbs * job.seq_length // recipe.cp
     t_sp = t_tok // recipe.tp if recipe.sp_active else t_tok
     act_bytes = t_tok * model.hidden_size * 2
-    n_blocks = 2 if kind == LayerKind.dense else 1  # MoE block's TP comm is replaced by EP/ETP traffic
+    # TP collectives per block: attention, MLP and the Mamba mixer each one (all-reduce, or all-gather +
+    # reduce-scatter under SP); an MoE block's are replaced by EP/ETP traffic
+    n_blocks = {LayerKind.dense: 2, LayerKind.moe: 1, LayerKind.moe_block: 0}.get(kind, 1)
     tp = 0.0
     ep = {d: 0.0 for d in MoeDispatcher}
     if recipe.tp > 1:
@@ -201,20 +208,22 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
         else:
             one = col.all_reduce_s(act_bytes, groups.tp, profile)
         tp = n_blocks * one
-        if kind == LayerKind.moe and recipe.sp_active:
+        if kind.has_moe and recipe.sp_active:
             tp += one
-    if kind == LayerKind.moe:
+    if kind.has_moe:
         # keyed by what _ep_raw_s reads (the EP / ETP spans follow the sizes)
         ep = _memo(op_cache, ("ep", t_sp, recipe.ep, recipe.etp_effective),
                    lambda: {d: _ep_raw_s(model, recipe, groups, profile, t_sp, d) for d in MoeDispatcher})
     cp = 0.0
-    if recipe.cp > 1:
+    if recipe.cp > 1 and kind == LayerKind.mamba:
+        cp = mamba_cp_s(model, recipe, t_tok, groups, profile)
+    elif recipe.cp > 1 and kind.has_attention:
         kv_heads = model.num_attention_heads if model.multi_latent_attention else model.num_query_groups
         d = (model.qk_head_dim + model.qk_pos_emb_head_dim) if model.multi_latent_attention else model.kv_channels
         kv_bytes = 2 * recipe.mbs * t_tok * max(kv_heads // recipe.tp, 1) * d * 2
         ring = (recipe.cp - 1) * col.p2p_s(kv_bytes, groups.cp.num_domains > 1, profile)
         cp = max(ring - fwd_by_module.get("core_attn", 0.0), ring * cal.exposed_comm_fraction)
-    if kind == LayerKind.moe:  # dispatcher host sync per pass (see Calibration.moe_dispatch_overhead_us)
+    if kind.has_moe:  # dispatcher host sync per pass (see Calibration.moe_dispatch_overhead_us)
         by[Phase.fwd] += cal.moe_dispatch_overhead_us * 1e-6
         by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
     _host_floor(by, attn.n_fwd + blk.n_fwd, attn.n_bwd + blk.n_bwd, cal.host_time_per_op_us * 1e-6)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from constraints.spec import Activation, JobSpec, ModelSpec, Precision, Recipe
+from measure.mamba_ops import HYBRID_KINDS, hybrid_block_ops
 from measure.ops import Op, OpKind
 
 
@@ -37,8 +38,34 @@ class Phase(str, Enum):
 
 
 class LayerKind(str, Enum):
+    """dense / moe: a transformer layer (attention + MLP or MoE block). The rest are a hybrid model's one-block
+    layers (constraints/mamba.py, measure/mamba_ops.py): Mamba-2 mixer, attention alone, MLP alone, MoE alone."""
+
     dense = "dense"
     moe = "moe"
+    mamba = "mamba"
+    attention = "attention"
+    mlp = "mlp"
+    moe_block = "moe_block"
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self not in (LayerKind.dense, LayerKind.moe)
+
+    @property
+    def has_moe(self) -> bool:
+        return self in (LayerKind.moe, LayerKind.moe_block)
+
+    @property
+    def has_attention(self) -> bool:
+        return self in (LayerKind.dense, LayerKind.moe, LayerKind.attention)
+
+
+def layer_kind_of(kind) -> "LayerKind":
+    """The LayerKind of a ModelSpec.layer_kinds entry: a MoE flag or a hybrid pattern symbol."""
+    if isinstance(kind, str):
+        return LayerKind(HYBRID_KINDS[kind])
+    return LayerKind.moe if kind else LayerKind.dense
 
 
 # fp4: E2M1 pairs packed in a byte plus one E4M3 scale byte per 16 elements (arXiv 2509.25149 sec. 2)
@@ -110,7 +137,7 @@ def _casts(dtype: str, fwd_elems: int, bwd_elems: int, module: str) -> list[Phas
     return []
 
 
-def _gemm(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16") -> list[PhaseOp]:
+def gemm_ops(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16") -> list[PhaseOp]:
     """Forward, dgrad and wgrad of Y[m,n] = X[m,k] W[k,n]; bytes = inputs at dtype + output at out_dtype;
     fp8 adds the casts of X and dY (`_fp8_casts`)."""
     ib, ob = DTYPE_BYTES[dtype], DTYPE_BYTES[out_dtype]
@@ -124,7 +151,7 @@ def _gemm(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf1
 
 
 def _grouped(g: int, m: int, n: int, k: int, dtype: str, module: str) -> list[PhaseOp]:
-    """g GEMMs of m tokens each (`_gemm` per group; the roofline prices small m, see `grouped_token_efficiency`)."""
+    """g GEMMs of m tokens each (`gemm_ops` per group; the roofline prices small m, see `grouped_token_efficiency`)."""
     ib = DTYPE_BYTES[dtype]
     flops = 2.0 * g * m * n * k
     casts = _casts(dtype, g * m * k, g * m * n, module)
@@ -135,7 +162,7 @@ def _grouped(g: int, m: int, n: int, k: int, dtype: str, module: str) -> list[Ph
     ]
 
 
-def _pointwise(kind: OpKind, shape: tuple[int, ...], module: str, reads: int, writes: int, flops_per_elem: float = 1.0,
+def pointwise_ops(kind: OpKind, shape: tuple[int, ...], module: str, reads: int, writes: int, flops_per_elem: float = 1.0,
                bwd_factor: float = 2.0) -> list[PhaseOp]:
     """Bytes-bound kernel: reads/writes are tensor-sized passes over prod(shape) bf16 elements; the
     backward reads the saved input and the incoming gradient, so about bwd_factor x the forward bytes."""
@@ -149,15 +176,15 @@ def _pointwise(kind: OpKind, shape: tuple[int, ...], module: str, reads: int, wr
     ]
 
 
-def _norm(model: ModelSpec, tokens: int, width: int, module: str = "layernorm") -> list[PhaseOp]:
+def norm_ops(model: ModelSpec, tokens: int, width: int, module: str = "layernorm") -> list[PhaseOp]:
     kind = OpKind.rmsnorm if model.normalization.value == "RMSNorm" else OpKind.layernorm
-    return _pointwise(kind, (tokens, width), module, 1, 1, flops_per_elem=4.0)
+    return pointwise_ops(kind, (tokens, width), module, 1, 1, flops_per_elem=4.0)
 
 
 def _activation(model: ModelSpec, tokens: int, width: int, module: str) -> list[PhaseOp]:
     kind = {Activation.swiglu: OpKind.swiglu, Activation.gelu: OpKind.gelu, Activation.squared_relu: OpKind.squared_relu}[model.activation]
     reads = 2 if model.activation == Activation.swiglu else 1
-    return _pointwise(kind, (tokens, width), module, reads, 1, flops_per_elem=8.0)
+    return pointwise_ops(kind, (tokens, width), module, reads, 1, flops_per_elem=8.0)
 
 
 def _fc1_width(model: ModelSpec, ffn: int) -> int:
@@ -165,7 +192,7 @@ def _fc1_width(model: ModelSpec, ffn: int) -> int:
     return 2 * ffn if model.activation == Activation.swiglu else ffn
 
 
-def _tokens(job: JobSpec, recipe: Recipe) -> tuple[int, int]:
+def rank_tokens(job: JobSpec, recipe: Recipe) -> tuple[int, int]:
     """(tokens through the TP GEMMs, tokens through norms/residuals) per rank per micro-batch."""
     t = recipe.mbs * job.seq_length // recipe.cp
     return t, (t // recipe.tp if recipe.sp_active else t)
@@ -174,30 +201,30 @@ def _tokens(job: JobSpec, recipe: Recipe) -> tuple[int, int]:
 def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     """Norm, QKV (or MLA projections), core attention, output projection and residual add."""
     tp, dt, act = recipe.tp, gemm_dtype(job), _act_dtype(job)
-    t, t_sp = _tokens(job, recipe)
+    t, t_sp = rank_tokens(job, recipe)
     h, nh = model.hidden_size, model.num_attention_heads
-    ops = _norm(model, t_sp, h)
+    ops = norm_ops(model, t_sp, h)
     heads = max(nh // tp, 1)
     if model.multi_latent_attention:
         dqk = model.qk_head_dim + model.qk_pos_emb_head_dim
         dv = model.v_head_dim
         if model.q_lora_rank:
-            ops += _gemm(t, model.q_lora_rank, h, dt, "qkv")
-            ops += _norm(model, t, model.q_lora_rank, "mla_up_proj")
-            ops += _gemm(t, heads * dqk, model.q_lora_rank, dt, "mla_up_proj")
+            ops += gemm_ops(t, model.q_lora_rank, h, dt, "qkv")
+            ops += norm_ops(model, t, model.q_lora_rank, "mla_up_proj")
+            ops += gemm_ops(t, heads * dqk, model.q_lora_rank, dt, "mla_up_proj")
         else:
-            ops += _gemm(t, heads * dqk, h, dt, "qkv")
-        ops += _gemm(t, model.kv_lora_rank + model.qk_pos_emb_head_dim, h, dt, "qkv")
-        ops += _norm(model, t, model.kv_lora_rank, "mla_up_proj")
-        ops += _gemm(t, heads * (model.qk_head_dim + dv), model.kv_lora_rank, dt, "mla_up_proj")
+            ops += gemm_ops(t, heads * dqk, h, dt, "qkv")
+        ops += gemm_ops(t, model.kv_lora_rank + model.qk_pos_emb_head_dim, h, dt, "qkv")
+        ops += norm_ops(model, t, model.kv_lora_rank, "mla_up_proj")
+        ops += gemm_ops(t, heads * (model.qk_head_dim + dv), model.kv_lora_rank, dt, "mla_up_proj")
         # one head_dim that gives the true QK^T + PV FLOPs: 2 matmuls of dqk and dv -> mean
         head_dim, kv_heads, out_k = (dqk + dv) // 2, heads, heads * dv
     else:
         d = model.kv_channels
         kv_heads = max(model.num_query_groups // tp, 1)
-        ops += _gemm(t, (heads + 2 * kv_heads) * d, h, dt, "qkv")
+        ops += gemm_ops(t, (heads + 2 * kv_heads) * d, h, dt, "qkv")
         if model.qk_layernorm:
-            ops += _norm(model, t * (heads + kv_heads), d, "qkv")
+            ops += norm_ops(model, t * (heads + kv_heads), d, "qkv")
         head_dim, out_k = d, heads * d
     b, s_q, s_kv = recipe.mbs, job.seq_length // recipe.cp, job.seq_length
     # causal: half of the s_q x s_kv scores; CP load-balancing keeps that half per rank
@@ -206,26 +233,26 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseO
     shape = (b, heads, kv_heads, s_q, s_kv, head_dim, 1)
     ops.append(PhaseOp(Op(OpKind.attention_fwd, shape, act), Phase.fwd, "core_attn", attn_flops, io_bytes))
     ops.append(PhaseOp(Op(OpKind.attention_bwd, shape, act), Phase.bwd_dgrad, "core_attn", 2.5 * attn_flops, 2 * io_bytes))
-    ops += _gemm(t, h, out_k, dt, "proj")
-    ops += _pointwise(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, flops_per_elem=1.0, bwd_factor=1.0)
+    ops += gemm_ops(t, h, out_k, dt, "proj")
+    ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, flops_per_elem=1.0, bwd_factor=1.0)
     return ops
 
 
 def mlp_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     tp, dt = recipe.tp, gemm_dtype(job)
-    t, t_sp = _tokens(job, recipe)
+    t, t_sp = rank_tokens(job, recipe)
     h, f = model.hidden_size, model.ffn_hidden_size // tp
-    ops = _norm(model, t_sp, h)
-    ops += _gemm(t, _fc1_width(model, f), h, dt, "mlp")
+    ops = norm_ops(model, t_sp, h)
+    ops += gemm_ops(t, _fc1_width(model, f), h, dt, "mlp")
     ops += _activation(model, t, f, "mlp")
-    ops += _gemm(t, h, f, dt, "mlp")
-    ops += _pointwise(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
+    ops += gemm_ops(t, h, f, dt, "mlp")
+    ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
     return ops
 
 
 def tokens_per_local_expert(model: ModelSpec, job: JobSpec, recipe: Recipe) -> int:
     """Forced-balance tokens per local expert on one rank (see module docstring)."""
-    t, t_sp = _tokens(job, recipe)
+    t, t_sp = rank_tokens(job, recipe)
     routed = recipe.ep * recipe.etp_effective * t_sp * model.moe_router_topk
     return max(-(-routed // model.num_experts), 1)
 
@@ -233,46 +260,50 @@ def tokens_per_local_expert(model: ModelSpec, job: JobSpec, recipe: Recipe) -> i
 def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     """Norm, router, permute, grouped expert GEMMs, expert activation, unpermute, shared experts."""
     dt = gemm_dtype(job)
-    t, t_sp = _tokens(job, recipe)
+    t, t_sp = rank_tokens(job, recipe)
     h, E = model.hidden_size, model.num_experts
-    ops = _norm(model, t_sp, h)
-    ops += _gemm(t_sp, E, h, "bf16", "router")
+    ops = norm_ops(model, t_sp, h)
+    ops += gemm_ops(t_sp, E, h, "bf16", "router")
     # router score (fp32 softmax / sigmoid) and top-k over (t_sp, E): read logits, write probs and routing map
-    ops += _pointwise(OpKind.elementwise, (t_sp * E,), "router", 2, 2, flops_per_elem=4.0, bwd_factor=1.0)
+    ops += pointwise_ops(OpKind.elementwise, (t_sp * E,), "router", 2, 2, flops_per_elem=4.0, bwd_factor=1.0)
     g = max(E // recipe.ep, 1)
     m = tokens_per_local_expert(model, job, recipe)
     f = model.moe_ffn_hidden_size // recipe.etp_effective
     routed_tokens = g * m
     # permute: gather t_sp * topk token copies into expert order (Megatron `permute`, a read and a write of each
     # copy) before the dispatch, and again after it into local-expert order (`sort_chunks_by_idxs`)
-    ops += _pointwise(OpKind.elementwise, (t_sp * model.moe_router_topk * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+    ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
     local_sort = recipe.ep > 1 and g > 1
     if local_sort:
-        ops += _pointwise(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+        ops += pointwise_ops(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
     ops += _grouped(g, m, _fc1_width(model, f), h, dt, "moe")
     ops += _activation(model, routed_tokens, f, "moe_act")
     ops += _grouped(g, m, h, f, dt, "moe")
     # unpermute: local re-sort back, then the prob-weighted scatter-add of topk copies into t_sp tokens
     if local_sort:
-        ops += _pointwise(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
-    ops += _pointwise(OpKind.elementwise, (t_sp * model.moe_router_topk * h,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)
+        ops += pointwise_ops(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+    ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * h,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)
     if model.moe_shared_expert_intermediate_size:
         fs = model.moe_shared_expert_intermediate_size // recipe.tp
-        ops += _gemm(t, _fc1_width(model, fs), h, dt, "shared_experts")
+        ops += gemm_ops(t, _fc1_width(model, fs), h, dt, "shared_experts")
         ops += _activation(model, t, fs, "shared_experts")
-        ops += _gemm(t, h, fs, dt, "shared_experts")
-    ops += _pointwise(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
+        ops += gemm_ops(t, h, fs, dt, "shared_experts")
+    ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
     return ops
 
 
 def layer_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> list[PhaseOp]:
     """All kernels of one decoder layer, one micro-batch, one rank (fwd, dgrad, wgrad)."""
+    if LayerKind(layer_kind).is_hybrid:
+        return block_ops(model, job, recipe, layer_kind)
     return attention_ops(model, job, recipe) + block_ops(model, job, recipe, layer_kind)
 
 
 def block_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> list[PhaseOp]:
     """The kernels after attention: the MLP of a dense layer or the MoE block of an MoE layer."""
     kind = LayerKind(layer_kind)
+    if kind.is_hybrid:
+        return hybrid_block_ops(model, job, recipe, kind.value)
     if kind == LayerKind.moe and not model.is_moe:
         raise ValueError(f"layer_kind=moe: model {model.name} has no experts; use layer_kind=dense")
     return (moe_ops if kind == LayerKind.moe else mlp_ops)(model, job, recipe)
@@ -285,10 +316,12 @@ def attention_key(recipe: Recipe) -> tuple:
 
 def block_key(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> tuple:
     """The recipe fields `block_ops` reads (for one model and job), so that shapes with the same tokens per
-    rank share one block: the MLP reads TP and the tokens (`_tokens`); the MoE block reads the
+    rank share one block: the MLP reads TP and the tokens (`rank_tokens`); the MoE block reads the
     sequence-parallel tokens, EP and ETP, and TP and the full tokens only for shared experts."""
     kind = LayerKind(layer_kind)
-    t, t_sp = _tokens(job, recipe)
+    t, t_sp = rank_tokens(job, recipe)
+    if kind.is_hybrid:  # one block reading every shape field
+        return ("block", kind, recipe.tp, recipe.cp, recipe.mbs, recipe.sp_active, recipe.ep, recipe.etp_effective)
     if kind == LayerKind.dense:
         return ("block", kind, recipe.tp, t, t_sp)
     shared = bool(model.moe_shared_expert_intermediate_size)
@@ -299,17 +332,17 @@ def head_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     """Embedding (first stage), final norm, output GEMM and fused cross-entropy (last stage), plus
     MTP's extra projection, output GEMM and loss per MTP depth (its transformer layer is counted as
     a decoder layer by the projection)."""
-    t, t_sp = _tokens(job, recipe)
+    t, t_sp = rank_tokens(job, recipe)
     h, v = model.hidden_size, padded_vocab(model, recipe) // recipe.tp
     ops = [PhaseOp(Op(OpKind.embedding, (t_sp, h), "bf16"), Phase.fwd, "head", 0.0, t_sp * h * 2 * 2),
            PhaseOp(Op(OpKind.embedding, (t_sp, h), "bf16"), Phase.bwd_wgrad, "head", t_sp * h, t_sp * h * 2 * 3)]
     for depth in range(1 + model.mtp_num_layers):
         if depth:
-            ops += _norm(model, t_sp, 2 * h, "head")
-            ops += _gemm(t, h, 2 * h, gemm_dtype(job), "head")
-        ops += _norm(model, t_sp, h, "head")
-        ops += _gemm(t, v, h, "bf16", "head")
-        ops += _pointwise(OpKind.softmax_cross_entropy, (t, v), "head", 1, 0, flops_per_elem=5.0, bwd_factor=2.0)
+            ops += norm_ops(model, t_sp, 2 * h, "head")
+            ops += gemm_ops(t, h, 2 * h, gemm_dtype(job), "head")
+        ops += norm_ops(model, t_sp, h, "head")
+        ops += gemm_ops(t, v, h, "bf16", "head")
+        ops += pointwise_ops(OpKind.softmax_cross_entropy, (t, v), "head", 1, 0, flops_per_elem=5.0, bwd_factor=2.0)
     return ops
 
 

@@ -38,7 +38,7 @@ from measure import collectives as col
 from measure.dp_comm import dp_comm_s
 from measure.flops import flops_per_iteration
 from measure.layer_cost import layer_cost, timed_ops
-from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
+from measure.layer_ops import Phase, head_ops, layer_kind_of, optimizer_ops
 from measure.pipeline_sim import p2p_units, simulate, staged_closed_form_s
 from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
@@ -92,14 +92,13 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     world = placement.world_size
     dp = max(recipe.dp(world), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
-    kinds = {LayerKind.dense: layer_cost(model, job, recipe, placement, profile, LayerKind.dense, cost_table, fingerprint, m)}
-    if model.is_moe:
-        kinds[LayerKind.moe] = layer_cost(model, job, recipe, placement, profile, LayerKind.moe, cost_table, fingerprint, m)
+    kinds = {k: layer_cost(model, job, recipe, placement, profile, layer_kind_of(k), cost_table, fingerprint, m)
+             for k in set(model.layer_kinds)}
     head = timed_ops(head_ops(model, job, recipe), profile, cost_table, fingerprint, 1.0)
     emb_fwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase == Phase.fwd)
     emb_bwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase != Phase.fwd)
     loss = {ph: sum(t for p, t in head if p.op.kind.value != "embedding" and p.phase == ph) for ph in Phase}
-    flags = model.moe_layers
+    flags = model.layer_kinds
     chunks = rank_chunks(model, recipe)
     pp, v = recipe.pp, len(chunks[0])
     f_s = [[0.0] * v for _ in range(pp)]
@@ -110,9 +109,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     expert_params = [0] * pp
     for r in range(pp):
         for c, chunk in enumerate(chunks[r]):
-            layer_list = [kinds[LayerKind.moe if (model.is_moe and flags[i]) else LayerKind.dense] for i in chunk.layers]
-            if chunk.mtp:
-                layer_list += [kinds[LayerKind.moe if (model.is_moe and flags[-1]) else LayerKind.dense]] * chunk.mtp
+            layer_list = [kinds[flags[i]] for i in chunk.layers] + [kinds[flags[-1]]] * chunk.mtp
             full = _full_recompute_layers(recipe, len(chunk.layers))
             rec = sum(lc.fwd + lc.tp_fwd + lc.ep_fwd for lc in layer_list[:full])
             if recipe.recompute.granularity == RecomputeGranularity.selective:

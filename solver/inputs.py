@@ -116,7 +116,15 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
                       unknown_flags=list(cfg.unknown_flags), ignored_flags=list(getattr(cfg, "ignored_flags", [])),
                       source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()]
                       + [_sourced_warning(f) for f in launch.sourced],
-                      preflight_violations=early)
+                      preflight_violations=early + _entry_script_violations(launch.script, model))
+
+
+def _entry_script_violations(script, model) -> list[Violation]:
+    """The pretrain_*.py of a launch script against the model it must build (constraints.mamba.entry_script_problem)."""
+    from constraints.mamba import entry_script, entry_script_problem
+
+    problem = entry_script_problem(script, model)
+    return [Violation(rule="entry_script", message=problem, fix=f"launch {entry_script(model)}")] if problem else []
 
 
 def _without_flag(args: list[str], flag: str) -> list[str]:

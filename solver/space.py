@@ -152,6 +152,10 @@ def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
     """Default domains, then `pins` (axis -> allowed values) and `ranges` (axis -> (lo, hi), ends may be None).
 
     A range may widen a capped default (e.g. tp 1..16 adds 16 where the world size allows it)."""
+    if model.is_hybrid:
+        # the solver's tables price two layer kinds (dense / MoE transformer layers); a hybrid pattern has four
+        raise SpaceError(f"--model {model.name}: hybrid Mamba models are not searched by solve yet; "
+                         "judge a recipe with `shardplan check` (memory, rules and projection are modelled)")
     world = placement.world_size
     error = magnitude_error(model, job)
     if error:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from constraints.mamba import layout_as_segments, pattern_with_pipes
 from constraints.spec import (
     Activation, DataParallelSharding, JobSpec, ModelSpec, Precision, Recipe, RecomputeGranularity,
 )
@@ -133,6 +134,22 @@ def _model_args(model: ModelSpec, job: JobSpec) -> list[str]:
     return args
 
 
+def hybrid_model_args(model: ModelSpec, recipe: Recipe, base: list[str]) -> list[str]:
+    """A hybrid model's arguments: --hybrid-layer-pattern (with the recipe's pipeline segments as '|') in place of
+    --num-layers, which Megatron derives from it, the --mamba-* sizes, and no position embedding (Megatron-Bridge
+    NemotronHBridge: position_embedding_type none)."""
+    i = base.index("--num-layers")
+    args = base[:i] + base[i + 2:]
+    j = args.index("--position-embedding-type")
+    args[j + 1] = "none"
+    segments = layout_as_segments(recipe.pipeline_layout) if recipe.pipeline_layout else None
+    args = ["--hybrid-layer-pattern", pattern_with_pipes(model, segments)] + args
+    if "M" in model.hybrid_layer_pattern:
+        args += ["--mamba-num-heads", str(model.mamba_num_heads), "--mamba-head-dim", str(model.mamba_head_dim),
+                 "--mamba-state-dim", str(model.mamba_state_dim), "--mamba-num-groups", str(model.mamba_num_groups)]
+    return args
+
+
 def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
@@ -170,7 +187,9 @@ def _training_args(job: JobSpec, recipe: Recipe) -> list[str]:
 def _parallel_args(model: ModelSpec, recipe: Recipe) -> list[str]:
     args = ["--tensor-model-parallel-size", str(recipe.tp), "--pipeline-model-parallel-size", str(recipe.pp)]
     # at most one of layout / virtual stages (Megatron validate_args); the layout implies VPP
-    if recipe.pipeline_layout is not None:
+    if recipe.pipeline_layout is not None and model.is_hybrid and layout_as_segments(recipe.pipeline_layout) is not None:
+        pass  # a hybrid model's stages are the '|' segments of --hybrid-layer-pattern (hybrid_model_args)
+    elif recipe.pipeline_layout is not None:
         args += ["--pipeline-model-parallel-layout", recipe.pipeline_layout]
     elif recipe.vpp > 1:
         args += ["--num-virtual-stages-per-pipeline-rank", str(recipe.vpp)]
@@ -295,7 +314,7 @@ def megatron_arg_groups(model: ModelSpec, job: JobSpec, recipe: Recipe,
     """The arguments by group (keys in GROUPS order); an empty list means the group does not apply."""
     paths = paths or RenderPaths()
     return {
-        "model": _model_args(model, job),
+        "model": hybrid_model_args(model, recipe, _model_args(model, job)) if model.is_hybrid else _model_args(model, job),
         "training": _training_args(job, recipe),
         "parallelism": _parallel_args(model, recipe),
         "moe": _moe_args(model, recipe),

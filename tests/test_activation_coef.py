@@ -31,7 +31,7 @@ def _reference(model, job, recipe, chunks):
     return sums, working
 
 
-@pytest.mark.parametrize("name", bundled_models())
+@pytest.mark.parametrize("name", [n for n in bundled_models() if not load_model(n).is_hybrid])  # solve refuses hybrids
 def test_coefficients_equal_chunk_activation(name):
     model = load_model(name)
     job = JobSpec(seq_length=4096, global_batch_size=64)

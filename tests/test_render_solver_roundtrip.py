@@ -86,7 +86,8 @@ HOSTILE_TEXT = st.lists(st.one_of(HOSTILE_CHARS, st.text("abc/_.-0", min_size=1,
 
 
 def test_every_bundled_model_has_a_scenario():
-    assert sorted(bundled_models()) == MODELS
+    """Hybrid Mamba models are refused by solve (tests/test_hybrid_mamba.py), so they have no solve scenario."""
+    assert sorted(n for n in bundled_models() if not load_model(n).is_hybrid) == MODELS
 
 
 @functools.lru_cache(maxsize=None)

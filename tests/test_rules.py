@@ -9,6 +9,7 @@ from hardware.profile import load_profile
 H100 = load_profile("h100-sxm-80gb")
 A100 = load_profile("a100-sxm-80gb")
 B200 = load_profile("b200")
+NH8 = "Nemotron-H-8B-Base-8K"
 
 
 def rin(model="Llama-3.1-8B", world=8, seq=4096, gbs=64, precision="bf16", optimizer="adam", profile=H100, flags=None, env=None,
@@ -78,6 +79,13 @@ CASES = {
                           dict(precision="nvfp4", profile=B200, tp=2, flags={"--tensor-parallel-num-weight-shards": 4})),
     "nvfp4_hardware": (dict(precision="nvfp4", profile=B200), dict(precision="nvfp4", profile=H100)),
     "fp4_transformer_engine": (dict(precision="mxfp8", profile=B200), dict(precision="nvfp4", profile=B200)),
+    # hybrid Mamba (constraints/rules_hybrid.py); mamba_fp8_width's illegal case needs a non-bundled shape: tests/test_hybrid_mamba.py
+    "hybrid_pipeline_flags": (dict(model=NH8, pp=2, pipeline_layout="Et*26|t*26L"),
+                              dict(model=NH8, pp=2, pipeline_layout="Et*26|t*26L", flags={"--pipeline-model-parallel-layout": "Et*26|t*26L"})),
+    "hybrid_virtual_pipeline": (dict(model=NH8, pp=2, vpp=2, schedule="interleaved", pipeline_layout="Et*13|t*13|t*13|t*13L"),
+                                dict(model=NH8, pp=2, vpp=2, schedule="interleaved")),
+    "mamba_heads_split": (dict(model=NH8, tp=8, cp=1), dict(model=NH8, world=16, tp=16, gbs=64)),
+    "mamba_fp8_width": (dict(model=NH8, precision="fp8-tensorwise"), None),
 }
 
 

@@ -1,0 +1,241 @@
+"""Hybrid Mamba-2 / attention models: the layer pattern, Mamba-2 mixer shapes, parameters and saved activations.
+
+Why one module: Megatron-LM builds a hybrid model (pretrain_hybrid.py; pretrain_mamba.py is its deprecated alias)
+from `--hybrid-layer-pattern`, one symbol per layer, each layer a single pre-normed sub-block:
+  M  Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py MambaMixer, TELayerNormColumnParallelLinear in_proj)
+  *  self-attention only (linear_qkv with the fused input norm, linear_proj)
+  -  dense MLP only (linear_fc1 with the fused norm, linear_fc2)
+  E  MoE only (pre_mlp_layernorm, router, experts, shared experts)
+(megatron/core/models/hybrid/hybrid_layer_allocation.py Symbols, hybrid_layer_specs.py @ d98e8a64). `|` splits
+the main pattern into pipeline segments and `/` appends MTP depths; both are recipe / MTP matters handled by
+`pattern_segments` and the flag reader. G (gated delta net), D (DSA) and + (MLA) layers are not modelled.
+
+Mamba-2 shapes (Dao & Gu 2024, "Transformers are SSMs", sec. 7; MambaMixer.__init__): d_inner = heads x head_dim;
+in_proj h -> [z, x, B, C, dt] = 2 d_inner + 2 groups N + heads; a depthwise causal conv over [x, B, C]
+(conv_dim = d_inner + 2 groups N, kernel 4, with bias); per-head dt_bias, A_log, D; a gated RMSNorm over d_inner;
+out_proj d_inner -> h. All of these are split over TP (heads and groups per rank); only the fused input norm is
+replicated. HF NemotronHForCausalLM has the same tensors (tests hold the bundled counts to HF's on the meta device).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from constraints.spec import Activation, ModelSpec, Normalization
+from constraints.stages import StageSplitError, expand_layout
+
+MAMBA, ATTENTION, MLP, MOE = "M", "*", "-", "E"
+LAYER_SYMBOLS = (MAMBA, ATTENTION, MLP, MOE)
+PIPE, MTP_SEPARATOR = "|", "/"
+NOT_MODELLED = {"G": "gated delta net", "D": "DeepSeek sparse attention", "+": "multi-latent attention"}
+
+
+class HybridPatternError(ValueError):
+    """A --hybrid-layer-pattern shardplan cannot read; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class MambaDims:
+    heads: int
+    head_dim: int
+    state: int
+    groups: int
+    conv_kernel: int
+
+    @property
+    def d_inner(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the depthwise conv: x, B and C."""
+        return self.d_inner + 2 * self.groups * self.state
+
+    @property
+    def in_proj_width(self) -> int:
+        """in_proj output per token: z, x, B, C, dt."""
+        return 2 * self.d_inner + 2 * self.groups * self.state + self.heads
+
+
+def mamba_dims(model: ModelSpec) -> MambaDims:
+    return MambaDims(model.mamba_num_heads, model.mamba_head_dim, model.mamba_state_dim, model.mamba_num_groups,
+                     model.mamba_conv_kernel)
+
+
+def split_pattern(text: str) -> tuple[str, str | None, int]:
+    """(main pattern with its `|` separators, MTP pattern or None, MTP depth), as Megatron's parse_hybrid_pattern
+    reads a unified pattern "<main>/<mtp>/<mtp>...": every MTP part must be the same, main may hold `|`."""
+    parts = text.split(MTP_SEPARATOR)
+    main, mtp_parts = parts[0], [p for p in parts[1:]]
+    for ch in main:
+        if ch not in LAYER_SYMBOLS and ch != PIPE:
+            raise HybridPatternError(_bad_symbol(ch, text))
+    if not mtp_parts or all(p == "" for p in mtp_parts):
+        return main, None, 0
+    if any(p != mtp_parts[0] for p in mtp_parts):
+        raise HybridPatternError(f"--hybrid-layer-pattern {text!r}: all MTP patterns after '/' must be identical "
+                                 "(Megatron parse_hybrid_pattern); repeat one pattern per depth")
+    for ch in mtp_parts[0]:
+        if ch not in LAYER_SYMBOLS:
+            raise HybridPatternError(_bad_symbol(ch, text))
+    return main, mtp_parts[0], len(mtp_parts)
+
+
+def _bad_symbol(ch: str, text: str) -> str:
+    what = NOT_MODELLED.get(ch)
+    if what:
+        return f"--hybrid-layer-pattern {text!r}: '{ch}' ({what}) layers are not modelled; use M, *, - and E"
+    return f"--hybrid-layer-pattern {text!r}: '{ch}' is not a layer symbol; use M (Mamba), * (attention), - (MLP), E (MoE), | and /"
+
+
+def pattern_segments(main: str) -> list[str]:
+    """The `|`-separated pipeline segments of a main pattern (one segment when it has no `|`)."""
+    return main.split(PIPE)
+
+
+def check_hybrid_fields(model: ModelSpec) -> None:
+    """ModelSpec validation of a hybrid model (raises ValueError, which pydantic reports as one line)."""
+    pat = model.hybrid_layer_pattern
+    bad = [ch for ch in pat if ch not in LAYER_SYMBOLS]
+    if bad:
+        raise ValueError(_bad_symbol(bad[0], pat).replace("--hybrid-layer-pattern", "hybrid_layer_pattern"))
+    if len(pat) != model.num_layers:
+        raise ValueError(f"hybrid_layer_pattern has {len(pat)} layers, num_layers says {model.num_layers}; make them equal")
+    if MAMBA in pat:
+        missing = [f for f in ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups") if getattr(model, f) is None]
+        if missing:
+            raise ValueError(f"hybrid model with Mamba layers needs {', '.join(missing)}")
+        if model.mamba_num_heads % model.mamba_num_groups:
+            # MambaMixer.__init__: "nheads must be evenly divisible by ngroups"
+            raise ValueError(f"mamba_num_heads {model.mamba_num_heads} is not divisible by mamba_num_groups {model.mamba_num_groups}")
+    if MOE in pat and model.num_experts is None:
+        raise ValueError("hybrid pattern has E (MoE) layers but the model has no num_experts")
+    if model.layer_is_moe is not None and model.layer_is_moe != tuple(ch == MOE for ch in pat):
+        raise ValueError("layer_is_moe disagrees with hybrid_layer_pattern's E layers; drop layer_is_moe")
+    if model.multi_latent_attention:
+        raise ValueError("hybrid models with multi-latent attention (+/D layers) are not modelled")
+    if model.mtp_num_layers:
+        raise ValueError("MTP depths of a hybrid model ('/' in the pattern) are not modelled; drop them")
+
+
+def hybrid_moe_flags(pattern: str) -> tuple[bool, ...]:
+    return tuple(ch == MOE for ch in pattern)
+
+
+# ---------------------------------------------------------------- parameters
+def _norm(model: ModelSpec, width: int) -> int:
+    return width * (2 if model.normalization == Normalization.layernorm else 1)
+
+
+def mamba_mixer_params(model: ModelSpec) -> int:
+    """TP-split parameters of one Mamba-2 mixer (its fused input norm excluded): in_proj, conv weight + bias,
+    dt_bias, A_log, D (per head), the gated norm over d_inner, out_proj (no linear biases: Megatron asserts
+    `not bias`; the conv has its bias, asserted `conv_bias`)."""
+    d = mamba_dims(model)
+    h = model.hidden_size
+    return (h * d.in_proj_width + d.conv_dim * d.conv_kernel + d.conv_dim + 3 * d.heads + d.d_inner
+            + d.d_inner * h)
+
+
+def mlp_params(model: ModelSpec, ffn: int) -> int:
+    """A dense MLP h -> ffn -> h (SwiGLU doubles fc1), with biases when the model has them."""
+    h = model.hidden_size
+    fc1 = 2 * ffn if model.activation == Activation.swiglu else ffn
+    return h * fc1 + ffn * h + ((fc1 + h) if model.mlp_bias else 0)
+
+
+def hybrid_layer_split(model: ModelSpec, symbol: str, attention: tuple[int, int]) -> tuple[int, int, int, int]:
+    """(TP-sharded, replicated, expert, per-expert) parameters of one hybrid layer; `attention` is
+    constraints.params.attention_params (its replicated part holds the input norm)."""
+    h = model.hidden_size
+    norm = _norm(model, h)
+    if symbol == MAMBA:
+        return mamba_mixer_params(model), norm, 0, 0
+    if symbol == ATTENTION:
+        return attention[0], attention[1], 0, 0
+    if symbol == MLP:
+        return mlp_params(model, model.ffn_hidden_size), norm, 0, 0
+    e = model.num_experts
+    per_expert = mlp_params(model, model.moe_ffn_hidden_size)
+    router = h * e + (e if model.moe_router_bias else 0)  # the score-correction bias is a buffer (HF nn.Buffer)
+    shared = mlp_params(model, model.moe_shared_expert_intermediate_size) if model.moe_shared_expert_intermediate_size else 0
+    return shared, norm + router, per_expert * e, per_expert
+
+
+# ---------------------------------------------------------------- activations
+def mamba_activation_terms(model: ModelSpec, tokens: int, tp: int, sp_div: int, lin) -> dict[str, int]:
+    """Bytes one Mamba-2 layer saves for backward, one micro-batch on one rank (tokens = s*b/CP; CP re-splits
+    heads instead of tokens inside the mixer, MambaContextParallel, so per rank it is the same count). Training
+    runs mamba_ssm's memory-efficient `mamba_split_conv1d_scan_combined` (MambaMixer._ssm_training), which saves
+    the in_proj output zxBCdt and the scan output, and recomputes the conv and the SSM chunk states in backward:
+    - the residual into the fused input norm (bf16, split by SP) and the norm output in_proj saves (GEMM input);
+    - zxBCdt (bf16, in_proj width / TP) and the scan output y (d_inner / TP, bf16);
+    - the gated RMSNorm's input (bf16) and its fp32 rstd per group, and out_proj's input (GEMM input).
+    `lin(elems, div)` prices a saved GEMM input in the job's precision (constraints.activations.Shape.lin)."""
+    d = mamba_dims(model)
+    h = model.hidden_size
+    T = tokens
+    groups_local = max(d.groups // tp, 1)
+    d_local = d.d_inner // tp
+    return {
+        "ln1_input": -(-2 * T * h // sp_div),
+        "mamba_in_proj_input": lin(T * h, sp_div),
+        "mamba_zxbcdt": 2 * T * (d.in_proj_width // tp),
+        "mamba_scan_output": 2 * T * d_local,
+        "mamba_norm_input": 2 * T * d_local,
+        "mamba_norm_rstd": 4 * T * groups_local,
+        "mamba_out_proj_input": lin(T * d_local),
+    }
+
+
+def entry_script(model: ModelSpec) -> str:
+    """The Megatron-LM training script that builds this model: pretrain_hybrid.py for a hybrid pattern (pretrain_mamba.py
+    is its deprecated alias; pretrain_gpt.py would build a GPT model and ignore the pattern), else pretrain_gpt.py."""
+    return "pretrain_hybrid.py" if model.is_hybrid else "pretrain_gpt.py"
+
+
+def entry_script_problem(script: str | None, model: ModelSpec) -> str | None:
+    """Why `script` (a launch script's pretrain_*.py path; None for an argument file) does not train `model`, or None."""
+    if script is None:
+        return None
+    name = script.replace("\\", "/").rsplit("/", 1)[-1]
+    hybrid_scripts = ("pretrain_hybrid.py", "pretrain_mamba.py")
+    if model.is_hybrid and name not in hybrid_scripts:
+        return f"{name} does not build a hybrid model (--hybrid-layer-pattern is ignored there); run pretrain_hybrid.py"
+    if not model.is_hybrid and name in hybrid_scripts:
+        return f"{name} builds a hybrid model and needs --hybrid-layer-pattern; run pretrain_gpt.py for a transformer"
+    return None
+
+
+def pattern_with_pipes(model: ModelSpec, segment_layers: list[int] | None) -> str:
+    """--hybrid-layer-pattern of `model`, with `|` after each pipeline segment of `segment_layers` (None: no pipes)."""
+    pat = model.hybrid_layer_pattern
+    if not segment_layers:
+        return pat
+    out, pos = [], 0
+    for n in segment_layers:
+        out.append(pat[pos:pos + n])
+        pos += n
+    out[-1] += pat[pos:]
+    return PIPE.join(out)
+
+
+def layout_as_segments(layout: str) -> Optional[list[int]]:
+    """Layer counts of the pipe segments a pipeline layout stands for on a hybrid model, or None when it cannot be
+    one: Megatron's hybrid segments hold decoder layers only, the embedding on the first and the loss on the last."""
+    try:
+        stages = expand_layout(layout)
+    except StageSplitError:
+        return None
+    counts = []
+    for i, st in enumerate(stages):
+        body = st
+        if i == 0 and body.startswith("E"):
+            body = body[1:]
+        if i == len(stages) - 1 and body.endswith("L"):
+            body = body[:-1]
+        if set(body) - {"t"}:
+            return None
+        counts.append(len(body))
+    if not stages[0].startswith("E") or not stages[-1].endswith("L"):
+        return None
+    return counts
