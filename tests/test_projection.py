@@ -59,8 +59,10 @@ def test_closed_form_ranks_close_to_simulation():
 
 
 def test_error_over_runs_csv_stays_bounded():
-    """Regression guard on the whole development set (fitted calibration): median tokens/s error."""
+    """Regression guard on the development set the calibration was fitted on: median tokens/s error. Hybrid Mamba rows
+    (added after the last fit; bench.validate_projection reports them as their own slice) are not in it."""
     cases, _ = load_all()
+    cases = [c for c in cases if not c.model.is_hybrid]
     errs = [abs(r["err_tokens_per_s_per_gpu"]) for r in evaluate(assume_moe_dispatcher(cases)) if "err_tokens_per_s_per_gpu" in r]
     assert len(errs) > 150
     assert statistics.median(errs) < 0.15
