@@ -203,8 +203,14 @@ def distribute_saved_activations(x: RuleInput) -> Optional[Violation]:
 
 @rule(reads="cpu_offloading_num_layers pp recompute")
 def cpu_offloading(x: RuleInput) -> Optional[Violation]:
-    """[33] --cpu-offloading-num-layers > 0: PP must be 1 and no recompute."""
+    """[33] --cpu-offloading-num-layers > 0: fewer than the model's layers (TransformerConfig.__post_init__,
+    megatron/core/transformer/transformer_config.py: "CPU offloading can be done only for layers less than
+    num_layers"), PP must be 1 and no recompute."""
     r = x.recipe
+    if r.cpu_offloading_num_layers >= x.model.num_layers:
+        return _v("cpu_offloading", f"--cpu-offloading-num-layers {r.cpu_offloading_num_layers} is not below the "
+                  f"model's {x.model.num_layers} layers (Megatron offloads at most num_layers - 1)",
+                  f"use at most {x.model.num_layers - 1}")
     if r.cpu_offloading_num_layers and (r.pp > 1 or r.recompute.granularity != RecomputeGranularity.none):
         return _v("cpu_offloading", "CPU offloading needs PP=1 and no recompute", "drop --cpu-offloading-num-layers")
     return None

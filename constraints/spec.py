@@ -309,7 +309,8 @@ class Recipe(Strict):
     account_for_embedding_in_pipeline_split: bool = False
     account_for_loss_in_pipeline_split: bool = False
     # a layout names each layer once ("E|(tt|)*30,L"); 64 KiB holds any layout of MAX_NUM_LAYERS layers
-    pipeline_layout: Optional[str] = Field(None, max_length=64 * 1024)
+    # min_length: Megatron builds a layout from any string given, and an empty one has no stages at all
+    pipeline_layout: Optional[str] = Field(None, min_length=1, max_length=64 * 1024)
     microbatch_group_size: Optional[int] = Field(None, gt=0, le=MAX_GLOBAL_BATCH, description="--microbatch-group-size-per-virtual-pipeline-stage; None = PP")
     overlap_p2p_comm: bool = True
     overlap_grad_reduce: bool = True
@@ -325,7 +326,9 @@ class Recipe(Strict):
     num_distributed_optimizer_instances: int = Field(1, gt=0, le=MAX_WORLD_SIZE)
     cp_comm_type: CpCommType = CpCommType.p2p
     # one size per CP level (Megatron --hierarchical-context-parallel-sizes: intra- and inter-node, so 2 in practice)
-    hierarchical_cp_sizes: Optional[tuple[Annotated[int, Field(gt=0, le=MAX_WORLD_SIZE)], ...]] = Field(None, max_length=16)
+    # min_length: an empty list states no CP level at all (Megatron asserts the sizes multiply to CP)
+    hierarchical_cp_sizes: Optional[tuple[Annotated[int, Field(gt=0, le=MAX_WORLD_SIZE)], ...]] = Field(
+        None, min_length=1, max_length=16)
     distribute_saved_activations: bool = False
     moe_shared_expert_overlap: bool = False
     cpu_offloading_num_layers: int = Field(0, ge=0, le=MAX_NUM_LAYERS)
