@@ -47,7 +47,8 @@ def completion(content: str) -> dict:
 
 
 class ScriptedServer:
-    """Steps: ("reply", content_str) | ("status", code) | ("slow", seconds, content_str) | ("raw", bytes)."""
+    """Steps: ("reply", content_str) | ("status", code) | ("slow", seconds, content_str) | ("raw", bytes) |
+    ("trickle", seconds_per_byte, content_str): the whole HTTP response, status line first, one byte at a time."""
 
     def __init__(self, steps: list[tuple]) -> None:
         self.steps = list(steps)
@@ -72,6 +73,15 @@ class ScriptedServer:
 
             def _answer(self, step) -> None:
                 kind = step[0]
+                if kind == "trickle":
+                    payload = json.dumps(completion(step[2])).encode()
+                    head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}"
+                            "\r\n\r\n").encode()
+                    for i in range(len(head + payload)):
+                        self.wfile.write((head + payload)[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(step[1])
+                    return
                 if kind == "slow":
                     time.sleep(step[1])
                     step = ("reply", step[2])

@@ -5,6 +5,7 @@ solve (these spaces are small enough to be proven), and a report saying what it 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -121,11 +122,38 @@ def test_hostile_values_are_dropped_with_reasons(tiny, plain):
     assert [u.hint.axes for u in used] == [{"tp": [4], "pp": [1]}]
 
 
-def test_slow_reply_times_out_and_retries(tiny, plain):
+def test_slow_reply_times_out_within_one_deadline_for_all_attempts(tiny, plain):
     with ScriptedServer([("slow", 1.5, json.dumps(GOOD))]) as srv:
+        start = time.monotonic()
         _, report = _run(tiny, plain, srv, timeout_s=0.3, retries=1)
-        assert len(srv.requests) == 2
-    assert report.stopped == "error" and "within 0.3 s" in report.rounds[0].error and "2 attempt(s)" in report.rounds[0].error
+        assert len(srv.requests) == 1  # the one deadline covers retries too: none is left for a second attempt
+    assert report.stopped == "error" and "within 0.3 s in all" in report.rounds[0].error
+    assert "1 attempt(s)" in report.rounds[0].error and time.monotonic() - start < 3
+
+
+def test_trickling_server_cannot_hold_the_call_past_its_deadline():
+    # one byte a second: every read succeeds, so a per-read socket timeout alone would never fire
+    with ScriptedServer([("trickle", 1.0, json.dumps(GOOD))]) as srv:
+        client = LLMClient(srv.base_url, "m", timeout_s=2.0, retries=2, backoff_s=0.01)
+        start = time.monotonic()
+        with pytest.raises(LLMError, match="within 2 s in all"):
+            client.chat([{"role": "user", "content": "x"}])
+        assert time.monotonic() - start < 3.5
+
+
+def test_the_call_ends_inside_the_proposer_budget():
+    with ScriptedServer([("slow", 5.0, json.dumps(GOOD))]) as srv:
+        client = LLMClient(srv.base_url, "m", timeout_s=60.0, retries=2, backoff_s=0.01)
+        start = time.monotonic()
+        with pytest.raises(LLMError, match="within 0.5 s in all"):
+            client.chat([{"role": "user", "content": "x"}], budget_s=0.5)
+        assert time.monotonic() - start < 2
+
+
+def test_fast_reply_is_read_whole():
+    with ScriptedServer([("trickle", 0.0, json.dumps(GOOD))]) as srv:
+        text = LLMClient(srv.base_url, "m", timeout_s=5.0).chat([{"role": "user", "content": "x"}])
+    assert json.loads(text) == GOOD
 
 
 def test_http_500_then_success_is_retried(tiny, plain):

@@ -39,7 +39,7 @@ def proposer_options(fn):
         click.option("--llm-api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR",
                      help="environment variable holding the API key (unset = no key, for local servers)"),
         click.option("--llm-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-                     help="seconds per LLM request"),
+                     help="seconds per LLM call in all (connect, headers, body, retries), within the proposer's budget"),
         click.option("--proposer-rounds", type=click.IntRange(min=0, max=50), default=3, show_default=True,
                      help="propose/solve rounds before the final solve"),
     ]

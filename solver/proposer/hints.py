@@ -19,6 +19,7 @@ from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
+from boundary.text import normalise_untrusted
 from solver.space import AXES
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,8 @@ def validate_one(raw: Any, legal: Mapping[str, Sequence], source: str, top_k_reg
     if not isinstance(raw, dict):
         return None, f"schema: a hint must be an object, got {type(raw).__name__}"
     data = {k: v for k, v in raw.items() if k != "source"}  # the proposer, not the reply, says who made it
+    if isinstance(data.get("rationale"), str):  # filtered and printed in one canonical form (no hidden characters)
+        data["rationale"] = normalise_untrusted(data["rationale"][:4 * MAX_RATIONALE_CHARS])
     try:
         hint = Hint(**data, source=source)
     except ValidationError as exc:

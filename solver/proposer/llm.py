@@ -5,6 +5,11 @@ environment variable (optional: local servers need none). 5xx, 429 and timeouts 
 number of times with exponential backoff; any other failure is one LLMError line, which the loop
 records and survives (the answer is then the plain solve). The reply is untrusted: JSON is pulled out
 of it (bare, or in a ```json fence) and every hint goes through solver.proposer.hints validation.
+
+One deadline covers the whole `chat` call: connect, headers, body, retries and backoff together, never more
+than `timeout_s` and never past the proposer's remaining budget. A socket timeout alone is per read, so a
+server trickling one byte a second held a 5 s timeout past 60 s (issue 17); here each attempt runs in a
+worker thread that the caller waits on only until the deadline, then its socket is shut down.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import json
 import os
 import re
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -56,17 +62,26 @@ class LLMClient:
             headers["Authorization"] = f"Bearer {key}"
         return urllib.request.Request(self.url, data=body, headers=headers, method="POST")
 
-    def chat(self, messages: list[dict]) -> str:
-        """The assistant message's content; raises LLMError after the retries are spent."""
+    def chat(self, messages: list[dict], budget_s: Optional[float] = None) -> str:
+        """The assistant message's content within min(timeout_s, budget_s) seconds in all; raises LLMError
+        after the retries are spent or the deadline passes."""
         body = json.dumps({"model": self.model, "messages": messages, "temperature": 0}).encode()
-        last = "no attempt"
+        limit_s = self.timeout_s if budget_s is None else max(0.0, min(self.timeout_s, budget_s))
+        deadline = time.monotonic() + limit_s
+        last, made = "no attempt", 0
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+                time.sleep(max(0.0, min(self.backoff_s * 2 ** (attempt - 1), deadline - time.monotonic())))
+            if time.monotonic() >= deadline:
+                last = f"no complete reply from {self.shown_url} within {limit_s:g} s in all"
+                break
             self.attempts += 1
+            made += 1
             try:
-                with urllib.request.urlopen(self._request(body), timeout=self.timeout_s) as resp:
-                    raw = resp.read(MAX_REPLY_BYTES + 1)
+                raw = _post_by(self._request(body), deadline)
+            except _Deadline:
+                last = f"no complete reply from {self.shown_url} within {limit_s:g} s in all (connect, headers, body, retries)"
+                break
             except urllib.error.HTTPError as exc:
                 last = f"HTTP {exc.code} from {self.shown_url}"
                 if exc.code >= 500 or exc.code == 429:
@@ -87,7 +102,86 @@ class LLMClient:
             if len(raw) > MAX_REPLY_BYTES:
                 raise LLMError(f"reply from {self.shown_url} is larger than {MAX_REPLY_BYTES} bytes")
             return _content(raw)
-        raise LLMError(f"{last}; gave up after {self.retries + 1} attempt(s)")
+        raise LLMError(f"{last}; gave up after {made} attempt(s)")
+
+
+class _Deadline(Exception):
+    """The attempt did not finish before the chat call's deadline."""
+
+
+class _Recorder:
+    """Remembers the connections an opener makes, so the caller can shut their sockets at the deadline."""
+
+    def __init__(self) -> None:
+        self.connections: list = []
+
+    def handlers(self) -> list:
+        recorder = self
+
+        def recording(base):
+            class Connection(base):
+                def connect(self) -> None:
+                    recorder.connections.append(self)
+                    super().connect()
+            return Connection
+
+        class HTTP(urllib.request.HTTPHandler):
+            def http_open(self, req):
+                return self.do_open(recording(http.client.HTTPConnection), req)
+
+        class HTTPS(urllib.request.HTTPSHandler):
+            def https_open(self, req):
+                return self.do_open(recording(http.client.HTTPSConnection), req, context=self._context)
+
+        return [HTTP(), HTTPS()]
+
+    def abort(self) -> None:
+        for conn in self.connections:
+            sock = getattr(conn, "sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            conn.close()
+
+
+def _post_by(request: urllib.request.Request, deadline: float) -> bytes:
+    """POST and read at most MAX_REPLY_BYTES + 1 bytes, all before `deadline` (time.monotonic); raises _Deadline,
+    or what urllib raised. The per-read socket timeout is the time left, so an idle server also ends the read."""
+    recorder = _Recorder()
+    opener = urllib.request.build_opener(*recorder.handlers())  # keeps the proxy and redirect handlers
+    outcome: dict = {}
+
+    def attempt() -> None:
+        try:
+            left = max(0.01, deadline - time.monotonic())
+            with opener.open(request, timeout=left) as resp:
+                chunks, total = [], 0
+                while total <= MAX_REPLY_BYTES and time.monotonic() < deadline:
+                    chunk = resp.read1(65536) if hasattr(resp, "read1") else resp.read(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    total += len(chunk)
+                else:
+                    if total <= MAX_REPLY_BYTES:
+                        outcome["late"] = True
+                        return
+                outcome["raw"] = b"".join(chunks)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=attempt, name="llm-request", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if worker.is_alive() or outcome.get("late"):
+        recorder.abort()
+        worker.join(1.0)
+        raise _Deadline
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["raw"]
 
 
 def _content(raw: bytes) -> str:
@@ -172,8 +266,12 @@ class LLMProposer:
     def __init__(self, client: LLMClient) -> None:
         self.client = client
 
+    time_left_s = None  # set by the proposer loop: seconds left of its budget (the request must end inside it)
+
     def propose(self, ctx: ProposerContext) -> list[tuple[str, list]]:
-        text = self.client.chat([{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": render_prompt(ctx)}])
+        budget_s = self.time_left_s() if self.time_left_s is not None else None
+        text = self.client.chat([{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": render_prompt(ctx)}],
+                                budget_s=budget_s)
         return [(f"llm:{self.client.model}", hints_from_reply(text))]
 
     def suggestions(self, ctx: ProposerContext) -> list:
