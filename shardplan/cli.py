@@ -174,7 +174,8 @@ def _register() -> None:
     for module, attr, name in (("templates.cli_render", "render_command", "render"),
                                ("measure.cli_measure", "measure_command", "measure"),
                                ("shardplan.cli_solve", "solve_command", "solve"),
-                               ("shardplan.report.cli", "report_command", "report")):
+                               ("shardplan.report.cli", "report_command", "report"),
+                               ("shardplan.sweep_cli", "sweep_command", "sweep")):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -75,3 +75,22 @@ def test_solve_report_shows_top_k_side_by_side(browser, tmp_path):
     assert facts.counts["svg.memory-chart g.mem-bar"] == 2 * ranks and facts.empty["svg.memory-chart g.mem-bar"] == 0
     assert facts.counts["svg.timeline-chart"] == k
     assert facts.counts["svg.timeline-chart g.tl-row"] == ranks
+
+
+def test_sweep_page_draws_a_point_per_solved_size(browser, tmp_path):
+    from constraints.models import load_model
+    from constraints.spec import JobSpec
+    from shardplan.report.sweep_page import sweep_page
+    from shardplan.sweep import sweep
+
+    result = sweep(load_model("Llama-3.1-70B"), JobSpec(seq_length=8192, global_batch_size=128), ["h100-sxm-80gb", "b200"],
+                   [1, 2, 4])
+    solved = sum(p.status == "solved" for p in result.points)
+    assert solved == 5  # 70B does not fit on one 8 x H100 node; it does on 8 x B200
+    html = tmp_path / "sweep.html"
+    html.write_text(sweep_page(result))
+    facts = inspect_page(html, tmp_path / "sweep.png")
+    assert facts.severe == [], facts.severe
+    assert facts.counts["svg.sweep-chart"] == 2 and facts.empty["svg.sweep-chart"] == 0   # throughput, efficiency
+    assert facts.counts["svg.sweep-chart g.series"] == 2 * 2                              # one line per hardware
+    assert facts.counts["svg.sweep-chart circle.point"] == 2 * solved and facts.empty["svg.sweep-chart circle.point"] == 0

@@ -27,7 +27,7 @@ ul.viol li{margin:2px 0} code{background:#f3f3f3;padding:0 3px}
 """
 
 
-def _table(rows: list[dict], cls: str, left: tuple = ()) -> str:
+def html_table(rows: list[dict], cls: str, left: tuple = ()) -> str:
     if not rows:
         return ""
     cols = list(rows[0])
@@ -69,7 +69,7 @@ def recipe_section(v: RecipeView, index: int) -> str:
                                                  for x in v.violations) + "</ul>")
     if v.warnings:
         out.append("<ul class='viol note'>" + "".join(f"<li>{esc(x['rule'])}: {esc(x['message'])}</li>" for x in v.warnings) + "</ul>")
-    out.append(_table([v.parallel], "recipe-table"))
+    out.append(html_table([v.parallel], "recipe-table"))
     if v.memory:
         m = v.memory
         out.append(f"<p class='note'>memory: peak {m['peak_bytes'] / GIB:.2f} GiB on pipeline rank {m['stage']} "
@@ -89,7 +89,7 @@ def recipe_section(v: RecipeView, index: int) -> str:
 
 def side_by_side(report: Report) -> str:
     views = report.recipes
-    out = ["<h2>Top recipes side by side</h2>", _table([summary_row(v) for v in views], "summary-table", ("recipe", "verdict"))]
+    out = ["<h2>Top recipes side by side</h2>", html_table([summary_row(v) for v in views], "summary-table", ("recipe", "verdict"))]
     priced = [(v.title.split(" ")[0], v.projection) for v in views if v.projection]
     if priced:
         out += ["<h3>Time breakdown (critical pipeline rank)</h3>", breakdown_chart(priced)]

@@ -1,0 +1,161 @@
+"""`shardplan sweep`: the best legal recipe at each cluster size, for one model and job, on one or more
+hardware profiles; tokens/s/GPU, step time, scaling efficiency against the smallest size that fits, and
+the time, GPU-hours and cost to train a token budget.
+
+What is shared across sizes (each size is still its own exact solve; the world size fixes DP, the micro-batch
+count and which collectives cross nodes, so no size's tables serve another's):
+- solver.fewest_gpus.CountScreen's proofs that a size holds no fitting recipe (the static memory bound, and no
+  legal factorisation of the world with the global batch), computed once per model and job: such sizes build no
+  tables;
+- the tables are the branch-and-bound ones for K = 1 (solver/prune.py), ranked by the numpy scan over them
+  (solver/exhaustive.py) instead of a CP-SAT listing: the same best recipe with the same proof (the tests hold
+  the scan equal to CP-SAT), without building a one-hot model per size;
+- the rule verdicts cached per axis values (solver/table_rules.py) and the loaded model and profiles.
+bench/bench_sweep.py measures this against one `solve` per size.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SECONDS_PER_HOUR = 3600.0
+
+
+class SweepPoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hardware: str
+    nodes: int
+    gpus: int
+    status: Literal["solved", "nothing_fits", "no_memory_fit", "no_legal_layout"] = Field(
+        description="solved: best recipe found; nothing_fits: solved, no legal recipe fits; no_memory_fit / "
+                    "no_legal_layout: proven without tables (static-memory bound / no legal factorisation)")
+    recipe_label: Optional[str] = None
+    recipe: Optional[dict] = Field(None, description="constraints.spec.Recipe of the best recipe")
+    dp: Optional[int] = None
+    step_time_s: Optional[float] = Field(None, description="projected iteration time (event-simulated schedule)")
+    tokens_per_s_per_gpu: Optional[float] = None
+    tokens_per_s: Optional[float] = Field(None, description="whole cluster")
+    mfu: Optional[float] = None
+    peak_bytes: Optional[int] = None
+    usable_bytes: Optional[int] = None
+    scaling_efficiency: Optional[float] = Field(
+        None, description="tokens/s/GPU over that of the smallest solved size on the same hardware (1.0 = linear)")
+    train_time_s: Optional[float] = None
+    gpu_hours: Optional[float] = None
+    cost_usd: Optional[float] = None
+    proven_optimal: Optional[bool] = None
+    solve_s: float = Field(description="wall-clock seconds this size took")
+
+
+class SweepResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    seq_length: int
+    global_batch_size: int
+    precision: str
+    gpus_per_node: int
+    train_tokens: Optional[float] = None
+    usd_per_gpu_hour: Optional[float] = None
+    points: list[SweepPoint]
+
+
+def parse_nodes(text: str) -> list[int]:
+    """'1,2,4,8' a list; '1..64' doubling from 1 up to 64 (64 included); '8..64+8' steps of 8. Raises ValueError
+    with the fix."""
+    text = text.strip()
+    fix = "give a list (1,2,4,8), a doubling range (1..64) or a stepped range (8..64+8)"
+    try:
+        if ".." in text:
+            lo_s, rest = text.split("..", 1)
+            hi_s, _, step_s = rest.partition("+")
+            lo, hi = int(lo_s), int(hi_s)
+            if lo < 1 or hi < lo:
+                raise ValueError
+            if step_s:
+                step = int(step_s)
+                if step < 1:
+                    raise ValueError
+                out = list(range(lo, hi + 1, step))
+            else:
+                out, n = [], lo
+                while n < hi:
+                    out.append(n)
+                    n *= 2
+                out.append(hi)
+        else:
+            out = sorted({int(x) for x in text.split(",") if x.strip()})
+            if not out or out[0] < 1:
+                raise ValueError
+    except ValueError:
+        raise ValueError(f"--nodes: not a node count list or range ({text!r}); {fix}") from None
+    if len(out) > 256:
+        raise ValueError(f"--nodes: {len(out)} sizes ({text!r}); sweep at most 256 sizes, e.g. a doubling range 1..1024")
+    return out
+
+
+def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu_hour: Optional[float]) -> None:
+    """Scaling efficiency per hardware against its smallest solved size, and the training budget figures."""
+    base: dict[str, float] = {}
+    for p in points:
+        if p.status != "solved":
+            continue
+        base.setdefault(p.hardware, p.tokens_per_s_per_gpu)
+        p.scaling_efficiency = p.tokens_per_s_per_gpu / base[p.hardware]
+        if train_tokens:
+            p.train_time_s = train_tokens / p.tokens_per_s
+            p.gpu_hours = p.train_time_s * p.gpus / SECONDS_PER_HOUR
+            if usd_per_gpu_hour is not None:
+                p.cost_usd = p.gpu_hours * usd_per_gpu_hour
+
+
+def sweep(model, job, hardware: list[str], nodes: list[int], gpus_per_node: int = 8, margin_fraction: float = 0.0,
+          train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None, pins: Optional[dict] = None,
+          bounds: Optional[dict] = None, progress: Optional[Callable[[str], None]] = None) -> SweepResult:
+    """The best legal recipe (throughput objective) at each node count, per hardware profile name or path."""
+    from constraints.spec import Placement
+    from hardware.profile import load_profile
+    from shardplan.report.collect import recipe_label
+    from solver.exhaustive import solve_exhaustive
+    from solver.fewest_gpus import CountScreen
+    from solver.space import build_space
+    from solver.tables import build_tables
+
+    pins, bounds = dict(pins or {}), dict(bounds or {})
+    points: list[SweepPoint] = []
+    for hw in hardware:
+        profile = load_profile(hw)
+        screen = CountScreen(model, job, profile, margin_fraction, pins, bounds)
+        for n in sorted(set(nodes)):
+            t0 = time.perf_counter()
+            placement = Placement(hardware=hw, num_nodes=n, gpus_per_node=gpus_per_node)
+            point = dict(hardware=profile.name, nodes=n, gpus=placement.world_size)
+            if screen.min_peak_bytes(placement.world_size) > screen.usable_bytes:
+                points.append(SweepPoint(**point, status="no_memory_fit", solve_s=time.perf_counter() - t0))
+            elif screen.space_is_empty(placement):
+                points.append(SweepPoint(**point, status="no_legal_layout", solve_s=time.perf_counter() - t0))
+            else:
+                space = build_space(model, job, placement, pins=dict(pins), ranges=bounds)
+                tables = build_tables(space, profile, margin_fraction, prune_k=1)
+                result = solve_exhaustive(tables, 1, margin_fraction=margin_fraction)
+                if not result.ranked:
+                    points.append(SweepPoint(**point, status="nothing_fits", proven_optimal=result.proven_optimal,
+                                             solve_s=time.perf_counter() - t0))
+                else:
+                    best = result.ranked[0]
+                    proj, mem = best.projection, best.check.memory
+                    points.append(SweepPoint(
+                        **point, status="solved", recipe_label=recipe_label(best.recipe, best.check.dp),
+                        recipe=best.recipe.model_dump(mode="json"), dp=best.check.dp, step_time_s=proj.iteration_time_s,
+                        tokens_per_s_per_gpu=proj.tokens_per_s_per_gpu, tokens_per_s=proj.tokens_per_s_per_gpu * placement.world_size,
+                        mfu=proj.mfu, peak_bytes=mem.peak_bytes, usable_bytes=mem.usable_bytes,
+                        proven_optimal=result.proven_optimal, solve_s=time.perf_counter() - t0))
+            if progress is not None:
+                p = points[-1]
+                progress(f"{p.hardware} {p.nodes} node{'' if p.nodes == 1 else 's'}: " + (f"{p.tokens_per_s_per_gpu:,.0f} tokens/s/GPU" if p.status == "solved"
+                                                              else p.status.replace("_", " ")) + f" ({p.solve_s:.1f} s)")
+    _finish(points, train_tokens, usd_per_gpu_hour)
+    return SweepResult(model=model.name, seq_length=job.seq_length, global_batch_size=job.global_batch_size,
+                       precision=job.precision.value, gpus_per_node=gpus_per_node, train_tokens=train_tokens,
+                       usd_per_gpu_hour=usd_per_gpu_hour, points=points)
