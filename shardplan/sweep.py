@@ -62,8 +62,10 @@ class SweepResult(BaseModel):
 
 
 def parse_nodes(text: str) -> list[int]:
-    """'1,2,4,8' a list; '1..64' doubling from 1 up to 64 (64 included); '8..64+8' steps of 8. Raises ValueError
-    with the fix."""
+    """'1,2,4,8' a list; '1..64' doubling from 1 up to 64 (64 included); '8..64+8' steps of 8. Raises InputError
+    (unusable input) with the fix."""
+    from solver.inputs import InputError
+
     text = text.strip()
     fix = "give a list (1,2,4,8), a doubling range (1..64) or a stepped range (8..64+8)"
     try:
@@ -89,9 +91,9 @@ def parse_nodes(text: str) -> list[int]:
             if not out or out[0] < 1:
                 raise ValueError
     except ValueError:
-        raise ValueError(f"--nodes: not a node count list or range ({text!r}); {fix}") from None
+        raise InputError(f"--nodes: not a node count list or range ({text!r}); {fix}") from None
     if len(out) > 256:
-        raise ValueError(f"--nodes: {len(out)} sizes ({text!r}); sweep at most 256 sizes, e.g. a doubling range 1..1024")
+        raise InputError(f"--nodes: {len(out)} sizes ({text!r}); sweep at most 256 sizes, e.g. a doubling range 1..1024")
     return out
 
 

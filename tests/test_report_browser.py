@@ -47,7 +47,9 @@ def test_check_report_draws_every_rank_and_op(browser, tmp_path):
     pp = view.recipe["pp"]
     assert pp == 4 and view.timeline is not None
     facts = _open(report, tmp_path, "check")
-    assert facts.counts["svg.chart"] == 3 and facts.empty["svg.chart"] == 0   # memory, time breakdown, timeline
+    # memory, time breakdown, timeline, and a close-up on the pipeline fill (64 x 5 chunks x 2 ops per rank)
+    assert facts.counts["svg.chart"] == 4 and facts.empty["svg.chart"] == 0
+    assert facts.counts["svg.timeline-zoom g.tl-row"] == pp and facts.empty["svg.timeline-zoom g.tl-row"] == 0
     assert facts.counts["svg.memory-chart g.mem-bar"] == pp and facts.empty["svg.memory-chart g.mem-bar"] == 0
     assert facts.counts["svg.memory-chart line.usable-line"] == 1
     assert facts.counts["svg.time-chart g.time-bar"] == 1 and facts.empty["svg.time-chart g.time-bar"] == 0

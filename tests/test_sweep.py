@@ -71,7 +71,7 @@ def test_parse_nodes_refuses_with_the_fix(text):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "solver.cli", "sweep", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb",
+    return subprocess.run([sys.executable, "-m", "shardplan.cli", "sweep", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb",
                            "--seq-length", "8192", "--global-batch-size", "64", "--quiet", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
 

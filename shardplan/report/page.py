@@ -10,7 +10,7 @@ from shardplan.report.memory_chart import memory_chart
 from shardplan.report.model import RecipeView, Report
 from shardplan.report.svg import GIB, esc, fmt_s
 from shardplan.report.time_chart import breakdown_chart
-from shardplan.report.timeline_chart import timeline_chart
+from shardplan.report.timeline_chart import timeline_chart, warmup_window_s
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
@@ -83,6 +83,10 @@ def recipe_section(v: RecipeView, index: int) -> str:
     if v.timeline:
         out.append("<p class='note'>simulated pipeline step (measure.pipeline_sim), then exposed DP traffic and the optimizer</p>")
         out.append(timeline_chart(v.timeline))
+        window = warmup_window_s(v.timeline)
+        if window:
+            out.append(f"<p class='note'>close-up: the first {fmt_s(window)} (pipeline fill and the first backwards)</p>")
+            out.append(timeline_chart(v.timeline, window_s=window))
     out.append("</section>")
     return "".join(out)
 

@@ -14,10 +14,21 @@ HATCH = ("<defs><pattern id='bubble-hatch' width='6' height='6' patternUnits='us
          "<line x1='0' y1='0' x2='0' y2='6' stroke='#d6d6d6' stroke-width='2'/></pattern></defs>")
 
 
-def timeline_chart(tl: Timeline, width: float = 960) -> str:
-    """SVG of one recipe's Timeline: a row per pipeline rank."""
-    unit, scale = ("ms", 1e3) if tl.iteration_s < 10 else ("s", 1.0)
-    ticks = nice_ticks(tl.iteration_s * scale)
+def warmup_window_s(tl: Timeline) -> float | None:
+    """End of a close-up on the pipeline's fill: 1.5x the start of rank 0's first backward (all warm-up forwards ran
+    by then); None when the whole step is already readable (few ops per rank)."""
+    first_b = min((e.start_s for e in tl.events if e.rank == 0 and e.kind == "B"), default=None)
+    per_rank = sum(1 for e in tl.events if e.rank == 0 and e.kind in ("F", "B", "W"))
+    if first_b is None or per_rank <= 48:
+        return None
+    return min(1.5 * first_b, tl.pipeline_s)
+
+
+def timeline_chart(tl: Timeline, width: float = 960, window_s: float | None = None) -> str:
+    """SVG of one recipe's Timeline: a row per pipeline rank; with `window_s`, only [0, window_s] (a close-up)."""
+    end_s = window_s or tl.iteration_s
+    unit, scale = ("ms", 1e3) if end_s < 10 else ("s", 1.0)
+    ticks = nice_ticks(end_s * scale)
     left, right, top, row_h, gap = 64, 12, 8, 20, 4
     plot_w = width - left - right
     plot_h = tl.pp * (row_h + gap)
@@ -29,12 +40,14 @@ def timeline_chart(tl: Timeline, width: float = 960) -> str:
     body.append(text(left + plot_w / 2, top + plot_h + 27, f"time in the iteration ({unit})", "middle"))
     rows: list[list[str]] = [[] for _ in range(tl.pp)]
     for ev in tl.events:
+        if ev.start_s >= end_s:
+            continue
         y = top + ev.rank * (row_h + gap)
         shade = "" if not ev.chunk or tl.vpp <= 1 else f" fill-opacity='{1 - 0.45 * ev.chunk / (tl.vpp - 1):.2f}'"
         tip = (f"PP rank {ev.rank}: {KIND_LABEL[ev.kind]}" + (f", micro-batch {ev.microbatch}" if ev.microbatch is not None else "")
                + (f", chunk {ev.chunk}" if ev.chunk is not None and tl.vpp > 1 else "")
                + f", {ev.start_s * scale:.3f}-{ev.end_s * scale:.3f} {unit}")
-        x0, x1 = x_of(ev.start_s), x_of(ev.end_s)
+        x0, x1 = x_of(ev.start_s), x_of(min(ev.end_s, end_s))
         rows[ev.rank].append(rect(x0, y, x1 - x0, row_h, EVENT_COLOURS[ev.kind], tip, f"ev ev-{ev.kind}", shade + " stroke='#fff' stroke-width='0.3'"))
         if ev.microbatch is not None and x1 - x0 >= 7 * len(event_name(ev, tl.vpp)):
             rows[ev.rank].append(text((x0 + x1) / 2, y + row_h / 2 + 4, event_name(ev, tl.vpp), "middle",
@@ -43,7 +56,7 @@ def timeline_chart(tl: Timeline, width: float = 960) -> str:
         y = top + r * (row_h + gap)
         busy = sum(e.end_s - e.start_s for e in tl.events if e.rank == r and e.kind in ("F", "B", "W"))
         idle = tl.pipeline_s - busy
-        bg = rect(left, y, x_of(tl.pipeline_s) - left, row_h, "url(#bubble-hatch)",
+        bg = rect(left, y, x_of(min(tl.pipeline_s, end_s)) - left, row_h, "url(#bubble-hatch)",
                   f"PP rank {r}: idle (bubble) {idle * scale:.3f} {unit} of the {tl.pipeline_s * scale:.3f} {unit} pipeline", "bubble")
         body.append(f"<g class='tl-row' data-rank='{r}'>{bg}{''.join(rows[r])}</g>")
         body.append(text(left - 6, y + row_h / 2 + 4, f"PP {r}", "end"))
@@ -51,4 +64,5 @@ def timeline_chart(tl: Timeline, width: float = 960) -> str:
     items = [(KIND_LABEL[k], EVENT_COLOURS[k]) for k in kinds] + [("idle (bubble)", "url(#bubble-hatch)")]
     leg, used = legend(items, left, top + plot_h + 36, plot_w)
     label = f"simulated {esc(tl.schedule)} pipeline timeline, {tl.pp} ranks, {tl.num_microbatches} micro-batches"
-    return svg(width, top + plot_h + 36 + used, body + leg, "timeline-chart", label)
+    cls = "timeline-zoom" if window_s else "timeline-chart"
+    return svg(width, top + plot_h + 36 + used, body + leg, cls, label + (" (close-up on the fill)" if window_s else ""))
