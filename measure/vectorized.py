@@ -33,6 +33,7 @@ from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, s
 from measure.roofline import CostLookup, op_time_s
 from measure.schedule_np import p2p_units_np, staged_closed_form_np
 from measure.stage_rows import _STAGE_COLS, stage_row
+from measure.topology import domain_size
 
 __all__ = ["Evaluator", "RecipeBatch", "SCHEDULES", "SHARDINGS", "evaluate"]
 CHUNK_ROWS = 1 << 15  # rows priced per numpy pass
@@ -49,7 +50,13 @@ class Evaluator:
     batch over the same axis values is pure numpy. A batch with a different `base` recipe resets them."""
 
     def __init__(self, model: ModelSpec, job: JobSpec, placement: Placement, profile: HardwareProfile,
-                 cost_table: Optional[CostLookup] = None, fingerprint: Optional[str] = None) -> None:
+                 cost_table: Optional[CostLookup] = None, fingerprint: Optional[str] = None,
+                 shared_parts: Optional[dict] = None) -> None:
+        """`shared_parts`: one dict shared by Evaluators of the same (model, job, profile, cost table) at other node
+        counts (shardplan sweep). A layer's parts read the placement only through its TP / CP / EP / ETP group spans
+        (measure.layer_cost.layer_parts), which follow the scale-up domain size, so entries are keyed by that size,
+        the base recipe and the shape's values."""
+        self.shared_parts = shared_parts
         if cost_table is not None and fingerprint is None:
             fps = cost_table.fingerprints() if hasattr(cost_table, "fingerprints") else []
             fingerprint = fps[0] if len(fps) == 1 else None
@@ -68,6 +75,8 @@ class Evaluator:
         self.layers = _Factor(self._layer_row)
         self.stages = _Factor(self._stage_row)
         self._parts_cache: dict = {}   # (layer kind, shape key) -> LayerParts
+        self._shared = None if self.shared_parts is None else self.shared_parts.setdefault(
+            (domain_size(self.profile, self.placement), base.model_dump_json()), {})
         self._op_cache: dict = {}      # (op, phase) -> seconds, shared by every shape
         self._head_rows: dict = {}     # (tp, cp, mbs, sp) -> head columns
         self.dp_spans = _Factor(lambda k: self._span(k, dense=True))
@@ -103,9 +112,15 @@ class Evaluator:
         parts = self._parts_cache.get((kind, key))
         if parts is None:
             shape = key if len(key) == 6 else (key[0], key[1], 0, 0, key[2], key[3])
-            parts = self._parts_cache[(kind, key)] = layer_parts(
-                self.model, self.job, self._shape_recipe(shape), self.placement, self.profile, kind, self.cost_table,
-                self.fingerprint, self._op_cache)
+            r = self._shape_recipe(shape)
+            values = (kind, r.tp, r.cp, r.mbs, r.sequence_parallel) + ((r.ep, r.etp) if len(key) == 6 else ())
+            parts = self._shared.get(values) if self._shared is not None else None
+            if parts is None:
+                parts = layer_parts(self.model, self.job, r, self.placement, self.profile, kind, self.cost_table,
+                                    self.fingerprint, self._op_cache)
+                if self._shared is not None:
+                    self._shared[values] = parts
+            self._parts_cache[(kind, key)] = parts
         return parts
 
     def _head_row(self, r: Recipe) -> list[float]:
