@@ -10,6 +10,10 @@ count and which collectives cross nodes, so no size's tables serve another's):
 - the tables are the branch-and-bound ones for K = 1 (solver/prune.py), ranked by the numpy scan over them
   (solver/exhaustive.py) instead of a CP-SAT listing: the same best recipe with the same proof (the tests hold
   the scan equal to CP-SAT), without building a one-hot model per size;
+- the layer costs of every per-rank shape (measure.layer_cost.layer_parts, the vectorised projection's costliest
+  factor): they read the placement only through the TP / CP / EP / ETP group spans, which depend on the scale-up
+  domain, not the node count, so one dict serves every size with the same domain (measure.vectorized.Evaluator's
+  `shared_parts`);
 - the rule verdicts cached per axis values (solver/table_rules.py) and the loaded model and profiles.
 bench/bench_sweep.py measures this against one `solve` per size.
 """
@@ -118,6 +122,7 @@ def sweep(model, job, hardware: list[str], nodes: list[int], gpus_per_node: int 
     """The best legal recipe (throughput objective) at each node count, per hardware profile name or path."""
     from constraints.spec import Placement
     from hardware.profile import load_profile
+    from measure.vectorized import Evaluator
     from shardplan.report.collect import recipe_label
     from solver.exhaustive import solve_exhaustive
     from solver.fewest_gpus import CountScreen
@@ -129,6 +134,7 @@ def sweep(model, job, hardware: list[str], nodes: list[int], gpus_per_node: int 
     for hw in hardware:
         profile = load_profile(hw)
         screen = CountScreen(model, job, profile, margin_fraction, pins, bounds)
+        shared_parts: dict = {}  # layer parts by shape and scale-up domain, for every size of this profile
         for n in sorted(set(nodes)):
             t0 = time.perf_counter()
             placement = Placement(hardware=hw, num_nodes=n, gpus_per_node=gpus_per_node)
@@ -139,7 +145,8 @@ def sweep(model, job, hardware: list[str], nodes: list[int], gpus_per_node: int 
                 points.append(SweepPoint(**point, status="no_legal_layout", solve_s=time.perf_counter() - t0))
             else:
                 space = build_space(model, job, placement, pins=dict(pins), ranges=bounds)
-                tables = build_tables(space, profile, margin_fraction, prune_k=1)
+                evaluator = Evaluator(model, job, placement, profile, shared_parts=shared_parts)
+                tables = build_tables(space, profile, margin_fraction, prune_k=1, evaluator=evaluator)
                 result = solve_exhaustive(tables, 1, margin_fraction=margin_fraction)
                 if not result.ranked:
                     points.append(SweepPoint(**point, status="nothing_fits", proven_optimal=result.proven_optimal,

@@ -21,14 +21,17 @@ from solver.cli_solve import solve_case
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("model_name, seq, gbs, nodes", [("Llama-3.1-70B", 8192, 128, [1, 2, 4, 8]),
-                                                         ("Mixtral-8x7B-v0.1", 4096, 64, [1, 2, 4])])
-def test_sweep_best_is_the_solves_first_answer_at_every_size(model_name, seq, gbs, nodes):
-    model, job, hw = load_model(model_name), JobSpec(seq_length=seq, global_batch_size=gbs), "h100-sxm-80gb"
-    result = sweep(model, job, [hw], nodes)
+# the NVL72 rows change the scale-up domain with the size (4, 8, 16 GPUs), which keys the layer costs the sweep shares
+@pytest.mark.parametrize("model_name, hw, gpn, seq, gbs, nodes", [
+    ("Llama-3.1-70B", "h100-sxm-80gb", 8, 8192, 128, [1, 2, 4, 8]),
+    ("Mixtral-8x7B-v0.1", "h100-sxm-80gb", 8, 4096, 64, [1, 2, 4]),
+    ("Qwen3-30B-A3B", "gb200-nvl72", 4, 4096, 64, [1, 2, 4])])
+def test_sweep_best_is_the_solves_first_answer_at_every_size(model_name, hw, gpn, seq, gbs, nodes):
+    model, job = load_model(model_name), JobSpec(seq_length=seq, global_batch_size=gbs)
+    result = sweep(model, job, [hw], nodes, gpus_per_node=gpn)
     assert [p.nodes for p in result.points] == nodes
     for p in result.points:
-        solved, _ = solve_case(model, job, Placement(hardware=hw, num_nodes=p.nodes, gpus_per_node=8), load_profile(hw),
+        solved, _ = solve_case(model, job, Placement(hardware=hw, num_nodes=p.nodes, gpus_per_node=gpn), load_profile(hw),
                                {}, {}, 1, 0.0, "cpsat", 60.0)
         if p.status != "solved":
             assert solved.ranked == [], (p.nodes, p.status)
