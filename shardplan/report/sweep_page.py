@@ -42,7 +42,7 @@ def sweep_text(result) -> str:
     cols = list(rows[0])
     width = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
     left = {"hardware", "best recipe"}
-    fmt_row = lambda r: "  ".join(str(r[c]).ljust(width[c]) if c in left else str(r[c]).rjust(width[c]) for c in cols)  # noqa: E731
+    fmt_row = lambda r: "  ".join(str(r[c]).ljust(width[c]) if c in left else str(r[c]).rjust(width[c]) for c in cols).rstrip()  # noqa: E731
     return "\n".join([head, fmt_row({c: c for c in cols})] + [fmt_row(r) for r in rows])
 
 
