@@ -1,8 +1,8 @@
 """Benchmark `shardplan sweep` against one `solve` per cluster size, in the same run (a script, not a timed test).
 
 For each scenario, three measurements, each in a fresh Python process so neither side inherits the other's caches:
-- sweep: shardplan.sweep.sweep over every size (screens, pruned K=1 tables, numpy scan), imports excluded;
-- solves: the `solve --top 1` path per size (solver.cli_solve.solve_case_with_hints: pruned tables, CP-SAT listing,
+- sweep: shardplan.sweep.sweep_specs over every size (screens, pruned K=1 tables, numpy scan), imports excluded;
+- solves: the `solve --top 1` path per size (solver.workflow.solve_case_with_hints: pruned tables, CP-SAT listing,
   the default rules proposer), imports excluded; the ratio sweep / solves is the figure;
 - CLI: wall clock of one `shardplan sweep` process against one `shardplan solve --top 1 --json` process per size
   (start-up included, and `solve`'s nothing-fits explanation where a size has no recipe).
@@ -38,12 +38,12 @@ def child(kind: str, model_name: str, hw: str, nodes: list[int], seq: int, gbs: 
     model, job = load_model(model_name), JobSpec(seq_length=seq, global_batch_size=gbs)
     t0 = time.perf_counter()
     if kind == "sweep":
-        from shardplan.sweep import sweep
+        from shardplan.sweep import sweep_specs
 
-        result = sweep(model, job, [hw], nodes)
+        result = sweep_specs(model, job, [hw], nodes)
         best = [p.tokens_per_s_per_gpu for p in result.points]
     else:
-        from solver.cli_solve import solve_case_with_hints
+        from solver.workflow import solve_case_with_hints
         from solver.proposer.cli_options import config_from_options
 
         profile, best = load_profile(hw), []
@@ -65,7 +65,7 @@ def _cli_wall_s(sc: tuple) -> tuple[float, float]:
     exe = str(Path(sys.executable).parent / "shardplan")
     job = ["--model", model, "--hardware", hw, "--seq-length", str(seq), "--global-batch-size", str(gbs)]
     t0 = time.perf_counter()
-    subprocess.run([exe, "sweep", *job, "--nodes", ",".join(map(str, nodes)), "--quiet"], capture_output=True, cwd=ROOT)
+    subprocess.run([exe, "sweep", *job, "--nodes", ",".join(map(str, nodes))], capture_output=True, cwd=ROOT)
     t1 = time.perf_counter()
     for n in nodes:
         subprocess.run([exe, "solve", *job, "--nodes", str(n), "--top", "1", "--json"], capture_output=True, cwd=ROOT)

@@ -12,6 +12,7 @@ from boundary.errors import ShardplanError
 from shardplan.api import check, hardware, models, render, solve
 from shardplan.results import (CheckResult, HardwareInfo, ModelInfo, RenderResult, SolvedRecipe, SolveResult,
                                schemas)
+from shardplan.sweep import SweepResult, sweep  # shardplan.sweep is the function (import the module's other names with from shardplan.sweep import ...)
 
 __all__ = ["ShardplanError", "check", "solve", "render", "models", "hardware", "schemas", "CheckResult", "SolveResult",
-           "SolvedRecipe", "RenderResult", "ModelInfo", "HardwareInfo"]
+           "SolvedRecipe", "RenderResult", "ModelInfo", "HardwareInfo", "sweep", "SweepResult"]

@@ -20,7 +20,7 @@ bench/bench_sweep.py measures this against one `solve` per size.
 from __future__ import annotations
 
 import time
-from typing import Callable, Literal, Optional
+from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,9 +66,9 @@ class SweepResult(BaseModel):
 
 
 def parse_nodes(text: str) -> list[int]:
-    """'1,2,4,8' a list; '1..64' doubling from 1 up to 64 (64 included); '8..64+8' steps of 8. Raises InputError
+    """'1,2,4,8' a list; '1..64' doubling from 1 up to 64 (64 included); '8..64+8' steps of 8. Raises ShardplanError
     (unusable input) with the fix."""
-    from solver.inputs import InputError
+    from boundary.errors import ShardplanError
 
     text = text.strip()
     fix = "give a list (1,2,4,8), a doubling range (1..64) or a stepped range (8..64+8)"
@@ -95,9 +95,9 @@ def parse_nodes(text: str) -> list[int]:
             if not out or out[0] < 1:
                 raise ValueError
     except ValueError:
-        raise InputError(f"--nodes: not a node count list or range ({text!r}); {fix}") from None
+        raise ShardplanError(f"--nodes: not a node count list or range ({text!r}); {fix}") from None
     if len(out) > 256:
-        raise InputError(f"--nodes: {len(out)} sizes ({text!r}); sweep at most 256 sizes, e.g. a doubling range 1..1024")
+        raise ShardplanError(f"--nodes: {len(out)} sizes ({text!r}); sweep at most 256 sizes, e.g. a doubling range 1..1024")
     return out
 
 
@@ -116,18 +116,46 @@ def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu
                 p.cost_usd = p.gpu_hours * usd_per_gpu_hour
 
 
-def sweep(model, job, hardware: list[str], nodes: list[int], gpus_per_node: int = 8, margin_fraction: float = 0.0,
-          train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None, pins: Optional[dict] = None,
-          bounds: Optional[dict] = None, progress: Optional[Callable[[str], None]] = None) -> SweepResult:
-    """The best legal recipe (throughput objective) at each node count, per hardware profile name or path."""
+def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[int]], *, seq_length: int,
+          global_batch_size: int, gpus_per_node: int = 8, precision: str = "bf16", max_memory_fraction: float = 1.0,
+          train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None) -> SweepResult:
+    """The best legal recipe (throughput objective) at each node count on each hardware profile (a name or path, a
+    list, or comma-separated names); `nodes` a list or parse_nodes' text ('1..64'). Unusable input raises
+    ShardplanError before any solve."""
+    from constraints.models import load_model
+    from constraints.spec import JobSpec, Placement
+    from boundary.errors import ShardplanError
+    from hardware.profile import load_profile
+    from shardplan.api import input_boundary
+
+    profiles = [h.strip() for text in ([hardware] if isinstance(hardware, str) else hardware) for h in text.split(",") if h.strip()]
+    counts = parse_nodes(nodes) if isinstance(nodes, str) else sorted(set(nodes))
+    if not profiles:
+        raise ShardplanError(f"--hardware: no profile given ({hardware!r}); name one, e.g. h100-sxm-80gb")
+    if not counts or counts[0] < 1:
+        raise ShardplanError(f"--nodes: give node counts of at least 1 ({nodes!r}), e.g. 1..64")
+    if not 0.1 <= max_memory_fraction <= 1.0:
+        raise ShardplanError(f"--max-memory-fraction: give 0.1..1.0 ({max_memory_fraction})")
+    if usd_per_gpu_hour is not None and train_tokens is None:
+        raise ShardplanError(f"--usd-per-gpu-hour: a cost needs a token budget ({usd_per_gpu_hour}); add --train-tokens N, e.g. 1e12")
+    with input_boundary():
+        spec = load_model(model)
+        job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
+        for hw in profiles:  # every profile and the node counts are checked before the first solve
+            load_profile(hw)
+            Placement(hardware=hw, num_nodes=counts[-1], gpus_per_node=gpus_per_node)
+    return sweep_specs(spec, job, profiles, counts, gpus_per_node, 1.0 - max_memory_fraction, train_tokens, usd_per_gpu_hour)
+
+
+def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node: int = 8, margin_fraction: float = 0.0,
+                train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None, pins: Optional[dict] = None,
+                bounds: Optional[dict] = None) -> SweepResult:
+    """`sweep` over a loaded ModelSpec and JobSpec (and optional solve pins / bounds, solver.workflow.collect_pins);
+    each size shows progress on stderr when it takes over a second (shardplan.progress)."""
     from constraints.spec import Placement
     from hardware.profile import load_profile
-    from measure.vectorized import Evaluator
-    from shardplan.report.collect import recipe_label
-    from solver.exhaustive import solve_exhaustive
+    from shardplan.progress import step
     from solver.fewest_gpus import CountScreen
-    from solver.space import build_space
-    from solver.tables import build_tables
 
     pins, bounds = dict(pins or {}), dict(bounds or {})
     points: list[SweepPoint] = []
@@ -136,35 +164,40 @@ def sweep(model, job, hardware: list[str], nodes: list[int], gpus_per_node: int 
         screen = CountScreen(model, job, profile, margin_fraction, pins, bounds)
         shared_parts: dict = {}  # layer parts by shape and scale-up domain, for every size of this profile
         for n in sorted(set(nodes)):
-            t0 = time.perf_counter()
-            placement = Placement(hardware=hw, num_nodes=n, gpus_per_node=gpus_per_node)
-            point = dict(hardware=profile.name, nodes=n, gpus=placement.world_size)
-            if screen.min_peak_bytes(placement.world_size) > screen.usable_bytes:
-                points.append(SweepPoint(**point, status="no_memory_fit", solve_s=time.perf_counter() - t0))
-            elif screen.space_is_empty(placement):
-                points.append(SweepPoint(**point, status="no_legal_layout", solve_s=time.perf_counter() - t0))
-            else:
-                space = build_space(model, job, placement, pins=dict(pins), ranges=bounds)
-                evaluator = Evaluator(model, job, placement, profile, shared_parts=shared_parts)
-                tables = build_tables(space, profile, margin_fraction, prune_k=1, evaluator=evaluator)
-                result = solve_exhaustive(tables, 1, margin_fraction=margin_fraction)
-                if not result.ranked:
-                    points.append(SweepPoint(**point, status="nothing_fits", proven_optimal=result.proven_optimal,
-                                             solve_s=time.perf_counter() - t0))
-                else:
-                    best = result.ranked[0]
-                    proj, mem = best.projection, best.check.memory
-                    points.append(SweepPoint(
-                        **point, status="solved", recipe_label=recipe_label(best.recipe, best.check.dp),
-                        recipe=best.recipe.model_dump(mode="json"), dp=best.check.dp, step_time_s=proj.iteration_time_s,
-                        tokens_per_s_per_gpu=proj.tokens_per_s_per_gpu, tokens_per_s=proj.tokens_per_s_per_gpu * placement.world_size,
-                        mfu=proj.mfu, peak_bytes=mem.peak_bytes, usable_bytes=mem.usable_bytes,
-                        proven_optimal=result.proven_optimal, solve_s=time.perf_counter() - t0))
-            if progress is not None:
-                p = points[-1]
-                progress(f"{p.hardware} {p.nodes} node{'' if p.nodes == 1 else 's'}: " + (f"{p.tokens_per_s_per_gpu:,.0f} tokens/s/GPU" if p.status == "solved"
-                                                              else p.status.replace("_", " ")) + f" ({p.solve_s:.1f} s)")
+            with step(f"{hw}: best recipe on {n} node{'' if n == 1 else 's'}"):
+                placement = Placement(hardware=hw, num_nodes=n, gpus_per_node=gpus_per_node)
+                points.append(best_at(model, job, placement, profile, screen, shared_parts, margin_fraction, pins, bounds))
     _finish(points, train_tokens, usd_per_gpu_hour)
     return SweepResult(model=model.name, seq_length=job.seq_length, global_batch_size=job.global_batch_size,
                        precision=job.precision.value, gpus_per_node=gpus_per_node, train_tokens=train_tokens,
                        usd_per_gpu_hour=usd_per_gpu_hour, points=points)
+
+
+def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_fraction: float, pins: dict,
+            bounds: dict) -> SweepPoint:
+    """One size: proven empty by the screen (no tables), or the pruned K = 1 tables' best, verified by check."""
+    from measure.vectorized import Evaluator
+    from shardplan.report.collect import recipe_label
+    from solver.exhaustive import solve_exhaustive
+    from solver.space import build_space
+    from solver.tables import build_tables
+
+    t0 = time.perf_counter()
+    point = dict(hardware=profile.name, nodes=placement.num_nodes, gpus=placement.world_size)
+    if screen.min_peak_bytes(placement.world_size) > screen.usable_bytes:
+        return SweepPoint(**point, status="no_memory_fit", solve_s=time.perf_counter() - t0)
+    if screen.space_is_empty(placement):
+        return SweepPoint(**point, status="no_legal_layout", solve_s=time.perf_counter() - t0)
+    space = build_space(model, job, placement, pins=dict(pins), ranges=bounds)
+    evaluator = Evaluator(model, job, placement, profile, shared_parts=shared_parts)
+    tables = build_tables(space, profile, margin_fraction, prune_k=1, evaluator=evaluator)
+    result = solve_exhaustive(tables, 1, margin_fraction=margin_fraction)
+    if not result.ranked:
+        return SweepPoint(**point, status="nothing_fits", proven_optimal=result.proven_optimal, solve_s=time.perf_counter() - t0)
+    best = result.ranked[0]
+    proj, mem = best.projection, best.check.memory
+    return SweepPoint(**point, status="solved", recipe_label=recipe_label(best.recipe, best.check.dp),
+                      recipe=best.recipe.model_dump(mode="json"), dp=best.check.dp, step_time_s=proj.iteration_time_s,
+                      tokens_per_s_per_gpu=proj.tokens_per_s_per_gpu, tokens_per_s=proj.tokens_per_s_per_gpu * placement.world_size,
+                      mfu=proj.mfu, peak_bytes=mem.peak_bytes, usable_bytes=mem.usable_bytes,
+                      proven_optimal=result.proven_optimal, solve_s=time.perf_counter() - t0)

@@ -40,9 +40,7 @@ def _open(report, tmp_path: Path, name: str):
 
 
 def test_check_report_draws_every_rank_and_op(browser, tmp_path):
-    from solver.inputs import load_check_input
-
-    report = check_report(load_check_input(str(EXAMPLE), None, None, None))
+    report = check_report(str(EXAMPLE))
     view = report.recipes[0]
     pp = view.recipe["pp"]
     assert pp == 4 and view.timeline is not None
@@ -61,14 +59,8 @@ def test_check_report_draws_every_rank_and_op(browser, tmp_path):
 
 
 def test_solve_report_shows_top_k_side_by_side(browser, tmp_path):
-    from constraints.models import load_model
-    from constraints.spec import JobSpec, Placement
-    from hardware.profile import load_profile
-
     k = 3
-    report = solve_report(load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=32),
-                          Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8), load_profile("h100-sxm-80gb"),
-                          {}, {}, k, 0.0)
+    report = solve_report("Llama-3.1-8B", "h100-sxm-80gb", 1, top=k, seq_length=4096, global_batch_size=32)
     assert len(report.recipes) == k
     facts = _open(report, tmp_path, "solve")
     ranks = sum(v.recipe["pp"] for v in report.recipes)
@@ -80,13 +72,10 @@ def test_solve_report_shows_top_k_side_by_side(browser, tmp_path):
 
 
 def test_sweep_page_draws_a_point_per_solved_size(browser, tmp_path):
-    from constraints.models import load_model
-    from constraints.spec import JobSpec
     from shardplan.report.sweep_page import sweep_page
     from shardplan.sweep import sweep
 
-    result = sweep(load_model("Llama-3.1-70B"), JobSpec(seq_length=8192, global_batch_size=128), ["h100-sxm-80gb", "b200"],
-                   [1, 2, 4])
+    result = sweep("Llama-3.1-70B", ["h100-sxm-80gb", "b200"], [1, 2, 4], seq_length=8192, global_batch_size=128)
     solved = sum(p.status == "solved" for p in result.points)
     assert solved == 5  # 70B does not fit on one 8 x H100 node; it does on 8 x B200
     html = tmp_path / "sweep.html"

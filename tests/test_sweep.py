@@ -16,7 +16,7 @@ from constraints.models import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from shardplan.sweep import SweepResult, parse_nodes, sweep
-from solver.cli_solve import solve_case
+from solver.workflow import solve_case
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ("Qwen3-30B-A3B", "gb200-nvl72", 4, 4096, 64, [1, 2, 4])])
 def test_sweep_best_is_the_solves_first_answer_at_every_size(model_name, hw, gpn, seq, gbs, nodes):
     model, job = load_model(model_name), JobSpec(seq_length=seq, global_batch_size=gbs)
-    result = sweep(model, job, [hw], nodes, gpus_per_node=gpn)
+    result = sweep(model_name, hw, nodes, seq_length=seq, global_batch_size=gbs, gpus_per_node=gpn)
     assert [p.nodes for p in result.points] == nodes
     for p in result.points:
         solved, _ = solve_case(model, job, Placement(hardware=hw, num_nodes=p.nodes, gpus_per_node=gpn), load_profile(hw),
@@ -47,8 +47,10 @@ def test_sweep_best_is_the_solves_first_answer_at_every_size(model_name, hw, gpn
 
 def test_efficiency_and_budget_follow_from_throughput():
     tokens, usd = 1e12, 2.5
-    result = sweep(load_model("Llama-3.1-8B"), JobSpec(seq_length=8192, global_batch_size=64), ["h100-sxm-80gb"],
-                   [1, 2, 4], train_tokens=tokens, usd_per_gpu_hour=usd)
+    import shardplan
+
+    result = shardplan.sweep("Llama-3.1-8B", "h100-sxm-80gb", "1..4", seq_length=8192, global_batch_size=64, train_tokens=tokens,
+                   usd_per_gpu_hour=usd)
     solved = [p for p in result.points if p.status == "solved"]
     assert len(solved) == 3 and solved[0].scaling_efficiency == 1.0
     for p in solved:
@@ -75,7 +77,7 @@ def test_parse_nodes_refuses_with_the_fix(text):
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "shardplan.cli", "sweep", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb",
-                           "--seq-length", "8192", "--global-batch-size", "64", "--quiet", *args], capture_output=True, text=True,
+                           "--seq-length", "8192", "--global-batch-size", "64", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
 
 

@@ -15,7 +15,7 @@ import click
 from shardplan.report.model import Report
 from shardplan.report.page import render_page
 from shardplan.report.timeline import chrome_trace
-from solver.inputs import InputError
+from boundary.errors import ShardplanError
 
 
 def output_path(option: str, path: str | None) -> Path | None:
@@ -24,9 +24,9 @@ def output_path(option: str, path: str | None) -> Path | None:
         return None
     p = Path(path)
     if p.is_dir():
-        raise InputError(f"{option}: is a directory ({path}); give a file name, e.g. {option} report.html")
+        raise ShardplanError(f"{option}: is a directory ({path}); give a file name, e.g. {option} report.html")
     if not p.parent.exists() and str(p.parent):
-        raise InputError(f"{option}: folder {p.parent} does not exist ({path}); create it or write elsewhere")
+        raise ShardplanError(f"{option}: folder {p.parent} does not exist ({path}); create it or write elsewhere")
     return p
 
 
@@ -82,11 +82,10 @@ def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fractio
       shardplan report check constraints/examples/llama3-70b-h100.yaml -o llama70b.html --trace llama70b.json
     """
     from shardplan.report.collect import check_report
-    from solver.inputs import load_check_input
 
     html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
-    loaded = load_check_input(file, hardware, nodes, gpus_per_node, model)
-    report = check_report(loaded, margin_fraction=1.0 - max_memory_fraction)
+    report = check_report(file, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
+                          max_memory_fraction=max_memory_fraction)
     write_outputs(report, html_path, trace_path)
     v = report.recipes[0]
     sys.exit(0 if v.legal and v.fits else 1)
@@ -106,27 +105,6 @@ def job_options(fn):
     ]):
         fn = opt(fn)
     return fn
-
-
-def load_job(model_name: str, hardware: str, nodes: int, gpus_per_node: int, seq_length: int, global_batch_size: int,
-             precision: str):
-    """(model, job, placement, profile) from the options; unusable values raise one InputError line."""
-    from pydantic import ValidationError
-
-    from constraints.models import load_model
-    from constraints.spec import JobSpec, Placement
-    from hardware.profile import load_profile
-
-    try:
-        model = load_model(model_name)
-        profile = load_profile(hardware)
-        job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
-        placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = str(err["loc"][0]) if err.get("loc") else "input"
-        raise InputError(f"--{field.replace('_', '-')}: {err['msg']} (got {err.get('input')!r})") from None
-    return model, job, placement, profile
 
 
 @report_command.command("solve")
@@ -149,14 +127,10 @@ def report_solve(model_name, hardware, seq_length, global_batch_size, precision,
                              --global-batch-size 64 --top 3 -o solve.html --trace solve.json
     """
     from shardplan.report.collect import solve_report
-    from solver.workflow import collect_pins, resolve_recompute_kind
 
     html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
-    model, job, placement, profile = load_job(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision)
-    try:
-        pins, bounds = collect_pins({"tp": tp, "pp": pp}, schedule, None, False, None, None)
-    except click.ClickException as exc:
-        raise InputError(exc.message) from None
-    report = solve_report(model, job, placement, profile, resolve_recompute_kind(model, pins), bounds, k, 1.0 - max_memory_fraction)
+    report = solve_report(model_name, hardware, nodes, top=k, gpus_per_node=gpus_per_node, seq_length=seq_length,
+                          global_batch_size=global_batch_size, precision=precision, tp=tp, pp=pp, schedule=schedule,
+                          max_memory_fraction=max_memory_fraction)
     write_outputs(report, html_path, trace_path)
     sys.exit(0 if report.recipes else 1)

@@ -1,5 +1,5 @@
-"""Build a Report from a check input or a solve: the verdicts and memory come from solver.report /
-the solver exactly as `check --json` and `solve --json` give them; the timeline is re-simulated per recipe.
+"""Build a Report from a check input or a solve: verdicts, memory and projections are the API's results
+(shardplan.check / shardplan.solve, what `--format json` prints); the timeline is re-simulated per recipe.
 """
 from __future__ import annotations
 
@@ -16,25 +16,28 @@ def recipe_label(recipe, dp: int) -> str:
     return " ".join(parts)
 
 
-def parallel_table(recipe, report) -> dict:
+def parallel_table(recipe, dp: int, expert_dp: int, memory) -> dict:
     """The recipe table's columns (what a Megatron user sets, plus the derived DP and micro-batch count)."""
     r = recipe
     rc = r.recompute.granularity.value + (f"({','.join(m.value for m in r.recompute.modules)})" if r.recompute.modules else "") \
         + (f"({r.recompute.method.value}, {r.recompute.num_layers})" if r.recompute.method is not None else "")
-    return {"TP": r.tp, "PP": r.pp, "VPP": r.vpp, "CP": r.cp, "EP": r.ep, "ETP": r.etp_effective, "DP": report.dp,
-            "expert DP": report.expert_dp, "MBS": r.mbs,
-            "micro-batches": report.memory.num_microbatches if report.memory is not None else None,
+    return {"TP": r.tp, "PP": r.pp, "VPP": r.vpp, "CP": r.cp, "EP": r.ep, "ETP": r.etp_effective, "DP": dp,
+            "expert DP": expert_dp, "MBS": r.mbs, "micro-batches": memory.num_microbatches if memory is not None else None,
             "SP": r.sp_active, "TP overlap": r.tp_comm_overlap, "recompute": rc, "DP sharding": r.dp_sharding.value,
             "schedule": r.schedule.value, "dispatcher": r.moe_dispatcher.value if r.ep > 1 else "-"}
 
 
-def recipe_view(case, report, profile, title: str) -> RecipeView:
-    """One recipe's view from its CheckReport (projection filled when legal and fitting)."""
-    data = report.model_dump(mode="json")
-    timeline = simulate_timeline(case, profile) if report.ok and report.projection else None
-    return RecipeView(title=title, parallel=parallel_table(case.recipe, report), recipe=case.recipe.model_dump(mode="json"),
-                      legal=report.legal, fits=report.fits, violations=data["violations"], warnings=data["warnings"],
-                      memory=data["memory"], projection=report.projection, timeline=timeline)
+def recipe_view(case, legal: bool, fits: bool, violations: list, warnings: list, memory, projection, dp: int, expert_dp: int,
+                profile, title: str) -> RecipeView:
+    """One recipe's view from an API result's fields (memory: MemorySummary, projection: Projection or None); the
+    timeline is simulated only for a legal, fitting, projected recipe."""
+    timeline = simulate_timeline(case, profile) if legal and fits and projection is not None else None
+    return RecipeView(title=title, parallel=parallel_table(case.recipe, dp, expert_dp, memory),
+                      recipe=case.recipe.model_dump(mode="json"), legal=legal, fits=fits,
+                      violations=[v.model_dump(mode="json") for v in violations],
+                      warnings=[v.model_dump(mode="json") for v in warnings],
+                      memory=memory.model_dump(mode="json") if memory is not None else None,
+                      projection=projection.model_dump(mode="json") if projection is not None else None, timeline=timeline)
 
 
 def job_view(model, job, placement, profile) -> JobView:
@@ -43,33 +46,43 @@ def job_view(model, job, placement, profile) -> JobView:
                    precision=job.precision.value, projection_calibrated=profile.calibrated)
 
 
-def check_report(loaded, margin_fraction: float = 0.0) -> Report:
-    """The report of `check FILE`: one recipe, legal or not (an illegal or non-fitting one shows its violations and
-    whatever memory the model could price, and no timeline)."""
-    from solver.report import check_and_project
+def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model=None, max_memory_fraction: float = 1.0) -> Report:
+    """The report of `check`: one recipe, legal or not (an illegal or non-fitting one shows its violations and whatever
+    memory the model could price, and no timeline). Arguments as shardplan.check."""
+    from hardware.profile import load_profile
+    from shardplan.api import check
 
-    result = check_and_project(loaded, margin_fraction=margin_fraction)
-    report, profile = result["report"], result["profile"]
-    view = recipe_view(loaded.case, report, profile, recipe_label(loaded.case.recipe, report.dp))
-    notes = [f"not understood by shardplan (not modelled): {' '.join(loaded.unknown_flags)}"] if loaded.unknown_flags else []
-    c = loaded.case
-    return Report(kind="check", job=job_view(c.model, c.job, c.placement, profile), recipes=[view], notes=notes)
+    res = check(source, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
+                max_memory_fraction=max_memory_fraction)
+    case = res.case
+    profile = load_profile(case.placement.hardware)
+    view = recipe_view(case, res.legal, res.fits, res.violations, res.warnings, res.memory, res.projection, res.dp,
+                       res.expert_dp, profile, recipe_label(case.recipe, res.dp))
+    notes = [f"not understood by shardplan (not modelled): {' '.join(res.unknown_flags)}"] if res.unknown_flags else []
+    return Report(kind="check", job=job_view(case.model, case.job, case.placement, profile), recipes=[view], notes=notes)
 
 
-def solve_report(model, job, placement, profile, pins: dict, bounds: dict, k: int, margin_fraction: float,
-                 time_limit_s: float = 60.0) -> Report:
-    """The report of a throughput solve: its top K recipes, each re-verified by check (the solver's own answer)."""
+def solve_report(model: str, hardware: str, nodes: int, *, top: int = 3, **solve_options) -> Report:
+    """The report of a throughput solve: its top K recipes, each re-verified by check. Arguments as shardplan.solve."""
     from constraints.case import Case
-    from solver.workflow import solve_case
+    from hardware.profile import load_profile
+    from shardplan.api import solve
 
-    result, tables = solve_case(model, job, placement, profile, dict(pins), bounds, k, margin_fraction, "cpsat", time_limit_s)
+    res = solve(model, hardware, nodes, top=top, **solve_options)
+    spec, placement, job = res.context
+    profile = load_profile(hardware)
     views = []
-    for i, ranked in enumerate(result.ranked, start=1):
-        case = Case(model=model, job=job, recipe=ranked.recipe, placement=placement)
-        views.append(recipe_view(case, ranked.check, profile, f"#{i} {recipe_label(ranked.recipe, ranked.check.dp)}"))
-    counts = tables.counts
+    for i, r in enumerate(res.recipes, start=1):
+        case = Case(model=spec, job=job, recipe=r.recipe, placement=placement)
+        views.append(recipe_view(case, True, True, [], [], r.memory, r.projection, r.parallel.dp, r.parallel.expert_dp,
+                                 profile, f"#{i} {recipe_label(r.recipe, r.parallel.dp)}"))
+    counts = res.space
     fitting = counts.get("fitting", counts.get("fitting_expanded"))
     notes = [f"top {len(views)} of {fitting:,} fitting candidates" + ("" if "fitting" in counts else " in the expanded rows")
              if isinstance(fitting, int) else f"top {len(views)}",
-             "proven optimal under the closed-form ranking" if result.proven_optimal else "not proven optimal"]
-    return Report(kind="solve", job=job_view(model, job, placement, profile), recipes=views, notes=notes)
+             "proven optimal under the closed-form ranking" if res.proven_optimal else "not proven optimal"]
+    if not res.recipes and res.explanation:
+        exp = res.explanation
+        notes.append("nothing fits; conflicting: " + ", ".join(map(str, exp.get("conflict") or [])) + "; remedies: "
+                     + "; ".join(map(str, exp.get("remedies") or [])))
+    return Report(kind="solve", job=job_view(spec, job, placement, profile), recipes=views, notes=notes)

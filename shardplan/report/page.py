@@ -117,7 +117,7 @@ def render_page(report: Report, sweep_html: str = "") -> str:
     if report.kind == "solve" and report.recipes:
         body.append(side_by_side(report))
     if report.kind == "solve" and not report.recipes:
-        body.append("<p><b>No legal recipe fits.</b> Run <code>shardplan solve</code> with the same options for the explanation.</p>")
+        body.append("<p><b>No legal recipe fits</b> (the notes above say why).</p>")
     if report.recipes:
         body.append("<h2>" + ("Recipe" if len(report.recipes) == 1 else "Each recipe") + "</h2>")
         body += [recipe_section(v, i) for i, v in enumerate(report.recipes)]

@@ -9,41 +9,39 @@ from shardplan.report.sweep_chart import line_chart
 DAY_S = 86400.0
 
 
+def sweep_columns(result) -> list[tuple]:
+    """(header, key, format) per column, for shardplan.formats (table, csv, markdown) and the page's table."""
+    cols = [("hardware", "hardware", "{}"), ("nodes", "nodes", "{}"), ("GPUs", "gpus", "{}"), ("best recipe", "best", "{}"),
+            ("step s", "step_time_s", "{:.3f}"), ("tokens/s/GPU", "tokens_per_s_per_gpu", "{:.0f}"),
+            ("MFU %", "mfu", lambda v: f"{100 * v:.1f}"), ("efficiency %", "scaling_efficiency", lambda v: f"{100 * v:.1f}"),
+            ("peak GiB", "peak_bytes", lambda v: f"{v / GIB:.1f}")]
+    if result.train_tokens is not None:
+        cols += [("train days", "train_time_s", lambda v: f"{v / DAY_S:.1f}"), ("GPU-hours", "gpu_hours", "{:.0f}")]
+        if result.usd_per_gpu_hour is not None:
+            cols.append(("cost USD", "cost_usd", "{:.0f}"))
+    return cols
+
+
 def sweep_rows(result) -> list[dict]:
-    """One row per (hardware, size): what the text table, the CSV and the page show."""
-    rows = []
-    budget = result.train_tokens is not None
-    for p in result.points:
-        ok = p.status == "solved"
-        row = {"hardware": p.hardware, "nodes": p.nodes, "GPUs": p.gpus,
-               "best recipe": p.recipe_label if ok else p.status.replace("_", " "),
-               "step s": f"{p.step_time_s:.3f}" if ok else "", "tokens/s/GPU": f"{p.tokens_per_s_per_gpu:,.0f}" if ok else "",
-               "MFU %": f"{100 * p.mfu:.1f}" if ok else "", "efficiency %": f"{100 * p.scaling_efficiency:.1f}" if ok else "",
-               "peak GiB": f"{p.peak_bytes / GIB:.1f}" if ok else ""}
-        if budget:
-            row["train days"] = f"{p.train_time_s / DAY_S:,.1f}" if ok else ""
-            row["GPU-hours"] = f"{p.gpu_hours:,.0f}" if ok else ""
-            if result.usd_per_gpu_hour is not None:
-                row["cost USD"] = f"{p.cost_usd:,.0f}" if ok else ""
-        rows.append(row)
-    return rows
+    """One flat row per (hardware, size); `best` is the recipe, or why the size has none."""
+    return [{**p.model_dump(mode="json"), "best": p.recipe_label if p.status == "solved" else p.status.replace("_", " ")}
+            for p in result.points]
 
 
-def sweep_text(result) -> str:
-    """Aligned text table (numbers right-aligned) with the job on the first line."""
-    rows = sweep_rows(result)
+def sweep_title(result) -> str:
     head = (f"{result.model}, seq {result.seq_length:,}, global batch {result.global_batch_size:,}, {result.precision}, "
             f"{result.gpus_per_node} GPUs per node")
     if result.train_tokens:
         head += f"; training {result.train_tokens:,.0f} tokens" + (f" at {result.usd_per_gpu_hour} USD per GPU-hour"
                                                                     if result.usd_per_gpu_hour is not None else "")
-    if not rows:
-        return head
-    cols = list(rows[0])
-    width = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
-    left = {"hardware", "best recipe"}
-    fmt_row = lambda r: "  ".join(str(r[c]).ljust(width[c]) if c in left else str(r[c]).rjust(width[c]) for c in cols).rstrip()  # noqa: E731
-    return "\n".join([head, fmt_row({c: c for c in cols})] + [fmt_row(r) for r in rows])
+    return head
+
+
+def _page_rows(result) -> list[dict]:
+    from shardplan.formats import cell
+
+    cols = sweep_columns(result)
+    return [{h: (cell(r.get(k), spec) if r.get(k) is not None else "") for h, k, spec in cols} for r in sweep_rows(result)]
 
 
 def sweep_section(result) -> str:
@@ -63,13 +61,12 @@ def sweep_section(result) -> str:
     return ("<h2>Best recipe at each cluster size</h2>" + charts
             + "<p class='note'>efficiency: tokens/s/GPU against the smallest size that fits on the same hardware; sizes where "
               "nothing fits are not drawn</p>"
-            + html_table(sweep_rows(result), "sweep-table", ("hardware", "best recipe")))
+            + html_table(_page_rows(result), "sweep-table", ("hardware", "best recipe")))
 
 
 def sweep_page(result) -> str:
     title = f"shardplan sweep: {result.model}"
-    job = (f"seq {result.seq_length:,}, global batch {result.global_batch_size:,}, {result.precision}, "
-           f"{result.gpus_per_node} GPUs per node")
+    job = sweep_title(result).split(", ", 1)[1]
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title>"
             f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1><div class='job'>{esc(job)}</div>"
