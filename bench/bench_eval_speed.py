@@ -18,7 +18,7 @@ from constraints.models import load_model
 from constraints.spec import JobSpec, Placement, Recompute, RecomputeMethod, RecomputeModule
 from hardware.profile import load_profile
 from measure.project import project
-from measure.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch
+from measure.vectorized import SCHEDULES, Evaluator, RecipeBatch
 
 RECOMPUTES = (Recompute.none(), Recompute.selective(RecomputeModule.core_attn),
               Recompute.selective(RecomputeModule.core_attn, RecomputeModule.mlp), Recompute.full(RecomputeMethod.uniform, 1),

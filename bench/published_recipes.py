@@ -125,11 +125,13 @@ def format_table(rows: list[dict]) -> str:
     for r in rows:
         m, hw, w, s, gbs, prec = r["group"]
         legal = "yes" if r["legal"] else "NO: " + ", ".join(r["violations"])
-        fits = "—" if not r["legal"] and r["peak_gib"] is None else ("yes" if r["fits"] else f"NO ({r['peak_gib']:.0f}/{r['usable_gib']:.0f} GiB, {r['dominant']})")
+        fits = ("—" if not r["legal"] and r["peak_gib"] is None
+                else "yes" if r["fits"] else f"NO ({r['peak_gib']:.0f}/{r['usable_gib']:.0f} GiB, {r['dominant']})")
         rank = "—" if r.get("rank") is None else f"{r['rank']}/{r.get('candidates', '?')}"
         lines.append(f"| {m} | {hw} | {w} | {s} | {gbs} | {prec} | {r['recipe']} | {legal} | {fits} | {_fmt(r.get('proj_tps'), ',.0f')} "
                      f"| {rank} | {'; '.join(r.get('outside') or []) or ('—' if r.get('outside') is None else 'in')} "
-                     f"| {r.get('top') or '—'} | {_fmt(r.get('top_tps'), ',.0f')} | {_fmt(r.get('gain_pct'), '+.0f')}{'%' if r.get('gain_pct') is not None else ''} "
+                     f"| {r.get('top') or '—'} | {_fmt(r.get('top_tps'), ',.0f')} "
+                     f"| {_fmt(r.get('gain_pct'), '+.0f')}{'%' if r.get('gain_pct') is not None else ''} "
                      f"| {_fmt(r.get('measured_tps'), ',.0f')} | {short_note(r)} |")
     return "\n".join(lines)
 

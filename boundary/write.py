@@ -69,7 +69,7 @@ def check_output_dir(path: str | Path, label: str) -> None:
         while not parent.exists() and parent != parent.parent:
             parent = parent.parent
         if not parent.is_dir():
-            raise InputRefused(f"{label}: {parent} is not a folder; give a folder path")
+            raise InputRefused(f"{label}: {parent} is not a folder; give a folder path") from None
         _probe_directory(parent, label)
         return
     except OSError as exc:

@@ -219,7 +219,7 @@ def pattern_with_pipes(model: ModelSpec, segment_layers: list[int] | None) -> st
     return PIPE.join(out)
 
 
-def layout_as_segments(layout: str) -> Optional[list[int]]:
+def layout_as_segments(layout: str) -> list[int] | None:
     """Layer counts of the pipe segments a pipeline layout stands for on a hybrid model, or None when it cannot be
     one: Megatron's hybrid segments hold decoder layers only, the embedding on the first and the loss on the last."""
     try:

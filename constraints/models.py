@@ -240,7 +240,6 @@ def model_from_mapping(data: dict, name: str) -> ModelSpec:
             return model_from_hf_config(data, name)
         return _model_from_yaml(data, name)
     except ValidationError as exc:
-        err = exc.errors()[0]
         raise ModelError(f"model {name}: field {validation_line(exc, reasons=BOUND_REASONS)}") from None
     except (KeyError, TypeError) as exc:
         raise ModelError(f"model {name}: missing or malformed field {shown(str(exc))}") from None

@@ -56,7 +56,7 @@ def rule(fn: Optional[Rule] = None, *, reads: Optional[str] = None):
     etp_effective = tp etp, sp_active = sequence_parallel tp, dp() = tp pp cp, expert_dp() = tp etp ep pp);
     model, job, world size, profile, flags and env are free to read. Why: the solver memoises a rule's
     verdict by the values of these fields alone (solver/table_rules.py), so a field missing here makes the
-    solver wrong; tests/test_solver_speed_rule_reads.py varies every other field and holds the verdict.
+    solver wrong; tests/test_rule_reads_cover_verdicts.py varies every other field and holds the verdict.
     None (undeclared) means every field."""
     def register(f: Rule) -> Rule:
         f.reads = None if reads is None else frozenset(reads.split())
@@ -171,4 +171,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'constraints.rules' has no attribute {name!r}")
 
 
-import constraints.rules_pipeline  # noqa: E402  (registers the pipeline rules, which import rules_attention)
+import constraints.rules_pipeline  # noqa: E402, F401  (registers the pipeline rules, which import rules_attention)

@@ -97,7 +97,8 @@ def hierarchical_cp(x: RuleInput) -> Optional[Violation]:
             return _v("hierarchical_cp", f"hierarchical CP sizes {list(r.hierarchical_cp_sizes)} multiply to {prod}, not CP={r.cp}",
                       "make the sizes multiply to --context-parallel-size")
     elif r.cp_comm_type.value == "a2a+p2p" and r.cp > 1:
-        return _v("hierarchical_cp", "--cp-comm-type a2a+p2p requires --hierarchical-context-parallel-sizes", "add --hierarchical-context-parallel-sizes or use p2p")
+        return _v("hierarchical_cp", "--cp-comm-type a2a+p2p requires --hierarchical-context-parallel-sizes",
+                  "add --hierarchical-context-parallel-sizes or use p2p")
     return None
 
 

@@ -66,7 +66,8 @@ def layers_split(x: RuleInput) -> Optional[Violation]:
     if sum(counts) != x.model.num_layers:
         return _v("layers_split", f"pipeline split holds {sum(counts)} decoder layers, model has {x.model.num_layers}",
                   "make the layout hold exactly num_layers 't' entries")
-    empty = [i for i, n in enumerate(counts) if n == 0 and not r.pipeline_layout and not (r.account_for_embedding_in_pipeline_split or r.account_for_loss_in_pipeline_split)]
+    accounts = r.account_for_embedding_in_pipeline_split or r.account_for_loss_in_pipeline_split
+    empty = [i for i, n in enumerate(counts) if n == 0 and not r.pipeline_layout and not accounts]
     if empty:
         return _v("layers_split", f"virtual stage(s) {empty} would hold no decoder layer", "use fewer pipeline stages or virtual stages")
     return None

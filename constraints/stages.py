@@ -82,7 +82,7 @@ def virtual_stage_layer_counts(model: ModelSpec, recipe: Recipe) -> list[int]:
             if last is not None:
                 per_rank[-1] = last
         counts = []
-        for chunk in range(vpp):
+        for _chunk in range(vpp):
             for rank in range(pp):
                 if per_rank[rank] % vpp:
                     raise StageSplitError(f"uneven pipeline: rank {rank} has {per_rank[rank]} layers, not divisible by VPP={vpp}")

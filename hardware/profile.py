@@ -70,10 +70,14 @@ class Calibration(_Strict):
     gemm_efficiency: tuple[tuple[Annotated[float, Field(ge=0, le=128)], Annotated[float, Field(gt=0, le=1)]], ...] = Field(
         ((20.0, 0.05), (30.0, 0.45), (36.0, 0.70), (40.0, 0.75)), min_length=1, max_length=256)
     fp8_gemm_relative_efficiency: float = Field(0.75, gt=0, le=1, description="fp8 GEMM achieved/peak(fp8) over bf16's achieved/peak(bf16)")
-    grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1, description="MoE grouped GEMM vs a plain GEMM of the same per-group size, many tokens per expert")
-    grouped_gemm_half_tokens: float = Field(0.0, ge=0, le=1e12, description="tokens per expert at which the grouped GEMM reaches half that (0 = no token dependence)")
-    host_time_per_op_us: float = Field(0.0, ge=0, le=1e7, description="host (Python, framework, launch) time per listed op of a layer; a layer pass takes at least its ops' host time (CPU-bound small kernels)")
-    moe_dispatch_overhead_us: float = Field(0.0, ge=0, le=1e7, description="per MoE layer, micro-batch and pass (fwd, bwd): host sync of the per-expert token counts and the launch gap behind it")
+    grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1, description="MoE grouped GEMM vs a plain GEMM of the same per-group size, "
+                                                    "many tokens per expert")
+    grouped_gemm_half_tokens: float = Field(0.0, ge=0, le=1e12,
+                                            description="tokens per expert at which the grouped GEMM reaches half that (0 = no token dependence)")
+    host_time_per_op_us: float = Field(0.0, ge=0, le=1e7, description="host (Python, framework, launch) time per listed op of a layer; "
+                                       "a layer pass takes at least its ops' host time (CPU-bound small kernels)")
+    moe_dispatch_overhead_us: float = Field(0.0, ge=0, le=1e7, description="per MoE layer, micro-batch and pass (fwd, bwd): host sync of the "
+                                            "per-expert token counts and the launch gap behind it")
     attention_efficiency: float = Field(0.5, gt=0, le=1)
     memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")
     collective_bandwidth_efficiency: float = Field(0.7, gt=0, le=1)

@@ -135,7 +135,8 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
             parts["cp"][r] += m * sum(lc.cp_fwd + lc.cp_bwd for lc in layer_list)
             dense_params[r] += sum(lc.dense_params for lc in layer_list)
             expert_params[r] += sum(lc.expert_params for lc in layer_list)
-            vocab_rows = sum(p.op.shape[0] * p.op.shape[1] for p, _ in head if p.phase == Phase.bwd_wgrad and p.op.kind.value == "gemm") // max(1 + model.mtp_num_layers, 1)
+            vocab_rows = (sum(p.op.shape[0] * p.op.shape[1] for p, _ in head if p.phase == Phase.bwd_wgrad and p.op.kind.value == "gemm")
+                          // max(1 + model.mtp_num_layers, 1))
             if chunk.embedding or chunk.loss:
                 dense_params[r] += vocab_rows if (chunk.loss and not model.tied_embeddings or chunk.embedding) else 0
     groups = recipe_groups(recipe, profile, placement)

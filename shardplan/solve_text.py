@@ -24,12 +24,13 @@ def format_solve(payload: dict, model, placement, job) -> str:
         rc = r["recipe"]["recompute"]
         rc_name = rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "") + \
             (f"({rc['method']},{rc['num_layers']})" if rc["method"] else "")
-        lines.append(f"{i:>2} {p['tp']:>3} {p['pp']:>3} {p['vpp']:>3} {p['cp']:>3} {p['ep']:>3} {(p['etp'] if model.is_moe else '-'):>3} {p['dp']:>5} {p['mbs']:>3} "
-                     f"{('ovl' if p['tp_comm_overlap'] else 'on ') if p['sequence_parallel'] else 'off'} {rc_name:<26} {p['dp_sharding']:<21} {p['schedule']:<11} "
+        sp = ("ovl" if p["tp_comm_overlap"] else "on ") if p["sequence_parallel"] else "off"
+        lines.append(f"{i:>2} {p['tp']:>3} {p['pp']:>3} {p['vpp']:>3} {p['cp']:>3} {p['ep']:>3} {(p['etp'] if model.is_moe else '-'):>3} "
+                     f"{p['dp']:>5} {p['mbs']:>3} {sp} {rc_name:<26} {p['dp_sharding']:<21} {p['schedule']:<11} "
                      f"{_extras(p, model):<14} {pr['tokens_per_s_per_gpu']:>10,.0f} {100 * pr['mfu']:>5.1f}% {pr['iteration_time_s']:>8.3f} "
                      f"{pr['bubble_fraction']:>6.3f} {m['peak_bytes'] / GIB:>8.2f} {(m['usable_bytes'] - m['peak_bytes']) / GIB:>8.2f}"
-                     + (" *" if _ranking_gap(r) > RANKING_GAP_NOTE else ""))
-    if any(_ranking_gap(r) > RANKING_GAP_NOTE for r in payload["recipes"]):
+                     + (" *" if ranking_gap(r) > RANKING_GAP_NOTE else ""))
+    if any(ranking_gap(r) > RANKING_GAP_NOTE for r in payload["recipes"]):
         lines.append(f"* the ranking closed form and the simulated step differ by more than {RANKING_GAP_NOTE:.0%} here (interleaved "
                      "schedules with unequal stages); the order follows the closed form, the step column the simulator")
     if payload["recipes"] and payload.get("projection_calibrated") is False:
@@ -55,7 +56,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
 RANKING_GAP_NOTE = 0.02  # flag answers whose ranking time and displayed (simulated) step differ by more than this
 
 
-def _ranking_gap(r: dict) -> float:
+def ranking_gap(r: dict) -> float:
     """|simulated step / ranking closed form - 1| of one answer (0 where either is missing)."""
     step, rank = r.get("step_time_us"), r.get("ranking_time_us")
     return abs(step / rank - 1.0) if step and rank else 0.0

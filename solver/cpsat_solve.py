@@ -166,7 +166,7 @@ def top_verified(tables: Tables, idx: np.ndarray, k: int, margin_fraction: float
     returns them, the ranker, and the part of `idx` examined."""
     ranker = ExactRanker(tables, margin_fraction)
     best, n = [], 0
-    for n, i in enumerate(idx, 1):
+    for n, i in enumerate(idx, 1):  # noqa: B007 - n, the candidates evaluated, is read after the loop
         r = ranker.evaluate(int(tables.cand_act[i]), int(tables.cand_shard[i]), int(tables.cand_time_us[i]))
         if r is not None:
             best.append(r)

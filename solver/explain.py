@@ -199,8 +199,10 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
     if nodes is not None:
         out["remedies"].append(f"use {nodes} nodes")
     trials: list[tuple[str, object]] = [
-        (f"global batch {max(job.global_batch_size // 2, 1)}", lambda: (job.model_copy(update={"global_batch_size": max(job.global_batch_size // 2, 1)}), placement, profile, pins)),
-        (f"sequence length {max(job.seq_length // 2, 1)}", lambda: (job.model_copy(update={"seq_length": max(job.seq_length // 2, 1)}), placement, profile, pins)),
+        (f"global batch {max(job.global_batch_size // 2, 1)}",
+         lambda: (job.model_copy(update={"global_batch_size": max(job.global_batch_size // 2, 1)}), placement, profile, pins)),
+        (f"sequence length {max(job.seq_length // 2, 1)}",
+         lambda: (job.model_copy(update={"seq_length": max(job.seq_length // 2, 1)}), placement, profile, pins)),
         ("allow recompute", lambda: (job, placement, profile, {a: v for a, v in pins.items() if a != "recompute"})),
     ]
     if not job.precision.is_fp8 and not job.precision.is_fp4 and getattr(profile, "supports_fp8", False):

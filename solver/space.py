@@ -26,8 +26,8 @@ DEFAULT_MAX_VPP = 8     # Megatron recipes use VPP <= 8; more only multiplies p2
 DEFAULT_MAX_CP = 16
 DEFAULT_MAX_EP = 64
 DEFAULT_MAX_MBS = 8
-FULL_RECOMPUTE_LAYERS = (1, 2, 4, 8)
-INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")  # sizes: every pinned or bounded value must be >= 1  # --recompute-num-layers tried for the block method
+FULL_RECOMPUTE_LAYERS = (1, 2, 4, 8)  # --recompute-num-layers tried for the block method
+INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")  # sizes: every pinned or bounded value must be >= 1
 
 
 class SpaceError(ShardplanError):

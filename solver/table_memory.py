@@ -100,7 +100,7 @@ class MemoryTables:
         elsewhere: the table build_tables stores, in one call (class params looked up once per row)."""
         n_sh = len(shardings)
         at, vals = [], []
-        for i, (tp, pp, vpp, cp, ep, etp, sched, acc) in enumerate(struct):
+        for i, (tp, pp, vpp, cp, ep, etp, _sched, acc) in enumerate(struct):
             params = self._class_params(tp, ep, etp, (pp, vpp, acc))
             pad = [0] * (self.width - len(params))
             for k, sh in enumerate(shardings):
@@ -189,7 +189,7 @@ class MemoryTables:
         out = np.zeros((n, self.width), dtype=np.int64)
         for c in range(self.width):
             table = np.array([self._coef_flat(sid, fid, c) for sid, fid in sf_keys.tolist()], dtype=np.int64)
-            col = lambda i: table[:, i][sf_id]  # noqa: E731
+            col = lambda i, table=table: table[:, i][sf_id]  # noqa: E731
             # activation_coef.evaluate; a coefficient that is 0 in every row adds 0 and is skipped (same integers)
             layers = sum((col(i) * v for i, v in ((1, pld), (2, plm), (3, inp), (4, emb)) if table[:, i].any()),
                          np.zeros(n, dtype=np.int64))

@@ -110,7 +110,9 @@ def _model_args(model: ModelSpec, job: JobSpec) -> list[str]:
         # kv_channels defaults to hidden/heads (TransformerConfig); say it only when the model differs
         if h % heads != 0 or model.kv_channels != h // heads:
             args += ["--kv-channels", str(model.kv_channels)]
-    args += ["--seq-length", str(job.seq_length), "--max-position-embeddings", str(model.max_position_embeddings if model.learned_position_embeddings else max(model.max_position_embeddings, job.seq_length))]  # validate_args asserts >= seq; RoPE has no table
+    # validate_args asserts --max-position-embeddings >= --seq-length; RoPE has no table, so only learned positions keep theirs
+    max_positions = model.max_position_embeddings if model.learned_position_embeddings else max(model.max_position_embeddings, job.seq_length)
+    args += ["--seq-length", str(job.seq_length), "--max-position-embeddings", str(max_positions)]
     if model.activation == Activation.swiglu:
         args += ["--swiglu"]
     elif model.activation == Activation.squared_relu:

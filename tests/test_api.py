@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from pydantic import ValidationError
 
 import shardplan
 from constraints.case import CaseError
@@ -76,7 +77,7 @@ def test_schemas_forbid_unknown_keys_and_name_every_json_key():
     assert set(data) <= set(schemas["check"]["properties"])
     out = CliRunner().invoke(cli, ["schema", "solve"])
     assert out.exit_code == 0 and json.loads(out.stdout)["title"] == "SolveResult"
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="surprise"):
         CheckResult.model_validate({**data, "surprise": 1})
 
 

@@ -1,4 +1,4 @@
-"""--grad-reduce-in-bf16 (QA finding 2): Megatron's validate_args turns accumulate_allreduce_grads_in_fp32 off with bf16
+"""--grad-reduce-in-bf16: Megatron's validate_args turns accumulate_allreduce_grads_in_fp32 off with bf16
 params, so the grad buffer holds the param dtype (2 B/param instead of 4). Parsed from arguments, priced by memory,
 written by render; fp16 training is unaffected."""
 from constraints.megatron_args import parse_megatron_args

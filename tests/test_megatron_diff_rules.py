@@ -113,7 +113,7 @@ def test_moe_act_recompute_on_a_dense_model_needs_an_explicit_grouped_gemm_flag(
 
 
 def test_fixes_name_the_axis_that_can_change():
-    """QA finding 12: a dense model on a world PP does not divide gets a PP fix from expert_grid (EP is already 1), and
+    """a dense model on a world PP does not divide gets a PP fix from expert_grid (EP is already 1), and
     end-stage layer counts past the model get a bound on those counts, not the PP the recipe already has."""
     from constraints.case import Case
     from constraints.check import check_case

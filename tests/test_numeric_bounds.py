@@ -2,7 +2,6 @@
 CP-SAT, divides by zero, becomes infinite, or materialises a per-unit list of unbounded size."""
 from __future__ import annotations
 
-import copy
 import math
 import time
 

@@ -75,7 +75,7 @@ def _sweep_cases():
 def test_zero_bubble_sweep_finishes_within_the_memory_model():
     """Brute sweep over PP, M, p2p and random per-chunk times: every zero-bubble schedule completes, does all
     the work, and never holds more chunks than constraints.schedule.inflight_chunks (memory is never understated)."""
-    for sched, p, v, m, p2p, (f, b, w) in _sweep_cases():
+    for sched, p, _v, m, p2p, (f, b, w) in _sweep_cases():
         r = simulate(sched, f, b, w, m, p2p)
         for i in range(p):
             assert r.busy_s[i] == pytest.approx(m * (sum(f[i]) + sum(b[i]) + sum(w[i])))

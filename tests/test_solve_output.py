@@ -1,4 +1,4 @@
-"""QA findings on `solve`'s own output: `bound` in the objective's unit, option names in schema errors, and a target
+"""`solve`'s own output: `bound` in the objective's unit, option names in schema errors, and a target
 that no objective reads."""
 from __future__ import annotations
 
@@ -40,20 +40,20 @@ def test_target_without_fewest_gpus_is_refused():
 
 
 def test_answers_whose_ranking_and_simulated_step_differ_are_flagged():
-    """QA finding 1: interleaved schedules with unequal stages (here VPP 2 with 8-layer end stages of a 36-layer model)
+    """interleaved schedules with unequal stages (here VPP 2 with 8-layer end stages of a 36-layer model)
     are ranked by a closed form a few % below the simulated step; the text output marks them."""
     res = CliRunner().invoke(cli, ["solve", "--model", "Qwen3-8B", "--hardware", "b200", "--nodes", "2", "--seq-length", "4096",
                                    "--global-batch-size", "32", "--top", "1", "--pp", "4", "--vpp", "2", "--cp", "1",
                                    "--tp", "1", "--mbs", "1", "--uneven-stages", "--proposer", "none", "--json"])
     assert res.exit_code == 0, res.output
     r = json.loads(res.output)["recipes"][0]
-    from shardplan.solve_text import RANKING_GAP_NOTE, _ranking_gap
-    assert r["parallel"]["first_stage_layers"] and _ranking_gap(r) > RANKING_GAP_NOTE
-    assert _ranking_gap({"step_time_us": 100, "ranking_time_us": 100}) == 0.0
+    from shardplan.solve_text import RANKING_GAP_NOTE, ranking_gap
+    assert r["parallel"]["first_stage_layers"] and ranking_gap(r) > RANKING_GAP_NOTE
+    assert ranking_gap({"step_time_us": 100, "ranking_time_us": 100}) == 0.0
 
 
 def test_uncalibrated_parts_are_named_in_the_output():
-    """QA finding 8: A100 / AMD profiles carry no fitted calibration; the answer says so (JSON and text)."""
+    """A100 / AMD profiles carry no fitted calibration; the answer says so (JSON and text)."""
     from hardware.profile import load_profile
 
     assert load_profile("h100-sxm-80gb").calibrated and load_profile("h800-sxm-80gb").calibrated
@@ -66,7 +66,7 @@ def test_uncalibrated_parts_are_named_in_the_output():
 
 
 def test_json_args_with_their_env_pass_check():
-    """QA finding 13b: megatron_args alone miss the launch environment Megatron's validation reads
+    """megatron_args alone miss the launch environment Megatron's validation reads
     (CUDA_DEVICE_MAX_CONNECTIONS=1 for TP > 1 on Hopper); each answer now carries it, and args + env pass check."""
     from constraints.case import Case
     from constraints.check import check_case

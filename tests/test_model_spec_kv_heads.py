@@ -1,4 +1,4 @@
-"""A model whose attention heads do not split into its KV groups is rejected at load time (QA finding 5)."""
+"""A model whose attention heads do not split into its KV groups is rejected at load time."""
 import json
 from pathlib import Path
 

@@ -2,7 +2,7 @@
 
 Two facts make the memo exact: FIELD_AXES says which assignment axes set each Recipe field (checked here
 against solver.space.recipe_fields by moving one axis at a time), and each rule's `reads` covers what it
-looks at (tests/test_solver_speed_rule_reads.py). This also checks the whole: random assignments, judged in
+looks at (tests/test_rule_reads_cover_verdicts.py). This also checks the whole: random assignments, judged in
 random order through one Judge, against has_error on the freshly built recipe.
 """
 from __future__ import annotations
