@@ -9,7 +9,7 @@ from __future__ import annotations
 from shardplan.report.memory_chart import memory_chart
 from shardplan.report.model import RecipeView, Report
 from shardplan.report.svg import GIB, esc, fmt_s
-from shardplan.report.time_chart import breakdown_chart
+from shardplan.report.time_chart import LABELS, breakdown_chart
 from shardplan.report.timeline_chart import timeline_chart, warmup_window_s
 
 CSS = """
@@ -91,12 +91,20 @@ def recipe_section(v: RecipeView, index: int) -> str:
     return "".join(out)
 
 
+def breakdown_table(rows: list[tuple[str, dict]]) -> str:
+    """The breakdown's numbers: seconds per part and recipe, parts that are zero everywhere left out."""
+    keys = [k for k in LABELS if any(p["breakdown"].get(k, 0) > 0 for _, p in rows)]
+    table = [{"recipe": label, **{LABELS[k]: f"{p['breakdown'].get(k, 0):.3f}" for k in keys},
+              "iteration s": f"{p['iteration_time_s']:.3f}"} for label, p in rows]
+    return html_table(table, "breakdown-table", ("recipe",))
+
+
 def side_by_side(report: Report) -> str:
     views = report.recipes
     out = ["<h2>Top recipes side by side</h2>", html_table([summary_row(v) for v in views], "summary-table", ("recipe", "verdict"))]
     priced = [(v.title.split(" ")[0], v.projection) for v in views if v.projection]
     if priced:
-        out += ["<h3>Time breakdown (critical pipeline rank)</h3>", breakdown_chart(priced)]
+        out += ["<h3>Time breakdown (critical pipeline rank)</h3>", breakdown_chart(priced), breakdown_table(priced)]
     out.append("<h3>Memory per pipeline rank</h3><div class='grid'>")
     out += [f"<div class='card'><div class='note'>{esc(v.title)}</div>{memory_chart(v.memory, width=380, height=220)}</div>"
             for v in views if v.memory]

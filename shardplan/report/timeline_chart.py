@@ -29,7 +29,7 @@ def timeline_chart(tl: Timeline, width: float = 960, window_s: float | None = No
     end_s = window_s or tl.iteration_s
     unit, scale = ("ms", 1e3) if end_s < 10 else ("s", 1.0)
     ticks = nice_ticks(end_s * scale)
-    left, right, top, row_h, gap = 64, 12, 8, 20, 4
+    left, right, top, row_h, gap = 64, 28, 8, 20, 4
     plot_w = width - left - right
     plot_h = tl.pp * (row_h + gap)
     x_of = lambda s: left + plot_w * s * scale / ticks[-1]  # noqa: E731
