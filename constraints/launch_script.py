@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import stat
 from typing import Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,10 +47,14 @@ class LaunchCommand(BaseModel):
     unresolved: list[str] = Field(default_factory=list, description="unset variables left as ${NAME} in no-effect flag values")
     env_taken: dict[str, str] = Field(
         default_factory=dict, description="variables the script read from the given env without setting them first")
-    sourced: list[str] = Field(default_factory=list, description="files the script sources on its path (not followed)")
+    sourced: list[str] = Field(default_factory=list, description="files read on the script's path: sourced, or run as "
+                               "child scripts (`bash f`, `sbatch f`), in the order read")
+    warnings: list[str] = Field(default_factory=list, description="`line N: ...` for each construct not followed")
+    missing: list[str] = Field(default_factory=list, description="files sourced or run that check could not read")
 
     @property
     def num_nodes(self) -> Optional[int]:
+        """Nodes the launch runs on: torchrun --nnodes, else srun/sbatch -N/--nodes (a `MIN-MAX` range: unknown)."""
         for key in ("nnodes", "nodes"):
             if isinstance(self.distributed.get(key), int):
                 return self.distributed[key]
@@ -57,9 +62,14 @@ class LaunchCommand(BaseModel):
 
     @property
     def gpus_per_node(self) -> Optional[int]:
+        """Ranks per node: torchrun --nproc_per_node, else --ntasks-per-node (one rank per task), else
+        --gpus-per-node; else total --ntasks divided by the nodes when it divides evenly."""
         for key in ("nproc_per_node", "ntasks_per_node", "gpus_per_node"):
             if isinstance(self.distributed.get(key), int):
                 return self.distributed[key]
+        tasks, nodes = self.distributed.get("ntasks"), self.num_nodes
+        if isinstance(tasks, int) and nodes and tasks % nodes == 0:
+            return tasks // nodes
         return None
 
 
@@ -96,14 +106,62 @@ def _parse_launcher(tokens: list[str], out: dict[str, Union[int, str]]) -> tuple
     raise LaunchScriptError("no pretrain_*.py script after the launcher; write `torchrun ... pretrain_gpt.py ARGS`")
 
 
-def _sbatch(text: str) -> dict[str, Union[int, str]]:
-    """`#SBATCH --nodes=N --ntasks-per-node=G ...` lines, read like launcher options."""
+def _sbatch(text: str, submitted: list[list[str]]) -> dict[str, Union[int, str]]:
+    """`#SBATCH --nodes=N --ntasks-per-node=G ...` lines of the script, then those of the files it submits or runs
+    and the options of its `sbatch` commands (later ones override, as sbatch's command line overrides #SBATCH)."""
     out: dict[str, Union[int, str]] = {}
+    lines = []
     for line in re.findall(r"^\s*#SBATCH\s+(.*)$", text, re.M):
-        toks = shlex.split(line, comments=True)
+        try:
+            lines.append(shlex.split(line, comments=True))
+        except ValueError:
+            raise LaunchScriptError(f"#SBATCH {line[:60]}: unbalanced quote; fix the line") from None
+    for toks in lines + submitted:
+        toks = [t for t in toks if not MARK_RE.search(t)]
         if toks:
             _parse_launcher(["sbatch"] + toks + ["pretrain_x.py"], out)
     return out
+
+
+MAX_FILE_BYTES = 1 << 20  # a launch script or a file it sources: 1 MiB is far past any real one
+
+
+def file_reader(script_path: Optional[str], cwd: str):
+    """Resolve and read a file the script sources or runs, as bash would find it (relative to the working
+    directory), else beside the script; never runs it. Returns (path shown, text) or None."""
+    script_dir = os.path.dirname(os.path.abspath(script_path)) if script_path else cwd
+
+    def read(path: str, _line: int) -> Optional[tuple[str, str]]:
+        if MARK_RE.search(path):  # `${UNKNOWN}/x.sh`: the known tail, beside the script or in the CWD
+            tail = MARK_RE.split(path)[-1].lstrip("/")
+            cands = [os.path.join(script_dir, tail), os.path.join(cwd, tail)] if tail else []
+        elif os.path.isabs(path):
+            cands = [path]
+            if path.startswith(cwd.rstrip("/") + "/"):
+                cands.append(os.path.join(script_dir, path[len(cwd.rstrip("/")) + 1:]))
+        else:
+            cands = [os.path.join(cwd, path), os.path.join(script_dir, path)]
+        for cand in cands:
+            text = _read_regular(cand)
+            if text is not None:
+                return os.path.relpath(cand, cwd) if not os.path.isabs(path) or cand != path else cand, text
+        return None
+
+    return read
+
+
+def _read_regular(path: str) -> Optional[str]:
+    """Text of a regular, readable UTF-8 file under MAX_FILE_BYTES without NUL; None otherwise."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return None if "\x00" in text else text
 
 
 def _resolve_args(args: list[str]) -> tuple[list[str], list[str]]:
@@ -133,21 +191,26 @@ def _unset_fix(name: str) -> str:
         return f"which is not set; set {name} in the script or in the environment ({name}=VALUE shardplan check ...)"
     if name.isdigit():
         return "a positional parameter shardplan cannot know; write the value in the script"
+    if " (" in name:
+        return "which shardplan could not follow (see the warning for that line); write the value in the script"
     return "which shardplan does not run; write the value in the script"
 
 
 def _show(name: str) -> str:
-    return name if name.startswith("$") else "$" + name
+    return name if name.startswith("$") else "$" + name.split(" (")[0] + (" (" + name.split(" (", 1)[1] if " (" in name else "")
 
 
 def _is_argument_file(statements: list[str]) -> bool:
     return all(split_words(s)[0].startswith("-") for s in statements)
 
 
-def extract_argv(text: str, env: Optional[dict[str, str]] = None) -> LaunchCommand:
+def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: Optional[str] = None,
+                 cwd: Optional[str] = None) -> LaunchCommand:
     """The pretrain_*.py arguments, launcher sizes and exported env of a launch script or argument file.
 
-    `env` plays the environment the script would see (also positional parameters as "1", "2", ...)."""
+    `env` plays the environment the script would see (also positional parameters as "1", "2", ...);
+    `script_path` is $0 and the folder sourced files are also looked for in; `cwd` the working directory
+    (default: this process's)."""
     if MARK in text:
         raise LaunchScriptError("launch script holds a NUL character, which bash cannot read; remove it")
     statements = split_statements(text)
@@ -157,19 +220,22 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None) -> LaunchComma
         sh = Shell(env or {})
         args, unresolved = _resolve_args([t for s in statements for w in split_words(s) for t in sh.words(w)])
         return LaunchCommand(script_args=args, unresolved=unresolved, env_taken=_plain(sh.env_taken))
-    run = Interpreter(env or {})
+    here = cwd or os.getcwd()
+    run = Interpreter(env or {}, script_path, file_reader(script_path, here))
     run.run(statements)
     if run.found is None:
-        raise LaunchScriptError("no `torchrun|python ... pretrain_*.py` command on the script's path; add one, or pass an argument file")
+        said = f" ({'; '.join(run.warnings[:3])})" if run.warnings else ""
+        raise LaunchScriptError("no `torchrun|python ... pretrain_*.py` command on the script's path; add one, or pass an "
+                                f"argument file{said}")
     tokens, prefix = run.found
-    distributed = _sbatch(text)
+    distributed = _sbatch(text, run.sbatch)
     launcher, k = _parse_launcher(tokens, distributed)
     args, unresolved = _resolve_args(tokens[k + 1:])
     exported = {n: run.sh.get(n) for n in run.sh.exported}
     env_out = {n: v for n, v in {**exported, **prefix}.items() if isinstance(v, str) and not MARK_RE.search(v)}
-    return LaunchCommand(script_args=args, script=tokens[k], launcher=launcher, distributed=distributed,
+    return LaunchCommand(script_args=args, script=unmark(tokens[k]), launcher=launcher, distributed=distributed,
                          env=env_out, unresolved=sorted(set(unresolved)), env_taken=_plain(run.sh.env_taken),
-                         sourced=list(run.sourced))
+                         sourced=list(run.sourced), warnings=list(run.warnings), missing=list(run.missing))
 
 
 def _plain(taken: dict) -> dict[str, str]:

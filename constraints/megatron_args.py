@@ -18,8 +18,15 @@ from constraints.megatron_errors import MegatronArgsError, error_from_validation
 from constraints.megatron_job import job_from_flags
 from constraints.megatron_model import model_from_flags
 from constraints.megatron_recipe import recipe_fields
+from constraints.megatron_refusals import Refusal, refusals
+from constraints.megatron_unmodelled import not_modelled_values
+from constraints.megatron_vocab import vocab_from_tokenizer
 from constraints.megatron_tokenize import tokenize_args
 from constraints.spec import JobSpec, ModelSpec, Recipe
+
+# Entry points that build Megatron's GPTModel, and pretrain_gpt.py's args_defaults tokenizer (pretrain_gpt.py @ d98e8a64).
+GPT_ENTRY_POINTS = ("pretrain_gpt.py", "pretrain_hybrid.py", "pretrain_mamba.py")
+GPT_TOKENIZER_DEFAULT = "GPT2BPETokenizer"
 
 __all__ = ["MegatronArgsError", "MegatronConfig", "parse_megatron_args", "tokenize_args"]
 
@@ -36,15 +43,25 @@ class MegatronConfig(BaseModel):
     unknown_flags: list[str]  # not understood by shardplan: unknown Megatron flags, non-Megatron flags, stray values
     ignored_flags: list[str]  # Megatron flags known to have no effect on legality, memory or speed
     raw: dict[str, Any]  # every parsed flag (Megatron spelling) -> its value; switches -> True
+    notes: list[str] = []  # where a value came from when the arguments do not state it (e.g. the tokenizer's vocab)
+    refusals: list[Refusal] = []  # what Megatron itself refuses (argparse / validate_args exits): illegal verdicts
 
 
-def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model_name: Optional[str] = None) -> MegatronConfig:
+def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model_name: Optional[str] = None,
+                        entry_point: Optional[str] = None) -> MegatronConfig:
     """Specs for a Megatron-LM argument list (the part after pretrain_gpt.py).
 
-    `world_size` is only needed when --global-batch-size is absent (Megatron then uses MBS x DP)."""
-    raw, ignored, unknown = tokenize_args([str(a) for a in argv])
+    `world_size` is only needed when --global-batch-size is absent (Megatron then uses MBS x DP);
+    `entry_point` (e.g. "pretrain_gpt.py") sets the default tokenizer (GPT2BPETokenizer for pretrain_gpt.py)."""
+    unrecognized: list[str] = []
+    raw, ignored, unknown = tokenize_args([str(a) for a in argv], unrecognized)
     name = model_name or "megatron-args"
-    model, missing = model_from_flags(raw, name)
+    notes: list[str] = []
+    vocab, note = vocab_from_tokenizer(raw, GPT_TOKENIZER_DEFAULT if entry_point in GPT_ENTRY_POINTS else None)
+    if note:
+        notes.append(note)
+    unknown += not_modelled_values(raw)
+    model, missing = model_from_flags({**raw, "--vocab-size": vocab} if vocab is not None else raw, name)
     fields: dict[str, Any] = {}
     try:
         fields = recipe_fields(raw, raw.get("--num-layers"))
@@ -53,4 +70,5 @@ def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model
         raise error_from_validation(e, {**fields, "num_layers_recompute": raw.get("--recompute-num-layers")}) from None
     job = job_from_flags(raw, recipe, world_size)
     return MegatronConfig(model=model, model_missing=missing, model_name=name, job=job, recipe=recipe,
-                          unknown_flags=unknown, ignored_flags=ignored, raw=raw)
+                          unknown_flags=unknown, ignored_flags=ignored, raw=raw, notes=notes,
+                          refusals=refusals(raw, unrecognized))

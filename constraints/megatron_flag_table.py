@@ -157,7 +157,7 @@ TABLE = """
 --moe-router-force-load-balancing:T~ --moe-router-fusion:T~ --moe-router-group-topk:i
 --moe-router-load-balancing-type:s+~ --moe-router-num-groups:i --moe-router-padding-for-fp8:T
 --moe-router-padding-for-quantization:T --moe-router-pre-softmax:T --moe-router-quantile-balancing-ema:f
---moe-router-score-function:s --moe-router-topk-scaling-factor:f~ --moe-router-topk:i
+--moe-router-score-function:s~ --moe-router-topk-scaling-factor:f~ --moe-router-topk:i
 --moe-routing-trace-capture-hidden-states:T~ --moe-routing-trace-capture-logits:T~
 --moe-routing-trace-dump-weights:T~ --moe-routing-trace-max-training-iters:i~ --moe-routing-trace-path:s~
 --moe-shared-expert-gate:T --moe-shared-expert-glu-interleave-size:i --moe-shared-expert-intermediate-size:i

@@ -8,10 +8,11 @@ no effect (`ignored`), or not understood (`unknown`, reported to the user, never
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Optional
 
 from constraints import megatron_flags as mf
 from constraints.megatron_errors import MegatronArgsError
+from constraints.megatron_refusals import MODELOPT_FLAGS
 
 # argparse `choices=` of the string flags shardplan reads (megatron/training/arguments.py @ d98e8a64).
 _CHOICES = {
@@ -46,20 +47,34 @@ def _convert(flag: str, info: mf.FlagInfo, text: str) -> Any:
     return text
 
 
-def tokenize_args(argv: list[str]) -> tuple[dict[str, Any], list[str], list[str]]:
-    """Split argv as Megatron's argparse would: ({flag: value}, ignored flags, not-understood entries)."""
+def tokenize_args(argv: list[str], unrecognized: Optional[list[str]] = None) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Split argv as Megatron's argparse would: ({flag: value}, ignored flags, not-understood entries).
+
+    `unrecognized` (when given) receives the argv words Megatron's argparse would refuse with "unrecognized
+    arguments" (constraints.megatron_refusals): flags it does not define and values no flag takes."""
     raw: dict[str, Any] = {}
     ignored: list[str] = []
     unknown: list[str] = []
+    refused = unrecognized if unrecognized is not None else []
     i = 0
     while i < len(argv):
         tok = argv[i]
         i += 1
         if not tok.startswith("-") or _is_value(tok):
             unknown.append(f"{tok} (stray value, not after a flag that takes it)")
+            refused.append(tok)
             continue
         flag, eq, inline = tok.partition("=")
         info = mf.lookup(flag)
+        if info is None and flag in MODELOPT_FLAGS:
+            want = MODELOPT_FLAGS[flag]
+            vals = [inline] if eq else []
+            while not eq and i < len(argv) and _is_value(argv[i]) and (want == "+" or len(vals) < want):
+                vals.append(argv[i])
+                i += 1
+            raw[flag] = True if not vals else (vals[0] if len(vals) == 1 else vals)
+            unknown.append(f"{flag} (an nvidia-modelopt flag, defined only when modelopt is installed)")
+            continue
         if info is None:
             vals = [inline] if eq else []
             while not eq and i < len(argv) and _is_value(argv[i]):
@@ -67,6 +82,7 @@ def tokenize_args(argv: list[str]) -> tuple[dict[str, Any], list[str], list[str]
                 i += 1
             raw[flag] = True if not vals else (vals[0] if len(vals) == 1 else vals)
             unknown.append(f"{flag} (not a Megatron-LM flag)")
+            refused.extend([tok] + vals)
             continue
         if info.nargs == 0:
             if eq:

@@ -116,7 +116,8 @@ def expert_dp_matches_dp(x: RuleInput) -> Optional[Violation]:
     """[2] With a rank order whose PP is not outermost (--use-tp-pp-dp-mapping) and PP>1, the dense and
     expert grids only share PP groups if expert-DP*EP*ETP lines up with DP*CP*TP, i.e. expert-DP == DP."""
     r = x.recipe
-    if not x.flags.get("use_tp_pp_dp_mapping") or r.pp == 1 or r.ep * r.etp_effective == 1:
+    mapped = x.flags.get("--use-tp-pp-dp-mapping") or x.flags.get("use_tp_pp_dp_mapping")  # a script's flag, or a YAML key
+    if not mapped or r.pp == 1 or r.ep * r.etp_effective == 1:
         return None
     if r.expert_dp(x.world_size) == r.dp(x.world_size):
         return None

@@ -2,77 +2,190 @@
 
 Why its own module: every later step (expansion, the interpreter, the launcher parser) works on these
 pieces, and the quote/nesting rules are the part easiest to get subtly wrong, so they live in one place.
-Handled: '...' and "..." quoting, backslash escapes, `# comments`, `\\<newline>` continuations, and nesting
-of `( )` / `$( )` / `${ }` so a separator inside them does not split.
+Handled: '...' and "..." quoting, backslash escapes, backquotes, `# comments`, `\\<newline>` continuations,
+nesting of `( )` / `$( )` / `${ }` (also inside double quotes, as bash does: `"$(dirname "$X")"` is one word),
+`;;` case terminators, and here-documents (`<<EOF` / `<<-'EOF'`): the body is taken out of the text, so it is
+never read as statements (bash never runs it as the script's own lines), and kept for the command it feeds.
+Each statement remembers the line it starts on, so warnings can name it. The scan is linear in the text.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from boundary.errors import ShardplanError
 
+HEREDOC_MARK = "\x00<<{}\x00"  # replaces `<<WORD` in a statement; the index names its body in Stmt.heredocs
 
 class LaunchScriptError(ShardplanError):
     """A launch script shardplan cannot turn into an argument list; the message is one line."""
 
+class Stmt(str):
+    """One statement's raw text, with the line it starts on and the script's here-document bodies."""
 
-def scan(text: str, split_on: str) -> list[str]:
-    """Split `text` at unquoted, un-nested chars in `split_on`, dropping `# comments` and `\\<newline>`."""
-    parts, cur, i, sq, dq, depth = [], [], 0, False, False, 0
-    n = len(text)
+    line: int = 0
+    heredocs: list = []  # (body, delimiter_was_quoted) per HEREDOC_MARK index, shared by the statements of one text
+
+    def __new__(cls, text: str, line: int = 0, heredocs: Optional[list] = None):
+        s = super().__new__(cls, text)
+        s.line, s.heredocs = line, heredocs if heredocs is not None else []
+        return s
+
+def scan(text: str, split_on: str, heredocs: Optional[list] = None) -> list[str]:
+    """Split `text` at unquoted, un-nested chars in `split_on`, dropping `# comments` and `\\<newline>`.
+
+    With `heredocs` (a list to fill), here-document bodies are cut out and `;;` becomes its own part; parts
+    are then `Stmt`s carrying their first line."""
+    parts: list = []
+    cur: list[str] = []
+    stack: list[str] = []  # open contexts: ' " ` ( {
+    i, n, line, part_line, started = 0, len(text), 1, 1, False
+    pending: list[tuple[str, bool, bool]] = []  # here-docs opened on this line: (delimiter, quoted, strip tabs)
+
+    def emit() -> None:
+        nonlocal started
+        started = False
+        s = "".join(cur).strip()
+        if s:
+            parts.append(Stmt(s, part_line, heredocs) if heredocs is not None else s)
+        cur.clear()
+
     while i < n:
         c = text[i]
-        if sq:
+        top = stack[-1] if stack else ""
+        if not started and c not in " \t\n#":
+            started, part_line = True, line
+        if top == "'":
             cur.append(c)
-            sq = c != "'"
+            if c == "'":
+                stack.pop()
         elif c == "\\" and i + 1 < n:
-            if text[i + 1] != "\n":
+            if text[i + 1] == "\n":
+                line += 1
+            else:
                 cur.append(text[i:i + 2])
             i += 1
-        elif dq:
+        elif top == "`":
             cur.append(c)
-            dq = c != '"'
+            if c == "`":
+                stack.pop()
+        elif top == '"':
+            cur.append(c)
+            if c == '"':
+                stack.pop()
+            elif c == "`":
+                stack.append("`")
+            elif c == "$" and text.startswith(("$(", "${"), i):
+                cur.append(text[i + 1])
+                stack.append(text[i + 1])
+                i += 1
         elif c == "'":
-            sq = True
+            stack.append("'")
             cur.append(c)
-        elif c == '"':
-            dq = True
+        elif c in '"`':
+            stack.append(c)
             cur.append(c)
-        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;("):
+        elif c == "#" and top != "{" and (i == 0 or text[i - 1] in " \t\n;(|&"):
             while i < n and text[i] != "\n":
                 i += 1
             continue
-        elif c in "({":
-            depth += 1 if (c == "(" or (cur and cur[-1] == "$")) else 0
+        elif c == "(":
+            stack.append("(")
             cur.append(c)
-        elif c in ")}" and depth > 0:
-            depth -= 1 if (c == ")" or _open_brace(cur)) else 0
+        elif c == "{" and cur and cur[-1] == "$":
+            stack.append("{")
             cur.append(c)
-        elif depth == 0 and c in split_on:
-            parts.append("".join(cur))
-            cur = []
+        elif c == ")" and top == "(" or c == "}" and top == "{":
+            stack.pop()
+            cur.append(c)
+        elif heredocs is not None and c == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
+            i = _heredoc_op(text, i, pending, cur, len(heredocs) + len(pending))
+            continue
+        elif c == "\n" and pending:
+            cur.append(" " if stack else "")
+            if not stack:
+                emit()
+            i = _heredoc_bodies(text, i + 1, pending, heredocs)
+            line += 1 + sum(b[0].count("\n") + 1 for b in heredocs[-len(pending):])
+            pending.clear()
+            continue
+        elif not stack and heredocs is not None and c == ";" and text.startswith(";;", i):
+            emit()
+            cur.append(";;")
+            started, part_line = True, line
+            emit()
+            i += 2
+            continue
+        elif not stack and c in split_on:
+            emit()
         else:
-            cur.append(c if not (depth and c == "\n") else " ")
+            cur.append(" " if stack and c == "\n" else c)
+        if c == "\n":
+            line += 1
         i += 1
-    if sq or dq:
-        raise LaunchScriptError("unterminated quote in launch script; close the ' or \" it opens")
-    parts.append("".join(cur))
-    return [p for p in (x.strip() for x in parts) if p]
+    if stack and stack[-1] in "'\"`":
+        what = {"'": "'", '"': '"', "`": "`"}[stack[-1]]
+        raise LaunchScriptError(f"unterminated quote in launch script; close the {what} it opens")
+    if pending:
+        raise LaunchScriptError(f"here-document <<{pending[0][0]} has no body; end it with a line `{pending[0][0]}`")
+    emit()
+    return parts
 
+def _heredoc_op(text: str, i: int, pending: list, cur: list, index: int) -> int:
+    """Read `<<[-] WORD` at text[i]; record it as pending and put its mark in the statement; index past it."""
+    j = i + 2
+    strip = j < len(text) and text[j] == "-"
+    j += strip
+    while j < len(text) and text[j] in " \t":
+        j += 1
+    k, word, quoted = j, [], False
+    while k < len(text) and text[k] not in " \t\n;|&<>()":
+        ch = text[k]
+        if ch in "'\"":
+            end = text.find(ch, k + 1)
+            if end < 0:
+                raise LaunchScriptError("unterminated quote in a here-document delimiter; close it")
+            word.append(text[k + 1:end])
+            quoted, k = True, end + 1
+            continue
+        if ch == "\\":
+            quoted = True
+            k += 1
+            if k < len(text):
+                word.append(text[k])
+            k += 1
+            continue
+        word.append(ch)
+        k += 1
+    if not word:
+        raise LaunchScriptError("`<<` without a here-document delimiter; write <<EOF")
+    pending.append(("".join(word), quoted, strip))
+    cur.append(HEREDOC_MARK.format(index))
+    return k
 
-def statements(text: str) -> list[str]:
-    """The script's statements: split at unquoted newlines and `;`."""
-    return scan(text, "\n;")
+def _heredoc_bodies(text: str, i: int, pending: list, out: list) -> int:
+    """Consume the bodies of the pending here-documents, in order, starting at text[i]; index past them."""
+    for delim, quoted, strip in pending:
+        lines = []
+        while True:
+            if i >= len(text):
+                raise LaunchScriptError(f"here-document <<{delim} is not closed; end it with a line `{delim}`")
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            ln = text[i:end]
+            i = end + 1
+            if (ln.lstrip("\t") if strip else ln) == delim:
+                break
+            lines.append(ln.lstrip("\t") if strip else ln)
+        out.append(("\n".join(lines) + ("\n" if lines else ""), quoted))
+    return i
 
+def statements(text: str) -> list[Stmt]:
+    """The script's statements: split at unquoted newlines, `;` and `;;` (kept as its own statement)."""
+    return scan(text, "\n;", heredocs=[])
 
 def words(statement: str) -> list[str]:
     """The raw (still quoted, unexpanded) words of one statement."""
     return scan(statement, " \t\n")
-
-
-def _open_brace(cur: list[str]) -> bool:
-    """True if the `}` closes a `${` we counted (a bare `{ }` group was not counted)."""
-    s = "".join(cur)
-    return s.count("${") > s.count("}")
-
 
 def match(text: str, i: int, open_: str, close: str) -> int:
     """Index just past the `close` that balances the `open_` at text[i] (quote-aware)."""
@@ -80,8 +193,12 @@ def match(text: str, i: int, open_: str, close: str) -> int:
     while j < len(text):
         c = text[j]
         if q:
+            if c == "\\" and q != "'":
+                j += 1
             q = None if c == q else q
-        elif c in "'\"":
+        elif c == "\\":
+            j += 1
+        elif c in "'\"`":
             q = c
         elif c == open_:
             depth += 1

@@ -74,21 +74,23 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
             return LoadedCase(case=case_from_mapping(data, p.parent))
         except CaseError as exc:
             raise InputError(str(exc)) from None
-    return _load_megatron(text, hardware, nodes, gpus_per_node, model)
+    return _load_megatron(text, hardware, nodes, gpus_per_node, model, script_path=str(p))
 
 
-def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
+def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_path: Optional[str] = None) -> LoadedCase:
     from constraints.launch_script import extract_argv
+    from constraints.launch_world import entry_family_error, world_from_launch
     from constraints.megatron_args import parse_megatron_args
 
     try:
         # bash semantics: a variable the script reads but never sets comes from the environment it runs in
-        launch = extract_argv(text, env=dict(os.environ))
+        launch = extract_argv(text, env=dict(os.environ), script_path=script_path)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    dist = launch.distributed or {}
-    nodes = nodes or _int_or_none(dist.get("nnodes"))
-    gpus_per_node = gpus_per_node or _int_or_none(dist.get("nproc_per_node"))
+    family = entry_family_error(launch.script)
+    if family is not None:
+        raise InputError(family)
+    nodes, gpus_per_node, world_notes = world_from_launch(launch, nodes, gpus_per_node)
     if hardware is None:
         raise InputError("--hardware: a Megatron script does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
     if not nodes or not gpus_per_node:
@@ -96,7 +98,8 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
     args, early = list(launch.script_args), []
     while True:
         try:
-            cfg = parse_megatron_args(args, world_size=nodes * gpus_per_node)
+            cfg = parse_megatron_args(args, world_size=nodes * gpus_per_node,
+                                      entry_point=os.path.basename(launch.script) if launch.script else None)
             break
         except MegatronRecipeIllegal as exc:  # an illegal recipe, not unusable input: a violation, then the rest
             early.append(Violation(rule=exc.rule, message=str(exc), fix=exc.fix))
@@ -115,8 +118,15 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref) -> Load
     return LoadedCase(case=case, flags=dict(getattr(cfg, "raw", {}) or {}), env=dict(launch.env or {}),
                       unknown_flags=list(cfg.unknown_flags), ignored_flags=list(getattr(cfg, "ignored_flags", [])),
                       source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()]
-                      + [_sourced_warning(f) for f in launch.sourced],
-                      preflight_violations=early + _entry_script_violations(launch.script, model))
+                      + [_note("sourced_file", f"read {f} (not run)") for f in launch.sourced]
+                      + [_note("sourced_file", f"the script sources or runs {f}, which check cannot read: what it "
+                                               "sets (e.g. CUDA_DEVICE_MAX_CONNECTIONS) is unknown here")
+                         for f in launch.missing]
+                      + [_note("script_not_followed", w) for w in launch.warnings]
+                      + [_note("script_world", w) for w in world_notes]
+                      + [_note("argument_source", n) for n in getattr(cfg, "notes", [])],
+                      preflight_violations=early + _entry_script_violations(launch.script, model)
+                      + [Violation(rule=r.rule, message=r.message, fix=r.fix) for r in getattr(cfg, "refusals", [])])
 
 
 def _entry_script_violations(script, model) -> list[Violation]:
@@ -140,11 +150,14 @@ def _without_flag(args: list[str], flag: str) -> list[str]:
     return out
 
 
-def _sourced_warning(path: str) -> Violation:
-    return Violation(rule="sourced_file", severity="warning",
-                     message=f"the script sources {path}, which check does not read: variables it sets (e.g. "
-                             "CUDA_DEVICE_MAX_CONNECTIONS) are unknown here",
-                     fix="set them in the script, or in the environment of `shardplan check`")
+def _note(rule: str, message: str) -> Violation:
+    """A warning about how the script was read (constraints.launch_script / launch_world / megatron_vocab)."""
+    fixes = {"sourced_file": "check reads sourced and submitted files without running them; put them beside the "
+                             "script or in the working directory",
+             "script_not_followed": "write the value in the script, or set the variable it tests in the environment",
+             "script_world": "drop --nodes/--gpus-per-node to judge the script's own cluster",
+             "argument_source": "state the value in the arguments to make it explicit"}
+    return Violation(rule=rule, severity="warning", message=message, fix=fixes[rule])
 
 
 _SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|CRED|AUTH", re.IGNORECASE)
@@ -213,10 +226,3 @@ def _choose_model(cfg, model_ref: Optional[str]) -> ModelSpec:
             raise InputError(f"--model {model_ref}: the arguments {said}; drop --model to judge the arguments' model, "
                              f"or {fix}")
     return model
-
-
-def _int_or_none(value) -> Optional[int]:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

@@ -118,7 +118,7 @@ def test_unset_variable_in_a_modelled_flag_is_a_one_line_error_naming_it():
     ("echo hello\nmkdir -p x\n", "no `torchrun"),
     ("", "empty"),
     ('python pretrain_gpt.py --lr "0.1\n', "unterminated quote"),
-    ("if [[ $(hostname) =~ gpu ]]; then\nA=1\nfi\npython pretrain_gpt.py\n", "cannot evaluate"),
+    ("if [[ $(hostname) =~ gpu ]]; then\nA=1\nfi\npython pretrain_gpt.py --micro-batch-size $A\n", "line 1"),
     ("A=1\nfi\npython pretrain_gpt.py\n", "fi"),
     ("python pretrain_gpt.py --num-layers ${N:?set N}\n", "N"),
 ])

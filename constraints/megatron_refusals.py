@@ -1,0 +1,72 @@
+"""What Megatron-LM itself refuses before training, found in a parsed argument list: each is an illegal verdict.
+
+Why its own module: these are not shardplan's rules but Megatron's exits (argparse errors, validate_args
+asserts and exits), so `check` must call them illegal with Megatron's own message (exit 1), never pass them
+and never treat them as unusable input. Sources, NVIDIA/Megatron-LM @ d98e8a64:
+- argparse `parse_args()` (megatron/training/arguments.py parse_args, allow_abbrev=False, no
+  ignore_unknown_args in pretrain_gpt.py): an option it does not define, or a value no option takes, ends
+  the run with `error: unrecognized arguments: ...` (exit 2 of the training script);
+- validate_args: `--checkpoint-activations` prints "is no longer valid" and calls exit();
+  `--step-batch-size-schedule` with `--global-batch-size` raises ValueError; Megatron-FSDP asserts
+  `--ckpt-format fsdp_dtensor` and fsdp_dtensor asserts Megatron-FSDP; torch FSDP2 asserts no gradient
+  accumulation fusion (`--no-gradient-accumulation-fusion`) and --ckpt-format torch_dist or torch_dcp
+  (ckpt_format defaults to torch_dist: megatron/training/config/training_config.py).
+Flags of nvidia-modelopt's argument group (megatron/post_training/arguments.py add_modelopt_args) are defined
+only when modelopt is installed; they are reported as not modelled, not as an argparse exit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# megatron/post_training/arguments.py @ d98e8a64: option -> takes a value (nargs "+" for --finetune-data-files)
+MODELOPT_FLAGS: dict[str, object] = {
+    "--export-model-type": 1, "--export-legacy-megatron": 0, "--export-te-mcore-model": 0,
+    "--export-default-te-spec": 0, "--export-force-local-attention": 0, "--export-kv-cache-quant": 1,
+    "--export-real-quant-cfg": 1, "--export-quant-cfg": 1, "--export-kd-teacher-load": 1,
+    "--export-kd-teacher-model-config": 1, "--export-kd-teacher-ckpt-format": 1, "--export-kd-cfg": 1,
+    "--finetune-hf-dataset": 1, "--finetune-data-split": 1, "--finetune-data-files": "+", "--qad-train-target": 1,
+    "--freeze-base-for-mtp": 0, "--export-qk-l2-norm": 0, "--export-moe-apply-probs-on-input": 0,
+    "--export-offline-model": 0, "--modelopt-enabled": 0, "--enable-gpt-oss": 0,
+}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One thing Megatron refuses: the rule name check reports, Megatron's message, and the fix."""
+
+    rule: str
+    message: str
+    fix: str
+
+
+def refusals(raw: dict[str, Any], unrecognized: list[str]) -> list[Refusal]:
+    """Megatron's own refusals for the parsed flags; `unrecognized` are the argv words argparse would not take."""
+    out = []
+    if unrecognized:
+        shown = " ".join(unrecognized)
+        out.append(Refusal("megatron_argparse", f"Megatron's argparse exits: error: unrecognized arguments: {shown}",
+                           f"remove {shown}, or spell the Megatron-LM flag it stands for"))
+    if raw.get("--checkpoint-activations"):
+        out.append(Refusal("megatron_exits", "--checkpoint-activations is no longer valid: Megatron prints this and "
+                                             "exits (validate_args)",
+                           "use --recompute-activations, or --recompute-granularity full --recompute-method uniform"))
+    if "--step-batch-size-schedule" in raw and "--global-batch-size" in raw:
+        out.append(Refusal("megatron_exits", "Cannot specify both --step-batch-size-schedule and --global-batch-size "
+                                             "(Megatron's validate_args raises ValueError)",
+                           "drop one of --step-batch-size-schedule and --global-batch-size"))
+    fmt = raw.get("--ckpt-format", "torch_dist")
+    if raw.get("--use-megatron-fsdp") and fmt != "fsdp_dtensor":
+        out.append(Refusal("megatron_exits", f"Megatron-FSDP requires the `fsdp_dtensor` checkpointing format (got "
+                                             f"--ckpt-format {fmt}; validate_args asserts)", "add --ckpt-format fsdp_dtensor"))
+    if fmt == "fsdp_dtensor" and not raw.get("--use-megatron-fsdp"):
+        out.append(Refusal("megatron_exits", "--ckpt-format fsdp_dtensor is only tested with Megatron FSDP (validate_args "
+                                             "asserts)", "add --use-megatron-fsdp or use --ckpt-format torch_dist"))
+    if raw.get("--use-torch-fsdp2"):
+        if not raw.get("--no-gradient-accumulation-fusion"):
+            out.append(Refusal("megatron_exits", "--use-torch-fsdp2 is not supported with gradient accumulation fusion "
+                                                 "(validate_args asserts)", "add --no-gradient-accumulation-fusion"))
+        if fmt not in ("torch_dist", "torch_dcp"):
+            out.append(Refusal("megatron_exits", f"--use-torch-fsdp2 requires --ckpt-format torch_dist or torch_dcp (got {fmt})",
+                               "use --ckpt-format torch_dist"))
+    return out

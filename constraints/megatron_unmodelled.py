@@ -1,0 +1,39 @@
+"""Megatron flag values shardplan does not model and that change what a verdict would say: refused by name.
+
+Why its own module: a flag whose value changes memory or numerics in a way the memory model does not count
+must never be judged as if it were absent (an NVFP4 run judged as bf16, an unfused attention judged as
+flash). Each such value is one line naming the flag and the fix (exit 2, unusable input), so no verdict is
+given for a recipe shardplan would misjudge. Values that have no effect in their context are left alone.
+Sources: megatron/training/arguments.py @ d98e8a64 (choices and defaults named below).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from constraints.megatron_errors import MegatronArgsError
+
+# --attention-backend choices (AttnBackend: flash, fused, unfused, local, auto; default auto). flash/fused/auto
+# run a fused kernel that never stores the s x s score matrix, which is what constraints/activations.py counts.
+_FUSED_BACKENDS = ("auto", "flash", "fused")
+# --data-parallel-sharding-strategy (default optim_grads_params): read by Megatron-FSDP only; shardplan's
+# megatron_fsdp sharding (constraints/spec.py DataParallelSharding) is optim_grads_params.
+_MODELLED_FSDP_STRATEGY = "optim_grads_params"
+
+
+def not_modelled_values(raw: dict[str, Any]) -> list[str]:
+    """Entries for the not-understood list; raises MegatronArgsError for values that would change the verdict."""
+    backend = raw.get("--attention-backend")
+    if backend is not None and backend not in _FUSED_BACKENDS:
+        raise MegatronArgsError(f"--attention-backend {backend} stores the seq x seq attention scores, which shardplan's "
+                                "activation memory does not count; drop it (auto picks a fused kernel) to judge the "
+                                "fused recipe")
+    strategy = raw.get("--data-parallel-sharding-strategy")
+    if strategy is not None and strategy != _MODELLED_FSDP_STRATEGY and raw.get("--use-megatron-fsdp"):
+        raise MegatronArgsError(f"--data-parallel-sharding-strategy {strategy} with --use-megatron-fsdp is not modelled "
+                                f"(shardplan models {_MODELLED_FSDP_STRATEGY}); use {_MODELLED_FSDP_STRATEGY}, or "
+                                "--use-distributed-optimizer without FSDP for optimizer-only sharding")
+    for flag in ("--fp4-format", "--fp4-recipe", "--fp4-param-gather"):
+        if raw.get(flag):
+            raise MegatronArgsError(f"{flag}: NVFP4 training is not modelled by shardplan (it would be judged as "
+                                    "bf16/fp8); drop the --fp4-* flags to judge the recipe without FP4")
+    return []

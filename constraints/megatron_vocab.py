@@ -1,0 +1,81 @@
+"""The vocabulary a Megatron-LM command line trains with, when it names a tokenizer instead of `--vocab-size`.
+
+Why its own module: Megatron sizes the embedding from the *tokenizer* (megatron/core/tokenizers/utils/
+build_tokenizer.py @ d98e8a64: `padded_vocab_size = vocab_size_with_padding(tokenizer.vocab_size, args)`),
+and most example scripts name a tokenizer rather than a size. The padding itself (to a multiple of
+--make-vocab-size-divisible-by x TP) stays in constraints.params.padded_vocab_size; this module only finds the
+unpadded count, or says which flag to add when it cannot be known from the arguments.
+
+Sources: GPT2BPETokenizer reads GPT-2's encoder.json, 50,257 tokens (Radford et al. 2019; HF `gpt2` config
+vocab_size 50257); pretrain_gpt.py makes it the default (`args_defaults={'tokenizer_type': 'GPT2BPETokenizer'}`).
+NullTokenizer (null_tokenizer.py) has exactly --vocab-size tokens. A HuggingFace / SentencePiece / TikToken /
+SFT tokenizer named by --tokenizer-model: the vocabulary of the bundled model of that name (its HF config
+vocab_size), reported as such because the tokenizer file itself is not read.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from constraints.megatron_errors import MegatronArgsError
+
+GPT2_BPE_VOCAB = 50257
+_FILE_TOKENIZERS = ("HuggingFaceTokenizer", "SFTTokenizer", "SentencePieceTokenizer", "GPTSentencePieceTokenizer",
+                    "Llama2Tokenizer", "TikTokenizer", "MultimodalTokenizer")
+
+
+def bundled_model_for(tokenizer_model: str) -> Optional[str]:
+    """The bundled model a --tokenizer-model value names (`deepseek-ai/DeepSeek-V3`, `/ckpt/Llama-3.1-8B/`), if any."""
+    from constraints.models import bundled_models  # the model registry; imported here to keep this module light
+
+    names = {n.lower(): n for n in bundled_models()}
+    for part in reversed([p for p in re.split(r"[/\\]", tokenizer_model.strip()) if p]):
+        hit = names.get(part.lower()) or names.get(re.sub(r"-(instruct|base|hf)$", "", part.lower()))
+        if hit:
+            return hit
+    return None
+
+
+def vocab_from_tokenizer(raw: dict[str, Any], entry_default: Optional[str]) -> tuple[Optional[int], Optional[str]]:
+    """(unpadded vocabulary, a note saying where it came from) for the parsed flags.
+
+    `entry_default` is the entry point's default --tokenizer-type (GPT2BPETokenizer for pretrain_gpt.py).
+    (None, None) when --vocab-size is the only source and is absent and no tokenizer is named; a
+    MegatronArgsError naming the flag to add when the tokenizer's size cannot be known."""
+    # the entry point's default tokenizer is what Megatron builds when the arguments give its files (--vocab-file /
+    # --merge-file) but no --tokenizer-type; arguments with only --vocab-size keep that size (as before).
+    files = "--vocab-file" in raw or "--merge-file" in raw
+    kind = raw.get("--tokenizer-type") or (entry_default if files else None)
+    given = raw.get("--vocab-size")
+    if kind == "GPT2BPETokenizer":
+        if given is not None and given != GPT2_BPE_VOCAB:
+            return GPT2_BPE_VOCAB, (f"--vocab-size {given} is ignored: Megatron sizes the embedding from GPT2BPETokenizer "
+                                    f"({GPT2_BPE_VOCAB:,} tokens)")
+        return GPT2_BPE_VOCAB, None if given is not None else f"vocabulary {GPT2_BPE_VOCAB:,} from GPT2BPETokenizer"
+    if kind == "NullTokenizer":
+        if given is None:
+            raise MegatronArgsError("--vocab-size: NullTokenizer (mock data) takes its size from --vocab-size; add "
+                                    "--vocab-size N")
+        return given, None
+    if kind in _FILE_TOKENIZERS:
+        model = raw.get("--tokenizer-model")
+        hit = bundled_model_for(model) if isinstance(model, str) and "\x00" not in model and "${" not in model else None
+        if hit is not None:
+            from constraints.models import load_model
+
+            vocab = load_model(hit).vocab_size
+            if given is not None and given != vocab:
+                return given, (f"--vocab-size {given} kept, though --tokenizer-model {model} names {hit} "
+                               f"({vocab:,} in its config); Megatron uses the tokenizer's own count")
+            return vocab, (f"vocabulary {vocab:,} from the bundled {hit} config (the model --tokenizer-model names; "
+                           "the tokenizer file is not read)")
+        if given is not None:
+            return given, (f"vocabulary {given:,} from --vocab-size; Megatron takes it from the {kind} file, "
+                           "which check does not read")
+        shown = model if isinstance(model, str) else "(none)"
+        raise MegatronArgsError(f"--vocab-size: the {kind} vocabulary comes from --tokenizer-model {shown}, which check "
+                                "cannot read; add --vocab-size N (the tokenizer's size)")
+    if kind is not None and given is None:
+        raise MegatronArgsError(f"--vocab-size: the vocabulary of --tokenizer-type {kind} is not known to check; add "
+                                "--vocab-size N")
+    return given, None
