@@ -1,8 +1,8 @@
 """Megatron flag values shardplan does not model and that change what a verdict would say: refused by name.
 
 Why its own module: a flag whose value changes memory or numerics in a way the memory model does not count
-must never be judged as if it were absent (an NVFP4 run judged as bf16, an unfused attention judged as
-flash). Each such value is one line naming the flag and the fix (exit 2, unusable input), so no verdict is
+must never be judged as if it were absent (an unfused attention judged as flash). (NVFP4's --fp4-* flags are
+modelled: constraints/megatron_job.py, constraints/rules_fp4.py.) Each such value is one line naming the flag and the fix (exit 2, unusable input), so no verdict is
 given for a recipe shardplan would misjudge. Values that have no effect in their context are left alone.
 Sources: megatron/training/arguments.py @ d98e8a64 (choices and defaults named below).
 """
@@ -32,8 +32,4 @@ def not_modelled_values(raw: dict[str, Any]) -> list[str]:
         raise MegatronArgsError(f"--data-parallel-sharding-strategy {strategy} with --use-megatron-fsdp is not modelled "
                                 f"(shardplan models {_MODELLED_FSDP_STRATEGY}); use {_MODELLED_FSDP_STRATEGY}, or "
                                 "--use-distributed-optimizer without FSDP for optimizer-only sharding")
-    for flag in ("--fp4-format", "--fp4-recipe", "--fp4-param-gather"):
-        if raw.get(flag):
-            raise MegatronArgsError(f"{flag}: NVFP4 training is not modelled by shardplan (it would be judged as "
-                                    "bf16/fp8); drop the --fp4-* flags to judge the recipe without FP4")
     return []
