@@ -1,9 +1,9 @@
 """Megatron flag values shardplan does not model and that change what a verdict would say: refused by name.
 
 Why its own module: a flag whose value changes memory or numerics in a way the memory model does not count
-must never be judged as if it were absent (an unfused attention judged as flash). (NVFP4's --fp4-* flags are
-modelled: constraints/megatron_job.py, constraints/rules_fp4.py.) Each such value is one line naming the flag and the fix (exit 2, unusable input), so no verdict is
-given for a recipe shardplan would misjudge. Values that have no effect in their context are left alone.
+must never be judged as if it were absent (an unfused attention judged as flash). Each such value is one
+line naming the flag and the fix (exit 2, unusable input), so no verdict is given for a recipe shardplan
+would misjudge. (NVFP4's --fp4-* flags are modelled: constraints/megatron_job.py, rules_fp4.py.) Values that have no effect in their context are left alone.
 Sources: megatron/training/arguments.py @ d98e8a64 (choices and defaults named below).
 """
 from __future__ import annotations
