@@ -15,6 +15,6 @@ def family_slices(model: ModelSpec, job: JobSpec) -> list[str]:
         out.append("hybrid-mamba")
     if getattr(model, "window_size", None):
         out.append("sliding-window")
-    if model.name.lower().startswith("llama-4"):
+    if model.no_rope_layers is not None and model.is_moe:  # Llama 4: NoPE layers, shared expert, interleaved MoE
         out.append("llama4")
     return out

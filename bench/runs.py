@@ -62,6 +62,7 @@ MODEL_FILES = {
     "GPT3-175B": "GPT-3-175B", "GPT-OSS-120B": "gpt-oss-120b", "GPT-OSS-20B": "gpt-oss-20b",
     "Nemotron3-Nano-30B-A3B": "Nemotron-3-Nano-30B-A3B", "NemotronH-8B": "Nemotron-H-8B-Base-8K",
     "NemotronH-47B": "Nemotron-H-47B-Base-8K", "NemotronH-56B": "Nemotron-H-56B-Base-8K",
+    "Llama4-Scout": "Llama-4-Scout-17B-16E", "Llama4-Maverick": "Llama-4-Maverick-17B-128E", "Mistral-7B": "Mistral-7B-v0.1",
 }
 # substring of the row's hardware -> (profile name, GPUs per node/tray); order matters (H100 after H800/H200)
 HARDWARE = [("A100", "a100-sxm-80gb", 8), ("H800", "h800-sxm-80gb", 8), ("H200", "h200-sxm-141gb", 8), ("H100", "h100-sxm-80gb", 8),

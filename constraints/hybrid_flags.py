@@ -1,4 +1,4 @@
-"""Hybrid-model fields from parsed Megatron-LM flags: --hybrid-layer-pattern (or the deprecated
+"""Hybrid-model and sliding-window fields from parsed Megatron-LM flags: --hybrid-layer-pattern (or the deprecated
 --hybrid-override-pattern) and the --mamba-* sizes, for the model; its `|` segments, for the pipeline split.
 
 Why its own module: the flag readers (constraints/megatron_model.py, megatron_recipe.py) stay family-agnostic and
@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 from constraints.mamba import MOE, PIPE, HybridPatternError, split_pattern
 from constraints.megatron_errors import MegatronArgsError
+from constraints.megatron_patterns import moe_layer_pattern
+from constraints.window import flags_from_skip_freq
 
 
 def hybrid_pattern(raw: dict[str, Any]) -> Optional[str]:
@@ -63,3 +65,49 @@ def hybrid_split(raw: dict[str, Any], pp: int) -> Optional[dict[str, Any]]:
     stages[0], stages[-1] = "E" + stages[0], stages[-1] + "L"
     # a segment count that is not a multiple of PP (validate_args asserts) is left to the pipeline_layout rule
     return dict(vpp=max(len(segments) // max(pp, 1), 1), pipeline_layout="|".join(stages))
+
+
+def window_fields(raw: dict[str, Any], num_layers: int) -> dict[str, Any]:
+    """window_size / window_layers from --window-size (tuple_type "(W,0)": causal left window W) and
+    --window-attn-skip-freq (moe_freq_type: int N or a list expression; constraints/window.py)."""
+    size = raw.get("--window-size")
+    if size is None:
+        return {}
+    try:
+        parts = tuple(int(p) for p in str(size).strip("()").split(","))
+    except ValueError:
+        raise MegatronArgsError(f"--window-size {size!r} is not a pair of integers like (4095,0)") from None
+    if len(parts) != 2 or parts[1] != 0 or parts[0] < -1:
+        raise MegatronArgsError(f"--window-size {size!r}: only causal left windows (W,0) are modelled; give (W,0)")
+    if parts[0] == -1:  # -1 is an infinite window: full attention
+        return {}
+    freq = raw.get("--window-attn-skip-freq")
+    if freq is None or num_layers <= 0:
+        return dict(window_size=parts[0])
+    text = str(freq).strip()
+    if text.isdigit():
+        if int(text) <= 0:
+            raise MegatronArgsError(f"--window-attn-skip-freq {text} must be positive")
+        flags = flags_from_skip_freq(int(text), num_layers)
+    else:
+        flags = moe_layer_pattern(text, num_layers)  # the same list grammar (moe_freq_type)
+    return dict(window_size=parts[0], window_layers=flags)
+
+
+def no_rope_fields(raw: dict[str, Any], num_layers: int) -> dict[str, Any]:
+    """no_rope_layers from --no-rope-freq (no_rope_freq_type: int N skips RoPE on every N-th layer, layers counted from
+    1, as TransformerConfig expands it to ([0]*(N-1)+[1])*(L/N); or a 0/1 list expression, 1 = no RoPE) and
+    qk_l2_norm from --qk-l2-norm. A count N that does not divide the layers is left to the no_rope_freq rule."""
+    out: dict[str, Any] = {"qk_l2_norm": bool(raw.get("--qk-l2-norm", False))}
+    freq = raw.get("--no-rope-freq")
+    if freq is None or num_layers <= 0:
+        return out
+    text = str(freq).strip()
+    if text.isdigit():
+        n = int(text)
+        if n <= 0:
+            raise MegatronArgsError(f"--no-rope-freq {text} must be positive")
+        out["no_rope_layers"] = tuple((i + 1) % n == 0 for i in range(num_layers))
+    else:
+        out["no_rope_layers"] = moe_layer_pattern(text, num_layers)
+    return out

@@ -185,7 +185,7 @@ TABLE = """
 --no-position-embedding:F --no-rl-inference-logprobs-is-correction:F
 --no-rl-offload-inference-model-weights-when-idle:F --no-rl-partial-rollouts:F --no-rl-persist-cuda-graphs:F
 --no-rl-skip-bos-token:F --no-rl-training-cuda-graphs:F --no-rl-use-sequence-packing:F
---no-rl-verify-model-weights-swap:F --no-rope-freq:s~ --no-rope-fusion:F~ --no-save-optim:T~ --no-save-rng:T~
+--no-rl-verify-model-weights-swap:F --no-rope-freq:s --no-rope-fusion:F~ --no-save-optim:T~ --no-save-rng:T~
 --no-save-tokenizer-assets:F~ --no-strict-fsdp-dtensor-load:F~
 --no-tokenizer-sentencepiece-ignore-extra-whitespaces:F~ --no-tp-comm-bulk-dgrad:F --no-tp-comm-bulk-wgrad:F
 --no-tp-comm-overlap-ag:F --no-tp-comm-overlap-rs:F --no-tp-comm-split-ag:F --no-tp-comm-split-rs:F

@@ -12,7 +12,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from constraints.megatron_errors import MegatronArgsError, error_from_validation
-from constraints.hybrid_flags import hybrid_model_fields, hybrid_moe_layers
+from constraints.hybrid_flags import hybrid_model_fields, hybrid_moe_layers, no_rope_fields, window_fields
 from constraints.megatron_patterns import moe_layer_pattern
 from constraints.spec import Activation, ModelSpec, Normalization
 
@@ -65,6 +65,8 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
                                     moe_layer_pattern(g("--moe-layer-freq", 1), L) if L > 0 else None))
     if hybrid:
         fields.update(hybrid)
+    fields.update(window_fields(raw, L))
+    fields.update(no_rope_fields(raw, L))
     if mla:  # flag defaults: kv-lora-rank 32, qk-head-dim 128, qk-pos-emb-head-dim 64, v-head-dim 128, q-lora-rank None
         fields.update(q_lora_rank=g("--q-lora-rank"), kv_lora_rank=g("--kv-lora-rank", 32), qk_head_dim=g("--qk-head-dim", 128),
                       qk_pos_emb_head_dim=g("--qk-pos-emb-head-dim", 64), v_head_dim=g("--v-head-dim", 128))

@@ -45,7 +45,8 @@ _HF_INT_FIELDS = (
     "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "first_k_dense_replace", "moe_layer_freq",
     "decoder_sparse_step", "num_nextn_predict_layers", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
     "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "attention_head_dim",
-    "moe_shared_expert_intermediate_size",
+    "moe_shared_expert_intermediate_size", "sliding_window", "intermediate_size_mlp", "num_local_experts",
+    "interleave_moe_layer_step",
 )
 _HF_FLOAT_FIELDS = ("attention_dropout", "resid_pdrop", "attn_pdrop")
 _HF_BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias")
@@ -96,6 +97,8 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
     _check_hf_types(raw, name)
     if mt == "nemotron_h":
         return _nemotron_h(raw, name)
+    if mt in ("llama4", "llama4_text"):
+        return _llama4(raw, name)
     if mt == "gpt2":
         h = raw["n_embd"]
         return ModelSpec(
@@ -136,6 +139,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         qk_layernorm=mt in ("qwen3", "qwen3_moe"), attention_sinks=mt == "gpt_oss",
         attention_dropout=float(raw.get("attention_dropout", 0.0) or 0.0),
     )
+    fields.update(_sliding_window(raw, mt, layers, name))
     if num_experts:
         moe_ffn = _get(raw, "moe_intermediate_size", default=fields["ffn_hidden_size"])
         shared = raw.get("n_shared_experts") or 0
@@ -154,6 +158,53 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
             num_query_groups=heads, mtp_num_layers=raw.get("num_nextn_predict_layers") or 0,
         )
     return ModelSpec(**fields)
+
+
+def _sliding_window(raw: dict, mt: str, layers: int, name: str) -> dict[str, Any]:
+    """window_size / window_layers from HF's sliding_window (W keys including the query: Megatron's window_size is
+    (W - 1, 0), Megatron-Bridge conversion/utils.py) and layer_types ("sliding_attention" / "full_attention", gpt-oss);
+    Qwen-style use_sliding_window false (or absent where the family needs it) means no window."""
+    w = raw.get("sliding_window")
+    if not isinstance(w, int) or isinstance(w, bool) or w <= 0:
+        return {}
+    if mt in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not raw.get("use_sliding_window"):
+        return {}
+    kinds = raw.get("layer_types")
+    if isinstance(kinds, list):
+        if len(kinds) != layers or set(kinds) - {"sliding_attention", "full_attention"}:
+            raise ModelError(f"model {name}: layer_types must list sliding_attention / full_attention once per layer")
+        flags = tuple(k == "sliding_attention" for k in kinds)
+        return dict(window_size=w - 1, window_layers=None if all(flags) else flags) if any(flags) else {}
+    if mt in ("gpt_oss",) or raw.get("use_sliding_window") or mt in ("mistral", "mixtral"):
+        return dict(window_size=w - 1)
+    return {}
+
+
+def _llama4(raw: dict, name: str) -> ModelSpec:
+    """HF `llama4` (its text_config) / `llama4_text`: routed experts of intermediate_size with one shared expert of the
+    same width on the MoE layers, dense layers of intermediate_size_mlp, MoE every interleave_moe_layer_step-th layer
+    (Llama4TextConfig.moe_layers: step-1, 2 step-1, ...), no_rope_layers (1 = RoPE; Megatron --no-rope-freq marks the
+    NoPE ones), parameter-free q/k L2 norm. attention_chunk_size (chunked local attention) has no Megatron-LM flag, so
+    the model is what Megatron trains: full causal attention on every layer."""
+    text = dict(raw.get("text_config") or raw)
+    text.setdefault("tie_word_embeddings", raw.get("tie_word_embeddings", False))
+    _check_hf_types(text, name)
+    layers, step = text["num_hidden_layers"], text.get("interleave_moe_layer_step") or 1
+    moe = text.get("moe_layers")
+    moe_set = set(moe) if isinstance(moe, list) else set(range(step - 1, layers, step))
+    rope = text.get("no_rope_layers") or [int((i + 1) % (text.get("no_rope_layer_interval") or 4) != 0) for i in range(layers)]
+    if len(rope) != layers:
+        raise ModelError(f"model {name}: no_rope_layers has {len(rope)} entries for {layers} layers")
+    h, heads, f = text["hidden_size"], text["num_attention_heads"], text["intermediate_size"]
+    return ModelSpec(
+        name=name, num_layers=layers, hidden_size=h, ffn_hidden_size=text["intermediate_size_mlp"], num_attention_heads=heads,
+        num_query_groups=_get(text, "num_key_value_heads", default=heads), kv_channels=_get(text, "head_dim", default=h // heads),
+        vocab_size=text["vocab_size"], max_position_embeddings=min(_get(text, "max_position_embeddings", default=4096), 16 * 1024 * 1024),
+        tied_embeddings=bool(text.get("tie_word_embeddings", False)), attention_bias=bool(text.get("attention_bias", False)),
+        num_experts=text["num_local_experts"], moe_router_topk=text["num_experts_per_tok"], moe_ffn_hidden_size=f,
+        moe_shared_expert_intermediate_size=f, layer_is_moe=tuple(i in moe_set for i in range(layers)),
+        no_rope_layers=tuple(not r for r in rope) if not all(rope) else None, qk_l2_norm=bool(text.get("use_qk_norm", False)),
+    )
 
 
 # HF NemotronHConfig layers_block_type names (transformers 5.x, and the older spellings) -> Megatron symbols

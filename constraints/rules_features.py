@@ -297,3 +297,4 @@ def mla_excludes_gqa(x: RuleInput) -> Optional[Violation]:
 
 import constraints.rules_fp4  # noqa: E402,F401  (registers the NVFP4 rules after the feature rules)
 import constraints.rules_hybrid  # noqa: E402,F401  (registers the hybrid Mamba rules)
+import constraints.rules_layer_variants  # noqa: E402,F401  (registers the NoPE / window rules)

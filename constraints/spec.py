@@ -192,6 +192,12 @@ class ModelSpec(Strict):
     v_head_dim: Optional[int] = Field(None, gt=0, le=1 << 14)
     # --- MTP ---
     mtp_num_layers: int = Field(0, ge=0, le=16, description="multi-token-prediction depth (DeepSeek-V3: 1)")
+    # --- sliding-window attention (Megatron --window-size (W, 0), --window-attn-skip-freq; constraints/window.py) ---
+    window_size: Optional[int] = Field(None, ge=0, le=MAX_SEQ_LENGTH, description="left window W: each query sees itself and W earlier tokens")
+    window_layers: Optional[tuple[bool, ...]] = Field(None, description="per layer: sliding window (True) or full attention; None = all")
+    # --- position encoding per layer (Llama 4: every 4th layer without RoPE, Megatron --no-rope-freq) ---
+    no_rope_layers: Optional[tuple[bool, ...]] = Field(None, description="per layer: True = no rotary embedding (NoPE)")
+    qk_l2_norm: bool = Field(False, description="parameter-free L2 norm of q and k (Llama 4 use_qk_norm, Megatron --qk-l2-norm)")
     # --- hybrid Mamba-2 / attention (Megatron --hybrid-layer-pattern; constraints/mamba.py) ---
     hybrid_layer_pattern: Optional[str] = Field(
         None, max_length=4096, description="one symbol per layer: M Mamba-2, * attention, - MLP, E MoE (no | or /)")
@@ -213,6 +219,10 @@ class ModelSpec(Strict):
             # get_query_key_value_tensors); HF's repeat_kv needs the same divisibility
             raise ValueError(f"num_query_groups (HF num_key_value_heads): {self.num_attention_heads} attention heads are not divisible by "
                              f"{self.num_query_groups} KV heads; use a divisor of {self.num_attention_heads}")
+        if self.no_rope_layers is not None and len(self.no_rope_layers) != self.num_layers:
+            raise ValueError(f"no_rope_layers has {len(self.no_rope_layers)} entries, expected num_layers={self.num_layers}")
+        if self.window_layers is not None and len(self.window_layers) != self.num_layers:
+            raise ValueError(f"window_layers has {len(self.window_layers)} entries, expected num_layers={self.num_layers}")
         if self.hybrid_layer_pattern is not None:
             from constraints.mamba import check_hybrid_fields  # one place for the hybrid checks (no cycle: lazy)
             check_hybrid_fields(self)

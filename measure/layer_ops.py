@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from constraints.spec import Activation, JobSpec, ModelSpec, Precision, Recipe
+from constraints.window import mean_pair_fraction
 from measure.mamba_ops import HYBRID_KINDS, hybrid_block_ops
 from measure.ops import Op, OpKind
 
@@ -227,8 +228,9 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseO
             ops += norm_ops(model, t * (heads + kv_heads), d, "qkv")
         head_dim, out_k = d, heads * d
     b, s_q, s_kv = recipe.mbs, job.seq_length // recipe.cp, job.seq_length
-    # causal: half of the s_q x s_kv scores; CP load-balancing keeps that half per rank
-    attn_flops = 4.0 * b * heads * s_q * s_kv * head_dim / 2
+    # causal: half of the s_q x s_kv scores; CP load-balancing keeps that half per rank; a sliding window keeps the
+    # model's mean share of those pairs (constraints/window.py)
+    attn_flops = 4.0 * b * heads * s_q * s_kv * head_dim / 2 * mean_pair_fraction(model, job.seq_length)
     io_bytes = b * s_q * heads * head_dim * 2 * 4 + b * s_kv * kv_heads * head_dim * 2 * 2
     shape = (b, heads, kv_heads, s_q, s_kv, head_dim, 1)
     ops.append(PhaseOp(Op(OpKind.attention_fwd, shape, act), Phase.fwd, "core_attn", attn_flops, io_bytes))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from constraints.mamba import layout_as_segments, pattern_with_pipes
+from constraints.window import flags_from_skip_freq
 from constraints.spec import (
     Activation, DataParallelSharding, JobSpec, ModelSpec, Precision, Recipe, RecomputeGranularity,
 )
@@ -133,7 +134,26 @@ def _model_args(model: ModelSpec, job: JobSpec) -> list[str]:
     args += ["--attention-dropout", _num(model.attention_dropout), "--hidden-dropout", _num(model.hidden_dropout)]
     if model.mtp_num_layers:
         args += ["--mtp-num-layers", str(model.mtp_num_layers)]
+    if model.no_rope_layers is not None:  # NoPE layers (Llama 4): N when every N-th layer, else the 0/1 list
+        n = next((k for k in range(1, len(model.no_rope_layers) + 1)
+                  if model.no_rope_layers == tuple((i + 1) % k == 0 for i in range(len(model.no_rope_layers)))), None)
+        args += ["--no-rope-freq", str(n) if n else moe_layer_freq_string(model.no_rope_layers)]
+    if model.qk_l2_norm:
+        args += ["--qk-l2-norm"]
+    if model.window_size is not None:  # Megatron's causal window (W, 0); a 1 in the skip list marks a windowed layer
+        args += ["--window-size", f"({model.window_size},0)"]
+        if model.window_layers is not None:
+            args += ["--window-attn-skip-freq", skip_freq_string(model.window_layers)]
     return args
+
+
+def skip_freq_string(flags: tuple[bool, ...]) -> str:
+    """--window-attn-skip-freq: N when every N-th layer (from 1) is full attention and the rest windowed, else the
+    run-length list expression (moe_layer_freq_string), as Megatron's is_layer_window_attention reads either."""
+    for n in range(2, len(flags) + 1):
+        if flags == flags_from_skip_freq(n, len(flags)):
+            return str(n)
+    return moe_layer_freq_string(flags)
 
 
 def hybrid_model_args(model: ModelSpec, recipe: Recipe, base: list[str]) -> list[str]:

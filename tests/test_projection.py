@@ -59,10 +59,12 @@ def test_closed_form_ranks_close_to_simulation():
 
 
 def test_error_over_runs_csv_stays_bounded():
-    """Regression guard on the development set the calibration was fitted on: median tokens/s error. Hybrid Mamba rows
-    (added after the last fit; bench.validate_projection reports them as their own slice) are not in it."""
+    """Regression guard on the development set the calibration was fitted on: median tokens/s error. Rows whose model
+    changed after the last fit are not in it until a refit (bench.fit_calibration): hybrid Mamba rows (new) and
+    sliding-window rows (gpt-oss, priced as full attention when the calibration was fitted); bench.validate_projection
+    reports both as their own slices."""
     cases, _ = load_all()
-    cases = [c for c in cases if not c.model.is_hybrid]
+    cases = [c for c in cases if not c.model.is_hybrid and c.model.window_size is None]
     errs = [abs(r["err_tokens_per_s_per_gpu"]) for r in evaluate(assume_moe_dispatcher(cases)) if "err_tokens_per_s_per_gpu" in r]
     assert len(errs) > 150
     assert statistics.median(errs) < 0.15

@@ -75,6 +75,11 @@ SCENARIOS: dict[str, Scenario] = {
     "DeepSeek-V3": Scenario("b200", 32, {"precision": "fp8-blockwise"}, {**SMALL, "vpp": [1], "tp": [2, 4]}),
     "Kimi-K2-Instruct": Scenario("mi300x", 32, {}, {**SMALL, "vpp": [1], "tp": [4], "ep": [32, 64]}),
     "gpt-oss-20b": Scenario("h100-sxm-80gb", 1, {}, SMALL),
+    "Mistral-7B-v0.1": Scenario("b200", 1, {"seq_length": 8192, "precision": "nvfp4"}, SMALL),
+    "Llama-4-Scout-17B-16E": Scenario("b200", 4, {"precision": "mxfp8"}, {**SMALL, "vpp": [1], "ep": [16], "tp": [1, 2],
+                                                                          "schedule": MEGATRON}),
+    "Llama-4-Maverick-17B-128E": Scenario("gb300-nvl72", 16, {"precision": "nvfp4"},
+                                          {**SMALL, "vpp": [1], "ep": [64], "tp": [1], "schedule": MEGATRON}),
     "gpt-oss-120b": Scenario("b200", 2, {"precision": "fp8-tensorwise"}, {**SMALL, "schedule": MEGATRON}),
 }
 MODELS = sorted(SCENARIOS)

@@ -86,6 +86,9 @@ CASES = {
                                 dict(model=NH8, pp=2, vpp=2, schedule="interleaved")),
     "mamba_heads_split": (dict(model=NH8, tp=8, cp=1), dict(model=NH8, world=16, tp=16, gbs=64)),
     "mamba_fp8_width": (dict(model=NH8, precision="fp8-tensorwise"), None),
+    # per-layer attention variants (constraints/rules_layer_variants.py)
+    "no_rope_freq": (dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 4}),
+                     dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 5})),
 }
 
 
