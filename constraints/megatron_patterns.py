@@ -10,7 +10,9 @@ import ast
 import re
 from typing import Any
 
+from boundary.expand import expand_groups
 from constraints.megatron_errors import MegatronArgsError
+from constraints.spec import MAX_NUM_LAYERS
 
 
 def moe_layer_pattern(freq: Any, num_layers: int) -> tuple[bool, ...]:
@@ -24,11 +26,18 @@ def moe_layer_pattern(freq: Any, num_layers: int) -> tuple[bool, ...]:
         return tuple(i % n == 0 for i in range(num_layers))
     try:
         pattern = _eval_list(ast.parse(text, mode="eval").body)
-    except (SyntaxError, ValueError):
+    except _TooLong:
+        raise MegatronArgsError(f"--moe-layer-freq {text[:60]!r} builds a list longer than {MAX_NUM_LAYERS} entries "
+                                "(one per layer) before it ends; give one 0/1 entry per layer") from None
+    except (SyntaxError, ValueError, RecursionError):
         raise MegatronArgsError(f"--moe-layer-freq {text!r} is not an int or a list expression like ([0]*3+[1]*58)") from None
     if len(pattern) != num_layers or any(v not in (0, 1) for v in pattern):
         raise MegatronArgsError(f"--moe-layer-freq gives {len(pattern)} entries of 0/1, expected {num_layers} (--num-layers)")
     return tuple(v == 1 for v in pattern)
+
+
+class _TooLong(Exception):
+    """A --moe-layer-freq list past MAX_NUM_LAYERS entries, refused before it is built."""
 
 
 def _eval_list(node: ast.AST) -> Any:
@@ -39,11 +48,18 @@ def _eval_list(node: ast.AST) -> Any:
         return node.value
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
         a, b = _eval_list(node.left), _eval_list(node.right)
+        # one entry per layer: no list on the way to a valid pattern is longer than MAX_NUM_LAYERS, so a longer
+        # one is refused before it is built (`([0]*65536)*65536` once built 4 G entries)
         if isinstance(node.op, ast.Add) and isinstance(a, list) and isinstance(b, list):
+            if len(a) + len(b) > MAX_NUM_LAYERS:
+                raise _TooLong()
             return a + b
         if isinstance(node.op, ast.Mult) and isinstance(a, list) != isinstance(b, list):
             reps = b if isinstance(a, list) else a
+            items = a if isinstance(a, list) else b
             if 0 <= reps <= 1 << 16:
+                if len(items) * reps > MAX_NUM_LAYERS:
+                    raise _TooLong()
                 return a * b
     raise ValueError("not a list pattern")
 
@@ -51,10 +67,6 @@ def _eval_list(node: ast.AST) -> Any:
 def layout_stages(layout: str) -> int:
     """Stages in a --pipeline-model-parallel-layout: commas are cosmetic, `(...)*n` repeats, `|` separates
     (pipeline_parallel_layer_layout.py parse_str_to_list)."""
-    text = layout.replace(",", "")
-    pat = re.compile(r"\(([^()]*)\)\*([0-9]+)")
-    while pat.search(text):
-        text = pat.sub(lambda m: m.group(1) * int(m.group(2)), text, count=1)
-        if len(text) > 1 << 20:
-            raise MegatronArgsError("--pipeline-model-parallel-layout expands past 1M characters; check its repeat counts")
+    text = expand_groups(re.compile(r"\(([^()]*)\)\*([0-9]+)"), layout.replace(",", ""),
+                         "--pipeline-model-parallel-layout", MegatronArgsError)  # sized before it is built
     return text.count("|") + 1

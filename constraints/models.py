@@ -280,6 +280,8 @@ def _looks_like_hf(data: dict) -> bool:
 
 def model_from_mapping(data: dict, name: str) -> ModelSpec:
     """HF config (has `model_type`) or ModelSpec-shaped mapping, with one-line errors."""
+    if not isinstance(name, str) or len(name) > 256:  # the name starts every message below: bound it first
+        raise ModelError(f"model: name {shown(name)} is not a display name of at most 256 characters; shorten it")
     if not data:
         raise ModelError(f"model {name}: the mapping is empty; give an HF config.json (with model_type) "
                          "or a model YAML (num_layers, hidden_size, ...)")

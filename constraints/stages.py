@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from constraints.spec import ModelSpec, Recipe
 from boundary.errors import ShardplanError
+from boundary.expand import MAX_EXPANDED_CHARS, expand_groups, repeat_count
+from constraints.spec import ModelSpec, Recipe
 
 
 @dataclass(frozen=True)
@@ -36,20 +37,20 @@ def expand_layout(layout: str) -> list[str]:
 
     Grammar (pipeline_parallel_layer_layout): stages separated by '|'; E embedding, t decoder layer,
     m MTP layer, L loss; `x*N` repeats a symbol and `(...)*N` a group; commas and spaces are ignored."""
-    text = layout.replace(",", "").replace(" ", "")
-    while True:
-        new = _GROUP.sub(lambda m: m.group(1) * int(m.group(2)), text)
-        if new == text:
-            break
-        text = new
-    stages = []
+    label = "--pipeline-model-parallel-layout"
+    text = expand_groups(_GROUP, layout.replace(",", "").replace(" ", ""), label, StageSplitError)
+    stages, total = [], len(text)
     for part in text.split("|"):
         expanded = ""
         pos = 0
         for m in _ITEM.finditer(part):
             if m.start() != pos:
                 raise StageSplitError(f"--pipeline-model-parallel-layout: cannot read {part!r} (symbols are E, t, m, L)")
-            expanded += m.group(1) * int(m.group(2) or 1)
+            count = repeat_count(m.group(2) or "1", label, StageSplitError)
+            total += count
+            if total > MAX_EXPANDED_CHARS:
+                raise StageSplitError(f"{label}: expands past {MAX_EXPANDED_CHARS:,} symbols; check its repeat counts")
+            expanded += m.group(1) * count
             pos = m.end()
         if pos != len(part):
             raise StageSplitError(f"--pipeline-model-parallel-layout: cannot read {part!r} (symbols are E, t, m, L)")

@@ -1,0 +1,43 @@
+"""Bounded expansion of the repeat notations inside flag values (`(tt|)*30` in pipeline layouts, `x*N`), so
+the size of a result is known and refused before it is built.
+
+Why: `(tttt)*1000000000` was expanded to a 4 GB string before any length check, hanging `check` for minutes
+(issue 17). Every repeat here computes its output size first; past `limit` characters, in one substitution or
+summed over a pass, it raises instead of allocating.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from boundary.errors import InputRefused
+
+MAX_EXPANDED_CHARS = 1 << 20  # a layout of MAX_NUM_LAYERS layers over any stage count needs far less
+MAX_COUNT_DIGITS = 9
+
+
+def repeat_count(text: str, label: str, error: Callable[[str], Exception] = InputRefused) -> int:
+    """A repeat count of at most MAX_COUNT_DIGITS digits (int() of 10^5 digits is itself slow and refused)."""
+    if len(text) > MAX_COUNT_DIGITS:
+        raise error(f"{label}: repeat count {text[:20]}... has more than {MAX_COUNT_DIGITS} digits; no layout repeats that often")
+    return int(text)
+
+
+def expand_groups(pattern: re.Pattern, text: str, label: str, error: Callable[[str], Exception] = InputRefused,
+                  limit: int = MAX_EXPANDED_CHARS) -> str:
+    """Replace `pattern` matches (group 1 = body, group 2 = count) by body * count until none is left,
+    refusing before the text would pass `limit` characters."""
+    while True:
+        grown = [len(text)]
+
+        def repeat(m: re.Match) -> str:
+            count = repeat_count(m.group(2), label, error)
+            grown[0] += len(m.group(1)) * count - len(m.group(0))
+            if grown[0] > limit:
+                raise error(f"{label}: expands past {limit:,} characters (a repeat of {count:,}); check its repeat counts")
+            return m.group(1) * count
+
+        new = pattern.sub(repeat, text)
+        if new == text:
+            return text
+        text = new
