@@ -54,10 +54,12 @@ class LaunchCommand(BaseModel):
 
     @property
     def num_nodes(self) -> Optional[int]:
-        """Nodes the launch runs on: torchrun --nnodes, else srun/sbatch -N/--nodes (a `MIN-MAX` range: unknown)."""
+        """Nodes the launch runs on: torchrun --nnodes (default 1), else srun/sbatch -N/--nodes (a range: unknown)."""
         for key in ("nnodes", "nodes"):
             if isinstance(self.distributed.get(key), int):
                 return self.distributed[key]
+        if self.launcher == "torchrun" and "nnodes" not in self.distributed and "nodes" not in self.distributed:
+            return 1  # torchrun's --nnodes defaults to 1 (torch/distributed/run.py: default="1:1")
         return None
 
     @property
