@@ -84,11 +84,12 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
           dp_sharding: Optional[str] = None, moe_dispatcher: Optional[str] = None, ep_comm_overlap: Optional[bool] = None,
           uneven_stages: Optional[bool] = None, max_memory_fraction: float = 1.0, objective: str = "throughput",
           target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
-          proposer: Any = "rules", render_dir: Optional[str] = None) -> SolveResult:
+          proposer: Any = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0) -> SolveResult:
     """The best legal recipes for a model on `nodes` x `gpus_per_node` GPUs of `hardware`, ranked by `objective`
     (throughput | memory | fewest-gpus), each re-verified by check. tp..mbs take N, 'LO..HI' or (lo, hi);
     recompute 'none' | 'selective' | 'full' pins the granularity; proposer is 'none' | 'rules' | a
-    solver.proposer.loop.ProposerConfig (for an LLM endpoint)."""
+    solver.proposer.loop.ProposerConfig (for an LLM endpoint). `max_time_s` bounds the whole solve's wall
+    clock (solver/deadline.py): past it, SolveTimeLimit says so."""
     from constraints.case import Case
     from constraints.models import load_model
     from constraints.spec import JobSpec, Placement
@@ -120,15 +121,18 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
                                     sequence_parallel, dp_sharding, tp_comm_overlap, moe_dispatcher, ep_comm_overlap, uneven_stages)
         pins = resolve_recompute_kind(spec, pins)
     margin = 1.0 - max_memory_fraction
-    answer = _run_solve(spec, job, placement, profile, pins, bounds, top, margin, method, time_limit_s, config, objective,
-                        target_tokens_per_s)
-    result, tables, placement, tried, hint_report = answer
-    cases = [Case(model=spec, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
-    out = _solve_result(result, tables, cases, objective, placement, profile, hint_report)
-    if tried is not None:
-        out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
-    if not result.ranked:
-        out.explanation = _explanation(spec, job, placement, profile, pins, bounds, margin, tried)
+    from solver.deadline import wall_clock_limit
+
+    with wall_clock_limit(max_time_s):
+        answer = _run_solve(spec, job, placement, profile, pins, bounds, top, margin, method, time_limit_s, config, objective,
+                            target_tokens_per_s)
+        result, tables, placement, tried, hint_report = answer
+        cases = [Case(model=spec, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
+        out = _solve_result(result, tables, cases, objective, placement, profile, hint_report)
+        if tried is not None:
+            out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
+        if not result.ranked:
+            out.explanation = _explanation(spec, job, placement, profile, pins, bounds, margin, tried)
     if render_dir and cases:
         from templates.cli_render import render_solutions
 

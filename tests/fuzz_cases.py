@@ -273,11 +273,11 @@ def model_file_case(c) -> Case:
     else:
         files = {"config.json": json.dumps(hf_config(c))}
         ref = "{dir}/config.json"
-    argv = ["solve", "--model", ref, "--hardware", "h100-sxm-80gb", "--nodes", "1", "--gpus-per-node", "8",
+    argv = ["solve", "--model", ref, "--hardware", "h100-sxm-80gb", "--nodes", "1", "--gpus-per-node", "8", "--max-time", "30",
             "--seq-length", str(pick(c, [512, 1024, 0, 2**40])), "--global-batch-size", str(pick(c, [8, 16, 0])),
             "--top", str(pick(c, [1, 3, 0])), "--proposer", "none", "--json"]
     for _ in range(c.int(0, 2)):
-        opt = pick(c, ["--tp", "--pp", "--vpp", "--mbs", "--time-limit", "--max-memory-fraction", "--cp"])
+        opt = pick(c, ["--tp", "--pp", "--vpp", "--mbs", "--time-limit", "--max-memory-fraction", "--cp", "--max-time"])
         argv += [opt, str(pick(c, ["1", "2", "1..4", "1..100000000", "0", "nan", "inf", "-1", "1e30", "4..2", "1..1" + "0" * 30]))]
     return Case("solve", argv, files, json_shape="solve")
 
