@@ -78,6 +78,8 @@ class LaunchCommand(BaseModel):
 def _parse_launcher(tokens: list[str], out: dict[str, Union[int, str]]) -> tuple[str, int]:
     """Read launcher options up to the pretrain script; returns (launcher name, index of the script)."""
     launcher, i = os.path.basename(tokens[0]), 0
+    if MARK_RE.fullmatch(tokens[0]):  # a launcher held in a variable check cannot know: its options are unknown too
+        launcher, i = unmark(tokens[0]), 1
     while i < len(tokens):
         t = tokens[i]
         base = os.path.basename(t)
@@ -227,6 +229,8 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
     run.run(statements)
     if run.found is None:
         said = f" ({'; '.join(run.warnings[:3])})" if run.warnings else ""
+        if run.exited:
+            said = f" (the script reaches {run.exited} first{'; ' + '; '.join(run.warnings[:2]) if run.warnings else ''})"
         raise LaunchScriptError("no `torchrun|python ... pretrain_*.py` command on the script's path; add one, or pass an "
                                 f"argument file{said}")
     tokens, prefix = run.found

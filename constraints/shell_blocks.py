@@ -54,7 +54,8 @@ class Blocks:
     def run(self, stmts: list[Stmt]) -> None:
         try:
             self.block(stmts)
-        except ScriptExit:
+        except ScriptExit as e:
+            self.exited = str(e)
             return
         except (LoopBreak, ScriptReturn):
             return

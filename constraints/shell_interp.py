@@ -38,6 +38,7 @@ class Interpreter(Blocks):
         self.sh = Shell(env, script_path)
         self.found: Optional[tuple[list[str], dict[str, str]]] = None
         self.sourced: list[str] = []  # files read on the taken path (sourced or run as child scripts)
+        self.exited = ""  # where the taken path reached `exit`, if it did
         self.missing: list[str] = []  # "where:line N: PATH" of files sourced or run that could not be read
         self.warnings: list[str] = []  # "line N: what was not followed, and what became unknown"
         self.functions: dict[str, list[Stmt]] = {}
@@ -97,7 +98,7 @@ class Interpreter(Blocks):
                     self.sh.exported.add(w)
             return
         if cmd == "exit":
-            raise ScriptExit()
+            raise ScriptExit(f"{self.where}line {stmt.line}: `exit{(' ' + ' '.join(args)) if args else ''}`")
         if cmd == "return":
             raise ScriptReturn()
         if cmd in ("break", "continue"):
@@ -145,7 +146,8 @@ class Interpreter(Blocks):
         if not tokens:
             return
         if any(SCRIPT_RE.match(os.path.basename(t)) for t in tokens) and \
-                (LAUNCHERS.match(os.path.basename(tokens[0])) or SCRIPT_RE.match(os.path.basename(tokens[0]))):
+                (LAUNCHERS.match(os.path.basename(tokens[0])) or SCRIPT_RE.match(os.path.basename(tokens[0]))
+                 or MARK_RE.fullmatch(tokens[0])):  # `${LAUNCHER} pretrain_gpt.py ...`: a launcher check cannot know
             self.found = (tokens, prefix)
             return
         # a launcher/sbatch that runs a shell: find where the shell (or the submitted file) starts
