@@ -4,6 +4,8 @@ For each scenario, three measurements, each in a fresh Python process so neither
 - sweep: shardplan.sweep.sweep_specs over every size (screens, pruned K=1 tables, numpy scan), imports excluded;
 - solves: the `solve --top 1` path per size (solver.workflow.solve_case_with_hints: pruned tables, CP-SAT listing,
   the default rules proposer), imports excluded; the ratio sweep / solves is the figure;
+- plain solves: the same without the proposer (`--proposer none`), which shows how much of the gain is the proposer's
+  sub-searches (they only steer: the answer is the same) and how much the sharing;
 - CLI: wall clock of one `shardplan sweep` process against one `shardplan solve --top 1 --json` process per size
   (start-up included, and `solve`'s nothing-fits explanation where a size has no recipe).
 It also checks that both give the same best tokens/s/GPU at every size.
@@ -43,13 +45,13 @@ def child(kind: str, model_name: str, hw: str, nodes: list[int], seq: int, gbs: 
         result = sweep_specs(model, job, [hw], nodes)
         best = [p.tokens_per_s_per_gpu for p in result.points]
     else:
+        from solver.proposer.loop import ProposerConfig
         from solver.workflow import solve_case_with_hints
-        from solver.proposer.cli_options import config_from_options
 
         profile, best = load_profile(hw), []
         for n in nodes:
             res, _, _ = solve_case_with_hints(model, job, Placement(hardware=hw, num_nodes=n, gpus_per_node=8), profile, {}, {},
-                                              1, 0.0, "cpsat", 60.0, config_from_options())
+                                              1, 0.0, "cpsat", 60.0, ProposerConfig(kind="rules" if kind == "solves" else "none"))
             best.append(res.ranked[0].projection.tokens_per_s_per_gpu if res.ranked else None)
     return {"total_s": time.perf_counter() - t0, "best": best}
 
@@ -73,13 +75,14 @@ def _cli_wall_s(sc: tuple) -> tuple[float, float]:
 
 
 def run(sc: tuple) -> None:
-    sweep_r, solves_r = _in_fresh_process("sweep", sc), _in_fresh_process("solves", sc)
+    sweep_r, solves_r, plain_r = (_in_fresh_process(k, sc) for k in ("sweep", "solves", "plain"))
     same = all((a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 1e-9 * b)
-               for a, b in zip(sweep_r["best"], solves_r["best"]))
+               for r in (solves_r, plain_r) for a, b in zip(sweep_r["best"], r["best"]))
     cli_sweep, cli_solves = _cli_wall_s(sc)
     fits = sum(b is not None for b in sweep_r["best"])
     print(f"| {sc[0]} | {','.join(map(str, sc[3]))} | {fits} | {sweep_r['total_s']:.2f} | {solves_r['total_s']:.2f} | "
-          f"{sweep_r['total_s'] / solves_r['total_s']:.2f} | {cli_sweep:.1f} | {cli_solves:.1f} | {cli_sweep / cli_solves:.2f} | "
+          f"{sweep_r['total_s'] / solves_r['total_s']:.2f} | {plain_r['total_s']:.2f} | {sweep_r['total_s'] / plain_r['total_s']:.2f} | "
+          f"{cli_sweep:.1f} | {cli_solves:.1f} | {cli_sweep / cli_solves:.2f} | "
           f"{'yes' if same else 'NO'} |", flush=True)
 
 
@@ -88,9 +91,9 @@ if __name__ == "__main__":
         print(json.dumps(child(sys.argv[2], *json.loads(sys.argv[3]))))
         sys.exit(0)
     chosen = set(sys.argv[1:])
-    print("| scenario | nodes | sizes with a recipe | sweep s | N solves s | sweep / solves | CLI sweep s | CLI N solves s |"
-          " CLI ratio | same best |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| scenario | nodes | sizes with a recipe | sweep s | N solves s | sweep / solves | N plain solves s | sweep / plain |"
+          " CLI sweep s | CLI N solves s | CLI ratio | same best |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for sc in SCENARIOS:
         if not chosen or sc[0] in chosen:
             run(sc)

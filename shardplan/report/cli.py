@@ -92,7 +92,7 @@ def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fractio
 
 
 def job_options(fn):
-    """The model / cluster / job options `solve` takes (shared by `report solve` and `sweep`)."""
+    """The model / job options `report solve` shares with `solve` (same names, types and defaults)."""
     from constraints.spec import Precision
 
     for opt in reversed([
