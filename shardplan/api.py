@@ -150,15 +150,14 @@ def _run_solve(spec, job, placement, profile, pins, bounds, k, margin, method, t
 
         def solve_at(pl):
             with step(f"solving {pl.num_nodes} node(s)"):
-                res, tab, _ = solve_case_with_hints(spec, job, pl, profile, dict(pins), bounds, k, margin, method, time_limit_s, None)
+                res, tab, _ = solve_case_with_hints(spec, job, pl, profile, dict(pins), bounds, k, margin, method, time_limit_s, None, step=step)
             return res, tab
 
         screen = CountScreen(spec, job, profile, margin, pins, bounds)
         result, tables, placement, tried = fewest_gpus(placement, target, solve_at, screen)
         return result, tables, placement, tried, None
-    with step("building tables and solving (CP-SAT)" if method == "cpsat" else "building tables and scanning them"):
-        result, tables, report = solve_case_with_hints(spec, job, placement, profile, dict(pins), bounds, k, margin, method,
-                                                       time_limit_s, config, objective)
+    result, tables, report = solve_case_with_hints(spec, job, placement, profile, dict(pins), bounds, k, margin, method,
+                                                   time_limit_s, config, objective, step=step)
     return result, tables, placement, None, report
 
 

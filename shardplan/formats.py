@@ -65,21 +65,42 @@ def to_markdown(rows: Sequence[dict], columns: Sequence[Column]) -> str:
 def to_table(rows: Sequence[dict], columns: Sequence[Column], title: Optional[str] = None, width: Optional[int] = None) -> str:
     """A rich table as text: numeric columns right-aligned, the first column folds long names; fits `width` (default:
     the terminal's, 100 when stdout is not one)."""
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, box=None, title_justify="left", pad_edge=False, header_style="bold")
     numeric = [all(isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) for r in rows if r.get(key) is not None)
                for _, key, _ in columns]
+    texts = [[cell(row.get(key), spec) for _, key, spec in columns] for row in rows]
+    needed = 2 * (len(columns) - 1)  # one space of padding either side of each column border
     for i, (header, _, _) in enumerate(columns):
-        table.add_column(header, justify="right" if numeric[i] and rows else "left", overflow="fold")
-    for row in rows:
-        table.add_row(*[cell(row.get(key), spec) for _, key, spec in columns])
-    console = Console(file=io.StringIO(), width=width or _terminal_width(), color_system=None, highlight=False,
-                      emoji=False, soft_wrap=False)
+        # numbers never wrap (a folded number misreads); text folds, so long names take extra lines, not the grid
+        if numeric[i] and rows:
+            widest = max([len(header)] + [len(r[i]) for r in texts])
+            table.add_column(header, justify="right", no_wrap=True, min_width=widest)
+            needed += widest
+        else:
+            table.add_column(header, justify="left", overflow="fold", min_width=min(len(header), 8))
+            needed += min(len(header), 8)
+    for row in texts:
+        table.add_row(*row)
+    # never crop a column: below the table's minimum width the lines run past the terminal (which wraps them) instead;
+    # rich's column collapse is not exactly predictable, so widen until every number and the last header are whole
+    width = max(width or _terminal_width(), needed)
+    numbers = [r[i] for r in texts for i in range(len(columns)) if numeric[i]]
+    for _ in range(64):
+        out = _print(table, width)
+        if all(n in out for n in numbers) and columns[-1][0].split()[-1] in out:
+            break
+        width += 2
+    return out
+
+
+def _print(table, width: int) -> str:
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False, emoji=False, soft_wrap=False)
     console.print(table)
     return "\n".join(line.rstrip() for line in console.file.getvalue().rstrip("\n").splitlines())
-
 
 def _terminal_width() -> int:
     import shutil

@@ -2,6 +2,8 @@
 and a readable nothing-fits explanation. JSON is the result itself (shardplan.results.SolveResult.to_json)."""
 from __future__ import annotations
 
+from shardplan.formats import to_table
+
 GIB = 1024 ** 3
 
 
@@ -16,20 +18,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
         lines = [head + f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
                  f"for objective {objective} ({best})"]
     if payload["recipes"]:
-        lines.append(f"{'#':>2} {'TP':>3} {'PP':>3} {'VPP':>3} {'CP':>3} {'EP':>3} {'ETP':>3} {'DP':>5} {'MBS':>3} SP  {'recompute':<26} "
-                     f"{'sharding':<21} {'schedule':<11} {'split/MoE':<14} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'bubble':>6} "
-                     f"{'peak GiB':>8} {'free GiB':>8}")
-    for i, r in enumerate(payload["recipes"], 1):
-        p, m, pr = r["parallel"], r["memory"], r["projection"]
-        rc = r["recipe"]["recompute"]
-        rc_name = rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "") + \
-            (f"({rc['method']},{rc['num_layers']})" if rc["method"] else "")
-        sp = ("ovl" if p["tp_comm_overlap"] else "on ") if p["sequence_parallel"] else "off"
-        lines.append(f"{i:>2} {p['tp']:>3} {p['pp']:>3} {p['vpp']:>3} {p['cp']:>3} {p['ep']:>3} {(p['etp'] if model.is_moe else '-'):>3} "
-                     f"{p['dp']:>5} {p['mbs']:>3} {sp} {rc_name:<26} {p['dp_sharding']:<21} {p['schedule']:<11} "
-                     f"{_extras(p, model):<14} {pr['tokens_per_s_per_gpu']:>10,.0f} {100 * pr['mfu']:>5.1f}% {pr['iteration_time_s']:>8.3f} "
-                     f"{pr['bubble_fraction']:>6.3f} {m['peak_bytes'] / GIB:>8.2f} {(m['usable_bytes'] - m['peak_bytes']) / GIB:>8.2f}"
-                     + (" *" if ranking_gap(r) > RANKING_GAP_NOTE else ""))
+        lines.append(to_table(solve_rows(payload, model), SOLVE_COLUMNS))  # rich: fits the terminal, long names fold
     if any(ranking_gap(r) > RANKING_GAP_NOTE for r in payload["recipes"]):
         lines.append(f"* the ranking closed form and the simulated step differ by more than {RANKING_GAP_NOTE:.0%} here (interleaved "
                      "schedules with unequal stages); the order follows the closed form, the step column the simulator")
@@ -74,7 +63,7 @@ def _extras(p: dict, model) -> str:
 SOLVE_COLUMNS = (("#", "rank", "{}"), ("TP", "tp", "{}"), ("PP", "pp", "{}"), ("VPP", "vpp", "{}"), ("CP", "cp", "{}"), ("EP", "ep", "{}"),
                  ("ETP", "etp", "{}"), ("DP", "dp", "{}"), ("MBS", "mbs", "{}"), ("SP", "sp", "{}"), ("recompute", "recompute", "{}"),
                  ("sharding", "dp_sharding", "{}"), ("schedule", "schedule", "{}"), ("split/MoE", "split", "{}"),
-                 ("tok/s/GPU", "tokens_per_s_per_gpu", "{:.0f}"), ("MFU", "mfu", "{:.4f}"), ("step s", "step_s", "{:.3f}"),
+                 ("tok/s/GPU", "tokens_per_s_per_gpu", "{:.0f}"), ("MFU", "mfu", "{:.3f}"), ("step s", "step_s", "{}"),
                  ("bubble", "bubble", "{:.3f}"), ("peak GiB", "peak_gib", "{:.2f}"), ("free GiB", "free_gib", "{:.2f}"))
 
 
@@ -90,6 +79,9 @@ def solve_rows(payload: dict, model) -> list[dict]:
                      "recompute": rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "")
                      + (f"({rc['method']},{rc['num_layers']})" if rc["method"] else ""),
                      "split": _extras(p, model), "tokens_per_s_per_gpu": pr.get("tokens_per_s_per_gpu"), "mfu": pr.get("mfu"),
-                     "step_s": pr.get("iteration_time_s"), "bubble": pr.get("bubble_fraction"),
+                     # '*': ranking closed form and simulated step differ by more than RANKING_GAP_NOTE (see the note)
+                     "step_s": None if pr.get("iteration_time_s") is None
+                     else f"{pr['iteration_time_s']:.3f}" + (" *" if ranking_gap(r) > RANKING_GAP_NOTE else ""),
+                     "bubble": pr.get("bubble_fraction"),
                      "peak_gib": m["peak_bytes"] / GIB, "free_gib": (m["usable_bytes"] - m["peak_bytes"]) / GIB})
     return rows

@@ -5,6 +5,9 @@ depends on click. `shardplan/api.py` turns its answer into the typed result the 
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+from typing import Callable, ContextManager
+
 from boundary.errors import ShardplanError
 from solver.space import build_space, parse_range
 
@@ -68,27 +71,32 @@ def solve_case(model, job, placement, profile, pins, bounds, k, margin, method, 
 
 
 def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, proposer_config,
-                          objective: str = "throughput"):
+                          objective: str = "throughput", step: Callable[[str], ContextManager] | None = None):
     """solve_case, steered by the proposer (solver/proposer) when `proposer_config` asks for one (throughput
     objective only); returns (SolveResult, Tables, HintReport or None). The answer is always the full
-    solve, re-verified."""
+    solve, re-verified. `step(label)`, when given, wraps each phase (the CLI shows progress with it)."""
     from solver.cpsat_solve import solve_cpsat
     from solver.exhaustive import solve_exhaustive
     from solver.tables import build_tables
 
+    step = step or (lambda label: nullcontext())
     space = build_space(model, job, placement, pins=resolve_recompute_kind(model, pins), ranges=bounds)
     # the throughput solve expands only the structural rows that can hold a top-K answer (solver/prune.py);
     # --method exhaustive and the other objectives enumerate every row
     prune_k = k if method == "cpsat" and objective == "throughput" else None
-    tables = build_tables(space, profile, margin, prune_k=prune_k)
+    with step("building tables"):
+        tables = build_tables(space, profile, margin, prune_k=prune_k)
     if method == "exhaustive":
-        return solve_exhaustive(tables, k, margin_fraction=margin, objective=objective), tables, None
+        with step("scanning the tables"):
+            return solve_exhaustive(tables, k, margin_fraction=margin, objective=objective), tables, None
     if proposer_config is not None and proposer_config.kind != "none" and objective == "throughput":
         from solver.proposer import solve_with_proposer
 
-        result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config)
+        with step(f"proposer ({proposer_config.kind}) rounds and the final CP-SAT solve"):
+            result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config)
         return result, tables, report
-    return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s, objective=objective), tables, None
+    with step("CP-SAT solve"):
+        return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s, objective=objective), tables, None
 
 
 def bound_fields(result, objective: str, placement) -> dict:

@@ -99,3 +99,10 @@ def test_progress_goes_to_stderr_only_and_json_stays_clean():
     finally:
         progress.configure(None)
     assert code == 0 and json.loads(out)["recipes"]
+
+
+def test_a_table_wider_than_the_terminal_folds_text_and_never_crops_a_number():
+    rows = [{"name": "distributed_optimizer", "n": 123456789, "x": 12345.25}]
+    text = to_table(rows, [("name", "name", "{}"), ("big number", "n", "{}"), ("free GiB", "x", "{:.2f}")], width=20)
+    assert "123456789" in text and "12345.25" in text and "GiB" in text and "…" not in text
+    assert "distributed_optimizer" in "".join(line.split()[0] for line in text.splitlines()[1:] if line.split())
