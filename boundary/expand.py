@@ -30,7 +30,7 @@ def expand_groups(pattern: re.Pattern, text: str, label: str, error: Callable[[s
     while True:
         grown = [len(text)]
 
-        def repeat(m: re.Match) -> str:
+        def repeat(m: re.Match, grown: list = grown) -> str:  # bound now: sub() calls it within this pass
             count = repeat_count(m.group(2), label, error)
             grown[0] += len(m.group(1)) * count - len(m.group(0))
             if grown[0] > limit:

@@ -75,7 +75,8 @@ MODELLED: frozenset[str] = frozenset("""
 --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --moe-token-dispatcher-type --moe-grouped-gemm
 --overlap-moe-expert-parallel-comm --fp8-param-gather --grad-reduce-in-bf16 --cross-entropy-loss-fusion
 --num-distributed-optimizer-instances --moe-shared-expert-overlap --cpu-offloading-num-layers
---window-size --window-attn-skip-freq --no-rope-freq --qk-l2-norm --hybrid-layer-pattern --hybrid-override-pattern --mamba-num-heads --mamba-head-dim --mamba-state-dim --mamba-num-groups
+--window-size --window-attn-skip-freq --no-rope-freq --qk-l2-norm --hybrid-layer-pattern --hybrid-override-pattern
+--mamba-num-heads --mamba-head-dim --mamba-state-dim --mamba-num-groups
 """.split())
 
 # Flags no spec field holds but that a rule reads: legality rules over `MegatronConfig.raw` (constraints/rules*.py),

@@ -127,5 +127,5 @@ def build_model(tables: Tables, pins: Optional[dict[str, Sequence]] = None, hint
         hit = np.flatnonzero((a == hint[0]) & (h == hint[1]))
         if len(hit):
             for i, p in enumerate(pick):
-                m.add_hint(p, i == int(hit[0]))
+                m.add_hint(p, int(i == int(hit[0])))  # an int: OR-Tools < 9.12 refuses a bool hint value
     return rm
