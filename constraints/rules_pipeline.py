@@ -55,7 +55,9 @@ def layers_split(x: RuleInput) -> Optional[Violation]:
     except StageSplitError as exc:
         L = x.model.num_layers
         extra = int(r.account_for_embedding_in_pipeline_split) + int(r.account_for_loss_in_pipeline_split)
-        ok = [p for p in divisors(L + extra) if (L + extra) % (p * r.vpp) == 0]
+        # a PP that splits the layers and also fits this world's dense and expert grids (so the fix passes check)
+        ok = [p for p in divisors(L + extra) if (L + extra) % (p * r.vpp) == 0
+              and x.world_size % (p * r.tp * r.cp) == 0 and x.world_size % (p * r.ep * r.etp_effective) == 0]
         if r.first_stage_layers or r.last_stage_layers:  # the uneven counts are what breaks: bound them, keep PP
             ends = int(bool(r.first_stage_layers)) + int(bool(r.last_stage_layers))
             fix = (f"give --decoder-first/last-pipeline-num-layers that leave a positive middle divisible by {r.pp - ends} "

@@ -71,7 +71,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         from solver.suggest import suggest_fix
 
         with step("searching the nearest legal recipe"):
-            data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin)
+            data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin, flags=loaded.flags, env=loaded.env)
     result = CheckResult.model_validate(data)
     result._case = loaded.case
     return result

@@ -71,7 +71,7 @@ def format_suggestion(sug) -> list[str]:
         return [f"suggestion: none ({sug.get('message', 'no legal recipe found')})"]
     changes = sug.get("changes") or {}
     n = sug.get("changed_axes", len(changes))
-    head = f"suggestion: nearest legal recipe changes {n} axis" + ("" if n == 1 else "es")
+    head = f"suggestion: nearest legal recipe changes {n} field" + ("" if n == 1 else "s")
     proj, peak = sug.get("projection"), sug.get("peak_bytes")
     tail = []
     if peak is not None:

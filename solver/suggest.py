@@ -6,7 +6,10 @@ choice, and listed among the changes when they differ); found over the same exac
 """
 from __future__ import annotations
 
+from typing import Mapping, Optional
+
 import numpy as np
+from pydantic import ValidationError
 
 from constraints.case import Case
 from solver.cpsat_model import axis_value
@@ -28,14 +31,18 @@ _SEARCHED_FIELDS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sequ
 
 def _own_values(case: Case) -> dict:
     r = case.recipe
-    return {"tp": r.tp, "pp": r.pp, "vpp": r.vpp, "cp": r.cp, "ep": r.ep, "etp": r.etp if case.model.is_moe else None,
+    return {"tp": r.tp, "pp": r.pp, "vpp": r.vpp, "cp": r.cp, "ep": r.ep, "etp": r.etp_effective if case.model.is_moe else None,
             "mbs": r.mbs, "sp": r.sp_active, "recompute": recompute_name(r.recompute), "schedule": r.schedule.value,
             "dp_sharding": r.dp_sharding.value, "acc_split": r.account_for_embedding_in_pipeline_split,
             "uneven_stages": r.first_stage_layers is not None or r.last_stage_layers is not None,
             "tp_comm_overlap": r.tp_comm_overlap}
 
 
-def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50) -> dict:
+def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50, flags: Optional[Mapping] = None,
+                env: Optional[Mapping] = None) -> dict:
+    """The nearest legal, fitting recipe. Fields the search does not vary (fp8 param gather, vocabulary padding,
+    fusions, ...) keep the user's values where the result still passes check; the answer is re-verified by check_case
+    with the same flags and environment as the user's check, and `changed_axes` counts every changed field."""
     from hardware.profile import load_profile
 
     profile = load_profile(case.placement.hardware)
@@ -63,20 +70,45 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50) -
         if r is not None:
             best_d = int(dist[j]) if best_d is None else best_d
             found.append(r)
-    if not found:
+    chosen = _verified(case, sorted(found, key=lambda r: r.key), profile, margin_fraction, flags, env)
+    if chosen is None:
         return {"found": False, "message": "no verified legal recipe among the nearest candidates"}
-    top = sorted(found, key=lambda r: r.key)[0]
+    top, r1, report, projection = chosen
     new = {axis: axis_value(tables, top.act, top.shard, axis) for axis in AXES}
     changes = {k: {"from": own[k], "to": new[k]} for k in AXES if new[k] != own[k]}
-    r0, r1 = case.recipe, top.recipe  # MoE variants and split sizes are chosen per candidate: say when they differ
+    r0 = case.recipe  # MoE variants and split sizes are chosen per candidate: say when they differ
     for field in ("moe_dispatcher", "overlap_moe_expert_parallel_comm", "first_stage_layers", "last_stage_layers"):
         _note_change(changes, r0, r1, field)
     for field in type(r0).model_fields:  # flags the search does not vary: the suggestion carries their defaults
         if field not in _SEARCHED_FIELDS and field not in changes:
             _note_change(changes, r0, r1, field, note="not searched")
-    return {"found": True, "changed_axes": best_d, "changes": changes,
-            "recipe": top.recipe.model_dump(mode="json"), "projection": top.check.projection,
-            "peak_bytes": top.check.memory.peak_bytes}
+    return {"found": True, "changed_axes": len(changes), "changes": changes,
+            "recipe": r1.model_dump(mode="json"), "projection": projection, "peak_bytes": report.memory.peak_bytes}
+
+
+def _verified(case: Case, ranked: list, profile, margin: float, flags, env):
+    """(candidate, recipe, report, projection) for the first candidate that passes check with the user's flags and
+    env: with the user's values of the fields not searched kept, else as searched; None if none passes."""
+    from constraints.check import check_case
+    from measure.project import project
+
+    r0 = case.recipe
+    keep = {f: getattr(r0, f) for f in type(r0).model_fields if f not in _SEARCHED_FIELDS}
+    for cand in ranked:
+        options = []
+        try:
+            options.append(type(r0).model_validate({**cand.recipe.model_dump(), **keep}))
+        except ValidationError:
+            pass
+        options.append(cand.recipe)
+        for recipe in options:
+            report = check_case(case.model_copy(update={"recipe": recipe}), profile, flags=flags, env=env,
+                                margin_fraction=margin)
+            if report.ok:
+                proj = cand.check.projection if recipe == cand.recipe else \
+                    project(case.model, case.job, recipe, case.placement, profile).model_dump(mode="json")
+                return cand, recipe, report, proj
+    return None
 
 
 def _note_change(changes: dict, r0, r1, field: str, **extra) -> None:
