@@ -28,12 +28,13 @@ class _UserError(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
-def case_violations(case: Case) -> list[str]:
-    """One line per error-severity violation (rules and memory) from `check_case`, as `rule: message (fix: ...)`."""
+def case_violations(case: Case, flags=None, env=None) -> list[str]:
+    """One line per error-severity violation (rules and memory) from `check_case`, as `rule: message (fix: ...)`;
+    `flags`/`env` are a launch script's raw Megatron flags and environment, judged as `check` judges them."""
     from constraints.check import check_case
     from hardware.profile import load_profile
 
-    report = check_case(case, load_profile(case.placement.hardware))
+    report = check_case(case, load_profile(case.placement.hardware), flags=flags, env=env)
     lines = [f"{v.rule}: {v.message} (fix: {v.fix})" for v in report.violations]
     return lines + [f"render: {note}" for note in unsupported_features(case)]
 
@@ -47,7 +48,7 @@ def write_script(path: str | Path, text: str) -> None:
 
 
 @click.command("render")
-@click.argument("recipe_file", metavar="RECIPE.yaml", type=click.Path(dir_okay=False))
+@click.argument("recipe_file", metavar="RECIPE.yaml|SCRIPT", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="torchrun", show_default=True,
               help="torchrun: a per-node launch script; slurm: an sbatch file running srun torchrun")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write here (atomically) instead of stdout")
@@ -58,19 +59,33 @@ def write_script(path: str | Path, text: str) -> None:
 @click.option("--checkpoint-dir", default=CHECKPOINT_DIR_PLACEHOLDER, show_default=True, help="--save/--load directory")
 @click.option("--megatron-path", default=MEGATRON_PATH_PLACEHOLDER, show_default=True,
               help="Megatron-LM checkout holding pretrain_gpt.py (env MEGATRON_PATH overrides it at run time)")
+@click.option("--hardware", default=None, help="for a launch script: hardware profile (as `check`)")
+@click.option("--nodes", type=click.IntRange(min=1), default=None, help="for a launch script: nodes (as `check`)")
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=None, help="for a launch script: GPUs per node")
 def render_command(recipe_file: str, fmt: Format, output: Optional[str], force: bool, data_path: str,
-                   tokenizer_model: Optional[str], checkpoint_dir: str, megatron_path: str) -> None:
+                   tokenizer_model: Optional[str], checkpoint_dir: str, megatron_path: str,
+                   hardware: Optional[str] = None, nodes: Optional[int] = None, gpus_per_node: Optional[int] = None) -> None:
     """Render a recipe as a ready-to-run Megatron-LM launch script.
 
-    The recipe is checked first; an illegal one is refused (exit 1) unless --force.
+    The recipe is checked first; an illegal one is refused (exit 1) unless --force. RECIPE may also be a
+    Megatron launch script or argument file, read as `check` reads it (with --hardware/--nodes/--gpus-per-node).
 
     \b
     Example:
       shardplan render constraints/examples/llama3-70b-h100.yaml --format slurm -o train.sbatch \\
           --data-path /data/fineweb_text_document --megatron-path /opt/Megatron-LM
     """
+    flags = env = None
+    early: list[str] = []
     try:
-        case = load_case_yaml(recipe_file)
+        if Path(recipe_file).suffix in (".yaml", ".yml"):
+            case = load_case_yaml(recipe_file)
+        else:  # a launch script or argument file: the recipe `check` reads from it
+            from solver.inputs import load_check_input
+
+            loaded = load_check_input(recipe_file, hardware, nodes, gpus_per_node)
+            case, flags, env = loaded.case, loaded.flags, loaded.env
+            early = [f"{v.rule}: {v.message} (fix: {v.fix})" for v in loaded.preflight_violations]
     except ValueError as exc:
         raise _UserError(str(exc).splitlines()[0]) from None
     try:
@@ -79,7 +94,7 @@ def render_command(recipe_file: str, fmt: Format, output: Optional[str], force: 
     except ValueError as exc:
         raise _UserError(str(exc)) from None
     try:
-        violations = case_violations(case)
+        violations = early + case_violations(case, flags, env)
     except ValueError as exc:  # e.g. an unknown hardware profile: nothing to check against
         if not force:
             raise _UserError(str(exc).splitlines()[0]) from None
