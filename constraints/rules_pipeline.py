@@ -44,7 +44,7 @@ def uneven_split_exclusive(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule(reads=SPLIT_FIELDS)
+@rule(reads=SPLIT_FIELDS + " tp cp ep etp")  # tp cp ep etp: only the fix's PP, chosen to fit the world's grids
 def layers_split(x: RuleInput) -> Optional[Violation]:
     """[9][10][11] The decoder layers (+1 per account-for flag) must split over PP (x VPP) stages; uneven
     first/last stages must leave a positive, evenly divisible middle; each chunk needs >= 1 layer
