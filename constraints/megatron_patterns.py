@@ -18,6 +18,9 @@ from constraints.spec import MAX_NUM_LAYERS
 def moe_layer_pattern(freq: Any, num_layers: int) -> tuple[bool, ...]:
     """--moe-layer-freq: an int N means layer i is MoE iff i % N == 0; else a python list expression such as
     "([0]*3+[1]*58)" (arguments.py moe_freq_type / _eval_pattern). Evaluated over int lists only, never eval()."""
+    if num_layers > MAX_NUM_LAYERS:  # checked before a per-layer tuple is built (10^9 layers took GBs and minutes)
+        raise MegatronArgsError(f"--num-layers {num_layers:,} is above the {MAX_NUM_LAYERS} layers shardplan models "
+                                "(the deepest published LLMs have under 200); give the model's layer count")
     text = str(freq).strip()
     if re.fullmatch(r"[0-9]+", text):
         n = int(text)
