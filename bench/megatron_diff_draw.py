@@ -49,6 +49,8 @@ def _precisions(profile) -> list[Precision]:
         out += [Precision.fp8_delayed, Precision.fp8_tensorwise, Precision.fp8_blockwise]
     if profile.supports_mxfp8:
         out += [Precision.mxfp8]
+    if profile.vendor == "nvidia" and (profile.compute_capability or 0) >= 10:  # NVFP4 (constraints/rules_fp4.py)
+        out += [Precision.nvfp4]
     return out
 
 
@@ -156,6 +158,8 @@ def legal_looking(rng: random.Random) -> tuple[str, str, int, int, JobSpec, Reci
             recipe["moe_dispatcher"] = MoeDispatcher.alltoall
     if precision.is_fp8 and sharding != DataParallelSharding.none and rng.random() < 0.2:
         recipe["fp8_param_gather"] = True
+    if precision.is_fp4 and rng.random() < 0.3:
+        recipe["fp4_param_gather"] = True
     if rng.random() < 0.1:
         recipe["cross_entropy_loss_fusion"] = False
     job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision,

@@ -18,7 +18,11 @@ from constraints.window import flags_from_skip_freq
 
 
 def hybrid_pattern(raw: dict[str, Any]) -> Optional[str]:
-    """The unified pattern string of the flags, or None for a transformer model."""
+    """The unified pattern string of the flags, or None for a transformer model. Linear-attention (gated delta-net)
+    layers are refused here: --linear-attention-freq has no terms in shardplan."""
+    if raw.get("--linear-attention-freq") is not None:
+        raise MegatronArgsError("--linear-attention-freq: gated delta-net linear attention layers (Qwen3-Next) are not "
+                                "modelled; shardplan cannot price this model")
     new, old = raw.get("--hybrid-layer-pattern"), raw.get("--hybrid-override-pattern")
     if new is not None and old is not None:
         raise MegatronArgsError("--hybrid-override-pattern and --hybrid-layer-pattern cannot both be given "

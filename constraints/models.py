@@ -26,6 +26,13 @@ class ModelError(ShardplanError):
     """A model that cannot be found or understood; the message is one line for the user."""
 
 
+# HF model types whose layers shardplan has no terms for (each named in the README's Limits)
+NOT_MODELLED_TYPES = {
+    "qwen3_next": "gated delta-net linear attention layers (Qwen3-Next; Megatron --linear-attention-freq)",
+    "qwen3_5": "gated delta-net linear attention layers (Qwen3.5)", "qwen3_5_moe": "gated delta-net linear attention layers (Qwen3.5)",
+}
+
+
 def bundled_models() -> list[str]:
     return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
 
@@ -99,6 +106,8 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         return _nemotron_h(raw, name)
     if mt in ("llama4", "llama4_text"):
         return _llama4(raw, name)
+    if mt in NOT_MODELLED_TYPES:
+        raise ModelError(f"model {name}: {NOT_MODELLED_TYPES[mt]} are not modelled; shardplan cannot price this model")
     if mt == "gpt2":
         h = raw["n_embd"]
         return ModelSpec(

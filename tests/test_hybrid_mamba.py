@@ -158,3 +158,15 @@ def test_solve_refuses_hybrid_models_in_one_line():
         build_space(load_model(NANO), JobSpec(seq_length=8192, global_batch_size=64),
                     Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
     assert "\n" not in str(exc.value)
+
+
+def test_linear_attention_is_refused_as_not_modelled():
+    """Gated delta-net layers (Megatron --linear-attention-freq, hybrid symbol G, HF qwen3_next) have no terms here."""
+    with pytest.raises(MegatronArgsError, match="not modelled"):
+        parse_megatron_args(_flags("--linear-attention-freq", "4"))
+    with pytest.raises(MegatronArgsError, match="gated delta net"):
+        parse_megatron_args(["--hybrid-layer-pattern", "MG*-"] + _flags()[2:])
+    from constraints.models import ModelError
+    with pytest.raises(ModelError, match="not modelled"):
+        model_from_mapping({"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_heads": 16,
+                            "num_hidden_layers": 48, "intermediate_size": 5120, "vocab_size": 151936}, "q3n")
