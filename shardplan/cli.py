@@ -141,7 +141,7 @@ def check_command(file, hardware, nodes, gpus_per_node, model, max_memory_fracti
 
 
 @cli.command("schema")
-@click.argument("name", required=False, type=click.Choice(["check", "solve", "render", "models", "hardware"]))
+@click.argument("name", required=False, type=click.Choice(["check", "solve", "render", "models", "hardware", "sweep"]))
 def schema_command(name) -> None:
     """Print the JSON Schema of a command's JSON result (all of them, keyed by command, without NAME).
 

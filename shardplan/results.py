@@ -14,6 +14,7 @@ from constraints.check import MemorySummary
 from constraints.rules import Violation
 from constraints.spec import Recipe
 from measure.project import Projection
+from shardplan.sweep import SweepResult
 from solver.proposer.report import HintReport
 
 
@@ -185,8 +186,8 @@ class HardwareInfo(Result):
     scale_out_gb_per_s: float
 
 
-RESULT_TYPES: dict[str, type[Result]] = {"check": CheckResult, "solve": SolveResult, "render": RenderResult,
-                                         "models": ModelInfo, "hardware": HardwareInfo}
+RESULT_TYPES: dict[str, type[BaseModel]] = {"check": CheckResult, "solve": SolveResult, "render": RenderResult,
+                                            "models": ModelInfo, "hardware": HardwareInfo, "sweep": SweepResult}
 
 
 def schemas() -> dict[str, dict[str, Any]]:

@@ -70,7 +70,7 @@ def test_check_result_matches_check_json_and_round_trips():
 
 def test_schemas_forbid_unknown_keys_and_name_every_json_key():
     schemas = shardplan.schemas()
-    assert set(schemas) == {"check", "solve", "render", "models", "hardware"}
+    assert set(schemas) == {"check", "solve", "render", "models", "hardware", "sweep"}
     for name, schema in schemas.items():
         assert schema["additionalProperties"] is False, name
     data = shardplan.check(EXAMPLE).to_json()

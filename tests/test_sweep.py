@@ -85,6 +85,9 @@ def test_sweep_cli_formats(tmp_path):
     js = _cli("--nodes", "1,2", "--format", "json", "--train-tokens", "1e11", "--usd-per-gpu-hour", "2")
     assert js.returncode == 0, js.stderr
     result = SweepResult.model_validate(json.loads(js.stdout))
+    schema = json.loads(subprocess.run([sys.executable, "-m", "shardplan.cli", "schema", "sweep"], capture_output=True, text=True,
+                                       cwd=ROOT, timeout=120, check=True).stdout)
+    assert schema["title"] == "SweepResult" and set(json.loads(js.stdout)) <= set(schema["properties"])
     assert [p.gpus for p in result.points] == [8, 16] and all(p.cost_usd > 0 for p in result.points)
     out = _cli("--nodes", "1,2", "--format", "csv", "--report", str(tmp_path / "s.html"))
     assert out.returncode == 0, out.stderr
