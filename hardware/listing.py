@@ -9,19 +9,6 @@ from hardware.profile import HardwareProfile, available_profiles, load_profile
 
 _GIB = 1024**3
 
-# (column header, key in profiles_table rows, format) for the plain-text table.
-_COLUMNS = (
-    ("name", "name", "{}"),
-    ("bf16 TFLOP/s", "bf16_tflops", "{:.1f}"),
-    ("fp8 TFLOP/s", "fp8_tflops", "{:.1f}"),
-    ("HBM GiB", "hbm_gib", "{:.1f}"),
-    ("HBM TB/s", "hbm_tb_per_s", "{:.2f}"),
-    ("domain", "scale_up_domain_size", "{}"),
-    ("GPUs/node", "gpus_per_node", "{}"),
-    ("scale-up GB/s", "scale_up_gb_per_s", "{:.1f}"),
-    ("scale-out GB/s", "scale_out_gb_per_s", "{:.1f}"),
-)
-
 
 def profile_row(profile: HardwareProfile) -> dict:
     """One profile as a flat dict; bandwidths are per GPU, one direction."""
@@ -43,20 +30,3 @@ def profile_row(profile: HardwareProfile) -> dict:
 def profiles_table() -> list[dict]:
     """Every bundled profile, sorted by name, as rows for a table or JSON."""
     return [profile_row(load_profile(name)) for name in available_profiles()]
-
-
-def _format_cell(value, fmt: str) -> str:
-    return "-" if value is None else fmt.format(value)
-
-
-def render_table(rows: list[dict]) -> str:
-    """Plain aligned text: a header line, then one line per profile."""
-    cells = [[header for header, _, _ in _COLUMNS]]
-    cells += [[_format_cell(row[key], fmt) for _, key, fmt in _COLUMNS] for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(_COLUMNS))]
-    lines = []
-    for line in cells:
-        first = line[0].ljust(widths[0])
-        rest = [cell.rjust(width) for cell, width in zip(line[1:], widths[1:])]
-        lines.append("  ".join([first, *rest]))
-    return "\n".join(lines)

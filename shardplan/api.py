@@ -72,9 +72,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
 
         with step("searching the nearest legal recipe"):
             data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin, flags=loaded.flags, env=loaded.env)
-    result = CheckResult.model_validate(data)
-    result._case = loaded.case
-    return result
+    return CheckResult.of(data, loaded.case)
 
 
 def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: int = 8,
@@ -137,8 +135,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         from templates.cli_render import render_solutions
 
         render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
-    out._context = (spec, placement, job)
-    return out
+    return out.for_context(spec, placement, job)
 
 
 def _run_solve(spec, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, config, objective, target):

@@ -64,6 +64,13 @@ class CheckResult(Result):
         """The judged `constraints.case.Case` (model, job, recipe, placement)."""
         return self._case
 
+    @classmethod
+    def of(cls, data: dict[str, Any], case) -> "CheckResult":
+        """The result from check's JSON fields, remembering the judged Case (not part of the JSON)."""
+        result = cls.model_validate(data)
+        result._case = case
+        return result
+
 
 class Parallel(Result):
     """The parallel layout of one answer, with what follows from it (DP, expert-DP, micro-batches)."""
@@ -145,6 +152,11 @@ class SolveResult(Result):
     def context(self):
         """(model, placement, job) the answer is for."""
         return self._context
+
+    def for_context(self, model, placement, job) -> "SolveResult":
+        """Remember (model spec, placement, job) the answer is for (not part of the JSON); returns self."""
+        self._context = (model, placement, job)
+        return self
 
 
 class RenderResult(Result):
