@@ -196,7 +196,11 @@ def _stated_model_flags(raw: dict[str, Any], m: ModelSpec) -> list[tuple[str, An
                               ("--multi-latent-attention", m.multi_latent_attention),
                               ("--untie-embeddings-and-output-weights", not m.tied_embeddings),
                               ("--disable-bias-linear", not m.mlp_bias)):
-        # a flag the arguments leave out builds Megatron's default (no SwiGLU, tied, biased...): compare both ways
+        # a flag the arguments leave out builds Megatron's default (no SwiGLU, tied, biased...): compare both ways.
+        # Under MLA, --qk-layernorm is how Megatron's MLA spec normalises DeepSeek's q/kv latents
+        # (gpt_layer_specs.py: q_layernorm / kv_layernorm for MLA): not a conflict with an MLA model's config.
+        if flag == "--qk-layernorm" and m.multi_latent_attention:
+            continue
         if raw.get(flag) is True or shape_stated:
             pairs.append((flag, bool(raw.get(flag)), model_value))
     if "--normalization" in raw or shape_stated:

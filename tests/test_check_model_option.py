@@ -84,3 +84,25 @@ def test_switch_the_arguments_leave_out_is_compared_too(tmp_path):
     args.write_text(A5_ARGS.replace("--swiglu ", ""))
     with pytest.raises(InputError, match=r"--swiglu"):
         load_check_input(str(args), "h100-sxm-80gb", 1, 8, model="Llama-3.1-8B")
+
+
+def test_qk_layernorm_with_mla_is_not_a_conflict_with_deepseek_v3(tmp_path):
+    """Megatron's MLA spec normalises DeepSeek's q/kv latents when --qk-layernorm is given; --model DeepSeek-V3 (whose
+    config has no qk norm field) must accept it, while a non-MLA model still refuses a --qk-layernorm it lacks."""
+    from solver.inputs import InputError, load_check_input
+
+    mla = ("--num-layers 61 --hidden-size 7168 --num-attention-heads 128 --multi-latent-attention --qk-layernorm "
+           "--q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128 --swiglu "
+           "--normalization RMSNorm --untie-embeddings-and-output-weights --disable-bias-linear --seq-length 4096 "
+           "--micro-batch-size 1 --global-batch-size 1024 --bf16 --tensor-model-parallel-size 8 "
+           "--pipeline-model-parallel-size 16 --expert-model-parallel-size 64\n")
+    args = tmp_path / "dsv3.args"
+    args.write_text(mla)
+    loaded = load_check_input(str(args), "h100-sxm-80gb", 128, 8, model="DeepSeek-V3")
+    assert loaded.case.model.name == "DeepSeek-V3"
+    dense = tmp_path / "llama.args"
+    dense.write_text("--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --group-query-attention "
+                     "--num-query-groups 8 --swiglu --qk-layernorm --seq-length 4096 --micro-batch-size 1 --global-batch-size 64 "
+                     "--bf16\n")
+    with pytest.raises(InputError, match="--qk-layernorm"):
+        load_check_input(str(dense), "h100-sxm-80gb", 1, 8, model="Llama-3.1-8B")
