@@ -12,6 +12,7 @@ becomes unknown; a launch line inside such a construct is an error naming the li
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 from typing import Optional
@@ -25,7 +26,17 @@ SCRIPT_RE = re.compile(r"^(pretrain|finetune)_[A-Za-z0-9_]*\.py$")
 FUNC_RE = re.compile(r"^(?:function\s+([A-Za-z_][A-Za-z0-9_-]*)(?:\s*\(\))?|([A-Za-z_][A-Za-z0-9_-]*)\s*\(\))\s*(\{)?")
 KEYWORD_RE = re.compile(r"^(then|do|else)\s+(.*)$", re.S)
 OPENERS = {"if": "fi", "for": "done", "while": "done", "until": "done", "select": "done", "case": "esac", "{": "}"}
-MAX_STEPS = 200_000  # statements run, all loops and calls together: bounds `while true` and recursion
+MAX_STEPS = 20_000  # statements run, all loops and calls together: bounds `while true` and recursion (~1 s)
+
+
+@functools.lru_cache(maxsize=8192)
+def _words_of(text: str) -> tuple[str, ...]:
+    return tuple(split_words(text))
+
+
+def stmt_words(s: str) -> list[str]:
+    """The raw words of a statement, memoised by its text: loops re-read the same statements."""
+    return list(_words_of(str(s)))
 
 
 class ScriptExit(Exception):
@@ -75,7 +86,7 @@ class Blocks:
         m = KEYWORD_RE.match(s)
         if m:  # `then CMD`, `do CMD`, `else CMD` left at block level: the command part
             return self.statement(stmts[:i] + [Stmt(m.group(2), s.line, s.heredocs)] + stmts[i + 1:], i)
-        words = split_words(s)
+        words = stmt_words(s)
         head = words[0]
         fm = FUNC_RE.match(s)
         if fm and (head == "function" or "(" in words[0] or len(words) > 1 and words[1].startswith("(")):
@@ -101,10 +112,18 @@ class Blocks:
         self._simple(words, s)
         return i + 1
 
+    def _tick(self, n: int) -> None:
+        """Count `n` statements visited (run or scanned) against MAX_STEPS, which bounds the whole walk's time."""
+        self.steps += n
+        if self.steps > MAX_STEPS:
+            raise LaunchScriptError(f"the script runs more than {MAX_STEPS} statements (a loop that does not end?); "
+                                    "simplify the loop")
+
     def _end(self, stmts: list[Stmt], i: int) -> int:
         """Index of the statement closing the block opened at stmts[i]."""
         depth = 0
         for j in range(i, len(stmts)):
+            self._tick(1)
             head = stmt_head(stmts[j])
             if head in OPENERS or opens_body(stmts[j]):
                 depth += 1
@@ -146,6 +165,7 @@ class Blocks:
     def _arms(self, body: list[Stmt], splitters: tuple) -> list[tuple[Stmt, list[Stmt]]]:
         """Split a block's inner statements at depth-0 statements whose head is in `splitters`."""
         arms: list[tuple[Stmt, list[Stmt]]] = [(body[0], [])]
+        self._tick(len(body))
         depth = 0
         for s in body[1:-1]:
             head = stmt_head(s)
@@ -161,7 +181,7 @@ class Blocks:
 
     def _if(self, body: list[Stmt]) -> None:
         for head_stmt, stmts in self._arms(body, ("elif", "else")):
-            words = split_words(head_stmt)
+            words = stmt_words(head_stmt)
             if words[0] == "else":
                 self.block(strip_keyword(stmts, head_stmt, "else"))
                 return
@@ -176,7 +196,7 @@ class Blocks:
 
     def _for(self, body: list[Stmt]) -> None:
         head = body[0]
-        words = split_words(head)
+        words = stmt_words(head)
         if len(words) < 2 or words[1].startswith("(("):
             self._not_followed(head, "a C-style `for ((...))` loop", body, launch_inside_is_error=True)
             return
@@ -205,7 +225,7 @@ class Blocks:
 
     def _while(self, body: list[Stmt]) -> None:
         head = body[0]
-        words = split_words(head)
+        words = stmt_words(head)
         until = words[0] == "until"
         inner = strip_keyword(body[1:-1], None, "do")
         while True:
@@ -230,7 +250,8 @@ class Blocks:
 
     def _case(self, body: list[Stmt]) -> None:
         head = body[0]
-        words = split_words(head)
+        self._tick(len(body))
+        words = stmt_words(head)
         if len(words) < 3 or words[2] != "in":
             raise LaunchScriptError(f"line {head.line}: `case` needs `case WORD in`; fix the statement")
         subject = self.sh.scalar(words[1])
@@ -298,7 +319,7 @@ class Blocks:
 
 
 def stmt_head(s: str) -> str:
-    w = split_words(s)
+    w = stmt_words(s)
     return w[0] if w else ""
 
 
@@ -367,7 +388,7 @@ def split_bars(text: str) -> list[str]:
 def assigned_names(s: str) -> list[str]:
     """Names a statement could set: assignments, export/declare/local/read/unset targets, for variables."""
     try:
-        words = split_words(s)
+        words = stmt_words(s)
     except LaunchScriptError:
         return []
     names = [ASSIGN_RE.match(w).group(1) for w in words if ASSIGN_RE.match(w)]

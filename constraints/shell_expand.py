@@ -308,4 +308,5 @@ class Shell:
         try:
             return str(eval_int(text))
         except (SyntaxError, ValueError, ZeroDivisionError) as e:
-            raise LaunchScriptError(f"cannot evaluate $(({expr})): {e}; use integer arithmetic only") from None
+            shown = expr if len(expr) <= 60 else expr[:60] + "..."
+            raise LaunchScriptError(f"cannot evaluate $(({shown})): {e}; use integer arithmetic only") from None

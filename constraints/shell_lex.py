@@ -17,7 +17,11 @@ from boundary.errors import ShardplanError
 HEREDOC_MARK = "\x00<<{}\x00"  # replaces `<<WORD` in a statement; the index names its body in Stmt.heredocs
 
 class LaunchScriptError(ShardplanError):
-    """A launch script shardplan cannot turn into an argument list; the message is one line."""
+    """A launch script shardplan cannot turn into an argument list; the message is one line (script text quoted in it
+    has its newlines and tabs shown as spaces)."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(" ".join(str(message).replace("\x00", "").split()))
 
 class Stmt(str):
     """One statement's raw text, with the line it starts on and the script's here-document bodies."""
