@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 import shardplan
+from boundary.errors import InputRefused
 from constraints.case import CaseError
 from constraints.megatron_errors import MegatronArgsError
 from constraints.models import ModelError
@@ -86,7 +87,8 @@ def test_render_returns_the_script():
     assert res.format == "slurm" and res.script.startswith("#!") and "pretrain_gpt.py" in res.script and res.problems == []
 
 
-@pytest.mark.parametrize("cls", [CaseError, MegatronArgsError, ModelError, LaunchScriptError, ProfileError, InputError, SpaceError])
+@pytest.mark.parametrize("cls", [CaseError, MegatronArgsError, ModelError, LaunchScriptError, ProfileError, InputError, SpaceError,
+                                 InputRefused])
 def test_input_errors_are_shardplan_errors(cls):
     assert issubclass(cls, shardplan.ShardplanError)
 
