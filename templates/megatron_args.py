@@ -279,6 +279,8 @@ def _moe_args(model: ModelSpec, recipe: Recipe) -> list[str]:
                  "--moe-router-load-balancing-type", "seq_aux_loss", "--moe-aux-loss-coeff", "1e-4"]
     else:  # Megatron examples/mixtral: aux_loss with coefficient 1e-2
         args += ["--moe-router-load-balancing-type", "aux_loss", "--moe-aux-loss-coeff", "1e-2"]
+        if model.moe_router_topk == 1:  # softmax over one score has no gradient: TransformerConfig demands pre-softmax
+            args += ["--moe-router-pre-softmax"]
     if recipe.moe_grouped_gemm:
         args += ["--moe-grouped-gemm"]
     args += ["--moe-token-dispatcher-type", recipe.moe_dispatcher.value]

@@ -89,6 +89,8 @@ CASES = {
     # per-layer attention variants (constraints/rules_layer_variants.py)
     "no_rope_freq": (dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 4}),
                      dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 5})),
+    "top1_router_pre_softmax": (dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--moe-router-topk": 1, "--moe-router-pre-softmax": True}),
+                                dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--moe-router-topk": 1})),
 }
 
 
