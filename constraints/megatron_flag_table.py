@@ -155,9 +155,9 @@ TABLE = """
 --moe-paged-stash:T --moe-per-layer-logging:T~ --moe-permute-fusion-into-hybridep:T --moe-permute-fusion:T~
 --moe-router-bias-update-rate:f~ --moe-router-dtype:s~ --moe-router-enable-expert-bias:T --moe-router-force-biased:f
 --moe-router-force-load-balancing:T~ --moe-router-fusion:T~ --moe-router-group-topk:i
---moe-router-load-balancing-type:s+~ --moe-router-num-groups:i --moe-router-padding-for-fp8:T
+--moe-router-load-balancing-type:s+ --moe-router-num-groups:i --moe-router-padding-for-fp8:T
 --moe-router-padding-for-quantization:T --moe-router-pre-softmax:T --moe-router-quantile-balancing-ema:f
---moe-router-score-function:s~ --moe-router-topk-scaling-factor:f~ --moe-router-topk:i
+--moe-router-score-function:s --moe-router-topk-scaling-factor:f~ --moe-router-topk:i
 --moe-routing-trace-capture-hidden-states:T~ --moe-routing-trace-capture-logits:T~
 --moe-routing-trace-dump-weights:T~ --moe-routing-trace-max-training-iters:i~ --moe-routing-trace-path:s~
 --moe-shared-expert-gate:T --moe-shared-expert-glu-interleave-size:i --moe-shared-expert-intermediate-size:i

@@ -87,6 +87,8 @@ RULE_FLAGS: frozenset[str] = frozenset("""
 --use-tp-pp-dp-mapping --moe-enable-deepep --checkpoint-activations --step-batch-size-schedule
 --attention-backend --data-parallel-sharding-strategy --fp4-format --fp4-recipe --fp4-param-gather
 --ckpt-format --no-gradient-accumulation-fusion
+--moe-router-pre-softmax --moe-router-score-function --moe-router-load-balancing-type
+--tensor-parallel-num-weight-shards --expert-tensor-parallel-num-weight-shards
 """.split())
 
 

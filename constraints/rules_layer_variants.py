@@ -32,8 +32,9 @@ def top1_router_pre_softmax(x: RuleInput) -> Optional[Violation]:
     m, f = x.model, x.flags
     if not m.is_moe or m.moe_router_topk != 1 or "--moe-router-topk" not in f:
         return None
-    if (f.get("--moe-router-score-function", "softmax") != "softmax" or f.get("--moe-router-pre-softmax")
-            or f.get("--moe-router-load-balancing-type") == "sinkhorn"):
+    balancing = f.get("--moe-router-load-balancing-type") or []
+    balancing = balancing if isinstance(balancing, (list, tuple)) else [balancing]
+    if f.get("--moe-router-score-function", "softmax") != "softmax" or f.get("--moe-router-pre-softmax") or "sinkhorn" in balancing:
         return None
     return _v("top1_router_pre_softmax", "--moe-router-topk 1 with a softmax router needs --moe-router-pre-softmax",
               "add --moe-router-pre-softmax (or --moe-router-score-function sigmoid)")
