@@ -136,6 +136,13 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         raise ShardplanError(f"--nodes: give node counts of at least 1 ({nodes!r}), e.g. 1..64")
     if not 0.1 <= max_memory_fraction <= 1.0:
         raise ShardplanError(f"--max-memory-fraction: give 0.1..1.0 ({max_memory_fraction})")
+    from boundary.numbers import bounded_float
+
+    if train_tokens is not None:  # NaN / inf passed click's FloatRange and came out as NaN in the JSON
+        bounded_float(train_tokens, "--train-tokens", 0.0, 1e18, "the largest published pre-training runs use "
+                      "~4e13 tokens; give a finite token budget", lo_open=True)
+    if usd_per_gpu_hour is not None:
+        bounded_float(usd_per_gpu_hour, "--usd-per-gpu-hour", 0.0, 1e4, "give a finite price per GPU-hour")
     if usd_per_gpu_hour is not None and train_tokens is None:
         raise ShardplanError(f"--usd-per-gpu-hour: a cost needs a token budget ({usd_per_gpu_hour}); add --train-tokens N, e.g. 1e12")
     with input_boundary():

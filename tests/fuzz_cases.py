@@ -290,10 +290,27 @@ def profile_case(c) -> Case:
     return Case("profile", ["check", "{dir}/recipe.yaml", "--json"], files, json_shape="check")
 
 
+def sweep_case(c) -> Case:
+    """`sweep` over one or two small node counts with hostile budgets, node patterns and report targets."""
+    argv = ["sweep", "--model", pick(c, ["Llama-3.1-8B", "Qwen3-8B", "x" * 300]), "--hardware",
+            pick(c, ["h100-sxm-80gb", "b200,mi300x", "", "{dir}/fifo"]), "--nodes",
+            pick(c, ["1", "1..2", "0..1", "1..100000000", "1..1000000+1", "2,1", "99999999999999999999", "a..b"]),
+            "--seq-length", str(pick(c, [2048, 4096, 0])), "--global-batch-size", str(pick(c, [16, 64, 0])), "--json"]
+    files, keep = {}, []
+    if chance(c, 40):
+        argv += ["--train-tokens", str(pick(c, ["1e12", "nan", "inf", "0", "-1", "1e300"]))]
+        if chance(c, 50):
+            argv += ["--usd-per-gpu-hour", str(pick(c, ["2.5", "nan", "inf", "-1"]))]
+    if chance(c, 30):
+        files["fifo"], keep = "FIFO", ["fifo"]
+        argv += ["--report", pick(c, ["{dir}/fifo", "{dir}/out.html", "{dir}/missing/out.html"])]
+    return Case("sweep", argv, files, keep=keep)
+
+
 GENERATORS = {"recipe": recipe_case, "script": script_case, "render": render_case, "profile": profile_case,
-              "solve": model_file_case}
+              "solve": model_file_case, "sweep": sweep_case}
 # share of each kind in a mixed run: solve cases cost seconds each, the others tens of milliseconds
-WEIGHTS = {"recipe": 35, "script": 30, "render": 10, "profile": 20, "solve": 5}
+WEIGHTS = {"recipe": 35, "script": 30, "render": 10, "profile": 20, "solve": 5, "sweep": 2}
 
 
 def any_case(c) -> Case:

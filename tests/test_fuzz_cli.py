@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from tests.fuzz_cases import GENERATORS, DataChooser
 from tests.fuzz_run import judge, materialise, run_case
 
-LIMIT_S = {"recipe": 20, "script": 20, "render": 20, "profile": 20, "solve": 60}
-EXAMPLES = {"recipe": 200, "script": 120, "render": 60, "profile": 120, "solve": 30}
+LIMIT_S = {"recipe": 20, "script": 20, "render": 20, "profile": 20, "solve": 60, "sweep": 120}
+EXAMPLES = {"recipe": 200, "script": 120, "render": 60, "profile": 120, "solve": 30, "sweep": 10}
 # Known failures in files another helper owns (bash lexing, issue 17 / `scripts`): reported, not hidden here.
 KNOWN = ("substring not found",)
 

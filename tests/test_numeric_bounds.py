@@ -132,3 +132,12 @@ def test_recipe_field_bounds():
                    {"pipeline_layout": "t" * 100_000}, {"first_stage_layers": 10**9}):
         with pytest.raises(ValueError):
             Recipe(**fields)
+
+
+@pytest.mark.parametrize("kw,match", [({"train_tokens": math.nan}, "--train-tokens"), ({"train_tokens": math.inf}, "--train-tokens"),
+                                      ({"train_tokens": 1e12, "usd_per_gpu_hour": math.nan}, "--usd-per-gpu-hour")])
+def test_sweep_budget_numbers_are_finite(kw, match):
+    import shardplan
+
+    with pytest.raises(InputRefused, match=match):  # NaN once came out of the JSON as NaN
+        shardplan.sweep("Llama-3.1-8B", "h100-sxm-80gb", [1], seq_length=4096, global_batch_size=64, **kw)
