@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,7 +80,7 @@ def _matches(check: list[str], bash: list[str]) -> bool:
     head, rest = check[0], check[1:]
     if "${" in head:
         pattern = head.replace("*", "[*]")
-        pattern = __import__("re").sub(r"\$\{[^}]*\}", "*", pattern)
+        pattern = re.sub(r"\$\{[^}]*\}", "*", pattern)
         if pattern == "*":
             return any(_matches(rest, bash[k:]) for k in range(len(bash) + 1))
         return bool(bash) and fnmatch.fnmatchcase(bash[0], pattern) and _matches(rest, bash[1:])
