@@ -182,7 +182,8 @@ class Shell:
 
     def command_output(self, command: str) -> Value:
         """What `$(command)` gives, for the few commands whose output follows from the script's own text
-        (`pwd`, `dirname`, `basename`, `echo`, `cd DIR && pwd`, `cat <<EOF` here-documents); a mark otherwise.
+        (`pwd`, `dirname`, `basename`, `echo`, `cd DIR && pwd`, `readlink -f` / `realpath` without symlinks, `cat <<EOF`
+        here-documents); a mark otherwise.
         Nothing is run."""
         cmd = command.strip()
         shown = "$(" + re.sub(r"\x00<<[0-9]+\x00", "<<EOF", " ".join(cmd.split()))[:60] + ")"
@@ -203,6 +204,12 @@ class Shell:
             if MARK_RE.search(where) or not isinstance(here, str) and not where.startswith("/"):
                 return mark(shown)
             return os.path.normpath(os.path.join(here if isinstance(here, str) else "/", where))
+        if len(parts) == 3 and parts[0] in ("readlink", "realpath") and parts[1] in ("-f", "-m", "-e") or \
+                len(parts) == 2 and parts[0] == "realpath":
+            arg, here = self.scalar(parts[-1]), self.get("PWD")  # the logical path: symlinks are not resolved
+            if MARK_RE.search(arg) or not arg.startswith("/") and not isinstance(here, str):
+                return mark(shown)
+            return os.path.normpath(os.path.join(here if isinstance(here, str) else "/", arg))
         if len(parts) == 2 and parts[0] in ("dirname", "basename"):
             arg = self.scalar(parts[1])
             if MARK_RE.search(arg):

@@ -25,7 +25,8 @@ import pytest
 from constraints.launch_script import extract_argv
 
 SHAPES = Path(__file__).parent / "data" / "scripts" / "shapes"
-SCRIPTS = sorted(p.name for p in SHAPES.glob("*.sh"))
+OLDER = Path(__file__).parent / "data" / "scripts"  # the first corpus (gpt3 / mixtral / llama fp8 / srun shapes)
+SCRIPTS = sorted(p.name for p in SHAPES.glob("*.sh")) + sorted(f"../{p.name}" for p in OLDER.glob("*.sh"))
 BASH = shutil.which("bash")
 
 STUB = """#!{python}
@@ -94,7 +95,8 @@ def _check_launch(script: str, work: Path):
 
 @pytest.fixture
 def work(tmp_path) -> Path:
-    shutil.copytree(SHAPES, tmp_path / "shapes")
+    shutil.copytree(OLDER, tmp_path, dirs_exist_ok=True)  # shapes/ inside, the older corpus beside it
+    (tmp_path / "shapes" / "pretrain_gpt.py").write_text("")  # as in a Megatron-LM checkout (scripts test -f it)
     return tmp_path / "shapes"
 
 
@@ -103,9 +105,9 @@ def work(tmp_path) -> Path:
 def test_check_reads_the_argument_list_bash_launches(script, work, stub_bin):
     launched = _bash_launch(script, work, stub_bin)
     assert launched is not None, f"bash launched no pretrain script for {script}"
-    work_check = work.parent / "check"
-    shutil.copytree(SHAPES, work_check)  # a clean copy: bash's run wrote files (notes.txt, run_inner.sh)
-    got = _check_launch(script, work_check).script_args
+    clean = work.parent / "clean"
+    shutil.copytree(OLDER, clean)  # a clean copy: bash's run wrote files (notes.txt, run_inner.sh)
+    got = _check_launch(script, clean / "shapes").script_args
     assert _matches(got, launched), f"{script}:\n check {got}\n bash  {launched}"
 
 
