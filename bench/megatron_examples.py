@@ -79,7 +79,7 @@ def judge(script: Path, examples: Path) -> Row:
         cluster = "1x8 given"
     name = str(script.relative_to(examples))
     if data is None:
-        return Row(name, rc, err.removeprefix("error: ")[:140], 0, 0, cluster)
+        return Row(name, rc, err.removeprefix("error: ")[:200], 0, 0, cluster)
     legal, fits = data.get("legal"), data.get("fits")
     failed = sorted({v["rule"] for v in data.get("violations", []) if v.get("severity", "error") != "warning"})
     verdict = ("legal" if legal else "illegal") + (", fits" if fits else ", does not fit" if fits is False else "")

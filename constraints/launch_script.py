@@ -148,7 +148,8 @@ def file_reader(script_path: Optional[str], cwd: str):
         for cand in cands:
             text = _read_regular(cand)
             if text is not None:
-                return os.path.relpath(cand, cwd) if not os.path.isabs(path) or cand != path else cand, text
+                inside = os.path.abspath(cand).startswith(os.path.abspath(cwd).rstrip("/") + "/")
+                return (os.path.relpath(cand, cwd) if inside else cand), text
         return None
 
     return read
