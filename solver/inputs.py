@@ -64,6 +64,9 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
                          expected=_EXPECTED.removeprefix("give "))
     except InputRefused as exc:
         raise InputError(str(exc)) from None
+    stack = _stack_config(p, text)  # a Primus / Megatron-Bridge / --yaml-cfg file (constraints.stack_configs)
+    if stack is not None:
+        return _load_stack(stack, hardware, nodes, gpus_per_node, model)
     data = _looks_like_recipe_yaml(p, text)
     if data is not None:
         data = dict(data)
@@ -79,8 +82,7 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
 
 def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_path: Optional[str] = None) -> LoadedCase:
     from constraints.launch_script import extract_argv
-    from constraints.launch_world import entry_family_error, world_from_launch
-    from constraints.megatron_args import parse_megatron_args
+    from constraints.launch_world import entry_family_error
 
     try:
         # bash semantics: a variable the script reads but never sets comes from the environment it runs in
@@ -90,11 +92,42 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_
     family = entry_family_error(launch.script)
     if family is not None:
         raise InputError(family)
+    return _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref)
+
+
+def _stack_config(path: Path, text: str):
+    from constraints.stack_config import StackConfigError
+    from constraints.stack_configs import read_stack_config
+
+    try:
+        return read_stack_config(path, text, dict(os.environ))
+    except StackConfigError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _load_stack(stack, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
+    """A stack config's Megatron arguments judged as a launch script's are; its own keys reported beside them."""
+    from constraints.launch_script import LaunchCommand
+
+    launch = LaunchCommand(script_args=stack.argv, env=dict(stack.env or {}))
+    loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config")
+    loaded.source = stack.kind
+    loaded.env = dict(stack.env) if stack.env is not None else None  # the stack's launcher sets the rest
+    loaded.unknown_flags = list(stack.not_understood) + loaded.unknown_flags
+    loaded.ignored_flags = list(stack.ignored) + loaded.ignored_flags
+    loaded.warnings = [_note("stack_config", n) for n in stack.notes] + loaded.warnings
+    return loaded
+
+
+def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script") -> LoadedCase:
+    from constraints.launch_world import world_from_launch
+    from constraints.megatron_args import parse_megatron_args
+
     nodes, gpus_per_node, world_notes = world_from_launch(launch, nodes, gpus_per_node)
     if hardware is None:
-        raise InputError("--hardware: a Megatron script does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
+        raise InputError(f"--hardware: a Megatron {what} does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
     if not nodes or not gpus_per_node:
-        raise InputError("--nodes/--gpus-per-node: the script does not fix the world size; pass --nodes N --gpus-per-node G")
+        raise InputError(f"--nodes/--gpus-per-node: the {what} does not fix the world size; pass --nodes N --gpus-per-node G")
     args, early = list(launch.script_args), []
     while True:
         try:
@@ -156,7 +189,8 @@ def _note(rule: str, message: str) -> Violation:
                              "script or in the working directory",
              "script_not_followed": "write the value in the script, or set the variable it tests in the environment",
              "script_world": "drop --nodes/--gpus-per-node to judge the script's own cluster",
-             "argument_source": "state the value in the arguments to make it explicit"}
+             "argument_source": "state the value in the arguments to make it explicit",
+             "stack_config": "state the value in the config file to make the verdict independent of other files"}
     return Violation(rule=rule, severity="warning", message=message, fix=fixes[rule])
 
 

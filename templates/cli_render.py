@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 import click
 
 from constraints.case import Case, atomic_write_text, load_case_yaml
+from constraints.stack_configs import is_stack_file
 from templates.megatron_args import CHECKPOINT_DIR_PLACEHOLDER, DATA_PATH_PLACEHOLDER, MEGATRON_PATH_PLACEHOLDER, RenderPaths
 from templates.render import FORMATS, Format, render_script, unsupported_features
 
@@ -50,7 +51,8 @@ def write_script(path: str | Path, text: str) -> None:
 @click.command("render")
 @click.argument("recipe_file", metavar="RECIPE.yaml|SCRIPT", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="torchrun", show_default=True,
-              help="torchrun: a per-node launch script; slurm: an sbatch file running srun torchrun")
+              help="torchrun: a per-node launch script; slurm: an sbatch file running srun torchrun; primus / bridge / "
+                   "bridge-overrides / yaml-cfg: the config file of that stack on Megatron-LM")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write here (atomically) instead of stdout")
 @click.option("--force", is_flag=True, help="render even when check finds the recipe illegal")
 @click.option("--data-path", default=DATA_PATH_PLACEHOLDER, show_default=True, help="Megatron --data-path prefix")
@@ -78,7 +80,7 @@ def render_command(recipe_file: str, fmt: Format, output: Optional[str], force: 
     flags = env = None
     early: list[str] = []
     try:
-        if Path(recipe_file).suffix in (".yaml", ".yml"):
+        if Path(recipe_file).suffix in (".yaml", ".yml") and not is_stack_file(recipe_file):  # stack hook (configs)
             case = load_case_yaml(recipe_file)
         else:  # a launch script or argument file: the recipe `check` reads from it
             from solver.inputs import load_check_input

@@ -21,9 +21,10 @@ from templates.megatron_args import (
     GROUPS, RenderPaths, megatron_arg_groups, needs_cuda_device_max_connections_1, uses_fsdp,
 )
 from boundary.errors import ShardplanError
+from templates.stack_render import STACK_FORMATS, StackRenderError, render_stack
 
-Format = Literal["torchrun", "slurm"]
-FORMATS: tuple[str, ...] = ("torchrun", "slurm")
+Format = Literal["torchrun", "slurm", "primus", "bridge", "bridge-overrides", "yaml-cfg"]
+FORMATS: tuple[str, ...] = ("torchrun", "slurm", "primus", "bridge", "bridge-overrides", "yaml-cfg")  # stacks: templates.stack_render
 TEMPLATE_FILES = {"torchrun": "torchrun.sh.j2", "slurm": "slurm.sbatch.j2"}
 TEMPLATES_DIR = Path(__file__).resolve().parent
 
@@ -132,6 +133,11 @@ def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None) ->
 
 def render_script(case: Case, fmt: Format = "torchrun", paths: RenderPaths | None = None) -> str:
     """The launch script text for `fmt` ("torchrun": run per node; "slurm": an sbatch file)."""
+    if fmt in STACK_FORMATS:  # a stack's config file, not a launch script (templates.stack_render)
+        try:
+            return render_stack(case, fmt, paths)
+        except StackRenderError as exc:
+            raise RenderError(str(exc)) from None
     if fmt not in TEMPLATE_FILES:
         raise RenderError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     template = _environment().get_template(TEMPLATE_FILES[fmt])

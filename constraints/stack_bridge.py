@@ -1,0 +1,160 @@
+"""Read a Megatron-Bridge (NeMo) recipe as Megatron arguments: its ConfigContainer YAML, or `key=value` overrides.
+
+Layout (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/config.py `ConfigContainer`; the override YAMLs
+under examples/*/conf/; the dotted `section.field=value` overrides its scripts take after the recipe):
+
+    model:     GPTModelProvider = Megatron-Core TransformerConfig + ModelParallelConfig fields
+               (tensor_model_parallel_size, num_layers, num_moe_experts, seq_length, ...)
+    train:     micro_batch_size, global_batch_size, train_iters, ...
+    optimizer: optimizer, use_distributed_optimizer, lr, ...
+    ddp:       overlap_grad_reduce, overlap_param_gather, use_distributed_optimizer, ...
+    dataset:   seq_length (must equal model.seq_length), ...
+    mixed_precision: bf16_mixed | fp16_mixed | bf16_with_fp8_delayed_scaling_mixed | ... or a mapping of fields
+    env_vars:  environment defaults the launcher applies
+    scheduler / logger / checkpoint / tokenizer / rng / dist / ...: argparse dests where Megatron has them
+
+`model` keys are Megatron-Core names (constraints.stack_keys.CORE_RENAMES); every other section uses names that
+equal Megatron's argparse dests. A recipe's Python function is not run: only what the file states is read.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from boundary.errors import InputRefused
+from boundary.parse import load_yaml
+from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
+
+SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "scheduler", "logger", "checkpoint", "tokenizer",
+            "rng", "dist", "validation", "profiling", "comm_overlap", "mixed_precision", "env_vars", "ft",
+            "straggler", "rerun_state_machine", "peft")
+# Bridge's registered mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py): the Megatron
+# arguments each one sets
+MIXED_PRECISION = {
+    "bf16_mixed": ["--bf16"],
+    "fp16_mixed": ["--fp16"],
+    "bf16_with_fp8_delayed_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "delayed"],
+    "fp16_with_fp8_delayed_scaling_mixed": ["--fp16", "--fp8-format", "hybrid", "--fp8-recipe", "delayed"],
+    "bf16_with_mxfp8_mixed": ["--bf16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
+    "fp16_with_mxfp8_mixed": ["--fp16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
+    "bf16_with_fp8_current_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise",
+                                            "--first-last-layers-bf16"],
+    "fp16_with_fp8_current_scaling_mixed": ["--fp16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise",
+                                            "--first-last-layers-bf16"],
+    "bf16_with_fp8_subchannel_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise"],
+    "fp16_with_fp8_subchannel_scaling_mixed": ["--fp16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise"],
+}
+_OVERRIDE = re.compile(r"\+?([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(.*)")
+
+
+def is_bridge(data: dict) -> bool:
+    """A ConfigContainer mapping: a `model` mapping or `train` section, and none of a shardplan recipe's keys."""
+    if any(k in data for k in ("recipe", "job", "hardware", "nodes", "gpus_per_node")):
+        return False
+    return (isinstance(data.get("model"), dict) or isinstance(data.get("train"), dict)) and \
+        all(k in SECTIONS for k in data)
+
+
+def overrides_text(text: str) -> list[str] | None:
+    """The `key=value` tokens of a Bridge overrides file (one or more per line, `#` comments), or None when the
+    text is not one: every token must be `section.field=value` or a top-level section `=value`."""
+    tokens = [t for line in text.splitlines() for t in line.split("#", 1)[0].split()]
+    if not tokens:
+        return None
+    for t in tokens:
+        m = _OVERRIDE.fullmatch(t)
+        if m is None or ("." not in m.group(1) and m.group(1) not in SECTIONS):
+            return None
+    return tokens if any("." in t.split("=", 1)[0] for t in tokens) else None
+
+
+def mapping_from_overrides(tokens: list[str], load_value) -> dict:
+    """`a.b=v` tokens -> {'a': {'b': v}}; values typed as YAML types them (Hydra's grammar for plain values)."""
+    out: dict = {}
+    for t in tokens:
+        key, value = _OVERRIDE.fullmatch(t).groups()
+        *parents, leaf = key.split(".")
+        node = out
+        for p in parents:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise StackConfigError(f"{key}: {p} is set to a value and used as a section; keep one")
+        node[leaf] = load_value(value, key)
+    return out
+
+
+def _mixed_precision(value: Any, builder: ArgvBuilder, environ, notes) -> None:
+    if value is None:
+        return
+    if isinstance(value, str):
+        args = MIXED_PRECISION.get(value.replace("-", "_"))
+        if args is None:
+            raise StackConfigError(f"mixed_precision: {value} is not a recipe shardplan knows; use one of "
+                                   f"{', '.join(MIXED_PRECISION)}, or a mapping of its fields (bf16, fp8, fp8_recipe)")
+        for flag_and_values in _groups(args):
+            builder.add("mixed_precision", flag_and_values[0][2:].replace("-", "_"),
+                        flag_and_values[1] if len(flag_and_values) > 1 else True)
+        return
+    if not isinstance(value, dict):
+        raise StackConfigError(f"mixed_precision: a recipe name or a mapping ({value!r}); give bf16_mixed or a mapping")
+    for k, v in value.items():
+        path = f"mixed_precision.{k}"
+        builder.add(path, str(k), env_default(v, environ, notes, path), core_names=True)
+
+
+def _groups(args: list[str]) -> list[list[str]]:
+    groups: list[list[str]] = []
+    for a in args:
+        if a.startswith("--"):
+            groups.append([a])
+        else:
+            groups[-1].append(a)
+    return groups
+
+
+def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
+    builder, notes, ignored = ArgvBuilder(), [], []
+    env = None
+    for section, body in data.items():
+        if section == "mixed_precision":
+            _mixed_precision(body, builder, environ, notes)
+            continue
+        if section == "env_vars":
+            if not isinstance(body, dict):
+                raise StackConfigError("env_vars: must be a mapping of NAME: value")
+            env = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in body.items()}
+            continue
+        if body is None:
+            continue
+        if not isinstance(body, dict):
+            raise StackConfigError(f"{section}: a ConfigContainer section is a mapping of fields ({body!r}); "
+                                   f"write {section}: {{field: value}}")
+        for key, value in body.items():
+            path = f"{section}.{key}"
+            if key == "_target_":
+                ignored.append(path)
+                continue
+            if isinstance(value, dict):
+                if not (section == "model" and key == "activation_func" and _activation_agrees(value, body)):
+                    builder.not_understood.append(path)
+                continue
+            builder.add(path, str(key), env_default(value, environ, notes, path), core_names=section == "model")
+    return StackConfig(kind="bridge", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,
+                       notes=notes, env=env)
+
+
+def _activation_agrees(value: dict, model: dict) -> bool:
+    """A provider's `activation_func: {_target_: torch.nn.functional.silu}` is what Megatron's --swiglu builds with
+    gated_linear_unit (SiLU GLU), and gelu without it is Megatron's default MLP; any other pairing is not modelled."""
+    gated = bool(model.get("gated_linear_unit"))
+    return value.get("_target_") == ("torch.nn.functional.silu" if gated else "torch.nn.functional.gelu")
+
+
+def load_override_value(text: str, key: str) -> Any:
+    """One override's value as YAML types it (`2` int, `true` bool, `null` None, `bf16_mixed` str)."""
+    if text == "":
+        return ""
+    try:
+        return load_yaml(text, "override value", f"{key}")
+    except InputRefused as exc:
+        raise StackConfigError(str(exc)) from None

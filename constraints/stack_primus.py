@@ -1,0 +1,106 @@
+"""Read a Primus experiment YAML (AMD's stack on Megatron-LM) as Megatron arguments.
+
+Layout (AMD-AGI/Primus: examples/megatron/configs/<GPU>/*.yaml, primus/configs/models/megatron/*.yaml):
+
+    work_group / user_name / exp_name / workspace      run metadata, may hold ${NAME:default}
+    modules:
+      pre_trainer:
+        framework: megatron
+        config: pre_trainer.yaml                      Primus's trainer defaults (not read here)
+        model: llama3.1_8B.yaml                       a model file; `extends:` chains to its bases
+        overrides: {tensor_model_parallel_size: 2, ...}   Megatron argparse dest names, plus Primus's own
+
+Keys are Megatron's argparse dests, so each maps to its flag (constraints.stack_keys). The model file is looked
+up beside the experiment, then in primus/configs/models/megatron/ of a Primus checkout above it; each
+`extends` base is read first, the file itself next, `overrides` last (Primus's merge order).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from boundary.read import is_regular_file
+from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
+
+META_KEYS = ("work_group", "user_name", "exp_name", "workspace")
+MODULE_KEYS = ("framework", "config", "model", "overrides")
+MAX_EXTENDS = 16  # Primus model chains are 3-4 files deep (llama3.1_8B -> llama3_8B -> llama3_base -> ...)
+
+Reader = Callable[[Path], Any]  # a YAML file -> its value, through the bounded input boundary
+
+
+def is_primus(data: dict) -> bool:
+    return isinstance(data.get("modules"), dict)
+
+
+def _megatron_module(modules: dict) -> tuple[str, dict]:
+    found = [(name, m) for name, m in modules.items() if isinstance(m, dict) and m.get("framework") == "megatron"]
+    if not found:
+        frameworks = sorted({str(m.get("framework")) for m in modules.values() if isinstance(m, dict)})
+        raise StackConfigError(f"modules: no module with framework: megatron (found {', '.join(frameworks) or 'none'}); "
+                               "shardplan reads Primus's Megatron-LM trainer")
+    if len(found) > 1:
+        raise StackConfigError(f"modules: {len(found)} Megatron modules ({', '.join(n for n, _ in found)}); keep the "
+                               "one to judge")
+    return found[0]
+
+
+def _model_file(name: str, experiment: Path) -> Path | None:
+    """The model file beside the experiment, else in a Primus checkout's model folder above it."""
+    candidates = [experiment.parent / name]
+    candidates += [d / "primus" / "configs" / "models" / "megatron" / name for d in experiment.resolve().parents]
+    return next((c for c in candidates if is_regular_file(c)), None)
+
+
+def _model_chain(path: Path, read: Reader, seen: tuple[Path, ...] = ()) -> list[tuple[Path, dict]]:
+    """[(file, its keys)] base first: each `extends` entry (relative to the file) before the file itself."""
+    if path.resolve() in seen:
+        raise StackConfigError(f"{path.name}: extends itself through {' -> '.join(p.name for p in seen)}; break the cycle")
+    if len(seen) >= MAX_EXTENDS:
+        raise StackConfigError(f"{path.name}: more than {MAX_EXTENDS} files chained by extends; shorten the chain")
+    data = read(path)
+    if not isinstance(data, dict):
+        raise StackConfigError(f"{path.name}: a Primus model file must be a mapping of Megatron arguments")
+    bases = data.get("extends") or []
+    bases = [bases] if isinstance(bases, str) else bases
+    chain: list[tuple[Path, dict]] = []
+    for base in bases:
+        base_path = path.parent / str(base)
+        if not is_regular_file(base_path):
+            raise StackConfigError(f"{path.name}: extends {base}, which is not beside it; put {base} in {path.parent}")
+        chain += _model_chain(base_path, read, seen + (path.resolve(),))
+    return chain + [(path, {k: v for k, v in data.items() if k != "extends"})]
+
+
+def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, str]) -> StackConfig:
+    name, module = _megatron_module(data["modules"])
+    notes: list[str] = []
+    builder = ArgvBuilder()
+    ignored = [k for k in data if k in META_KEYS]
+    builder.not_understood += [k for k in data if k not in META_KEYS and k != "modules"]
+    builder.not_understood += [f"modules.{name}.{k}" for k in module if k not in MODULE_KEYS]
+    builder.not_understood += [f"modules.{n}" for n in data["modules"] if n != name]
+    if module.get("config"):
+        notes.append(f"modules.{name}.config {module['config']} (Primus's trainer defaults) is not read: keys it sets "
+                     "that the experiment does not are Megatron-LM's defaults here")
+    merged: dict[str, tuple[str, Any]] = {}
+    model_name = module.get("model")
+    if model_name is not None:
+        model_path = _model_file(str(model_name), experiment)
+        if model_path is None:
+            notes.append(f"modules.{name}.model {model_name} was found neither beside the experiment nor in a Primus "
+                         "checkout above it: its keys are not read (give the shape in overrides or pass --model)")
+        else:
+            for path, keys in _model_chain(model_path, read):
+                notes.append(f"read {path} (Primus model file)")
+                for key, value in keys.items():
+                    merged[key] = (f"{path.name}:{key}", value)
+    overrides = module.get("overrides") or {}
+    if not isinstance(overrides, dict):
+        raise StackConfigError(f"modules.{name}.overrides: must be a mapping of Megatron arguments ({type(overrides).__name__})")
+    for key, value in overrides.items():
+        merged[key] = (f"overrides.{key}", value)
+    for key, (path, value) in merged.items():
+        builder.add(path, str(key), env_default(value, environ, notes, path))
+    return StackConfig(kind="primus", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,
+                       notes=notes)

@@ -1,0 +1,182 @@
+"""`render --format primus|bridge|bridge-overrides|yaml-cfg`: a recipe as the config file of a stack on Megatron-LM.
+
+Why from the Megatron argument list: `render --format torchrun` already writes the exact `pretrain_gpt.py`
+arguments of a recipe (templates.megatron_args); each writer lays those same arguments out under the stack's
+key names (constraints.stack_keys), so `check` reads the file back to the same recipe (tests/
+test_stack_configs_roundtrip.py). Layouts: constraints.stack_primus / stack_bridge / stack_yaml_cfg.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from constraints.case import Case
+from constraints.stack_keys import CORE_RENAMES, dests_from_args
+from templates.megatron_args import RenderPaths, recipe_to_megatron_args
+
+STACK_FORMATS: tuple[str, ...] = ("primus", "bridge", "bridge-overrides", "yaml-cfg")
+
+# Megatron-Core ModelParallelConfig fields (megatron/core/model_parallel_config.py): yaml-cfg's model_parallel
+PARALLEL_FIELDS = frozenset("""tensor_model_parallel_size pipeline_model_parallel_size context_parallel_size
+expert_model_parallel_size expert_tensor_parallel_size sequence_parallel bf16 fp16 tp_comm_overlap overlap_p2p_comm
+cpu_offloading_num_layers gradient_accumulation_fusion hierarchical_context_parallel_sizes""".split())
+# TransformerConfig fields the model shape and its per-layer options use: yaml-cfg's language_model
+_LANGUAGE_PREFIXES = ("num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
+                      "kv_channels", "normalization", "add_bias_linear", "add_qkv_bias", "hidden_dropout",
+                      "attention_dropout", "num_moe_experts", "moe_", "recompute_", "distribute_saved_activations",
+                      "fp8", "fp4", "qk_layernorm", "qk_l2_norm", "multi_latent_attention", "q_lora_rank",
+                      "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim", "mtp_num_layers",
+                      "window_size", "window_attn_skip_freq", "no_rope_freq", "layernorm_", "softmax_type",
+                      "activation_func", "cross_entropy_loss_fusion", "attention_backend", "mamba_",
+                      "hybrid_", "apply_layernorm_1p")
+# Megatron-Bridge ConfigContainer sections other than `model` (src/megatron/bridge/training/config.py)
+BRIDGE_SECTIONS = {
+    "train": ("micro_batch_size", "global_batch_size", "train_iters", "eval_iters", "eval_interval"),
+    "optimizer": ("optimizer", "lr", "min_lr", "weight_decay", "clip_grad", "adam_beta1", "adam_beta2",
+                  "use_distributed_optimizer"),
+    "scheduler": ("lr_decay_style", "lr_warmup_iters", "lr_decay_iters"),
+    "ddp": ("overlap_grad_reduce", "overlap_param_gather", "use_distributed_optimizer", "use_megatron_fsdp",
+            "data_parallel_sharding_strategy", "num_distributed_optimizer_instances"),
+    "dataset": ("seq_length", "data_path", "split"),
+    "tokenizer": ("tokenizer_type", "tokenizer_model"),
+    "logger": ("log_interval", "log_throughput", "tensorboard_dir"),
+    "checkpoint": ("save", "load", "save_interval"),
+}
+# Bridge's registered mixed-precision recipe for exactly these Megatron precision arguments
+# (constraints.stack_bridge.MIXED_PRECISION); other combinations are written as a mapping of fields
+_PRECISION_DESTS = ("bf16", "fp16", "fp8", "fp8_recipe")
+
+
+class StackRenderError(ValueError):
+    """A recipe this stack's config cannot state; one line for the user."""
+
+
+def _dests(case: Case, paths: RenderPaths | None) -> dict[str, Any]:
+    return dests_from_args(recipe_to_megatron_args(case.model, case.job, case.recipe, paths))
+
+
+def _core(dests: dict[str, Any]) -> dict[str, Any]:
+    """argparse dests -> Megatron-Core field names (GQA implied by num_query_groups, SwiGLU by the activation)."""
+    inverse = {v: k for k, v in CORE_RENAMES.items()}
+    out: dict[str, Any] = {}
+    for dest, value in dests.items():
+        if dest == "group_query_attention":
+            continue
+        out[inverse.get(dest, dest)] = value
+    return out
+
+
+def _header(case: Case, fmt: str) -> str:
+    r = case.recipe
+    return (f"# shardplan render --format {fmt}: {case.model.name} on {case.placement.num_nodes} x "
+            f"{case.placement.gpus_per_node} {case.placement.hardware}\n"
+            f"# TP={r.tp} PP={r.pp} VPP={r.vpp} CP={r.cp} EP={r.ep} MBS={r.mbs}; check it with:\n"
+            f"#   shardplan check FILE --hardware {case.placement.hardware} --nodes {case.placement.num_nodes} "
+            f"--gpus-per-node {case.placement.gpus_per_node}\n")
+
+
+def _dump(data: dict) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120)
+
+
+def render_primus(case: Case, paths: RenderPaths | None = None) -> str:
+    """A Primus experiment: every argument in `overrides` (its keys are Megatron's argparse dests)."""
+    dests = _dests(case, paths)
+    exp = {"work_group": "shardplan", "exp_name": f"{case.model.name}-tp{case.recipe.tp}-pp{case.recipe.pp}",
+           "workspace": "./output",
+           "modules": {"pre_trainer": {"framework": "megatron", "config": "pre_trainer.yaml",
+                                       "model": "language_model.yaml", "overrides": dests}}}
+    note = ("# The model shape is stated in overrides; `model: language_model.yaml` is Primus's base model file, whose\n"
+            "# other keys (left at Primus's defaults) are not part of this recipe.\n")
+    return _header(case, "primus") + note + _dump(exp)
+
+
+def _bridge_sections(case: Case, paths: RenderPaths | None) -> dict[str, Any]:
+    dests = _dests(case, paths)
+    sections: dict[str, Any] = {"model": {}}
+    precision = {k: dests.pop(k) for k in _PRECISION_DESTS if k in dests}
+    for dest, value in dests.items():
+        homes = [s for s, keys in BRIDGE_SECTIONS.items() if dest in keys]
+        for home in homes:
+            sections.setdefault(home, {})[dest] = value
+        if not homes or dest == "seq_length":
+            sections["model"][dest] = value
+    model = _core(sections["model"])
+    if model.pop("swiglu", False):
+        model["gated_linear_unit"] = True
+        model["activation_func"] = {"_target_": "torch.nn.functional.silu", "_call_": False}
+    if model.pop("untie_embeddings_and_output_weights", False):
+        model["share_embeddings_and_output_weights"] = False
+    sections["model"] = model
+    sections["mixed_precision"] = _mixed_precision_name(precision) or _core(precision)
+    return sections
+
+
+def _mixed_precision_name(precision: dict[str, Any]) -> str | None:
+    from constraints.stack_bridge import MIXED_PRECISION
+
+    args: list[str] = []
+    for dest in _PRECISION_DESTS:
+        if dest in precision:
+            flag = "--fp8-format" if dest == "fp8" else "--" + dest.replace("_", "-")
+            args += [flag] if precision[dest] is True else [flag, str(precision[dest])]
+    return next((name for name, named in MIXED_PRECISION.items() if named == args), None)
+
+
+def render_bridge(case: Case, paths: RenderPaths | None = None) -> str:
+    """A Megatron-Bridge ConfigContainer YAML (model / train / optimizer / ddp / dataset / ... sections)."""
+    return _header(case, "bridge") + _dump(_bridge_sections(case, paths))
+
+
+def render_bridge_overrides(case: Case, paths: RenderPaths | None = None) -> str:
+    """The same recipe as Megatron-Bridge `section.field=value` overrides, one per line."""
+    lines = []
+    for section, body in _bridge_sections(case, paths).items():
+        if isinstance(body, dict):
+            for key, value in body.items():
+                if isinstance(value, dict):
+                    continue  # activation_func's _target_: the overrides grammar has no callables
+                lines.append(f"{section}.{key}={_override_value(value)}")
+        else:
+            lines.append(f"{section}={body}")
+    return _header(case, "bridge-overrides") + "\n".join(lines) + "\n"
+
+
+def _override_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(_override_value(v) for v in value) + "]"
+    text = yaml.safe_dump(value, default_flow_style=True).strip()
+    return text.removesuffix("\n...").strip()
+
+
+def render_yaml_cfg(case: Case, paths: RenderPaths | None = None) -> str:
+    """A Megatron-LM `--yaml-cfg` file: language_model / model_parallel sections, the rest at the top level."""
+    dests = _dests(case, paths)
+    stages = dests.pop("num_virtual_stages_per_pipeline_rank", None)
+    if stages is not None:  # validate_yaml derives VPP from layers per virtual stage only
+        layers, pp = case.model.num_layers, case.recipe.pp
+        if layers % (pp * stages):
+            raise StackRenderError(f"--format yaml-cfg: Megatron's yaml path sets VPP from "
+                                   f"num_layers_per_virtual_pipeline_stage, and {layers} layers do not split into "
+                                   f"{pp} x {stages} equal stages; render another format or pick a VPP dividing them")
+        dests["num_layers_per_virtual_pipeline_stage"] = layers // (pp * stages)
+    swiglu, squared = dests.pop("swiglu", False), dests.pop("squared_relu", False)
+    out: dict[str, Any] = {"language_model": {"activation_func": "swiglu" if swiglu else "squaredrelu" if squared
+                                              else "gelu"}, "model_parallel": {}}
+    for dest, value in _core(dests).items():
+        if dest in PARALLEL_FIELDS:
+            out["model_parallel"][dest] = value
+        elif dest.startswith(_LANGUAGE_PREFIXES):
+            out["language_model"][dest] = value
+        else:
+            out[dest] = value
+    return _header(case, "yaml-cfg") + _dump(out)
+
+
+WRITERS = {"primus": render_primus, "bridge": render_bridge, "bridge-overrides": render_bridge_overrides,
+           "yaml-cfg": render_yaml_cfg}
+
+
+def render_stack(case: Case, fmt: str, paths: RenderPaths | None = None) -> str:
+    return WRITERS[fmt](case, paths)

@@ -1,0 +1,168 @@
+"""check reads Primus experiments, Megatron-Bridge recipes / key=value overrides and Megatron --yaml-cfg files into
+the Megatron arguments a launch script would pass, names every key it does not understand, and refuses unusable
+files in one line (tests/data/stack_configs: written here in those stacks' shapes)."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from constraints.stack_config import StackConfigError
+from constraints.stack_keys import dests_from_args, flags_for_core_field, flags_for_dest
+from solver.inputs import InputError, load_check_input
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data" / "stack_configs"
+
+
+def _check(name, hardware="h100-sxm-80gb", gpus=8):
+    p = subprocess.run([sys.executable, "-m", "shardplan.cli", "check", str(DATA / name), "--hardware", hardware,
+                        "--nodes", "1", "--gpus-per-node", str(gpus), "--json"], capture_output=True, text=True, cwd=REPO)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("name,hardware,gpus,rc", [
+    ("primus-llama8b-legal.yaml", "mi300x", 8, 0),
+    ("primus-illegal-tp.yaml", "mi300x", 6, 1),
+    ("primus-no-megatron.yaml", "mi300x", 8, 2),
+    ("bridge-llama8b-legal.yaml", "h100-sxm-80gb", 8, 0),
+    ("bridge-overrides-legal.txt", "h100-sxm-80gb", 8, 0),
+    ("bridge-overrides-illegal-ep.txt", "h100-sxm-80gb", 8, 1),
+    ("bridge-conflict.yaml", "h100-sxm-80gb", 8, 2),
+    ("bridge-unknown-precision.yaml", "h100-sxm-80gb", 8, 2),
+    ("yaml-cfg-gpt-legal.yaml", "h100-sxm-80gb", 8, 0),
+    ("yaml-cfg-illegal-schedule.yaml", "h100-sxm-80gb", 8, 1),
+    ("yaml-cfg-no-model-parallel.yaml", "h100-sxm-80gb", 8, 2),
+])
+def test_each_example_gets_its_exit_status_and_one_line_refusals(name, hardware, gpus, rc):
+    code, out, err = _check(name, hardware, gpus)
+    assert code == rc, err
+    if rc == 2:
+        assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    else:
+        assert '"legal"' in out
+
+
+def test_primus_follows_the_model_files_extends_chain_and_overrides_win(monkeypatch):
+    monkeypatch.delenv("PRIMUS_TP", raising=False)
+    loaded = load_check_input(str(DATA / "primus-llama8b-legal.yaml"), "mi300x", 1, 8)
+    m = loaded.case.model  # Llama-3.1-8B's shape (Meta's config.json): 32 x 4096, 8 KV groups, FFN 14336
+    assert (m.num_layers, m.hidden_size, m.num_query_groups, m.ffn_hidden_size, m.vocab_size) == (32, 4096, 8, 14336, 128256)
+    assert m.normalization.value == "RMSNorm" and not m.tied_embeddings and not m.mlp_bias  # from the base file
+    assert loaded.case.recipe.tp == 2  # ${PRIMUS_TP:2}: the default, noted
+    assert loaded.case.job.seq_length == 8192 and loaded.case.job.global_batch_size == 128
+    assert loaded.source == "primus"
+    assert loaded.unknown_flags == ["overrides.stderr_sink_level", "overrides.enable_primus_turbo"]
+    notes = " ".join(w.message for w in loaded.warnings)
+    assert "test_llama_base.yaml" in notes and "PRIMUS_TP is not set" in notes and "pre_trainer.yaml" in notes
+
+
+def test_primus_takes_an_environment_value_over_the_default(monkeypatch):
+    monkeypatch.setenv("PRIMUS_TP", "4")
+    loaded = load_check_input(str(DATA / "primus-llama8b-legal.yaml"), "mi300x", 1, 8)
+    assert loaded.case.recipe.tp == 4
+
+
+def test_primus_model_file_missing_is_said_and_the_shape_must_come_from_elsewhere(tmp_path):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text((DATA / "primus-illegal-tp.yaml").read_text())
+    with pytest.raises(InputError, match="--model"):
+        load_check_input(str(exp), "mi300x", 1, 6)
+    loaded = load_check_input(str(exp), "mi300x", 1, 6, model="Llama-3.1-8B")
+    assert any("found neither beside the experiment" in w.message for w in loaded.warnings)
+
+
+def test_primus_extends_cycle_is_refused_in_one_line(tmp_path):
+    (tmp_path / "a.yaml").write_text("extends: [b.yaml]\nnum_layers: 2\n")
+    (tmp_path / "b.yaml").write_text("extends: [a.yaml]\n")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("modules:\n  pre_trainer:\n    framework: megatron\n    model: a.yaml\n")
+    with pytest.raises(InputError, match="extends itself"):
+        load_check_input(str(exp), "mi300x", 1, 8)
+
+
+def test_bridge_yaml_reads_sections_precision_and_env_vars():
+    loaded = load_check_input(str(DATA / "bridge-llama8b-legal.yaml"), "h100-sxm-80gb", 1, 8)
+    r = loaded.case.recipe
+    assert (r.tp, r.pp, r.mbs, r.sequence_parallel) == (2, 2, 1, True)
+    assert r.dp_sharding.value == "distributed_optimizer" and r.overlap_grad_reduce and r.overlap_param_gather
+    assert loaded.case.job.precision.value == "bf16"  # mixed_precision: bf16_mixed
+    assert loaded.case.model.num_query_groups == 8  # num_query_groups implies GQA in Megatron-Core
+    assert loaded.env == {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    assert "ddp.grad_reduce_in_fp32" in loaded.unknown_flags
+    assert "model._target_" in loaded.ignored_flags
+
+
+def test_bridge_overrides_equal_the_same_settings_in_yaml(tmp_path):
+    import yaml
+
+    tokens = [t for line in (DATA / "bridge-overrides-legal.txt").read_text().splitlines()
+              if not line.startswith("#") for t in line.split()]
+    tree: dict = {}
+    for t in tokens:
+        key, value = t.split("=", 1)
+        *parents, leaf = key.split(".")
+        node = tree
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = yaml.safe_load(value)
+    (tmp_path / "same.yaml").write_text(yaml.safe_dump(tree))
+    a = load_check_input(str(DATA / "bridge-overrides-legal.txt"), "h100-sxm-80gb", 1, 8)
+    b = load_check_input(str(tmp_path / "same.yaml"), "h100-sxm-80gb", 1, 8)
+    assert a.case == b.case and a.unknown_flags == b.unknown_flags == []
+    assert a.case.model.ffn_hidden_size == 5632 and a.case.job.seq_length == 4096
+
+
+def test_a_shell_script_of_assignments_is_not_taken_for_bridge_overrides(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text("TP=2\nPP=1\n")
+    with pytest.raises(InputError) as exc:
+        load_check_input(str(script), "h100-sxm-80gb", 1, 8)
+    assert "Bridge" not in str(exc.value)
+
+
+def test_yaml_cfg_maps_core_field_names_and_notes_what_megatron_overwrites(tmp_path):
+    loaded = load_check_input(str(DATA / "yaml-cfg-gpt-legal.yaml"), "h100-sxm-80gb", 1, 8)
+    m = loaded.case.model
+    assert (m.num_layers, m.hidden_size, m.ffn_hidden_size, m.activation.value) == (24, 2048, 8192, "gelu")
+    assert loaded.case.recipe.tp == 2 and loaded.case.recipe.recompute.granularity.value == "selective"
+    assert loaded.unknown_flags == ["language_model.persist_layer_norm", "model_parallel.timers"]
+
+
+@pytest.mark.parametrize("dest,value,args", [
+    # argparse dests of megatron/training/arguments.py and the config dataclasses' arg_names (Megatron-LM d98e8a64)
+    ("add_bias_linear", False, ["--disable-bias-linear"]),
+    ("add_bias_linear", True, []),
+    ("layernorm_epsilon", 1e-5, ["--norm-epsilon", "1e-05"]),
+    ("perform_initialization", False, ["--no-initialization"]),
+    ("fp8", "hybrid", ["--fp8-format", "hybrid"]),
+    ("offset_sampling_seed_by_dp_rank", False, ["--use-same-sampling-seed-across-dp-ranks"]),
+    ("overlap_p2p_comm", False, ["--no-overlap-p2p-communication"]),
+    ("tensor_model_parallel_size", 4, ["--tensor-model-parallel-size", "4"]),
+    ("recompute_modules", ["core_attn", "mlp"], ["--recompute-modules", "core_attn", "mlp"]),
+    ("sequence_parallel", False, []),
+    ("lr_decay_iters", None, []),
+])
+def test_argparse_dest_becomes_the_flag_megatron_reads(dest, value, args):
+    assert flags_for_dest(dest, value, dest) == args
+
+
+def test_keys_megatron_does_not_define_are_not_understood():
+    assert flags_for_dest("enable_primus_turbo", True, "x") is None
+    assert flags_for_core_field("num_moe_experts", 8, "x", core_names=True) == ["--num-experts", "8"]
+    assert flags_for_core_field("num_moe_experts", 8, "x", core_names=False) is None
+
+
+def test_a_value_of_the_wrong_kind_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="switch takes true or false"):
+        flags_for_dest("sequence_parallel", 3, "model.sequence_parallel")
+
+
+def test_dests_from_args_inverts_the_flags():
+    args = ["--disable-bias-linear", "--num-layers", "4", "--recompute-modules", "core_attn", "--lr", "1e-4"]
+    assert dests_from_args(args) == {"add_bias_linear": False, "num_layers": 4, "recompute_modules": ["core_attn"],
+                                     "lr": 1e-4}
+
+
+def test_stack_config_error_is_a_value_error():
+    assert issubclass(StackConfigError, ValueError)

@@ -1,0 +1,69 @@
+"""recipe -> render --format primus|bridge|bridge-overrides|yaml-cfg -> check gives back the recipe, the job, the
+verdict, the memory and the projection that `check` gives the recipe itself (as the launch-script formats do)."""
+import pytest
+from click.testing import CliRunner
+
+from constraints.case import load_case_yaml
+from solver.inputs import LoadedCase, load_check_input
+from solver.report import check_and_project
+from templates.cli_render import render_command
+from templates.render import RenderError, render_script
+from tests.conftest import REPO, make_case
+
+FORMATS = [("primus", ".yaml"), ("bridge", ".yaml"), ("bridge-overrides", ".txt"), ("yaml-cfg", ".yaml")]
+CASES = [
+    load_case_yaml(REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"),
+    make_case("Mixtral-8x7B-v0.1", nodes=2, gbs=64, tp=2, ep=4, sequence_parallel=True, pp=2),
+    make_case("Qwen3-30B-A3B", nodes=2, gbs=64, ep=8, recompute={"granularity": "selective", "modules": ["moe_act"]}),
+    make_case("Llama-3.1-8B", nodes=1, gbs=32, tp=2, precision="fp8-tensorwise", sequence_parallel=True),
+]
+
+
+def _verdict(loaded):
+    data = check_and_project(loaded)["json"]
+    return data["legal"], data["fits"], data["memory"], data["projection"]
+
+
+@pytest.mark.parametrize("fmt,suffix", FORMATS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.model.name}-{c.job.precision.value}")
+def test_rendered_stack_config_checks_like_the_recipe(tmp_path, case, fmt, suffix):
+    path = tmp_path / f"config{suffix}"
+    path.write_text(render_script(case, fmt))
+    loaded = load_check_input(str(path), case.placement.hardware, case.placement.num_nodes,
+                              case.placement.gpus_per_node)
+    assert loaded.source == fmt.removesuffix("-overrides")
+    moe_only = set() if case.model.is_moe else {"moe_dispatcher", "moe_grouped_gemm"}
+    assert loaded.case.recipe.model_dump(exclude=moe_only) == case.recipe.model_dump(exclude=moe_only)
+    assert loaded.case.job == case.job
+    assert loaded.unknown_flags == []  # every key the writer puts down is one the reader understands
+    assert _verdict(loaded) == _verdict(LoadedCase(case=case))
+
+
+def test_yaml_cfg_states_vpp_as_layers_per_virtual_stage():
+    text = render_script(CASES[0], "yaml-cfg")  # Llama-3.1-70B: 80 layers, PP 4, VPP 5 -> 4 layers per stage
+    assert "num_layers_per_virtual_pipeline_stage: 4" in text
+    assert "virtual_pipeline_model_parallel_size" not in text
+
+
+def test_yaml_cfg_refuses_a_vpp_its_yaml_path_cannot_state():
+    case = make_case("Llama-3.1-8B", nodes=1, gbs=32, pp=2, vpp=3, schedule="interleaved")  # 32 layers, 2 x 3 stages
+    with pytest.raises(RenderError, match="num_layers_per_virtual_pipeline_stage"):
+        render_script(case, "yaml-cfg")
+
+
+@pytest.mark.parametrize("fmt,suffix", FORMATS)
+def test_render_reads_a_stack_config_and_writes_another(tmp_path, fmt, suffix):
+    """check -> render -> check from a stack config file: the CLI's render takes one as it takes a launch script."""
+    src = REPO / "tests" / "data" / "stack_configs" / "bridge-llama8b-legal.yaml"
+    out = tmp_path / f"out{suffix}"
+    args = [str(src), "--hardware", "h100-sxm-80gb", "--nodes", "1", "--gpus-per-node", "8", "--format", fmt,
+            "-o", str(out)]
+    res = CliRunner().invoke(render_command, args)
+    assert res.exit_code == 0, res.output
+    before = load_check_input(str(src), "h100-sxm-80gb", 1, 8)
+    after = load_check_input(str(out), "h100-sxm-80gb", 1, 8)
+    assert after.case.recipe == before.case.recipe
+    assert after.case.job == before.case.job
+    shape = ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "vocab_size", "ffn_hidden_size",
+             "normalization", "tied_embeddings", "activation")
+    assert [getattr(after.case.model, f) for f in shape] == [getattr(before.case.model, f) for f in shape]
