@@ -202,15 +202,16 @@ def solved_recipe(ranked, case) -> SolvedRecipe:
 
 def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchrun", output: Optional[str] = None,
            force: bool = False, **paths: Any) -> RenderResult:
-    """A ready-to-run Megatron-LM launch script (format torchrun | slurm) for a YAML recipe file or mapping. The recipe
+    """A ready-to-run Megatron-LM launch script (format torchrun | slurm) or stack config (primus | bridge |
+    bridge-overrides | yaml-cfg) for a YAML recipe file or mapping. The recipe
     is checked first: an illegal one raises ShardplanError unless force=True. `paths`: data_path, tokenizer_model,
     checkpoint_dir, megatron_path (templates.megatron_args.RenderPaths). `output`: also write it there (atomically)."""
     from constraints.case import case_from_mapping, load_case_yaml
     from templates.cli_render import case_violations, write_script
     from templates.megatron_args import RenderPaths
-    from templates.render import FORMATS, render_script
+    from templates.render import RENDER_FORMATS, render_script
 
-    _choice("format", format, FORMATS)
+    _choice("format", format, RENDER_FORMATS)  # stack config formats too (configs hook)
     with input_boundary():
         case = case_from_mapping(dict(source)) if isinstance(source, Mapping) else load_case_yaml(source)
         render_paths = RenderPaths(**paths)

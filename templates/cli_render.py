@@ -17,7 +17,7 @@ import click
 from constraints.case import Case, atomic_write_text, load_case_yaml
 from constraints.stack_configs import is_stack_file
 from templates.megatron_args import CHECKPOINT_DIR_PLACEHOLDER, DATA_PATH_PLACEHOLDER, MEGATRON_PATH_PLACEHOLDER, RenderPaths
-from templates.render import FORMATS, Format, render_script, unsupported_features
+from templates.render import RENDER_FORMATS, Format, render_script, unsupported_features
 
 SUFFIX = {"torchrun": ".sh", "slurm": ".sbatch"}
 
@@ -50,7 +50,7 @@ def write_script(path: str | Path, text: str) -> None:
 
 @click.command("render")
 @click.argument("recipe_file", metavar="RECIPE.yaml|SCRIPT", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="torchrun", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(RENDER_FORMATS), default="torchrun", show_default=True,
               help="torchrun: a per-node launch script; slurm: an sbatch file running srun torchrun; primus / bridge / "
                    "bridge-overrides / yaml-cfg: the config file of that stack on Megatron-LM")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write here (atomically) instead of stdout")

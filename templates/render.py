@@ -23,8 +23,9 @@ from templates.megatron_args import (
 from boundary.errors import ShardplanError
 from templates.stack_render import STACK_FORMATS, StackRenderError, render_stack
 
-Format = Literal["torchrun", "slurm", "primus", "bridge", "bridge-overrides", "yaml-cfg"]
-FORMATS: tuple[str, ...] = ("torchrun", "slurm", "primus", "bridge", "bridge-overrides", "yaml-cfg")  # stacks: templates.stack_render
+Format = Literal["torchrun", "slurm"]
+FORMATS: tuple[str, ...] = ("torchrun", "slurm")  # launch scripts
+RENDER_FORMATS: tuple[str, ...] = FORMATS + STACK_FORMATS  # and stack configs (templates.stack_render)
 TEMPLATE_FILES = {"torchrun": "torchrun.sh.j2", "slurm": "slurm.sbatch.j2"}
 TEMPLATES_DIR = Path(__file__).resolve().parent
 
@@ -139,6 +140,6 @@ def render_script(case: Case, fmt: Format = "torchrun", paths: RenderPaths | Non
         except StackRenderError as exc:
             raise RenderError(str(exc)) from None
     if fmt not in TEMPLATE_FILES:
-        raise RenderError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+        raise RenderError(f"--format: unknown format {fmt!r}; use one of {', '.join(RENDER_FORMATS)}")
     template = _environment().get_template(TEMPLATE_FILES[fmt])
     return template.render(**render_context(case, fmt, paths)).rstrip("\n") + "\n"
