@@ -1,0 +1,86 @@
+"""How `check` completes what a launch script does not state, and what Megatron itself refuses:
+the cluster (the command line wins over the script, with a warning), the vocabulary from the tokenizer,
+the entry point's model family, and Megatron's own argparse / validate_args exits as illegal verdicts."""
+from __future__ import annotations
+
+import pytest
+
+from constraints.megatron_args import MegatronArgsError, parse_megatron_args
+from solver.inputs import InputError, load_check_input
+
+MODEL = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
+         "--micro-batch-size 1 --global-batch-size 32 --bf16")
+
+
+def _script(tmp_path, text, name="train.sh"):
+    p = tmp_path / name
+    p.write_text("#!/bin/bash\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n" + text)
+    return str(p)
+
+
+def test_the_command_line_cluster_wins_over_the_scripts_with_a_warning(tmp_path):
+    path = _script(tmp_path, f"torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py {MODEL} --vocab-size 32000\n")
+    own = load_check_input(path, "h100-sxm-80gb", None, None)
+    assert (own.case.placement.num_nodes, own.case.placement.gpus_per_node) == (2, 8)
+    assert not [w for w in own.warnings if w.rule == "script_world"]
+    over = load_check_input(path, "h100-sxm-80gb", 4, None)
+    assert (over.case.placement.num_nodes, over.case.placement.gpus_per_node) == (4, 8)
+    said = [w.message for w in over.warnings if w.rule == "script_world"]
+    assert said == ["the script launches 2 for --nodes, the command line says 4: judged with --nodes 4 (the command line wins)"]
+
+
+def test_a_world_too_small_for_the_scripts_degrees_is_an_illegal_verdict(tmp_path):
+    from shardplan.api import check
+
+    path = _script(tmp_path, f"torchrun --nproc_per_node 4 pretrain_gpt.py {MODEL} --vocab-size 32000 "
+                             "--tensor-model-parallel-size 8\n")
+    res = check(path, hardware="h100-sxm-80gb", project=False)
+    assert not res.legal and "world_divisible" in [v.rule for v in res.violations]
+
+
+@pytest.mark.parametrize("extra, vocab", [
+    ("--vocab-file v.json --merge-file m.txt", 50257),  # pretrain_gpt.py's default GPT2BPETokenizer
+    ("--tokenizer-type GPT2BPETokenizer --vocab-size 128", 50257),  # Megatron sizes it from the tokenizer
+    ("--tokenizer-type NullTokenizer --mock-data --vocab-size 128256", 128256),
+    ("--tokenizer-type HuggingFaceTokenizer --tokenizer-model deepseek-ai/DeepSeek-V3", 129280),
+    ("--tokenizer-type HuggingFaceTokenizer --tokenizer-model /models/Qwen3-8B/", 151936),
+    ("--vocab-size 32000", 32000),
+])
+def test_vocabulary_from_the_tokenizer(extra, vocab):
+    cfg = parse_megatron_args((MODEL + " " + extra).split(), entry_point="pretrain_gpt.py")
+    assert cfg.model.vocab_size == vocab
+
+
+@pytest.mark.parametrize("extra", ["--tokenizer-type NullTokenizer --mock-data",
+                                   "--tokenizer-type Llama2Tokenizer --tokenizer-model /tok/unknown.model"])
+def test_an_unknowable_vocabulary_names_the_flag_to_add(extra):
+    with pytest.raises(MegatronArgsError, match=r"^--vocab-size: .*add --vocab-size N"):
+        parse_megatron_args((MODEL + " " + extra).split(), entry_point="pretrain_gpt.py")
+
+
+@pytest.mark.parametrize("entry, family", [("pretrain_bert.py", "BERT"), ("pretrain_t5.py", "T5"),
+                                           ("pretrain_vlm.py", "vision-language")])
+def test_an_entry_point_that_builds_no_gpt_model_is_named(tmp_path, entry, family):
+    path = _script(tmp_path, f"torchrun --nproc_per_node 8 {entry} {MODEL} --vocab-size 32000\n")
+    with pytest.raises(InputError, match=f"{entry} builds a {family}"):
+        load_check_input(path, "h100-sxm-80gb", None, None)
+
+
+@pytest.mark.parametrize("extra, rule, said", [
+    ("--DDP-impl local", "megatron_argparse", "unrecognized arguments: --DDP-impl local"),
+    ("--tensor-model-parallel-size 2 4", "megatron_argparse", "unrecognized arguments: 4"),
+    ("--checkpoint-activations", "megatron_exits", "--checkpoint-activations is no longer valid"),
+    ("--step-batch-size-schedule 0:16", "megatron_exits", "Cannot specify both --step-batch-size-schedule"),
+    ("--use-megatron-fsdp --use-distributed-optimizer", "megatron_exits", "requires the `fsdp_dtensor`"),
+])
+def test_what_megatron_refuses_is_an_illegal_verdict_with_its_message(tmp_path, extra, rule, said):
+    path = _script(tmp_path, f"torchrun --nproc_per_node 8 pretrain_gpt.py {MODEL} --vocab-size 32000 {extra}\n")
+    loaded = load_check_input(path, "h100-sxm-80gb", None, None)
+    found = [v for v in loaded.preflight_violations if v.rule == rule]
+    assert found and said in found[0].message
+
+
+def test_unmodelled_attention_backend_is_refused_by_name():
+    with pytest.raises(MegatronArgsError, match="--attention-backend unfused"):
+        parse_megatron_args((MODEL + " --vocab-size 32000 --attention-backend unfused").split())
+    assert parse_megatron_args((MODEL + " --vocab-size 32000 --attention-backend flash").split()).model
