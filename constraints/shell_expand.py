@@ -260,6 +260,8 @@ class Shell:
             value = [value] if index == "@" else value
         if length:
             return str(len(value) if isinstance(value, list) else len(value or ""))
+        if index == "*" and isinstance(value, list) and not op:
+            return " ".join(value)  # "$*" / "${A[*]}": one word joined by IFS's first character (a space)
         empty = value is None or (op or "").startswith(":") and value in ("", [])
         if op in (":-", "-") and (value is None if op == "-" else empty):
             return self.scalar(word)

@@ -131,3 +131,9 @@ def test_loops_and_functions_are_skipped_not_run():
     text = "f() {\n  python pretrain_gpt.py --bad\n}\nfor i in 1 2; do\n  A=$i\ndone\nexit_early=0\n" \
            "python pretrain_gpt.py --num-layers 2\n"
     assert extract_argv(text).script_args == ["--num-layers", "2"]
+
+
+def test_star_and_at_expansions_split_as_bash_does():
+    text = 'A=(--lr "1e-4 x")\npython pretrain_gpt.py --data-path "$*" --split "${A[*]}" "${A[@]}"\n'
+    got = extract_argv(text, env={"1": "a", "2": "b c"}).script_args
+    assert got == ["--data-path", "a b c", "--split", "--lr 1e-4 x", "--lr", "1e-4 x"]  # bash 5 gives the same
