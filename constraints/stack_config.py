@@ -78,23 +78,31 @@ def _is_flag(token: str) -> bool:
     return token in FLAGS
 
 
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}")
+
+
 def env_default(value: Any, environ: dict[str, str], notes: list[str], path: str) -> Any:
-    """Primus `${NAME:default}` / Megatron `${NAME}` in a whole-string value: the environment's value, else the
-    default (typed as YAML would type it), noted either way; a missing variable without a default is refused."""
-    if not isinstance(value, str):
+    """Primus `${NAME:default}` / Megatron `${NAME}` in a string value: the environment's value, else the default,
+    noted either way (a whole-string reference is typed as YAML would type it; one inside a string, e.g.
+    `${PRIMUS_MODEL:deepseek_v3}.yaml`, is substituted as text); a missing variable without a default is refused."""
+    if not isinstance(value, str) or "${" not in value:
         return value
-    m = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}", value.strip())
-    if m is None:
-        return value
-    name, default = m.group(1), m.group(2)
-    if name in environ:
-        text, where = environ[name], f"took {name}={environ[name]} from the environment"
-    elif default is not None:
-        text, where = default, f"{name} is not set: took its default {default!r}"
-    else:
-        raise StackConfigError(f"{path}: ${{{name}}} is not set in the environment and has no default; set {name} "
-                               "or write the value")
-    notes.append(f"{path}: {where}")
+
+    def one(m: re.Match) -> str:
+        name, default = m.group(1), m.group(2)
+        if name in environ:
+            notes.append(f"{path}: took {name}={environ[name]} from the environment")
+            return environ[name]
+        if default is None:
+            raise StackConfigError(f"{path}: ${{{name}}} is not set in the environment and has no default; set {name} "
+                                   "or write the value")
+        notes.append(f"{path}: {name} is not set: took its default {default!r}")
+        return default
+
+    whole = _ENV_REF.fullmatch(value.strip())
+    text = _ENV_REF.sub(one, value)
+    if whole is None:
+        return text
     try:
         return yaml.safe_load(text) if text.strip() else None
     except yaml.YAMLError:

@@ -111,6 +111,11 @@ def flags_for_dest(dest: str, value: Any, path: str) -> Optional[list[str]]:
     if value is None:
         return [] if dest in ON_FLAG or dest in OFF_FLAG else None
     on = ON_FLAG.get(dest)
+    if isinstance(value, (list, tuple)) and not value and (on or dest in OFF_FLAG):
+        return []  # an empty list sets nothing (argparse would refuse the bare flag)
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1) and \
+            (on and FLAGS[on].nargs == 0 or on is None and dest in OFF_FLAG):
+        value = bool(value)  # Primus writes switches as 0/1; Megatron tests them for truth
     if isinstance(value, bool):
         if value and on and FLAGS[on].nargs == 0:
             return [on]

@@ -6,13 +6,15 @@ Layout (AMD-AGI/Primus: examples/megatron/configs/<GPU>/*.yaml, primus/configs/m
     modules:
       pre_trainer:
         framework: megatron
-        config: pre_trainer.yaml                      Primus's trainer defaults (not read here)
+        config: pre_trainer.yaml                      Primus's trainer defaults (primus/configs/modules/megatron/)
         model: llama3.1_8B.yaml                       a model file; `extends:` chains to its bases
         overrides: {tensor_model_parallel_size: 2, ...}   Megatron argparse dest names, plus Primus's own
 
-Keys are Megatron's argparse dests, so each maps to its flag (constraints.stack_keys). The model file is looked
-up beside the experiment, then in primus/configs/models/megatron/ of a Primus checkout above it; each
-`extends` base is read first, the file itself next, `overrides` last (Primus's merge order).
+Keys are Megatron's argparse dests, so each maps to its flag (constraints.stack_keys). The module config and the
+model file are looked up beside the experiment, then in primus/configs/{modules,models}/megatron/ of a Primus
+checkout above it; each `extends` base is read first, the file itself next; trainer defaults, then the model,
+then `overrides` (Primus's merge order). Trainer defaults that are no Megatron argument are listed as ignored
+(Primus's own settings the user did not write); every key the user wrote that is none is "not understood".
 """
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from boundary.read import is_regular_file
+from constraints.megatron_flags import MODELLED, RULE_FLAGS
 from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
+from constraints.stack_keys import StackKeyError, flags_for_core_field
 
 META_KEYS = ("work_group", "user_name", "exp_name", "workspace")
 MODULE_KEYS = ("framework", "config", "model", "overrides")
@@ -45,10 +49,10 @@ def _megatron_module(modules: dict) -> tuple[str, dict]:
     return found[0]
 
 
-def _model_file(name: str, experiment: Path) -> Path | None:
-    """The model file beside the experiment, else in a Primus checkout's model folder above it."""
+def _primus_file(name: str, experiment: Path, folder: str) -> Path | None:
+    """A model / module file beside the experiment, else in primus/configs/<folder>/megatron of a checkout above it."""
     candidates = [experiment.parent / name]
-    candidates += [d / "primus" / "configs" / "models" / "megatron" / name for d in experiment.resolve().parents]
+    candidates += [d / "primus" / "configs" / folder / "megatron" / name for d in experiment.resolve().parents]
     return next((c for c in candidates if is_regular_file(c)), None)
 
 
@@ -80,27 +84,60 @@ def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, s
     builder.not_understood += [k for k in data if k not in META_KEYS and k != "modules"]
     builder.not_understood += [f"modules.{name}.{k}" for k in module if k not in MODULE_KEYS]
     builder.not_understood += [f"modules.{n}" for n in data["modules"] if n != name]
-    if module.get("config"):
-        notes.append(f"modules.{name}.config {module['config']} (Primus's trainer defaults) is not read: keys it sets "
-                     "that the experiment does not are Megatron-LM's defaults here")
     merged: dict[str, tuple[str, Any]] = {}
-    model_name = module.get("model")
+    defaults: set[str] = set()  # keys whose value comes from Primus's trainer defaults, not the user
+    shipped_model: set[str] = set()  # keys whose value comes from a model file shipped in primus/configs/models
+    config_name = env_default(module.get("config"), environ, notes, f"modules.{name}.config")
+    if config_name:
+        config_path = _primus_file(str(config_name), experiment, "modules")
+        if config_path is None:
+            notes.append(f"modules.{name}.config {module['config']} (Primus's trainer defaults) was found neither beside "
+                         "the experiment nor in a Primus checkout above it: keys it sets that the experiment does not "
+                         "are Megatron-LM's defaults here")
+        else:
+            for path, keys in _model_chain(config_path, read):
+                notes.append(f"read {path} (Primus trainer defaults)")
+                for key, value in keys.items():
+                    merged[key] = (f"{path.name}:{key}", value)
+                    defaults.add(key)
+    model_name = env_default(module.get("model"), environ, notes, f"modules.{name}.model")
     if model_name is not None:
-        model_path = _model_file(str(model_name), experiment)
+        model_path = _primus_file(str(model_name), experiment, "models")
         if model_path is None:
             notes.append(f"modules.{name}.model {model_name} was found neither beside the experiment nor in a Primus "
                          "checkout above it: its keys are not read (give the shape in overrides or pass --model)")
         else:
             for path, keys in _model_chain(model_path, read):
                 notes.append(f"read {path} (Primus model file)")
+                shipped = "/primus/configs/" in path.resolve().as_posix()  # Primus's own file, not the user's
                 for key, value in keys.items():
                     merged[key] = (f"{path.name}:{key}", value)
+                    defaults.discard(key)
+                    (shipped_model.add if shipped else shipped_model.discard)(key)
     overrides = module.get("overrides") or {}
     if not isinstance(overrides, dict):
         raise StackConfigError(f"modules.{name}.overrides: must be a mapping of Megatron arguments ({type(overrides).__name__})")
     for key, value in overrides.items():
         merged[key] = (f"overrides.{key}", value)
+        defaults.discard(key)
+        shipped_model.discard(key)
     for key, (path, value) in merged.items():
-        builder.add(path, str(key), env_default(value, environ, notes, path))
+        if key in shipped_model:  # Primus's model definition: every Megatron argument counts, its own keys are ignored
+            if flags_for_core_field(str(key), None, path, core_names=False) is None:
+                ignored.append(path)
+                continue
+        if key not in defaults:
+            builder.add(path, str(key), env_default(value, environ, notes, path))
+            continue
+        # a default shipped in primus/configs/: judged where a rule or the memory model reads its flag; one that is
+        # no Megatron argument (Primus's own settings) or that shardplan does not model is listed as ignored
+        try:
+            args = flags_for_core_field(str(key), env_default(value, environ, notes, path), path, core_names=False)
+        except (StackConfigError, StackKeyError):
+            args = None
+        if args and (args[0] in MODELLED or args[0] in RULE_FLAGS):
+            builder.add(path, str(key), env_default(value, environ, notes, path))
+        elif args is None or args:
+            ignored.append(path)
     return StackConfig(kind="primus", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,
                        notes=notes)

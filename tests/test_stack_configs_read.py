@@ -166,3 +166,39 @@ def test_dests_from_args_inverts_the_flags():
 
 def test_stack_config_error_is_a_value_error():
     assert issubclass(StackConfigError, ValueError)
+
+
+def _primus_checkout(root):
+    """A Primus checkout's layout (written here): trainer defaults and a shipped model file with Primus's own keys."""
+    modules = root / "primus" / "configs" / "modules" / "megatron"
+    models = root / "primus" / "configs" / "models" / "megatron"
+    modules.mkdir(parents=True)
+    models.mkdir(parents=True)
+    (modules / "pre_trainer.yaml").write_text("bf16: true\nuse_distributed_optimizer: true\nlog_interval: 1\n"
+                                              "stderr_sink_level: INFO\nhigh_priority_stream_groups: []\n")
+    (models / "tiny.yaml").write_text("num_layers: 4\nhidden_size: 1024\nnum_attention_heads: 16\nvocab_size: 32000\n"
+                                      "max_position_embeddings: 4096\nswiglu: 1\nconv_bias: false\n")
+    exp = root / "examples" / "megatron" / "configs" / "MI300X" / "tiny-pretrain.yaml"
+    exp.parent.mkdir(parents=True)
+    exp.write_text("modules:\n  pre_trainer:\n    framework: megatron\n    config: pre_trainer.yaml\n"
+                   "    model: ${TINY_MODEL:tiny}.yaml\n    overrides:\n      micro_batch_size: 1\n"
+                   "      global_batch_size: 8\n      seq_length: 2048\n      use_turbo_attention: true\n")
+    return exp
+
+
+def test_primus_checkout_defaults_count_and_primus_own_keys_are_ignored_not_dropped(tmp_path, monkeypatch):
+    monkeypatch.delenv("TINY_MODEL", raising=False)
+    loaded = load_check_input(str(_primus_checkout(tmp_path)), "mi300x", 1, 8)
+    assert loaded.case.job.precision.value == "bf16"  # from the trainer defaults
+    assert loaded.case.recipe.dp_sharding.value == "distributed_optimizer"
+    assert loaded.case.model.num_layers == 4 and loaded.case.model.activation.value == "swiglu"  # swiglu: 1
+    assert loaded.unknown_flags == ["overrides.use_turbo_attention"]  # the user's key; Primus's own are listed:
+    assert {"pre_trainer.yaml:stderr_sink_level", "pre_trainer.yaml:log_interval", "tiny.yaml:conv_bias"} <= \
+        set(loaded.ignored_flags)
+    assert any("TINY_MODEL is not set" in w.message for w in loaded.warnings)
+
+
+def test_primus_switch_written_as_zero_or_one_and_empty_lists():
+    assert flags_for_dest("sequence_parallel", 1, "x") == ["--sequence-parallel"]
+    assert flags_for_dest("sequence_parallel", 0, "x") == []
+    assert flags_for_dest("recompute_modules", [], "x") == []
