@@ -25,6 +25,10 @@ MAX_TEXT_BYTES = {
 # length of one string (a pipeline layout for 4096 layers fits in 16 KiB), and entries in one list.
 MAX_DEPTH = 32
 MAX_ALIASES = 64
+# YAML nodes as written (before alias expansion): PyYAML's pure-Python scanner slows quadratically on long flow
+# lists (a 1 MiB `[1,1,...]` of 500,000 items took 59 s), so composition stops here; a model YAML with a
+# 4096-entry layer list has ~4,200 nodes (10,000 nodes of a flow list parse in ~1 s).
+MAX_YAML_NODES = 10_000
 MAX_NODES = {"cost table": 5_000_000}
 DEFAULT_MAX_NODES = 100_000
 MAX_STRING_CHARS = 64 * KIB

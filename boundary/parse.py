@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from boundary.errors import InputRefused
-from boundary.limits import MAX_ALIASES, MAX_DEPTH, MAX_LIST_ITEMS, MAX_STRING_CHARS, max_nodes
+from boundary.limits import MAX_ALIASES, MAX_DEPTH, MAX_LIST_ITEMS, MAX_STRING_CHARS, MAX_YAML_NODES, max_nodes
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -28,6 +28,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self._label = label
         self._depth = 0
         self._aliases = 0
+        self._nodes = 0
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
@@ -36,6 +37,11 @@ class _BoundedLoader(yaml.SafeLoader):
                 mark = self.peek_event().start_mark
                 raise InputRefused(f"{self._label}: more than {MAX_ALIASES} YAML alias uses (*name) at line "
                                    f"{mark.line + 1}; write the values out instead of aliasing them")
+        self._nodes += 1
+        if self._nodes > MAX_YAML_NODES:
+            mark = self.peek_event().start_mark
+            raise InputRefused(f"{self._label}: more than {MAX_YAML_NODES:,} YAML values (at line {mark.line + 1}); "
+                               "a shardplan input holds far fewer, give the file itself, not generated data")
         self._depth += 1
         if self._depth > MAX_DEPTH:
             mark = self.peek_event().start_mark
