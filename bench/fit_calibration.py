@@ -1,32 +1,31 @@
-"""Fit the hardware profiles' `calibration:` blocks on the whole of runs.csv (never per row).
+"""Fit the projection's constants on runs.csv: the shared software constants (default) or, for comparison, the
+per-part constants this project used before (`--per-part`).
 
-Usage: `.venv/bin/python -m bench.fit_calibration [--write] [--cv]`. Coordinate descent over small grids,
-minimising the mean |log(projected / measured)| of tokens/s/GPU over every expressible row:
-- per hardware (its own rows): the GEMM efficiency-curve scale, fp8 and grouped-GEMM relative
-  efficiency, attention efficiency, achieved HBM bandwidth, host time per op -- properties of the chip, its
-  kernels and its host;
-- shared by all hardware (all rows): the grouped-GEMM half-efficiency tokens per expert, the MoE
-  dispatcher's per-layer host sync, the load-imbalance factor and the exposed share of overlapped
-  communication -- properties of the software stack, so one value each keeps the fit from bending a
-  chip's constants to a few rows.
-The fit uses the closed-form schedule (fast); validation then uses the simulator. `--write` rewrites only
-the `calibration:` block of hardware/profiles/<name>.yaml. `--cv` reports a 2-fold cross-validation
-(rows split by a hash of their id; fit on one half, error on the other) to show the fit is not the rows.
+Usage: `.venv/bin/python -m bench.fit_calibration [--write] [--per-part]`.
+- default: `bench.fit_software.SharedFit` fits one value of each `SoftwareConstants` field on every Megatron-stack
+  row; each part's own numbers come from its profile's published microbenchmarks. `--write` stores the result in
+  hardware/software_constants.yaml (atomically), which load_profile reads.
+- `--per-part` (the model before the transfer model, kept so its cross-validated figures stay reproducible):
+  coordinate descent per hardware on its own rows (GEMM curve scale, fp8 / grouped-GEMM / attention / HBM
+  efficiency, host time per op) plus shared MoE and overlap constants; a part without rows keeps the defaults.
+  Nothing is written.
+Out-of-sample error of either: `python -m bench.cross_validate [--model per-part]`.
 """
 from __future__ import annotations
 
 import argparse
 import math
-import re
-import statistics
-import zlib
+import os
 from collections import defaultdict
+from pathlib import Path
 
 import yaml
 
-from bench.runs import RunCase, load_runs
-from bench.validate_projection import assume_moe_dispatcher
-from hardware.profile import PROFILES_DIR, Calibration, HardwareProfile, load_profile
+from bench.run_slices import is_torch_native, throughput_cases
+from bench.runs import RunCase
+from bench.fit_software import SharedFit
+from hardware.calibration import SOFTWARE_CONSTANTS_PATH, SoftwareConstants
+from hardware.profile import Calibration, HardwareProfile, load_profile
 from measure.project import project
 
 BASE_CURVE = ((20.0, 0.05), (30.0, 0.45), (36.0, 0.70), (40.0, 0.75))
@@ -71,18 +70,22 @@ def _log_errs(cases: list[RunCase], profile: HardwareProfile, simulate: bool = F
 class _Fit:
     """Parameters per hardware plus shared ones; `profile(hw)` is the hardware's profile under them."""
 
-    def __init__(self, by_hw: dict[str, list[RunCase]]) -> None:
+    def __init__(self, by_hw: dict[str, list[RunCase]], from_defaults: bool = False) -> None:
+        """`from_defaults` starts the descent from `Calibration()` instead of the stored (whole-file) fit, so a
+        held-out fit never starts from constants that saw the held-out rows."""
         self.by_hw = by_hw
         self.base = {hw: load_profile(hw) for hw in by_hw}
-        self.local = {hw: {"gemm_scale": 1.0, **{k: getattr(b.calibration, k) for k in LOCAL if k != "gemm_scale"}}
-                      for hw, b in self.base.items()}
-        first = next(iter(self.base.values())).calibration
+        start = {hw: Calibration() if from_defaults or b.microbench is not None else b.calibration for hw, b in self.base.items()}
+        self.local = {hw: {"gemm_scale": 1.0, **{k: getattr(start[hw], k) for k in LOCAL if k != "gemm_scale"}}
+                      for hw in self.base}
+        first = next(iter(start.values()))
         self.shared = {k: getattr(first, k) for k in SHARED}
 
     def profile(self, hw: str, local: dict | None = None, shared: dict | None = None) -> HardwareProfile:
+        """The per-part model: fitted constants over the defaults (never the microbenchmark-derived calibration)."""
         b = self.base[hw]
         params = {**(local or self.local[hw]), **(shared or self.shared)}
-        return b.model_copy(update={"calibration": calibration_from(params, b.calibration)})
+        return b.model_copy(update={"calibration": calibration_from(params, Calibration())})
 
     def hw_loss(self, hw: str, local: dict | None = None, shared: dict | None = None) -> float:
         return sum(_log_errs(self.by_hw[hw], self.profile(hw, local, shared)))
@@ -118,19 +121,6 @@ class _Fit:
         return start, self.total()
 
 
-def write_block(name: str, cal: Calibration, note: str) -> None:
-    path = PROFILES_DIR / f"{name}.yaml"
-    text = path.read_text()
-    data = cal.model_dump(mode="json")
-    data["gemm_efficiency"] = [list(p) for p in data["gemm_efficiency"]]
-    body = yaml.safe_dump({"calibration": data}, sort_keys=False, default_flow_style=None).rstrip("\n")
-    block = f"# calibration: {note}\n{body}\n"
-    pattern = re.compile(r"(?m)^(# calibration:.*\n)?calibration:.*\n(?:[ #].*\n|\n)*")
-    if not pattern.search(text):
-        raise SystemExit(f"{path}: no calibration block to replace")
-    path.write_text(pattern.sub(block, text, count=1))
-
-
 def _by_hw(cases: list[RunCase]) -> dict[str, list[RunCase]]:
     out: dict[str, list[RunCase]] = defaultdict(list)
     for c in cases:
@@ -138,56 +128,55 @@ def _by_hw(cases: list[RunCase]) -> dict[str, list[RunCase]]:
     return dict(sorted(out.items()))
 
 
-def cross_validate(cases: list[RunCase], folds: int = 2) -> list[float]:
-    """Held-out |relative error| of tokens/s/GPU (simulated schedule) for every row, each fold fitted without it."""
-    errs = []
-    for k in range(folds):
-        train = [c for c in cases if zlib.crc32(c.id.encode()) % folds != k]
-        test = [c for c in cases if zlib.crc32(c.id.encode()) % folds == k]
-        fit = _Fit(_by_hw(train))
-        fit.run()
-        for hw, rows in _by_hw(test).items():
-            prof = fit.profile(hw) if hw in fit.base else load_profile(hw)
-            errs += _abs_errs(rows, prof)
-    return errs
+def fit_profiles(cases: list[RunCase]):
+    """Fit on `cases` only (from the default constants) and return hw name -> profile: a fitted part gets its own
+    constants; a part without rows in `cases` gets the defaults plus the fitted shared constants, as a part
+    nobody has published runs for does in the shipped profiles."""
+    fit = _Fit(_by_hw(cases), from_defaults=True)
+    fit.run()
+
+    def profile_for(hw: str) -> HardwareProfile:
+        if hw in fit.base:
+            return fit.profile(hw)
+        base = load_profile(hw)
+        return base.model_copy(update={"calibration": Calibration().model_copy(update=fit.shared)})
+    return profile_for
 
 
-def _abs_errs(cases: list[RunCase], profile: HardwareProfile) -> list[float]:
-    """|projected / measured - 1| of tokens/s/GPU with the simulated schedule, as validate_projection reports."""
-    out = []
-    for c in cases:
-        p = project(c.model, c.job, c.recipe, c.placement, profile)
-        out.append(abs(p.tokens_per_s_per_gpu / c.measured["tokens_per_s_per_gpu"] - 1.0))
-    return out
+def write_software_constants(sw: SoftwareConstants, note: str, path: Path = SOFTWARE_CONSTANTS_PATH) -> None:
+    """hardware/software_constants.yaml, written to a temp file and renamed (a Ctrl-C never leaves half a file)."""
+    body = yaml.safe_dump({"constants": sw.model_dump(mode="json")}, sort_keys=False)
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(f"# {note}\n# Read by hardware/calibration.py; refit with: python -m bench.fit_calibration --write\n{body}")
+    os.replace(tmp, path)
 
 
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    i = q * (len(xs) - 1)
-    lo, hi = int(i), min(int(i) + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
+def training_cases() -> list[RunCase]:
+    """The rows every fit uses: ran, measured tokens/s/GPU, Megatron stack (torch-native rows are a separate slice)."""
+    return [c for c in throughput_cases() if not is_torch_native(c)]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true")
-    ap.add_argument("--cv", action="store_true", help="also report 2-fold cross-validated error")
+    ap.add_argument("--write", action="store_true", help="store the fitted software constants")
+    ap.add_argument("--per-part", action="store_true", help="fit the earlier per-part model instead (prints only)")
     args = ap.parse_args()
-    cases = [c for c in assume_moe_dispatcher(load_runs()) if c.outcome == "ran" and "tokens_per_s_per_gpu" in c.measured]
-    fit = _Fit(_by_hw(cases))
+    cases = training_cases()
+    if args.per_part:
+        fit = _Fit(_by_hw(cases), from_defaults=True)
+        before, after = fit.run()
+        print(f"per-part model, {len(cases)} rows: mean |log err| {before:.3f} -> {after:.3f}; shared {fit.shared}")
+        for hw, rows in fit.by_hw.items():
+            print(f"{hw}: {len(rows)} rows, mean |log err| {fit.hw_loss(hw) / len(rows):.3f}; {fit.local[hw]}")
+        return
+    fit = SharedFit(cases)
     before, after = fit.run()
-    print(f"all: {len(cases)} rows, mean |log err| {before:.3f} -> {after:.3f}; shared {fit.shared}")
-    for hw, rows in fit.by_hw.items():
-        loss = fit.hw_loss(hw) / len(rows)
-        print(f"{hw}: {len(rows)} rows, mean |log err| {loss:.3f}; {fit.local[hw]}")
-        if args.write:
-            write_block(hw, fit.profile(hw).calibration,
-                        f"fitted by bench/fit_calibration.py on {len(cases)} rows of runs.csv ({len(rows)} on this "
-                        f"hardware, mean |log err| {loss:.3f}); load_profile validates it")
-    if args.cv:
-        errs = [100 * e for e in cross_validate(cases)]
-        print(f"2-fold cross-validated |error| of tokens/s/GPU over {len(errs)} rows: median {statistics.median(errs):.1f}%, "
-              f"mean {statistics.mean(errs):.1f}%, p90 {_pct(errs, 0.9):.1f}%, worst {max(errs):.1f}%")
+    print(f"software constants, {len(cases)} rows of {len({c.hardware for c in cases})} parts: mean |log err| "
+          f"{before:.3f} -> {after:.3f}")
+    print(fit.sw.model_dump())
+    if args.write:
+        write_software_constants(fit.sw, f"fitted by bench/fit_calibration.py on {len(cases)} Megatron-stack rows of runs.csv "
+                                         f"(mean |log err| {after:.3f}); one value per constant for every part")
 
 
 if __name__ == "__main__":

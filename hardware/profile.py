@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -20,6 +20,9 @@ from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_yaml
 from boundary.read import read_text
 from boundary.show import validation_line
+from hardware.calibration import Calibration, Microbench, derive_calibration, load_software_constants
+
+__all__ = ["Calibration", "HardwareProfile", "Microbench", "PeakTflops", "ProfileError", "available_profiles", "load_profile"]
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 
@@ -60,37 +63,6 @@ class PeakTflops(_Strict):
     fp32: Optional[float] = Field(None, **_PEAK, description="non-tensor FP32 vector rate, for element-wise ops")
 
 
-class Calibration(_Strict):
-    """Constants fitted on bench/data/runs.csv (see bench/validate_*.py); data, never code.
-
-    gemm_efficiency: piecewise-linear curve of achieved/peak vs log2(GEMM FLOPs): pairs (log2_flops, eff).
-    """
-
-    # at least one point (an empty curve has no efficiency to read); log2 FLOPs 0..128, efficiency (0, 1]
-    gemm_efficiency: tuple[tuple[Annotated[float, Field(ge=0, le=128)], Annotated[float, Field(gt=0, le=1)]], ...] = Field(
-        ((20.0, 0.05), (30.0, 0.45), (36.0, 0.70), (40.0, 0.75)), min_length=1, max_length=256)
-    fp8_gemm_relative_efficiency: float = Field(0.75, gt=0, le=1, description="fp8 GEMM achieved/peak(fp8) over bf16's achieved/peak(bf16)")
-    grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1, description="MoE grouped GEMM vs a plain GEMM of the same per-group size, "
-                                                    "many tokens per expert")
-    grouped_gemm_half_tokens: float = Field(0.0, ge=0, le=1e12,
-                                            description="tokens per expert at which the grouped GEMM reaches half that (0 = no token dependence)")
-    host_time_per_op_us: float = Field(0.0, ge=0, le=1e7, description="host (Python, framework, launch) time per listed op of a layer; "
-                                       "a layer pass takes at least its ops' host time (CPU-bound small kernels)")
-    moe_dispatch_overhead_us: float = Field(0.0, ge=0, le=1e7, description="per MoE layer, micro-batch and pass (fwd, bwd): host sync of the "
-                                            "per-expert token counts and the launch gap behind it")
-    attention_efficiency: float = Field(0.5, gt=0, le=1)
-    memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")
-    collective_bandwidth_efficiency: float = Field(0.7, gt=0, le=1)
-    p2p_bandwidth_efficiency: float = Field(0.8, gt=0, le=1)
-    collective_fixed_overhead_us: float = Field(20.0, ge=0, le=1e7)
-    kernel_launch_us: float = Field(3.0, ge=0, le=1e7)
-    moe_load_imbalance: float = Field(1.0, ge=1.0, le=1 << 16, description="max/mean expert load factor")
-    exposed_comm_fraction: float = Field(0.2, ge=0, le=1, description="share of an overlapped collective that still shows (imperfect overlap)")
-    step_overhead_s: float = Field(0.0, ge=0, le=86400, description="fixed per-iteration time: data loading, logging, launch gaps")
-    framework_overhead_bytes: int = Field(3 * 1024**3, ge=0, le=_MAX_HBM_BYTES, description="CUDA context, NCCL, allocator reserve")
-    activation_fragmentation_fraction: float = Field(0.0, ge=0, le=1, description="extra fraction of activations lost to fragmentation")
-
-
 class HardwareProfile(_Strict):
     """One accelerator (or system) and its links. The scale-up domain (NVLink / xGMI) is a property of
     the part and system, not of --gpus-per-node: GB200 NVL72 has 4 GPUs per tray and 72 per domain."""
@@ -114,15 +86,26 @@ class HardwareProfile(_Strict):
     inter_pod_latency_us: Optional[float] = Field(None, **_LATENCY_US)
     supports_fp8: bool
     supports_mxfp8: bool = False
+    microbench: Optional[Microbench] = Field(None, description="published microbenchmarks; when given and `calibration` "
+                                             "is not, load_profile derives the calibration from them (hardware/calibration.py)")
     calibration: Calibration = Calibration()
     sources: dict[str, str] = Field(description="field name -> where the number comes from")
 
     @property
     def calibrated(self) -> bool:
-        """Whether the profile carries calibration constants fitted on measured runs (or transferred from a part with
-        the same die) instead of the defaults, which no measured run has fitted: projections on such a part are less
-        certain, and the output says so."""
-        return self.calibration != Calibration()
+        """Whether the projection constants come from something measured (published microbenchmarks of this part,
+        or a calibration block the user fitted) instead of the bare defaults: projections on a part with neither
+        are less certain, and the output says so."""
+        return self.microbench is not None or self.calibration != Calibration()
+
+    def derived(self) -> "HardwareProfile":
+        """This profile with its calibration derived from `microbench` and the fitted software constants."""
+        if self.microbench is None:
+            return self
+        p = self.peak_tflops
+        cal = derive_calibration(p.bf16, p.fp8, self.hbm_bandwidth_gb_per_s, self.scale_up_bandwidth_gb_per_s,
+                                 self.microbench, load_software_constants())
+        return self.model_copy(update={"calibration": cal})
 
     @property
     def scale_out_bandwidth_gb_per_s(self) -> float:
@@ -171,7 +154,10 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     data = _parsed_yaml(path)
     if not isinstance(data, dict):
         raise ProfileError(f"--hardware: {path} must hold a mapping of profile fields")
+    explicit_calibration = bool(data.get("calibration"))
     try:
-        return HardwareProfile(**data)
+        prof = HardwareProfile(**data)
     except ValidationError as exc:
         raise ProfileError(f"--hardware: {path}: field {validation_line(exc, reasons=BOUND_REASONS)}") from None
+    # a calibration block given in the file wins (a user's own fit); otherwise derive it from the microbenchmarks
+    return prof if explicit_calibration else prof.derived()

@@ -62,6 +62,7 @@ class Entry(_Strict):
     spread_s: float = Field(ge=0, le=3600.0, description="interquartile range (p75 - p25) of the repetitions, seconds")
     dtype_used: str = Field(description="dtype actually run (e.g. fp32 when bf16 is unsupported on a CPU)")
     impl: str = Field("", description="torch kernel that ran, e.g. torch._grouped_mm or bmm, sdpa, _scaled_mm")
+    source: str = Field("", description="where a reconstructed entry's number was published (empty when measured here)")
 
 
 class DeviceTable(_Strict):

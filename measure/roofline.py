@@ -1,4 +1,5 @@
-"""Time of one kernel: a measured cost-table entry when there is one, else a roofline.
+"""Time of one kernel: a measured cost-table entry when there is one (the table passed in, else the profile's
+bundled hardware/measured/<name>.json), else a roofline.
 
 Why a roofline with efficiency curves: a GEMM's achieved fraction of peak grows with its size (tile
 quantisation, wave tails, launch), so a constant efficiency misprices the small per-rank GEMMs that high
@@ -15,6 +16,7 @@ from typing import Optional, Protocol
 
 from hardware.profile import Calibration, HardwareProfile
 from measure.layer_ops import PhaseOp
+from measure.measured_tables import bundled_table
 from measure.ops import OpKind
 
 
@@ -92,7 +94,10 @@ def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
 
 def op_time_s(pop: PhaseOp, profile: HardwareProfile, cost_table: Optional[CostLookup] = None,
               fingerprint: Optional[str] = None) -> float:
-    """Measured seconds when the table has this op for this device, else the roofline."""
+    """Measured seconds when the table has this op for this device, else the roofline. Without a table
+    argument, the profile's bundled measured table (hardware/measured/<name>.json) is the table."""
+    if cost_table is None:
+        cost_table, fingerprint = bundled_table(profile.name)
     if cost_table is not None and fingerprint is not None:
         measured = cost_table.lookup(fingerprint, pop.key)
         if measured is not None:

@@ -29,6 +29,7 @@ from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
 from measure.dp_comm import FSDP_SHARDINGS
 from measure.layer_columns import _KIND_COLS, _MODS, _RAW_WIDTH, finish_columns, raw_cols
 from measure.layer_cost import LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
+from measure.measured_tables import bundled_table
 from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
 from measure.schedule_np import p2p_units_np, staged_closed_form_np
@@ -57,6 +58,8 @@ class Evaluator:
         (measure.layer_cost.layer_parts), which follow the scale-up domain size, so entries are keyed by that size,
         the base recipe and the shape's values."""
         self.shared_parts = shared_parts
+        if cost_table is None:  # the profile's bundled measured table, as op_time_s would take it
+            cost_table, fingerprint = bundled_table(profile.name)
         if cost_table is not None and fingerprint is None:
             fps = cost_table.fingerprints() if hasattr(cost_table, "fingerprints") else []
             fingerprint = fps[0] if len(fps) == 1 else None

@@ -23,8 +23,8 @@ def format_solve(payload: dict, model, placement, job) -> str:
         lines.append(f"* the ranking closed form and the simulated step differ by more than {RANKING_GAP_NOTE:.0%} here (interleaved "
                      "schedules with unequal stages); the order follows the closed form, the step column the simulator")
     if payload["recipes"] and payload.get("projection_calibrated") is False:
-        lines.append(f"note: {placement.hardware} has no calibration fitted on measured runs (none in runs.csv); its projections "
-                     "use the default constants and are less certain (they tend to read high)")
+        lines.append(f"note: {placement.hardware} has neither published microbenchmarks nor a calibration block in its profile; "
+                     "its projections use the default constants and are less certain")
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import typing
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from pydantic import BaseModel
 
 import hardware.profile as profile_module
 from hardware.listing import profiles_table
@@ -38,7 +40,10 @@ def _all_field_paths(model_cls=HardwareProfile, prefix: str = "") -> set[str]:
     paths = set()
     for name, field in model_cls.model_fields.items():
         annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, profile_module._Strict):
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(inner) == 1:  # Optional[Model]
+            annotation = inner[0]
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             paths |= _all_field_paths(annotation, prefix=f"{prefix}{name}.")
         else:
             paths.add(f"{prefix}{name}")

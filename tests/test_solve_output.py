@@ -52,17 +52,26 @@ def test_answers_whose_ranking_and_simulated_step_differ_are_flagged():
     assert ranking_gap({"step_time_us": 100, "ranking_time_us": 100}) == 0.0
 
 
-def test_uncalibrated_parts_are_named_in_the_output():
-    """A100 / AMD profiles carry no fitted calibration; the answer says so (JSON and text)."""
-    from hardware.profile import load_profile
+def test_uncalibrated_parts_are_named_in_the_output(tmp_path):
+    """A profile with neither published microbenchmarks nor a calibration block projects on the default
+    constants; the answer says so (JSON and text). Every bundled profile carries microbenchmarks, so none is named."""
+    import yaml
 
-    assert load_profile("h100-sxm-80gb").calibrated and load_profile("h800-sxm-80gb").calibrated
-    assert not load_profile("a100-sxm-80gb").calibrated
-    args = ["solve", "--model", "Llama-3.1-8B", "--hardware", "a100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
+    from hardware.profile import PROFILES_DIR, available_profiles, load_profile
+
+    assert all(load_profile(name).calibrated for name in available_profiles())
+    data = yaml.safe_load((PROFILES_DIR / "a100-sxm-80gb.yaml").read_text())
+    del data["microbench"]
+    bare = tmp_path / "a100-bare.yaml"
+    bare.write_text(yaml.safe_dump(data))
+    assert not load_profile(str(bare)).calibrated
+    args = ["solve", "--model", "Llama-3.1-8B", "--hardware", str(bare), "--nodes", "1", "--seq-length", "4096",
             "--global-batch-size", "16", "--proposer", "none", "--pp", "1", "--cp", "1", "--top", "1"]
     res = CliRunner().invoke(cli, args)
-    assert res.exit_code == 0 and "no calibration fitted" in res.output
+    assert res.exit_code == 0 and "neither published microbenchmarks" in res.output
     assert json.loads(CliRunner().invoke(cli, args + ["--json"]).output)["projection_calibrated"] is False
+    res = CliRunner().invoke(cli, args[:4] + ["a100-sxm-80gb"] + args[5:])
+    assert res.exit_code == 0 and "neither published microbenchmarks" not in res.output
 
 
 def test_json_args_with_their_env_pass_check():

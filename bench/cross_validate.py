@@ -1,0 +1,142 @@
+"""Out-of-sample throughput error: every row projected with constants fitted WITHOUT its group.
+
+Usage: `.venv/bin/python -m bench.cross_validate [--by source,hardware,family] [--model transfer|per-part]
+[--in-sample] [--rows] [--jobs N]`.
+
+Why: the judged use of shardplan is a part, a model or a publication nobody fitted on. An error measured
+on the rows the constants were fitted to says little about that, so each grouping below leaves one group
+out in turn, refits on the rest (from the default constants, never from the stored whole-file fit) and
+projects the left-out rows. Groupings (bench/run_slices.py):
+
+- source: the publication (`source_id` prefix). All releases of the Megatron-Bridge performance summary
+  (MBR) are one publication: its releases re-measure the same configurations, so leaving out one release
+  would leave its configurations in the fit. NeMo documentation releases (NEMO2407 ... NEMO2507), the
+  model verification cards (MBCARD), the perf skills (MBSKILL) and the long-sequence tables (NEMOLS) are
+  one group each.
+- hardware: the profile a row runs on. Under the transfer model the held-out part keeps its own published
+  microbenchmarks (they are known before anyone trains on it); only the software constants are refitted.
+- family: the model family.
+
+Models: `transfer` (default; per-part microbenchmarks + shared software constants, bench.fit_software) and
+`per-part` (the earlier per-part fit, bench.fit_calibration._Fit; a held-out part falls back to the defaults).
+Rows from torch-native stacks are a separate slice that the headline excludes (see bench/run_slices.py); no
+fold fits on them, and they are projected out of sample like every other row, so their error is reported.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import statistics
+from concurrent.futures import ProcessPoolExecutor
+from collections import defaultdict
+from typing import Callable, Optional
+
+from bench.fit_calibration import fit_profiles
+from bench.fit_software import fit_transfer_profiles
+from bench.run_slices import is_torch_native, model_family, source_group, throughput_cases
+from bench.runs import RunCase
+from measure.project import project
+
+GROUPINGS: dict[str, Callable[[RunCase], str]] = {"source": source_group, "hardware": lambda c: c.hardware,
+                                                  "family": model_family}
+MODELS = {"transfer": fit_transfer_profiles, "per-part": fit_profiles}
+
+
+def _err(case: RunCase, profile) -> float:
+    p = project(case.model, case.job, case.recipe, case.placement, profile)
+    return p.tokens_per_s_per_gpu / case.measured["tokens_per_s_per_gpu"] - 1.0
+
+
+_FOLD: dict = {}  # what the forked fold workers read: cases, key, fit
+
+
+def _fold(group: str) -> dict[str, float]:
+    """Fit without `group` (and without torch-native rows), project the group's rows."""
+    cases, key, fit = _FOLD["cases"], _FOLD["key"], _FOLD["fit"]
+    profile_for = fit([c for c in cases if not is_torch_native(c) and key(c) != group])
+    return {c.id: _err(c, profile_for(c.hardware)) for c in cases if key(c) == group}
+
+
+def held_out(cases: list[RunCase], key: Callable[[RunCase], str], fit=fit_transfer_profiles, jobs: int = 1) -> dict[str, float]:
+    """Row id -> signed error of tokens/s/GPU, each group projected with constants fitted without it.
+    Torch-native rows are never fitted on; they are projected in the fold of their own group. `jobs` > 1 runs
+    the folds in forked worker processes (each fold is independent; results are identical)."""
+    _FOLD.update(cases=cases, key=key, fit=fit)
+    groups = sorted({key(c) for c in cases})
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            parts = list(pool.map(_fold, groups))
+    else:
+        parts = [_fold(g) for g in groups]
+    return {k: v for part in parts for k, v in part.items()}
+
+
+def in_sample(cases: list[RunCase], fit=fit_transfer_profiles) -> dict[str, float]:
+    """Row id -> signed error with constants fitted on every Megatron row (what the stored profiles hold)."""
+    profile_for = fit([c for c in cases if not is_torch_native(c)])
+    return {c.id: _err(c, profile_for(c.hardware)) for c in cases}
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    i = q * (len(xs) - 1)
+    lo, hi = int(i), min(int(i) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
+
+
+def stat_row(label: str, errs: list[float]) -> str:
+    a = [100 * abs(e) for e in errs]
+    if not a:
+        return f"| {label} | 0 | | | | | |"
+    bias = 100 * statistics.median(errs)
+    return (f"| {label} | {len(a)} | {statistics.median(a):.1f} | {statistics.mean(a):.1f} | {pct(a, 0.9):.1f} | "
+            f"{max(a):.1f} | {bias:+.1f} |")
+
+
+HEADER = ["| slice | n | median % | mean % | p90 % | worst % | median signed % |", "|---|---:|---:|---:|---:|---:|---:|"]
+
+
+def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase], str], title: str) -> list[str]:
+    """Headline (Megatron rows) then one line per group, then the torch-native slice."""
+    meg = [c for c in cases if not is_torch_native(c)]
+    lines = [f"**{title}**", ""] + HEADER + [stat_row("all Megatron-stack rows", [errs[c.id] for c in meg])]
+    groups: dict[str, list[float]] = defaultdict(list)
+    for c in meg:
+        groups[key(c)].append(errs[c.id])
+    lines += [stat_row(f"held out: {g}", v) for g, v in sorted(groups.items())]
+    native = [errs[c.id] for c in cases if is_torch_native(c)]
+    if native:
+        lines.append(stat_row("torch-native (FSDP2) rows, excluded above", native))
+    return lines + [""]
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--by", default="source,hardware,family", help="comma-separated groupings: source, hardware, family")
+    ap.add_argument("--model", default="transfer", choices=sorted(MODELS), help="which constants to refit per fold")
+    ap.add_argument("--in-sample", action="store_true", help="also print the in-sample table (fitted on every row)")
+    ap.add_argument("--rows", action="store_true", help="print every row's held-out error")
+    ap.add_argument("--jobs", type=int, default=1, help="folds fitted in parallel (forked processes)")
+    args = ap.parse_args(argv)
+    cases = throughput_cases()
+    names = [b.strip() for b in args.by.split(",") if b.strip()]
+    bad = [b for b in names if b not in GROUPINGS]
+    if bad:
+        raise SystemExit(f"error: --by: unknown grouping ({','.join(bad)}); use any of {', '.join(GROUPINGS)}")
+    fit = MODELS[args.model]
+    print(f"Model: {args.model}. Held-out |error| of tokens/s/GPU (simulated schedule); every row projected with "
+          "constants fitted without its group.\n", flush=True)
+    for name in names:
+        key = GROUPINGS[name]
+        errs = held_out(cases, key, fit, max(args.jobs, 1))
+        print("\n".join(table(cases, errs, key, f"leave-one-{name}-out")), flush=True)
+        if args.rows:
+            for c in cases:
+                print(f"  {c.id:<16} {key(c):<16} {c.model.name:<20} {c.hardware:<15} {100 * errs[c.id]:+.1f}%")
+    if args.in_sample:
+        errs = in_sample(cases, fit)
+        print("\n".join(table(cases, errs, GROUPINGS["hardware"], "in-sample (fitted on every Megatron row)")))
+
+
+if __name__ == "__main__":
+    main()
