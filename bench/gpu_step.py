@@ -143,6 +143,7 @@ def run(model_name: str, num_layers: int, seq_length: int, mbs: int, device: str
     from constraints.models import load_model
     from measure.bench_ops import measure_key, resolve_dtype
     from measure.cost_table import CostTable
+    from measure.measured_tables import ROOFLINE_ONLY
     from measure.fingerprint import device_environment, device_fingerprint, resolve_device
     from measure.timing import time_call
 
@@ -178,7 +179,7 @@ def run(model_name: str, num_layers: int, seq_length: int, mbs: int, device: str
         project(model, job, recipe, placement, profile, recording, fp)
         ensure(recording.missing)
         measured_proj = project(model, job, recipe, placement, profile, table, fp).iteration_time_s
-        roofline_proj = project(model, job, recipe, placement, profile, None, None).iteration_time_s
+        roofline_proj = project(model, job, recipe, placement, profile, ROOFLINE_ONLY, None).iteration_time_s
         result.update(projected_step_s=measured_proj, roofline_step_s=roofline_proj,
                       projection_error_pct=100.0 * (measured_proj - timing.median_s) / timing.median_s,
                       roofline_error_pct=100.0 * (roofline_proj - timing.median_s) / timing.median_s)

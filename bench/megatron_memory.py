@@ -64,7 +64,7 @@ def _params(model: ModelSpec, recipe: Recipe, world: int, dp: int) -> float:
     rep_shard = rep_block / recipe.pp + rep_mtp
     exp_shard = (exp_block / recipe.pp + exp_mtp) / (etp * recipe.ep)
     dist = recipe.dp_sharding == DataParallelSharding.distributed_optimizer
-    edp = world // (etp * recipe.ep * recipe.pp)
+    edp = max(world // (etp * recipe.ep * recipe.pp), 1)
 
     def per_param(d: int) -> float:
         return 6 + 12 / d if dist else 18

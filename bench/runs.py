@@ -28,7 +28,9 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - VPP > 1 means the interleaved schedule, else 1F1B; TP comm overlap off.
 - precision: FP8 / FP8-CS -> fp8-tensorwise, MXFP8 / FP8-MX -> mxfp8, blockwise -> fp8-blockwise,
   empty -> bf16, NVFP4 -> nvfp4.
-- Muon optimizer where the notes say so (Kimi-K2); Adam otherwise.
+- Muon optimizer where the notes say so (Kimi-K2); Adam otherwise. Megatron-Bridge skill-study and verification-card
+  rows of Moonlight-16B-A3B and DeepSeek-V3 on H100 in bf16 take their Bridge recipe's precision-aware optimizer
+  (bf16 main grads and Adam moments; `BRIDGE_BF16_OPTIMIZER`).
 - GB200/GB300 rows: nodes are 4-GPU trays inside a 72-GPU NVLink domain (the profile says so).
 - layers that divide neither way: an even `--pipeline-model-parallel-layout` (see `even_layout`).
 Skipped: hardware without a profile, unknown model without shape columns, no GBS/TP/PP or sequence
@@ -62,8 +64,13 @@ MODEL_FILES = {
     "GPT3-175B": "GPT-3-175B", "GPT-OSS-120B": "gpt-oss-120b", "GPT-OSS-20B": "gpt-oss-20b",
     "Nemotron3-Nano-30B-A3B": "Nemotron-3-Nano-30B-A3B", "NemotronH-8B": "Nemotron-H-8B-Base-8K",
     "NemotronH-47B": "Nemotron-H-47B-Base-8K", "NemotronH-56B": "Nemotron-H-56B-Base-8K",
-    "Llama4-Scout": "Llama-4-Scout-17B-16E", "Llama4-Maverick": "Llama-4-Maverick-17B-128E", "Mistral-7B": "Mistral-7B-v0.1",
+    "Llama4-Scout": "Llama-4-Scout-17B-16E", "Llama4-Maverick": "Llama-4-Maverick-17B-128E", "Mistral-7B": "Mistral-7B-v0.1", "Moonlight-16B": "Moonlight-16B-A3B",
 }
+# Megatron-Bridge H100 recipes that train with the precision-aware optimizer, bf16 main grads and bf16 Adam moments
+# (src/megatron/bridge/recipes/moonlight/h100/moonlight_16b.py moonlight_16b_pretrain_8gpu_h100_bf16_config and
+# deepseek/h100/deepseek_v3.py deepseek_v3_pretrain_*_h100_bf16_config @ Bridge HEAD 2026-08): rows of Bridge
+# skill studies and verification cards on these models and parts take those optimizer dtypes
+BRIDGE_BF16_OPTIMIZER = {("Moonlight-16B-A3B", "h100-sxm-80gb"), ("DeepSeek-V3", "h100-sxm-80gb")}
 # substring of the row's hardware -> (profile name, GPUs per node/tray); order matters (H100 after H800/H200)
 HARDWARE = [("A100", "a100-sxm-80gb", 8), ("H800", "h800-sxm-80gb", 8), ("H200", "h200-sxm-141gb", 8), ("H100", "h100-sxm-80gb", 8),
             ("GB200", "gb200-nvl72", 4), ("GB300", "gb300-nvl72", 4), ("B200", "b200", 8), ("B300", "b300", 8),
@@ -262,6 +269,11 @@ def row_case(r: dict) -> RunCase | RunSkip:
     if not r["recompute"] and "recompute" not in preset:
         assumed.append("recompute none")
     optimizer = Optimizer.muon if "muon" in r["notes"].lower() else Optimizer.adam
+    bf16_optimizer = ((MODEL_FILES.get(name, name), hw[0]) in BRIDGE_BF16_OPTIMIZER and precision == Precision.bf16
+                      and re.search(r"Megatron-Bridge (skills|examples/model_verification_card)", r["source"]) is not None)
+    if bf16_optimizer:
+        preset["grad_reduce_in_bf16"] = True
+        assumed.append("precision-aware optimizer, bf16 main grads and moments (Bridge H100 recipe)")
     try:
         recipe = Recipe(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, mbs=mbs, sequence_parallel=sp,
                         recompute=preset.pop("recompute", None) or _recompute(r["recompute"]), dp_sharding=sharding,
@@ -269,7 +281,8 @@ def row_case(r: dict) -> RunCase | RunSkip:
                         # Megatron-FSDP flag (megatron-rules.md [34]) the row never set
                         overlap_param_gather=sharding != DataParallelSharding.torch_fsdp2,
                         schedule=PipelineSchedule.interleaved if vpp > 1 else PipelineSchedule.one_f_one_b, **extra, **preset)
-        job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer)
+        job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer,
+                      optimizer_moments_bf16=bf16_optimizer)
     except ValueError as exc:
         return skip(f"invalid spec: {str(exc).splitlines()[0]}")
     profile, gpn = hw

@@ -3,7 +3,9 @@
 Usage: `.venv/bin/python -m bench.validate_projection [--csv PATH] [--rows]`. Prints a markdown summary:
 median / mean / p90 / worst absolute % error of tokens/s/GPU and TFLOP/s/GPU by hardware and precision,
 Spearman's rho on groups of rows that differ only in recipe, and the skipped rows with reasons.
-Calibration comes from the hardware profiles (fitted by bench/fit_calibration.py on the whole file).
+Constants come from the hardware profiles: each part's published microbenchmarks plus the software constants fitted
+on the whole file (bench/fit_calibration.py), so these figures are IN-SAMPLE; the out-of-sample figures are
+`python -m bench.cross_validate` (leave one source / part / model family out).
 On top of bench.runs' assumptions (which take Megatron-Bridge rows' unstated MoE fields from their release's
 benchmark preset, bench/mbridge_presets.py), other MoE rows get a dispatcher (`assume_moe_dispatcher`).
 """

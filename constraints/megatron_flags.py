@@ -77,6 +77,7 @@ MODELLED: frozenset[str] = frozenset("""
 --num-distributed-optimizer-instances --moe-shared-expert-overlap --cpu-offloading-num-layers
 --window-size --window-attn-skip-freq --no-rope-freq --qk-l2-norm --hybrid-layer-pattern --hybrid-override-pattern
 --mamba-num-heads --mamba-head-dim --mamba-state-dim --mamba-num-groups
+--use-precision-aware-optimizer --exp-avg-dtype --exp-avg-sq-dtype --main-grads-dtype
 """.split())
 
 # Flags no spec field holds but that a rule reads: legality rules over `MegatronConfig.raw` (constraints/rules*.py),

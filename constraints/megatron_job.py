@@ -55,7 +55,10 @@ def job_from_flags(raw: dict[str, Any], recipe: Recipe, world_size: Optional[int
     optimizer = raw.get("--optimizer", "adam")
     if optimizer not in _OPTIMIZERS:
         raise MegatronArgsError(f"--optimizer {optimizer} is not modelled; use adam or muon")
-    job_fields = dict(seq_length=seq, global_batch_size=gbs, precision=_precision(raw), optimizer=_OPTIMIZERS[optimizer])
+    moments_bf16 = bool(raw.get("--use-precision-aware-optimizer")) and raw.get("--exp-avg-dtype") == "bf16" \
+        and raw.get("--exp-avg-sq-dtype") == "bf16"
+    job_fields = dict(seq_length=seq, global_batch_size=gbs, precision=_precision(raw), optimizer=_OPTIMIZERS[optimizer],
+                      optimizer_moments_bf16=moments_bf16)
     try:
         return JobSpec(**job_fields)
     except ValidationError as e:

@@ -113,7 +113,7 @@ def recipe_fields(raw: dict[str, Any], num_layers: Optional[int]) -> dict[str, A
         tp_comm_overlap=g("--tp-comm-overlap", False), moe_dispatcher=MoeDispatcher(dispatcher),
         moe_grouped_gemm=g("--moe-grouped-gemm", False),
         overlap_moe_expert_parallel_comm=g("--overlap-moe-expert-parallel-comm", False),
-        fp8_param_gather=g("--fp8-param-gather", False), fp4_param_gather=g("--fp4-param-gather", False), grad_reduce_in_bf16=g("--grad-reduce-in-bf16", False),
+        fp8_param_gather=g("--fp8-param-gather", False), fp4_param_gather=g("--fp4-param-gather", False), grad_reduce_in_bf16=g("--grad-reduce-in-bf16", False) or raw.get("--main-grads-dtype") == "bf16",
         cross_entropy_loss_fusion=g("--cross-entropy-loss-fusion", False),
         num_distributed_optimizer_instances=g("--num-distributed-optimizer-instances", 1), cp_comm_type=_cp_comm_type(raw),
         hierarchical_cp_sizes=tuple(g("--hierarchical-context-parallel-sizes")) if "--hierarchical-context-parallel-sizes" in raw else None,

@@ -24,6 +24,9 @@ FP8_WEIGHT_BYTES = 1    # --fp8-param-gather keeps the model copy in FP8 (TE Flo
 GRAD_BYTES = 4          # fp32 main_grad buffer (Megatron accumulates and reduces grads in fp32 by default)
 BF16_GRAD_BYTES = 2     # --grad-reduce-in-bf16 with bf16 params: accumulate_allreduce_grads_in_fp32 off, buffer in param dtype (arguments.py validate_args)
 OPTIMIZER_BYTES = {Optimizer.adam: 12, Optimizer.muon: 8}  # fp32 master + moments (Adam: m, v; Muon: momentum)
+# precision-aware optimizer with bf16 moments (Megatron --exp-avg-dtype / --exp-avg-sq-dtype bf16, megatron/core/optimizer
+# optimizer_config.py; Megatron-Bridge recipes moonlight_16b / deepseek_v3 h100): fp32 master 4 + 2 B per moment
+OPTIMIZER_BYTES_BF16_MOMENTS = {Optimizer.adam: 8, Optimizer.muon: 6}
 PPM = 1_000_000
 
 
@@ -99,7 +102,7 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
     expert_shards = max(recipe.expert_dp(world_size), 1)
     w_bytes = FP8_WEIGHT_BYTES if recipe.fp8_param_gather else WEIGHT_BYTES
     g_bytes = BF16_GRAD_BYTES if recipe.grad_reduce_in_bf16 and job.precision != Precision.fp16 else GRAD_BYTES
-    opt_bytes = OPTIMIZER_BYTES[job.optimizer]
+    opt_bytes = (OPTIMIZER_BYTES_BF16_MOMENTS if job.optimizer_moments_bf16 else OPTIMIZER_BYTES)[job.optimizer]
     sharding = recipe.dp_sharding
     if sharding == DataParallelSharding.none:
         return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * g_bytes,

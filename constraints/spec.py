@@ -271,6 +271,8 @@ class JobSpec(Strict):
     global_batch_size: int = Field(gt=0, le=MAX_GLOBAL_BATCH, description="samples per optimizer step")
     precision: Precision = Precision.bf16
     optimizer: Optimizer = Optimizer.adam
+    optimizer_moments_bf16: bool = Field(False, description="--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype "
+                                         "bf16: Adam moments (Muon momentum) held in bf16; the fp32 master copy stays")
 
 
 class Recompute(Strict):

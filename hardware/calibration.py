@@ -29,7 +29,7 @@ class _Strict(BaseModel):
 class Calibration(_Strict):
     """The constants the projection reads; derived by `derive_calibration` for bundled profiles, or given
     in full by a user's profile. Defaults: AMD Primus projection defaults where it has one (collective 0.70,
-    point-to-point 0.80, kernel launch ~3 us; ../docs facts hardware.md), else neutral values.
+    point-to-point 0.80, kernel launch ~3 us; docs/facts/hardware.md), else neutral values.
 
     gemm_efficiency: piecewise-linear curve of achieved/peak vs log2(GEMM FLOPs): pairs (log2_flops, eff).
     """

@@ -46,3 +46,17 @@ def bundled_table(profile_name: str, directory: Optional[Path] = None) -> tuple[
         fps = sorted(table.fingerprints(), key=lambda f: f.startswith("published:")) if table is not None else []
         hit = _CACHE[key] = (table, fps[0]) if fps else (None, None)
     return hit
+
+
+class _RooflineOnly:
+    """A cost table with no entries: pass it as `cost_table` to price every op analytically even when the profile
+    has a bundled measured table (bench/gpu_step.py compares the two)."""
+
+    def lookup(self, fingerprint: str, op_key: str) -> Optional[float]:
+        return None
+
+    def fingerprints(self) -> list[str]:
+        return []
+
+
+ROOFLINE_ONLY = _RooflineOnly()

