@@ -24,6 +24,7 @@ from typing import Any
 from boundary.errors import InputRefused
 from boundary.parse import load_yaml
 from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
+from constraints.stack_keys import CORE_RENAMES
 
 SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "scheduler", "logger", "checkpoint", "tokenizer",
             "rng", "dist", "validation", "profiling", "comm_overlap", "mixed_precision", "env_vars", "ft",
@@ -44,7 +45,29 @@ MIXED_PRECISION = {
     "bf16_with_fp8_subchannel_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise"],
     "fp16_with_fp8_subchannel_scaling_mixed": ["--fp16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise"],
 }
+# Megatron-Bridge ConfigContainer sections other than `model` (src/megatron/bridge/training/config.py)
+BRIDGE_SECTIONS = {
+    "train": ("micro_batch_size", "global_batch_size", "train_iters", "eval_iters", "eval_interval"),
+    "optimizer": ("optimizer", "lr", "min_lr", "weight_decay", "clip_grad", "adam_beta1", "adam_beta2",
+                  "use_distributed_optimizer"),
+    "scheduler": ("lr_decay_style", "lr_warmup_iters", "lr_decay_iters"),
+    "ddp": ("overlap_grad_reduce", "overlap_param_gather", "use_distributed_optimizer", "use_megatron_fsdp",
+            "data_parallel_sharding_strategy", "num_distributed_optimizer_instances"),
+    "dataset": ("seq_length", "data_path", "split"),
+    "tokenizer": ("tokenizer_type", "tokenizer_model"),
+    "logger": ("log_interval", "log_throughput", "tensorboard_dir"),
+    "checkpoint": ("save", "load", "save_interval"),
+}
 _OVERRIDE = re.compile(r"\+?([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(.*)")
+
+
+def bridge_key(dest: str) -> str:
+    """Where a Bridge config states Megatron dest `dest` (for messages): its section, else the model section."""
+    if dest in ("bf16", "fp16"):
+        return f"mixed_precision ({dest}_mixed)"
+    section = next((s for s, keys in BRIDGE_SECTIONS.items() if dest in keys), "model")
+    renamed = {v: k for k, v in CORE_RENAMES.items()}.get(dest, dest) if section == "model" else dest
+    return f"{section}.{renamed}"
 
 
 def is_bridge(data: dict) -> bool:

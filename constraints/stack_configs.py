@@ -82,3 +82,18 @@ def is_stack_file(path: str | Path) -> bool:
         except InputRefused:
             return False
     return overrides_text(text) is not None
+
+
+def key_for_flag(kind: str, flag: str) -> Optional[str]:
+    """The key a `kind` config uses for Megatron flag `flag` (for one-line fixes in the user's terms)."""
+    from constraints.stack_bridge import bridge_key
+    from constraints.stack_keys import DEST_OF
+
+    dest = DEST_OF.get(flag)
+    if dest is None:
+        return None
+    if kind == "primus":
+        return f"overrides.{dest}"
+    if kind == "bridge":
+        return bridge_key(dest)
+    return dest

@@ -110,13 +110,24 @@ def _load_stack(stack, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
     from constraints.launch_script import LaunchCommand
 
     launch = LaunchCommand(script_args=stack.argv, env=dict(stack.env or {}))
-    loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config")
+    try:
+        loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config")
+    except InputError as exc:
+        raise InputError(_in_stack_terms(str(exc), stack.kind)) from None
     loaded.source = stack.kind
     loaded.env = dict(stack.env) if stack.env is not None else None  # the stack's launcher sets the rest
     loaded.unknown_flags = list(stack.not_understood) + loaded.unknown_flags
     loaded.ignored_flags = list(stack.ignored) + loaded.ignored_flags
     loaded.warnings = [_note("stack_config", n) for n in stack.notes] + loaded.warnings
     return loaded
+
+
+def _in_stack_terms(message: str, kind: str) -> str:
+    """A refusal naming Megatron flags, with the config key for the last flag it asks for."""
+    from constraints.stack_configs import key_for_flag
+
+    flags = [f for f in re.findall(r"--[a-z0-9][a-z0-9-]*", message) if key_for_flag(kind, f)]
+    return f"{message} (in the {kind} config: {key_for_flag(kind, flags[-1])})" if flags else message
 
 
 def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script") -> LoadedCase:

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from constraints.case import Case
+from constraints.stack_bridge import BRIDGE_SECTIONS
 from constraints.stack_keys import CORE_RENAMES, dests_from_args
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args
 
@@ -30,19 +31,6 @@ _LANGUAGE_PREFIXES = ("num_layers", "hidden_size", "ffn_hidden_size", "num_atten
                       "window_size", "window_attn_skip_freq", "no_rope_freq", "layernorm_", "softmax_type",
                       "activation_func", "cross_entropy_loss_fusion", "attention_backend", "mamba_",
                       "hybrid_", "apply_layernorm_1p")
-# Megatron-Bridge ConfigContainer sections other than `model` (src/megatron/bridge/training/config.py)
-BRIDGE_SECTIONS = {
-    "train": ("micro_batch_size", "global_batch_size", "train_iters", "eval_iters", "eval_interval"),
-    "optimizer": ("optimizer", "lr", "min_lr", "weight_decay", "clip_grad", "adam_beta1", "adam_beta2",
-                  "use_distributed_optimizer"),
-    "scheduler": ("lr_decay_style", "lr_warmup_iters", "lr_decay_iters"),
-    "ddp": ("overlap_grad_reduce", "overlap_param_gather", "use_distributed_optimizer", "use_megatron_fsdp",
-            "data_parallel_sharding_strategy", "num_distributed_optimizer_instances"),
-    "dataset": ("seq_length", "data_path", "split"),
-    "tokenizer": ("tokenizer_type", "tokenizer_model"),
-    "logger": ("log_interval", "log_throughput", "tensorboard_dir"),
-    "checkpoint": ("save", "load", "save_interval"),
-}
 # Bridge's registered mixed-precision recipe for exactly these Megatron precision arguments
 # (constraints.stack_bridge.MIXED_PRECISION); other combinations are written as a mapping of fields
 _PRECISION_DESTS = ("bf16", "fp16", "fp8", "fp8_recipe")

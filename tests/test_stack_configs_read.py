@@ -202,3 +202,12 @@ def test_primus_switch_written_as_zero_or_one_and_empty_lists():
     assert flags_for_dest("sequence_parallel", 1, "x") == ["--sequence-parallel"]
     assert flags_for_dest("sequence_parallel", 0, "x") == []
     assert flags_for_dest("recompute_modules", [], "x") == []
+
+
+def test_a_refusal_names_the_key_to_add_in_the_configs_own_terms(tmp_path):
+    partial = tmp_path / "override.yaml"  # Bridge override files state a few fields; the recipe function the rest
+    partial.write_text("model:\n  tensor_model_parallel_size: 1\ntrain:\n  global_batch_size: 8\n")
+    with pytest.raises(InputError) as exc:
+        load_check_input(str(partial), "h100-sxm-80gb", 1, 8, model="Llama-3.1-8B")
+    assert "(in the bridge config: " in str(exc.value)
+    assert "\n" not in str(exc.value)
