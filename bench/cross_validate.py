@@ -96,14 +96,15 @@ def stat_row(label: str, errs: list[float]) -> str:
 HEADER = ["| slice | n | median % | mean % | p90 % | worst % | median signed % |", "|---|---:|---:|---:|---:|---:|---:|"]
 
 
-def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase], str], title: str) -> list[str]:
-    """Headline (Megatron rows) then one line per group, then the torch-native slice."""
+def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase], str], title: str,
+          label: str = "held out: ") -> list[str]:
+    """Headline (Megatron rows) then one line per group (`label` + group), then the torch-native slice."""
     meg = [c for c in cases if not is_torch_native(c)]
     lines = [f"**{title}**", ""] + HEADER + [stat_row("all Megatron-stack rows", [errs[c.id] for c in meg])]
     groups: dict[str, list[float]] = defaultdict(list)
     for c in meg:
         groups[key(c)].append(errs[c.id])
-    lines += [stat_row(f"held out: {g}", v) for g, v in sorted(groups.items())]
+    lines += [stat_row(f"{label}{g}", v) for g, v in sorted(groups.items())]
     native = [errs[c.id] for c in cases if is_torch_native(c)]
     if native:
         lines.append(stat_row("torch-native (FSDP2) rows, excluded above", native))
@@ -135,7 +136,7 @@ def main(argv: Optional[list[str]] = None) -> None:
                 print(f"  {c.id:<16} {key(c):<16} {c.model.name:<20} {c.hardware:<15} {100 * errs[c.id]:+.1f}%")
     if args.in_sample:
         errs = in_sample(cases, fit)
-        print("\n".join(table(cases, errs, GROUPINGS["hardware"], "in-sample (fitted on every Megatron row)")))
+        print("\n".join(table(cases, errs, GROUPINGS["hardware"], "in-sample (fitted on every Megatron row)", label="part: ")))
 
 
 if __name__ == "__main__":
