@@ -55,7 +55,7 @@ FLAGS: dict[str, FlagInfo] = _parse_table(TABLE)
 # Flags that set a field of ModelSpec / JobSpec / Recipe (see constraints/megatron_model.py, megatron_recipe.py,
 # megatron_job.py).
 MODELLED: frozenset[str] = frozenset("""
---num-layers --hidden-size --ffn-hidden-size --num-attention-heads --group-query-attention --num-query-groups
+--num-layers --data-parallel-sharding-strategy --hidden-size --ffn-hidden-size --num-attention-heads --group-query-attention --num-query-groups
 --kv-channels --max-position-embeddings --position-embedding-type --no-position-embedding
 --use-rotary-position-embeddings --normalization --swiglu --squared-relu --disable-bias-linear --add-qkv-bias
 --untie-embeddings-and-output-weights --hidden-dropout --attention-dropout --qk-layernorm --vocab-size
@@ -86,7 +86,7 @@ MODELLED: frozenset[str] = frozenset("""
 # read by none is reported as not understood.
 RULE_FLAGS: frozenset[str] = frozenset("""
 --use-tp-pp-dp-mapping --moe-enable-deepep --checkpoint-activations --step-batch-size-schedule
---attention-backend --data-parallel-sharding-strategy --fp4-format --fp4-recipe --fp4-param-gather
+--attention-backend --fp4-format --fp4-recipe --fp4-param-gather
 --ckpt-format --no-gradient-accumulation-fusion
 --moe-router-pre-softmax --moe-router-score-function --moe-router-load-balancing-type
 --tensor-parallel-num-weight-shards --expert-tensor-parallel-num-weight-shards

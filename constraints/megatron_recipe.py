@@ -13,7 +13,7 @@ from constraints.megatron_errors import MegatronArgsError, MegatronRecipeIllegal
 from constraints.hybrid_flags import hybrid_split
 from constraints.megatron_patterns import layout_stages
 from constraints.spec import (
-    CpCommType, DataParallelSharding, MoeDispatcher, PipelineSchedule, Recompute, RecomputeGranularity,
+    CpCommType, DataParallelSharding, FsdpShardingStrategy, MoeDispatcher, PipelineSchedule, Recompute, RecomputeGranularity,
     RecomputeMethod, RecomputeModule,
 )
 
@@ -79,6 +79,18 @@ def _dp_sharding(raw: dict[str, Any]) -> DataParallelSharding:
     return DataParallelSharding.none
 
 
+def _fsdp_strategy(raw: dict[str, Any]) -> FsdpShardingStrategy:
+    """--data-parallel-sharding-strategy (default optim_grads_params); Megatron reads it only with Megatron-FSDP,
+    so without --use-megatron-fsdp it stays the default (it changes nothing there)."""
+    value = raw.get("--data-parallel-sharding-strategy")
+    if value is None or not raw.get("--use-megatron-fsdp"):
+        return FsdpShardingStrategy.optim_grads_params
+    if value not in FsdpShardingStrategy.__members__:
+        raise MegatronArgsError(f"--data-parallel-sharding-strategy {value}: not one of Megatron's choices; use one of "
+                                f"{', '.join(FsdpShardingStrategy.__members__)}")
+    return FsdpShardingStrategy(value)
+
+
 def _cp_comm_type(raw: dict[str, Any]) -> CpCommType:
     """--cp-comm-type (default p2p); per-layer lists are modelled only when every layer uses one type."""
     types = raw.get("--cp-comm-type", ["p2p"])
@@ -102,6 +114,7 @@ def recipe_fields(raw: dict[str, Any], num_layers: Optional[int]) -> dict[str, A
         tp=g("--tensor-model-parallel-size", 1), pp=pp, vpp=vpp, cp=g("--context-parallel-size", 1),
         ep=g("--expert-model-parallel-size", 1), etp=g("--expert-tensor-parallel-size"), mbs=g("--micro-batch-size"),
         sequence_parallel=g("--sequence-parallel", False), recompute=_recompute(raw), dp_sharding=_dp_sharding(raw),
+        fsdp_sharding_strategy=_fsdp_strategy(raw),
         schedule=PipelineSchedule.interleaved if vpp > 1 else PipelineSchedule.one_f_one_b,
         first_stage_layers=g("--decoder-first-pipeline-num-layers"), last_stage_layers=g("--decoder-last-pipeline-num-layers"),
         account_for_embedding_in_pipeline_split=g("--account-for-embedding-in-pipeline-split", False),

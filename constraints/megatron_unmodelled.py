@@ -15,9 +15,6 @@ from constraints.megatron_errors import MegatronArgsError
 # --attention-backend choices (AttnBackend: flash, fused, unfused, local, auto; default auto). flash/fused/auto
 # run a fused kernel that never stores the s x s score matrix, which is what constraints/activations.py counts.
 _FUSED_BACKENDS = ("auto", "flash", "fused")
-# --data-parallel-sharding-strategy (default optim_grads_params): read by Megatron-FSDP only; shardplan's
-# megatron_fsdp sharding (constraints/spec.py DataParallelSharding) is optim_grads_params.
-_MODELLED_FSDP_STRATEGY = "optim_grads_params"
 
 
 def not_modelled_values(raw: dict[str, Any]) -> list[str]:
@@ -27,9 +24,4 @@ def not_modelled_values(raw: dict[str, Any]) -> list[str]:
         raise MegatronArgsError(f"--attention-backend {backend} stores the seq x seq attention scores, which shardplan's "
                                 "activation memory does not count; drop it (auto picks a fused kernel) to judge the "
                                 "fused recipe")
-    strategy = raw.get("--data-parallel-sharding-strategy")
-    if strategy is not None and strategy != _MODELLED_FSDP_STRATEGY and raw.get("--use-megatron-fsdp"):
-        raise MegatronArgsError(f"--data-parallel-sharding-strategy {strategy} with --use-megatron-fsdp is not modelled "
-                                f"(shardplan models {_MODELLED_FSDP_STRATEGY}); use {_MODELLED_FSDP_STRATEGY}, or "
-                                "--use-distributed-optimizer without FSDP for optimizer-only sharding")
     return []

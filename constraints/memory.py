@@ -15,7 +15,7 @@ from pydantic import Field
 from constraints import activations as act
 from constraints.params import LayerParams, all_layer_params, layer_params, padded_vocab_size
 from constraints.schedule import inflight_chunks, num_microbatches
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Optimizer, Precision, Recipe, RecomputeGranularity,
+from constraints.spec import (DataParallelSharding, FsdpShardingStrategy, JobSpec, ModelSpec, Optimizer, Precision, Recipe, RecomputeGranularity,
                               RecomputeMethod, Strict)
 from constraints.stages import Chunk, rank_chunks
 
@@ -104,13 +104,21 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
     g_bytes = BF16_GRAD_BYTES if recipe.grad_reduce_in_bf16 and job.precision != Precision.fp16 else GRAD_BYTES
     opt_bytes = (OPTIMIZER_BYTES_BF16_MOMENTS if job.optimizer_moments_bf16 else OPTIMIZER_BYTES)[job.optimizer]
     sharding = recipe.dp_sharding
-    if sharding == DataParallelSharding.none:
+    fsdp = recipe.fsdp_sharding_strategy if sharding == DataParallelSharding.megatron_fsdp else None
+    # Megatron-FSDP no_shard holds everything like DDP; optim shards the optimizer state only (ZeRO-1), like the
+    # distributed optimizer (megatron/core/distributed/fsdp/src/README.md, zero_dp_strategy 0 and 1)
+    if sharding == DataParallelSharding.none or fsdp == FsdpShardingStrategy.no_shard:
         return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * g_bytes,
                 "optimizer_state": (dense + expert) * opt_bytes}
     sharded_params = _ceil_div(dense, dense_shards) + _ceil_div(expert, expert_shards)
-    if sharding == DataParallelSharding.distributed_optimizer:
+    if sharding == DataParallelSharding.distributed_optimizer or fsdp == FsdpShardingStrategy.optim:
         return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * g_bytes,
                 "optimizer_state": sharded_params * opt_bytes}
+    if fsdp == FsdpShardingStrategy.optim_grads:
+        # ZeRO-2 (same README, strategy 2): full weights, sharded grads and optimizer state; the largest layer's
+        # full gradient is materialised before its reduce-scatter (no parameter gather: weights are whole)
+        return {"weights": (dense + expert) * w_bytes, "gradients": sharded_params * g_bytes,
+                "optimizer_state": sharded_params * opt_bytes, "fsdp_unsharded": biggest * g_bytes}
     # Megatron-FSDP optim_grads_params / torch FSDP2: everything sharded (ZeRO-3); the largest layer is
     # gathered for compute (current + prefetched next: 2 x weights) and its full grad reduce-scattered.
     return {"weights": sharded_params * w_bytes, "gradients": sharded_params * g_bytes,

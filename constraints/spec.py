@@ -125,12 +125,24 @@ class PipelineSchedule(str, Enum):
 class DataParallelSharding(str, Enum):
     """How DP replicas hold optimizer state, grads and params.
     none: plain DDP; distributed_optimizer: `--use-distributed-optimizer` (ZeRO-1 style);
-    megatron_fsdp: `--use-megatron-fsdp` with optim_grads_params; torch_fsdp2: `--use-torch-fsdp2`."""
+    megatron_fsdp: `--use-megatron-fsdp` (its strategy: Recipe.fsdp_sharding_strategy); torch_fsdp2: `--use-torch-fsdp2`."""
 
     none = "none"
     distributed_optimizer = "distributed_optimizer"
     megatron_fsdp = "megatron_fsdp"
     torch_fsdp2 = "torch_fsdp2"
+
+
+class FsdpShardingStrategy(str, Enum):
+    """Megatron-FSDP `--data-parallel-sharding-strategy` (read only with `--use-megatron-fsdp`; default
+    optim_grads_params). What each shards over DP x CP, per Megatron-LM megatron/core/distributed/fsdp/src/README.md
+    (`zero_dp_strategy`): no_shard nothing (like DDP); optim the optimizer state (ZeRO-1); optim_grads optimizer
+    state and gradients (ZeRO-2); optim_grads_params also the parameters (ZeRO-3)."""
+
+    no_shard = "no_shard"
+    optim = "optim"
+    optim_grads = "optim_grads"
+    optim_grads_params = "optim_grads_params"
 
 
 class MoeDispatcher(str, Enum):
@@ -315,6 +327,9 @@ class Recipe(Strict):
     sequence_parallel: bool = False
     recompute: Recompute = Recompute()
     dp_sharding: DataParallelSharding = DataParallelSharding.distributed_optimizer
+    fsdp_sharding_strategy: FsdpShardingStrategy = Field(
+        FsdpShardingStrategy.optim_grads_params,
+        description="--data-parallel-sharding-strategy; read only with dp_sharding megatron_fsdp (as in Megatron)")
     schedule: PipelineSchedule = PipelineSchedule.one_f_one_b
     first_stage_layers: Optional[int] = Field(None, gt=0, le=MAX_NUM_LAYERS)
     last_stage_layers: Optional[int] = Field(None, gt=0, le=MAX_NUM_LAYERS)

@@ -251,7 +251,7 @@ def _parallel_args(model: ModelSpec, recipe: Recipe) -> list[str]:
         args += ["--use-distributed-optimizer"]
     elif sharding == DataParallelSharding.megatron_fsdp:
         # Megatron-FSDP v1 (default) turns on the distributed optimizer itself
-        args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params"]
+        args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", recipe.fsdp_sharding_strategy.value]
     elif sharding == DataParallelSharding.torch_fsdp2:
         # validate_args: FSDP2 rejects gradient-accumulation fusion (on by default)
         args += ["--use-torch-fsdp2", "--no-gradient-accumulation-fusion"]
