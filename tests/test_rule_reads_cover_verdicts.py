@@ -14,7 +14,7 @@ import pytest
 import constraints.rules_features  # noqa: F401  (registers the feature rules)
 from constraints.models import load_model
 from constraints.rules import RULES, RuleInput
-from constraints.spec import (CpCommType, DataParallelSharding, JobSpec, MoeDispatcher, PipelineSchedule, Recipe, Recompute,
+from constraints.spec import (CpCommType, DataParallelSharding, FsdpShardingStrategy, JobSpec, MoeDispatcher, PipelineSchedule, Recipe, Recompute,
                               RecomputeGranularity, RecomputeMethod, RecomputeModule)
 from hardware.profile import load_profile
 
@@ -28,7 +28,7 @@ POOLS = {
                   Recompute.full(RecomputeMethod.block, 4), Recompute.full(RecomputeMethod.block, 40),
                   Recompute(granularity=RecomputeGranularity.full), Recompute(modules=(M.core_attn,)),
                   Recompute(granularity=RecomputeGranularity.selective, method=RecomputeMethod.uniform, num_layers=1)],
-    "dp_sharding": list(DataParallelSharding), "schedule": list(PipelineSchedule),
+    "dp_sharding": list(DataParallelSharding), "fsdp_sharding_strategy": list(FsdpShardingStrategy), "schedule": list(PipelineSchedule),
     "first_stage_layers": [None, 1, 3, 15], "last_stage_layers": [None, 2, 17],
     "account_for_embedding_in_pipeline_split": [False, True], "account_for_loss_in_pipeline_split": [False, True],
     "pipeline_layout": [None, "Et*16|t*16L", "Et*8|t*8|t*8|t*8L", "Et*3|t*4|t*4|t*3L", "Ex|tL"],
