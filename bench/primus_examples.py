@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, _, code, verdict, unknown in rows:
             print(f"| {name} | {code} | {verdict} | {unknown} |")
     else:
-        for name, hw, code, verdict, unknown in rows:
-            print(f"{code}  {name:70s} {verdict}  ({unknown} not understood)")
+        for name, hardware, code, verdict, unknown in rows:
+            print(f"{code}  {name:70s} {hardware:8s} {verdict}  ({unknown} not understood)")
     counts = collections.Counter(code for _, _, code, _, _ in rows)
     print(f"\n{len(rows)} experiments: {counts[0]} legal and fit, {counts[1]} illegal or over memory, "
           f"{counts[2]} one-line refusals")
