@@ -64,7 +64,8 @@ MODEL_FILES = {
     "GPT3-175B": "GPT-3-175B", "GPT-OSS-120B": "gpt-oss-120b", "GPT-OSS-20B": "gpt-oss-20b",
     "Nemotron3-Nano-30B-A3B": "Nemotron-3-Nano-30B-A3B", "NemotronH-8B": "Nemotron-H-8B-Base-8K",
     "NemotronH-47B": "Nemotron-H-47B-Base-8K", "NemotronH-56B": "Nemotron-H-56B-Base-8K",
-    "Llama4-Scout": "Llama-4-Scout-17B-16E", "Llama4-Maverick": "Llama-4-Maverick-17B-128E", "Mistral-7B": "Mistral-7B-v0.1", "Moonlight-16B": "Moonlight-16B-A3B",
+    "Llama4-Scout": "Llama-4-Scout-17B-16E", "Llama4-Maverick": "Llama-4-Maverick-17B-128E", "Mistral-7B": "Mistral-7B-v0.1",
+    "Moonlight-16B": "Moonlight-16B-A3B",
 }
 # Megatron-Bridge H100 recipes that train with the precision-aware optimizer, bf16 main grads and bf16 Adam moments
 # (src/megatron/bridge/recipes/moonlight/h100/moonlight_16b.py moonlight_16b_pretrain_8gpu_h100_bf16_config and
