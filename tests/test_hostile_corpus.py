@@ -16,14 +16,7 @@ CORPUS = Path(__file__).resolve().parent / "data" / "hostile"
 CASES = yaml.safe_load((CORPUS / "cases.yaml").read_text())
 
 
-def _params():
-    for entry in CASES:
-        marks = [pytest.mark.xfail(reason="bash lexing: owned by the `scripts` helper (issue 17)", strict=False)] \
-            if entry.get("owner") == "scripts" else []
-        yield pytest.param(entry, id=entry["name"], marks=marks)
-
-
-@pytest.mark.parametrize("entry", list(_params()))
+@pytest.mark.parametrize("entry", [pytest.param(entry, id=entry["name"]) for entry in CASES])
 def test_corpus_case(entry, tmp_path):
     argv = [a.replace("{corpus}", str(CORPUS)).replace("{tmp}", str(tmp_path)) for a in entry["argv"]]
     case = Case("corpus", argv, json_shape="check" if "--json" in argv and argv[0] == "check" else "")
