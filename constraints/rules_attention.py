@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules import RuleInput, Violation, _v, divisors, nearest, rule
+from constraints.rule_base import RuleInput, Violation, violation, divisors, nearest, rule
 
 
 # ---------------------------------------------------------------- attention / TP / SP / CP
@@ -16,7 +16,7 @@ def heads_divisible_by_tp(x: RuleInput) -> Optional[Violation]:
     a, tp = x.model.num_attention_heads, x.recipe.tp
     if a % tp == 0:
         return None
-    return _v("heads_divisible_by_tp", f"{a} attention heads are not divisible by TP={tp}",
+    return violation("heads_divisible_by_tp", f"{a} attention heads are not divisible by TP={tp}",
               f"use --tensor-model-parallel-size {nearest([d for d in divisors(a) if x.world_size % d == 0], tp)}")
 
 
@@ -27,7 +27,7 @@ def query_groups_vs_tp(x: RuleInput) -> Optional[Violation]:
     if x.model.multi_latent_attention or g % tp == 0 or tp % g == 0:
         return None
     ok = [d for d in divisors(x.world_size) if g % d == 0 or d % g == 0]
-    return _v("query_groups_vs_tp", f"{g} query groups are neither a multiple nor a divisor of TP={tp}",
+    return violation("query_groups_vs_tp", f"{g} query groups are neither a multiple nor a divisor of TP={tp}",
               f"use --tensor-model-parallel-size {nearest(ok, tp)}")
 
 
@@ -35,7 +35,7 @@ def query_groups_vs_tp(x: RuleInput) -> Optional[Violation]:
 def sequence_parallel_needs_tp(x: RuleInput) -> Optional[Violation]:
     """[16] --sequence-parallel with TP=1 is silently turned off by validate_args (a warning, not an error)."""
     if x.recipe.sequence_parallel and x.recipe.tp == 1:
-        return _v("sequence_parallel_needs_tp", "--sequence-parallel has no effect at TP=1 (Megatron turns it off)",
+        return violation("sequence_parallel_needs_tp", "--sequence-parallel has no effect at TP=1 (Megatron turns it off)",
                   "drop --sequence-parallel", "warning")
     return None
 
@@ -47,7 +47,7 @@ def sequence_parallel_divides_seq(x: RuleInput) -> Optional[Violation]:
     local = x.job.seq_length // r.cp
     if not r.sp_active or local % r.tp == 0:
         return None
-    return _v("sequence_parallel_divides_seq", f"sequence {x.job.seq_length}/CP={r.cp} = {local} tokens do not split over TP={r.tp}",
+    return violation("sequence_parallel_divides_seq", f"sequence {x.job.seq_length}/CP={r.cp} = {local} tokens do not split over TP={r.tp}",
               f"use --seq-length {-(-x.job.seq_length // (r.tp * r.cp)) * r.tp * r.cp}")
 
 
@@ -55,7 +55,8 @@ def sequence_parallel_divides_seq(x: RuleInput) -> Optional[Violation]:
 def tp_comm_overlap_needs_sp(x: RuleInput) -> Optional[Violation]:
     """[17] --tp-comm-overlap requires --sequence-parallel."""
     if x.recipe.tp_comm_overlap and not x.recipe.sp_active:
-        return _v("tp_comm_overlap_needs_sp", "--tp-comm-overlap requires --sequence-parallel (and TP>1)", "add --sequence-parallel or drop --tp-comm-overlap")
+        return violation("tp_comm_overlap_needs_sp", "--tp-comm-overlap requires --sequence-parallel (and TP>1)",
+                         "add --sequence-parallel or drop --tp-comm-overlap")
     return None
 
 
@@ -65,7 +66,7 @@ def context_parallel_seq(x: RuleInput) -> Optional[Violation]:
     cp, s = x.recipe.cp, x.job.seq_length
     if cp == 1 or s % (2 * cp) == 0:
         return None
-    return _v("context_parallel_seq", f"--seq-length {s} is not divisible by 2*CP = {2 * cp}",
+    return violation("context_parallel_seq", f"--seq-length {s} is not divisible by 2*CP = {2 * cp}",
               f"use --context-parallel-size {nearest([c for c in divisors(s // 2) if x.world_size % c == 0], cp)} or --seq-length {-(-s // (2 * cp)) * 2 * cp}")
 
 
@@ -79,9 +80,9 @@ def position_embeddings_cover_seq(x: RuleInput) -> Optional[Violation]:
     if not stated or m.max_position_embeddings >= x.job.seq_length:
         return None
     if m.learned_position_embeddings:
-        return _v("position_embeddings_cover_seq", f"learned position table holds {m.max_position_embeddings} positions < seq {x.job.seq_length}",
+        return violation("position_embeddings_cover_seq", f"learned position table holds {m.max_position_embeddings} positions < seq {x.job.seq_length}",
                   f"use --seq-length {m.max_position_embeddings}")
-    return _v("position_embeddings_cover_seq", f"--max-position-embeddings {m.max_position_embeddings} < --seq-length {x.job.seq_length}",
+    return violation("position_embeddings_cover_seq", f"--max-position-embeddings {m.max_position_embeddings} < --seq-length {x.job.seq_length}",
               f"use --max-position-embeddings {x.job.seq_length} (RoPE has no table to outgrow)")
 
 
@@ -94,10 +95,10 @@ def hierarchical_cp(x: RuleInput) -> Optional[Violation]:
         for s in r.hierarchical_cp_sizes:
             prod *= s
         if prod != r.cp:
-            return _v("hierarchical_cp", f"hierarchical CP sizes {list(r.hierarchical_cp_sizes)} multiply to {prod}, not CP={r.cp}",
+            return violation("hierarchical_cp", f"hierarchical CP sizes {list(r.hierarchical_cp_sizes)} multiply to {prod}, not CP={r.cp}",
                       "make the sizes multiply to --context-parallel-size")
     elif r.cp_comm_type.value == "a2a+p2p" and r.cp > 1:
-        return _v("hierarchical_cp", "--cp-comm-type a2a+p2p requires --hierarchical-context-parallel-sizes",
+        return violation("hierarchical_cp", "--cp-comm-type a2a+p2p requires --hierarchical-context-parallel-sizes",
                   "add --hierarchical-context-parallel-sizes or use p2p")
     return None
 
@@ -111,7 +112,7 @@ def cp_a2a_heads(x: RuleInput) -> Optional[Violation]:
     local = x.model.num_attention_heads // r.tp
     if local % r.cp == 0:
         return None
-    return _v("cp_a2a_heads", f"a2a context parallelism needs heads/TP = {local} divisible by CP={r.cp}", "use --cp-comm-type p2p")
+    return violation("cp_a2a_heads", f"a2a context parallelism needs heads/TP = {local} divisible by CP={r.cp}", "use --cp-comm-type p2p")
 
 
 @rule(reads="dp_sharding overlap_moe_expert_parallel_comm tp cp")
@@ -127,9 +128,9 @@ def cuda_device_max_connections(x: RuleInput) -> Optional[Violation]:
     value = x.env.get("CUDA_DEVICE_MAX_CONNECTIONS")
     fsdp = r.dp_sharding.value in ("torch_fsdp2", "megatron_fsdp")
     if fsdp and value == "1":
-        return _v("cuda_device_max_connections", "FSDP needs CUDA_DEVICE_MAX_CONNECTIONS != 1", "export CUDA_DEVICE_MAX_CONNECTIONS=8")
+        return violation("cuda_device_max_connections", "FSDP needs CUDA_DEVICE_MAX_CONNECTIONS != 1", "export CUDA_DEVICE_MAX_CONNECTIONS=8")
     if (not fsdp and not r.overlap_moe_expert_parallel_comm and cc is not None and cc < 10
             and (r.tp > 1 or r.cp > 1) and value != "1"):
-        return _v("cuda_device_max_connections", f"TP>1 or CP>1 on arch {cc} needs CUDA_DEVICE_MAX_CONNECTIONS=1 (got {value!r})",
+        return violation("cuda_device_max_connections", f"TP>1 or CP>1 on arch {cc} needs CUDA_DEVICE_MAX_CONNECTIONS=1 (got {value!r})",
                   "export CUDA_DEVICE_MAX_CONNECTIONS=1")
     return None

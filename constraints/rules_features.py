@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules import SPLIT_FIELDS, RuleInput, Violation, _v, divisors, nearest, rule
+from constraints.rule_base import SPLIT_FIELDS, RuleInput, Violation, violation, divisors, nearest, rule
 from constraints.spec import (DataParallelSharding, MoeDispatcher, Optimizer, PipelineSchedule, Precision,
                               RecomputeGranularity, RecomputeMethod, RecomputeModule)
 from constraints.stages import StageSplitError, virtual_stage_layer_counts
@@ -20,11 +20,11 @@ def experts_divisible_by_ep(x: RuleInput) -> Optional[Violation]:
     if ep == 1:
         return None
     if e is None:
-        return _v("experts_divisible_by_ep", f"--expert-model-parallel-size {ep} on a dense model (no --num-experts)",
+        return violation("experts_divisible_by_ep", f"--expert-model-parallel-size {ep} on a dense model (no --num-experts)",
                   "use --expert-model-parallel-size 1")
     if e % ep == 0:
         return None
-    return _v("experts_divisible_by_ep", f"{e} experts are not divisible by EP={ep}",
+    return violation("experts_divisible_by_ep", f"{e} experts are not divisible by EP={ep}",
               f"use --expert-model-parallel-size {nearest([d for d in divisors(e) if x.world_size % d == 0], ep)}")
 
 
@@ -35,7 +35,7 @@ def expert_tp_on_dense(x: RuleInput) -> Optional[Violation]:
     r = x.recipe
     if x.model.is_moe or r.etp is None or r.etp == r.tp:
         return None
-    return _v("expert_tp_on_dense", f"--expert-tensor-parallel-size {r.etp} on a dense model", "drop --expert-tensor-parallel-size",
+    return violation("expert_tp_on_dense", f"--expert-tensor-parallel-size {r.etp} on a dense model", "drop --expert-tensor-parallel-size",
               "warning")
 
 
@@ -44,7 +44,7 @@ def moe_bias_needs_etp1(x: RuleInput) -> Optional[Violation]:
     """MoE layers with linear biases (--add-bias-linear on experts, e.g. gpt-oss) need ETP == 1
     (Megatron experts.py: bias is not supported with expert tensor parallelism)."""
     if x.model.is_moe and x.model.mlp_bias and x.recipe.etp_effective > 1:
-        return _v("moe_bias_needs_etp1", f"experts with bias need --expert-tensor-parallel-size 1, got {x.recipe.etp_effective}",
+        return violation("moe_bias_needs_etp1", f"experts with bias need --expert-tensor-parallel-size 1, got {x.recipe.etp_effective}",
                   "use --expert-tensor-parallel-size 1")
     return None
 
@@ -54,7 +54,7 @@ def moe_sequence_parallel(x: RuleInput) -> Optional[Violation]:
     """[18] EP>1 with TP>1 and no SP: Megatron warns "sequence parallelism must be used"."""
     r = x.recipe
     if r.ep > 1 and r.tp > 1 and not r.sequence_parallel:
-        return _v("moe_sequence_parallel", "EP>1 with TP>1 needs --sequence-parallel", "add --sequence-parallel", "warning")
+        return violation("moe_sequence_parallel", "EP>1 with TP>1 needs --sequence-parallel", "add --sequence-parallel", "warning")
     return None
 
 
@@ -64,7 +64,7 @@ def shared_expert_overlap_dispatcher(x: RuleInput) -> Optional[Violation]:
     experts (TransformerConfig.__post_init__, under `moe_shared_expert_intermediate_size is not None`)."""
     r = x.recipe
     if r.moe_shared_expert_overlap and r.moe_dispatcher == MoeDispatcher.allgather and x.model.moe_shared_expert_intermediate_size:
-        return _v("shared_expert_overlap_dispatcher", "--moe-shared-expert-overlap needs --moe-token-dispatcher-type alltoall or flex",
+        return violation("shared_expert_overlap_dispatcher", "--moe-shared-expert-overlap needs --moe-token-dispatcher-type alltoall or flex",
                   "use --moe-token-dispatcher-type alltoall")
     return None
 
@@ -75,7 +75,7 @@ def flex_dispatcher_group(x: RuleInput) -> Optional[Violation]:
     token_dispatcher.py MoEFlexTokenDispatcher: assert tp_size * ep_size > 1, raised when the model is built)."""
     r = x.recipe
     if x.model.is_moe and r.moe_dispatcher == MoeDispatcher.flex and r.tp * r.ep <= 1:
-        return _v("flex_dispatcher_group", "--moe-token-dispatcher-type flex (DeepEP) needs TP x EP > 1",
+        return violation("flex_dispatcher_group", "--moe-token-dispatcher-type flex (DeepEP) needs TP x EP > 1",
                   "use --moe-token-dispatcher-type alltoall or set --expert-model-parallel-size > 1")
     return None
 
@@ -101,7 +101,7 @@ def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
         problems.append("no --moe-shared-expert-overlap")
     if not problems:
         return None
-    return _v("ep_comm_overlap", "--overlap-moe-expert-parallel-comm needs " + ", ".join(problems),
+    return violation("ep_comm_overlap", "--overlap-moe-expert-parallel-comm needs " + ", ".join(problems),
               "drop --overlap-moe-expert-parallel-comm or meet its requirements")
 
 
@@ -112,7 +112,7 @@ def moe_act_needs_grouped_gemm(x: RuleInput) -> Optional[Violation]:
     r = x.recipe
     grouped = r.moe_grouped_gemm and (x.model.is_moe or "--moe-grouped-gemm" in x.flags)
     if RecomputeModule.moe_act in r.recompute.modules and not grouped:
-        return _v("moe_act_needs_grouped_gemm", "recompute module moe_act needs --moe-grouped-gemm", "add --moe-grouped-gemm")
+        return violation("moe_act_needs_grouped_gemm", "recompute module moe_act needs --moe-grouped-gemm", "add --moe-grouped-gemm")
     return None
 
 
@@ -121,7 +121,7 @@ def grouped_gemm_arch(x: RuleInput) -> Optional[Violation]:
     """[27] --moe-grouped-gemm needs compute capability >= 8."""
     cc = getattr(x.profile, "compute_capability", None)
     if x.model.is_moe and x.recipe.moe_grouped_gemm and cc is not None and cc < 8:
-        return _v("grouped_gemm_arch", f"--moe-grouped-gemm needs compute capability >= 8, hardware has {cc}", "drop --moe-grouped-gemm")
+        return violation("grouped_gemm_arch", f"--moe-grouped-gemm needs compute capability >= 8, hardware has {cc}", "drop --moe-grouped-gemm")
     return None
 
 
@@ -145,13 +145,13 @@ def full_recompute_args(x: RuleInput) -> Optional[Violation]:
         return None
     per_stage = _layers_per_stage(x)
     if rc.method is None or rc.num_layers is None:
-        return _v("full_recompute_args", "--recompute-granularity full needs --recompute-method and --recompute-num-layers",
+        return violation("full_recompute_args", "--recompute-granularity full needs --recompute-method and --recompute-num-layers",
                   "add --recompute-method uniform --recompute-num-layers 1")
     if not 1 <= rc.num_layers <= per_stage:
-        return _v("full_recompute_args", f"--recompute-num-layers {rc.num_layers} is outside 1..{per_stage} (layers per stage)",
+        return violation("full_recompute_args", f"--recompute-num-layers {rc.num_layers} is outside 1..{per_stage} (layers per stage)",
                   f"use --recompute-num-layers {min(max(rc.num_layers, 1), per_stage)}")
     if x.model.mtp_num_layers and rc.method == RecomputeMethod.uniform and rc.num_layers != 1:
-        return _v("full_recompute_args", f"uniform recompute of the MTP layer needs --recompute-num-layers 1, got {rc.num_layers}",
+        return violation("full_recompute_args", f"uniform recompute of the MTP layer needs --recompute-num-layers 1, got {rc.num_layers}",
                   "use --recompute-num-layers 1 or --recompute-method block")
     return None
 
@@ -163,18 +163,18 @@ def selective_recompute_args(x: RuleInput) -> Optional[Violation]:
     r, rc = x.recipe, x.recipe.recompute
     if rc.granularity == RecomputeGranularity.none:
         if rc.modules or rc.method or rc.num_layers:
-            return _v("selective_recompute_args", "recompute modules/method/num-layers given without --recompute-granularity",
+            return violation("selective_recompute_args", "recompute modules/method/num-layers given without --recompute-granularity",
                       "add --recompute-granularity selective (modules) or full (method, num-layers)")
         return None
     if rc.granularity != RecomputeGranularity.selective:
         return None
     if rc.method is not None or rc.num_layers is not None:
-        return _v("selective_recompute_args", "selective recompute takes no --recompute-method / --recompute-num-layers",
+        return violation("selective_recompute_args", "selective recompute takes no --recompute-method / --recompute-num-layers",
                   "drop --recompute-method and --recompute-num-layers")
     if RecomputeModule.mla_up_proj in rc.modules and not x.model.multi_latent_attention:
-        return _v("selective_recompute_args", "recompute module mla_up_proj needs multi-latent attention", "drop mla_up_proj")
+        return violation("selective_recompute_args", "recompute module mla_up_proj needs multi-latent attention", "drop mla_up_proj")
     if RecomputeModule.shared_experts in rc.modules and r.moe_shared_expert_overlap:
-        return _v("selective_recompute_args", "recompute module shared_experts conflicts with --moe-shared-expert-overlap",
+        return violation("selective_recompute_args", "recompute module shared_experts conflicts with --moe-shared-expert-overlap",
                   "drop shared_experts from --recompute-modules")
     return None
 
@@ -184,7 +184,7 @@ def fp8_delayed_recompute(x: RuleInput) -> Optional[Violation]:
     """[31] The fp8 delayed-scaling recipe disallows moe_act and layernorm recompute."""
     mods = set(x.recipe.recompute.modules)
     if x.job.precision == Precision.fp8_delayed and mods & {RecomputeModule.moe_act, RecomputeModule.layernorm}:
-        return _v("fp8_delayed_recompute", "fp8 delayed scaling cannot recompute moe_act or layernorm",
+        return violation("fp8_delayed_recompute", "fp8 delayed scaling cannot recompute moe_act or layernorm",
                   "use --fp8-recipe tensorwise or drop those modules")
     return None
 
@@ -197,7 +197,7 @@ def distribute_saved_activations(x: RuleInput) -> Optional[Violation]:
         return None
     if r.tp > 1 and r.recompute.granularity == RecomputeGranularity.full and r.recompute.method and not r.sequence_parallel:
         return None
-    return _v("distribute_saved_activations", "--distribute-saved-activations needs TP>1, full recompute with a method, and no SP",
+    return violation("distribute_saved_activations", "--distribute-saved-activations needs TP>1, full recompute with a method, and no SP",
               "drop --distribute-saved-activations")
 
 
@@ -208,11 +208,11 @@ def cpu_offloading(x: RuleInput) -> Optional[Violation]:
     num_layers"), PP must be 1 and no recompute."""
     r = x.recipe
     if r.cpu_offloading_num_layers >= x.model.num_layers:
-        return _v("cpu_offloading", f"--cpu-offloading-num-layers {r.cpu_offloading_num_layers} is not below the "
+        return violation("cpu_offloading", f"--cpu-offloading-num-layers {r.cpu_offloading_num_layers} is not below the "
                   f"model's {x.model.num_layers} layers (Megatron offloads at most num_layers - 1)",
                   f"use at most {x.model.num_layers - 1}")
     if r.cpu_offloading_num_layers and (r.pp > 1 or r.recompute.granularity != RecomputeGranularity.none):
-        return _v("cpu_offloading", "CPU offloading needs PP=1 and no recompute", "drop --cpu-offloading-num-layers")
+        return violation("cpu_offloading", "CPU offloading needs PP=1 and no recompute", "drop --cpu-offloading-num-layers")
     return None
 
 
@@ -222,7 +222,7 @@ def zero_bubble_no_recompute(x: RuleInput) -> Optional[Violation]:
     (AMD Primus config_validation: recompute is incompatible with zerobubble/zbv)."""
     r = x.recipe
     if r.schedule in (PipelineSchedule.zb_h1, PipelineSchedule.zbv) and r.recompute.granularity == RecomputeGranularity.full:
-        return _v("zero_bubble_no_recompute", f"{r.schedule.value} cannot run with full recompute", "use schedule 1f1b or interleaved")
+        return violation("zero_bubble_no_recompute", f"{r.schedule.value} cannot run with full recompute", "use schedule 1f1b or interleaved")
     return None
 
 
@@ -235,7 +235,7 @@ def overlap_param_gather(x: RuleInput) -> Optional[Violation]:
         return None
     if r.dp_sharding in (DataParallelSharding.distributed_optimizer, DataParallelSharding.megatron_fsdp) and r.overlap_grad_reduce:
         return None
-    return _v("overlap_param_gather", "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce",
+    return violation("overlap_param_gather", "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce",
               "drop --overlap-param-gather or add both")
 
 
@@ -246,7 +246,7 @@ def fp8_param_gather(x: RuleInput) -> Optional[Violation]:
     if not r.fp8_param_gather:
         return None
     if r.dp_sharding == DataParallelSharding.none or not x.job.precision.is_fp8:
-        return _v("fp8_param_gather", "--fp8-param-gather needs FP8 training and --use-distributed-optimizer or FSDP",
+        return violation("fp8_param_gather", "--fp8-param-gather needs FP8 training and --use-distributed-optimizer or FSDP",
                   "drop --fp8-param-gather")
     return None
 
@@ -261,14 +261,14 @@ def torch_fsdp2(x: RuleInput) -> Optional[Violation]:
                                  ("bf16 (not fp16)", x.job.precision == Precision.fp16)) if bad]
     if not problems:
         return None
-    return _v("torch_fsdp2", "--use-torch-fsdp2 needs " + ", ".join(problems), "use --use-distributed-optimizer instead")
+    return violation("torch_fsdp2", "--use-torch-fsdp2 needs " + ", ".join(problems), "use --use-distributed-optimizer instead")
 
 
 @rule(reads="dp_sharding")
 def muon_no_fsdp(x: RuleInput) -> Optional[Violation]:
     """[39] Non-Adam optimizers (Muon) cannot run under FSDP."""
     if x.job.optimizer == Optimizer.muon and x.recipe.dp_sharding in (DataParallelSharding.torch_fsdp2, DataParallelSharding.megatron_fsdp):
-        return _v("muon_no_fsdp", "the Muon optimizer cannot run under FSDP", "use --use-distributed-optimizer")
+        return violation("muon_no_fsdp", "the Muon optimizer cannot run under FSDP", "use --use-distributed-optimizer")
     return None
 
 
@@ -280,9 +280,9 @@ def precision_supported(x: RuleInput) -> Optional[Violation]:
     if hw is None or not p.is_fp8:
         return None
     if not getattr(hw, "supports_fp8", True):
-        return _v("precision_supported", f"{hw.name} has no FP8 tensor cores", "use --bf16")
+        return violation("precision_supported", f"{hw.name} has no FP8 tensor cores", "use --bf16")
     if p == Precision.mxfp8 and not getattr(hw, "supports_mxfp8", False):
-        return _v("precision_supported", f"MXFP8 needs block-scaled FP8 hardware; {hw.name} has none", "use --fp8-recipe tensorwise")
+        return violation("precision_supported", f"MXFP8 needs block-scaled FP8 hardware; {hw.name} has none", "use --fp8-recipe tensorwise")
     return None
 
 
@@ -291,10 +291,5 @@ def mla_excludes_gqa(x: RuleInput) -> Optional[Violation]:
     """[43] MLA and GQA are mutually exclusive."""
     m = x.model
     if m.multi_latent_attention and m.num_query_groups != m.num_attention_heads:
-        return _v("mla_excludes_gqa", "multi-latent attention cannot be combined with --group-query-attention", "drop --group-query-attention")
+        return violation("mla_excludes_gqa", "multi-latent attention cannot be combined with --group-query-attention", "drop --group-query-attention")
     return None
-
-
-import constraints.rules_fp4  # noqa: E402,F401  (registers the NVFP4 rules after the feature rules)
-import constraints.rules_hybrid  # noqa: E402,F401  (registers the hybrid Mamba rules)
-import constraints.rules_layer_variants  # noqa: E402,F401  (registers the NoPE / window rules)

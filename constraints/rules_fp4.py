@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules import RuleInput, Violation, _v, rule
+from constraints.rule_base import RuleInput, Violation, violation, rule
 
 # TE's NVFP4 GEMMs run on 5th-generation tensor cores (sm_100 and later): megatron/core/fp4_utils.py names
 # NVFP4BlockScaling "for Blackwell+ architecture" (TransformerConfig.fp4_recipe docstring).
@@ -35,7 +35,7 @@ def fp4_excludes_fp8(x: RuleInput) -> Optional[Violation]:
     """--fp4-format and --fp8-format are mutually exclusive (arguments.py validate_args raises; TransformerConfig
     __post_init__ too: "fp4 and fp8 cannot be used simultaneously")."""
     if x.job.precision.is_fp4 and x.flags.get("--fp8-format"):
-        return _v("fp4_excludes_fp8", "--fp4-format and --fp8-format are both set", "drop --fp8-format (and --fp8-recipe)")
+        return violation("fp4_excludes_fp8", "--fp4-format and --fp8-format are both set", "drop --fp8-format (and --fp8-recipe)")
     return None
 
 
@@ -44,7 +44,7 @@ def fp4_param_gather(x: RuleInput) -> Optional[Violation]:
     """--fp4-param-gather must be used together with --fp4-format (arguments.py validate_args; TransformerConfig:
     "fp4_param must be used together with fp4 mode")."""
     if x.recipe.fp4_param_gather and not x.job.precision.is_fp4:
-        return _v("fp4_param_gather", "--fp4-param-gather without --fp4-format", "drop --fp4-param-gather or add --fp4-format e2m1")
+        return violation("fp4_param_gather", "--fp4-param-gather without --fp4-format", "drop --fp4-param-gather or add --fp4-format e2m1")
     return None
 
 
@@ -54,7 +54,7 @@ def fp4_weight_shards(x: RuleInput) -> Optional[Violation]:
     --expert-tensor-parallel-num-weight-shards > the TP size) with --fp4-format need --fp4-param-gather, so NVFP4
     weights are all-gathered as native NVFP4 (arguments.py validate_args raises otherwise)."""
     if x.job.precision.is_fp4 and not x.recipe.fp4_param_gather and _weight_shards(x) > 1:
-        return _v("fp4_weight_shards", "weight shards beyond TP (--*-num-weight-shards) with --fp4-format need --fp4-param-gather",
+        return violation("fp4_weight_shards", "weight shards beyond TP (--*-num-weight-shards) with --fp4-format need --fp4-param-gather",
                   "add --fp4-param-gather")
     return None
 
@@ -70,7 +70,7 @@ def nvfp4_hardware(x: RuleInput) -> Optional[Violation]:
     cc = getattr(hw, "compute_capability", None)
     if getattr(hw, "vendor", "nvidia") == "nvidia" and cc is not None and cc >= NVFP4_MIN_COMPUTE_CAPABILITY:
         return None
-    return _v("nvfp4_hardware", f"NVFP4 needs NVIDIA Blackwell tensor cores (sm_100+); {hw.name} has none",
+    return violation("nvfp4_hardware", f"NVFP4 needs NVIDIA Blackwell tensor cores (sm_100+); {hw.name} has none",
               "use --fp8-format e4m3 --fp8-recipe mxfp8 or tensorwise (or --bf16)")
 
 
@@ -79,6 +79,6 @@ def fp4_transformer_engine(x: RuleInput) -> Optional[Violation]:
     """--fp4-format needs Transformer Engine >= 2.7.0.dev0 (arguments.py validate_args raises below it). The TE
     version is not part of a recipe, so this is a warning on every NVFP4 recipe, not a verdict."""
     if x.job.precision.is_fp4:
-        return _v("fp4_transformer_engine", f"--fp4-format needs Transformer Engine >= {NVFP4_MIN_TE_VERSION}",
+        return violation("fp4_transformer_engine", f"--fp4-format needs Transformer Engine >= {NVFP4_MIN_TE_VERSION}",
                   f"run with transformer-engine >= {NVFP4_MIN_TE_VERSION}", "warning")
     return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from constraints.mamba import layout_as_segments, mamba_dims
-from constraints.rules import RuleInput, Violation, _v, divisors, nearest, rule
+from constraints.rule_base import RuleInput, Violation, violation, divisors, nearest, rule
 
 
 @rule(reads="pipeline_layout first_stage_layers last_stage_layers account_for_embedding_in_pipeline_split "
@@ -24,16 +24,16 @@ def hybrid_pipeline_flags(x: RuleInput) -> Optional[Violation]:
     if not m.is_hybrid:
         return None
     if "--pipeline-model-parallel-layout" in x.flags:
-        return _v("hybrid_pipeline_flags", "--pipeline-model-parallel-layout with --hybrid-layer-pattern",
+        return violation("hybrid_pipeline_flags", "--pipeline-model-parallel-layout with --hybrid-layer-pattern",
                   "drop the layout and put '|' between the pipeline segments of --hybrid-layer-pattern")
     if r.account_for_embedding_in_pipeline_split or r.account_for_loss_in_pipeline_split:
-        return _v("hybrid_pipeline_flags", "--account-for-embedding/loss-in-pipeline-split with --hybrid-layer-pattern",
+        return violation("hybrid_pipeline_flags", "--account-for-embedding/loss-in-pipeline-split with --hybrid-layer-pattern",
                   "drop them; split the pattern with '|' to balance the stages")
     if r.pipeline_layout and (r.first_stage_layers or r.last_stage_layers):
-        return _v("hybrid_pipeline_flags", "--decoder-first/last-pipeline-num-layers with '|' segments in --hybrid-layer-pattern",
+        return violation("hybrid_pipeline_flags", "--decoder-first/last-pipeline-num-layers with '|' segments in --hybrid-layer-pattern",
                   "drop --decoder-first/last-pipeline-num-layers")
     if r.pipeline_layout and layout_as_segments(r.pipeline_layout) is None:
-        return _v("hybrid_pipeline_flags", f"pipeline layout {r.pipeline_layout!r} is not a set of '|' segments of the pattern "
+        return violation("hybrid_pipeline_flags", f"pipeline layout {r.pipeline_layout!r} is not a set of '|' segments of the pattern "
                   "(decoder layers only, embedding first, loss last)", "split the hybrid pattern with '|' instead")
     return None
 
@@ -48,10 +48,10 @@ def hybrid_virtual_pipeline(x: RuleInput) -> Optional[Violation]:
         return None
     given = [f for f in ("--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank") if f in x.flags]
     if given:
-        return _v("hybrid_virtual_pipeline", f"{given[0]} with --hybrid-layer-pattern",
+        return violation("hybrid_virtual_pipeline", f"{given[0]} with --hybrid-layer-pattern",
                   "drop it; give the pattern PP x VPP '|'-separated segments")
     if r.vpp > 1 and not r.pipeline_layout:
-        return _v("hybrid_virtual_pipeline", f"VPP {r.vpp} on a hybrid pattern without '|' segments",
+        return violation("hybrid_virtual_pipeline", f"VPP {r.vpp} on a hybrid pattern without '|' segments",
                   f"split --hybrid-layer-pattern into {r.pp * r.vpp} '|' segments, or use VPP 1")
     return None
 
@@ -67,13 +67,13 @@ def mamba_heads_split(x: RuleInput) -> Optional[Violation]:
     d = mamba_dims(m)
     tp_ok = [t for t in divisors(x.world_size) if d.heads % t == 0 and d.groups % t == 0]
     if d.heads % r.tp or d.groups % r.tp:
-        return _v("mamba_heads_split", f"{d.heads} Mamba heads / {d.groups} groups are not divisible by TP={r.tp}",
+        return violation("mamba_heads_split", f"{d.heads} Mamba heads / {d.groups} groups are not divisible by TP={r.tp}",
                   f"use --tensor-model-parallel-size {nearest(tp_ok, r.tp)}")
     heads_local, groups_local = d.heads // r.tp, d.groups // r.tp
     groups_ok = (r.cp % groups_local == 0) if groups_local < r.cp else (groups_local % r.cp == 0)
     if r.cp > 1 and (heads_local % r.cp or not groups_ok):
         ok = [c for c in divisors(heads_local) if ((c % groups_local == 0) if groups_local < c else (groups_local % c == 0))]
-        return _v("mamba_heads_split", f"CP={r.cp} does not split {heads_local} Mamba heads / {groups_local} groups per TP rank",
+        return violation("mamba_heads_split", f"CP={r.cp} does not split {heads_local} Mamba heads / {groups_local} groups per TP rank",
                   f"use --context-parallel-size {nearest(ok, r.cp)}")
     return None
 
@@ -88,5 +88,5 @@ def mamba_fp8_width(x: RuleInput) -> Optional[Violation]:
     width = mamba_dims(m).in_proj_width
     if width % 16 == 0:
         return None
-    return _v("mamba_fp8_width", f"FP8 needs the Mamba in_proj width {width} to be a multiple of 16",
+    return violation("mamba_fp8_width", f"FP8 needs the Mamba in_proj width {width} to be a multiple of 16",
               "use --bf16 (no --fp8-format) or Mamba sizes whose in_proj width is a multiple of 16")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules import RuleInput, Violation, _v, divisors, nearest, rule
+from constraints.rule_base import RuleInput, Violation, violation, divisors, nearest, rule
 
 
 @rule(reads="")
@@ -20,7 +20,7 @@ def no_rope_freq(x: RuleInput) -> Optional[Violation]:
     if not text.isdigit() or int(text) == 0 or x.model.num_layers % int(text) == 0:
         return None
     n = int(text)
-    return _v("no_rope_freq", f"--no-rope-freq {n} does not divide the {x.model.num_layers} layers",
+    return violation("no_rope_freq", f"--no-rope-freq {n} does not divide the {x.model.num_layers} layers",
               f"use --no-rope-freq {nearest(divisors(x.model.num_layers), n)} or a 0/1 list of {x.model.num_layers} entries")
 
 
@@ -36,5 +36,5 @@ def top1_router_pre_softmax(x: RuleInput) -> Optional[Violation]:
     balancing = balancing if isinstance(balancing, (list, tuple)) else [balancing]
     if f.get("--moe-router-score-function", "softmax") != "softmax" or f.get("--moe-router-pre-softmax") or "sinkhorn" in balancing:
         return None
-    return _v("top1_router_pre_softmax", "--moe-router-topk 1 with a softmax router needs --moe-router-pre-softmax",
+    return violation("top1_router_pre_softmax", "--moe-router-topk 1 with a softmax router needs --moe-router-pre-softmax",
               "add --moe-router-pre-softmax (or --moe-router-score-function sigmoid)")

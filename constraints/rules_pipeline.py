@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules import SPLIT_FIELDS, UNEVEN_SPLIT_FIELDS, RuleInput, Violation, _v, divisors, nearest, rule
+from constraints.rule_base import SPLIT_FIELDS, UNEVEN_SPLIT_FIELDS, RuleInput, Violation, violation, divisors, nearest, rule
 from constraints.spec import PipelineSchedule
 from constraints.stages import StageSplitError, expand_layout, virtual_stage_layer_counts
 
@@ -22,14 +22,14 @@ def one_virtual_pipeline_spec(x: RuleInput) -> Optional[Violation]:
     try:
         n_stages = len(expand_layout(r.pipeline_layout))
     except StageSplitError as exc:
-        return _v("pipeline_layout", str(exc), "write stages as e.g. 'Et*3|t*4|t*4|t*3L'")
+        return violation("pipeline_layout", str(exc), "write stages as e.g. 'Et*3|t*4|t*4|t*3L'")
     if n_stages % r.pp:
-        return _v("pipeline_layout", f"layout has {n_stages} stages, not a multiple of PP={r.pp}",
+        return violation("pipeline_layout", f"layout has {n_stages} stages, not a multiple of PP={r.pp}",
                   f"give PP*VPP stages, e.g. {r.pp * max(1, n_stages // r.pp)}")
     if n_stages // r.pp != r.vpp:
-        return _v("pipeline_layout", f"layout implies VPP={n_stages // r.pp} but the recipe says {r.vpp}", f"set vpp {n_stages // r.pp}")
+        return violation("pipeline_layout", f"layout implies VPP={n_stages // r.pp} but the recipe says {r.vpp}", f"set vpp {n_stages // r.pp}")
     if r.first_stage_layers or r.last_stage_layers or r.account_for_embedding_in_pipeline_split or r.account_for_loss_in_pipeline_split:
-        return _v("pipeline_layout", "--pipeline-model-parallel-layout cannot be combined with first/last-stage or account-for-* flags",
+        return violation("pipeline_layout", "--pipeline-model-parallel-layout cannot be combined with first/last-stage or account-for-* flags",
                   "drop the first/last-stage and account-for-* flags")
     return None
 
@@ -39,7 +39,7 @@ def uneven_split_exclusive(x: RuleInput) -> Optional[Violation]:
     """[11] Uneven first/last stages cannot be combined with --account-for-*-in-pipeline-split."""
     r = x.recipe
     if (r.first_stage_layers or r.last_stage_layers) and (r.account_for_embedding_in_pipeline_split or r.account_for_loss_in_pipeline_split):
-        return _v("uneven_split_exclusive", "--decoder-first/last-pipeline-num-layers cannot be combined with --account-for-*-in-pipeline-split",
+        return violation("uneven_split_exclusive", "--decoder-first/last-pipeline-num-layers cannot be combined with --account-for-*-in-pipeline-split",
                   "drop the account-for-* flags")
     return None
 
@@ -64,14 +64,14 @@ def layers_split(x: RuleInput) -> Optional[Violation]:
                    f"(together under {L})" if r.pp > ends else f"make the first and last stage layers add up to {L}")
         else:
             fix = f"use --pipeline-model-parallel-size {nearest(ok, r.pp)}" if ok and not r.pipeline_layout else "change the layer split"
-        return _v("layers_split", str(exc), fix)
+        return violation("layers_split", str(exc), fix)
     if sum(counts) != x.model.num_layers:
-        return _v("layers_split", f"pipeline split holds {sum(counts)} decoder layers, model has {x.model.num_layers}",
+        return violation("layers_split", f"pipeline split holds {sum(counts)} decoder layers, model has {x.model.num_layers}",
                   "make the layout hold exactly num_layers 't' entries")
     accounts = r.account_for_embedding_in_pipeline_split or r.account_for_loss_in_pipeline_split
     empty = [i for i, n in enumerate(counts) if n == 0 and not r.pipeline_layout and not accounts]
     if empty:
-        return _v("layers_split", f"virtual stage(s) {empty} would hold no decoder layer", "use fewer pipeline stages or virtual stages")
+        return violation("layers_split", f"virtual stage(s) {empty} would hold no decoder layer", "use fewer pipeline stages or virtual stages")
     return None
 
 
@@ -84,7 +84,7 @@ def interleaved_needs_pp(x: RuleInput) -> Optional[Violation]:
     need = 2 if r.overlap_p2p_comm else 3
     if r.pp >= need:
         return None
-    return _v("interleaved_needs_pp", f"VPP={r.vpp} needs PP >= {need}, got PP={r.pp}",
+    return violation("interleaved_needs_pp", f"VPP={r.vpp} needs PP >= {need}, got PP={r.pp}",
               "drop the virtual pipeline (VPP=1)" if r.pp == 1 else "enable --overlap-p2p-communication or use PP >= 3")
 
 
@@ -98,7 +98,7 @@ def schedule_matches_vpp(x: RuleInput) -> Optional[Violation]:
     if want:
         return None
     fix = {PipelineSchedule.interleaved: "set vpp >= 2", PipelineSchedule.zbv: "set vpp 2"}.get(r.schedule, "set vpp 1 or schedule interleaved")
-    return _v("schedule_matches_vpp", f"schedule {r.schedule.value} does not run with VPP={r.vpp}", fix)
+    return violation("schedule_matches_vpp", f"schedule {r.schedule.value} does not run with VPP={r.vpp}", fix)
 
 
 @rule(reads="vpp pp schedule tp cp mbs microbatch_group_size")
@@ -117,8 +117,5 @@ def interleaved_microbatches(x: RuleInput) -> Optional[Violation]:
         return None
     good = [g for g in range(r.pp * r.mbs * dp, 4 * max(x.job.global_batch_size, r.pp * r.mbs * dp) + 1, r.mbs * dp)
             if (g // (r.mbs * dp)) % n == 0 and g // (r.mbs * dp) >= n]
-    return _v("interleaved_microbatches", f"interleaved schedule needs micro-batches M={m} >= group {n} and M % {n} in {{0}} or >= PP={r.pp}",
+    return violation("interleaved_microbatches", f"interleaved schedule needs micro-batches M={m} >= group {n} and M % {n} in {{0}} or >= PP={r.pp}",
               f"use --global-batch-size {nearest(good, x.job.global_batch_size)}" if good else "drop interleaving")
-
-
-import constraints.rules_attention  # noqa: E402,F401  (registers the attention / TP / SP / CP rules next)

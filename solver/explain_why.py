@@ -21,7 +21,6 @@ def recipe_free_blockers(model, job, placement, profile) -> list[str]:
     """Rules that read no recipe field (constraints.rules: reads="") and fail: they reject every recipe, so they are
     the whole reason the space is empty (e.g. a sequence longer than the position embeddings, FP8 on a part
     without FP8 tensor cores)."""
-    import constraints.rules_features  # noqa: F401  (registers the feature rules)
     from constraints.rules import RULES, RuleInput
     from constraints.spec import Recipe
 
@@ -53,7 +52,6 @@ def pin_reasons(model, job, placement, profile, axis: str, values) -> list[str]:
     """Why a pinned value is illegal where the rules can tell on their own: the rules that fail for a recipe with
     only this axis changed from the default and pass for the default (e.g. TP 3: 8 GPUs and 32 heads are not
     divisible by 3). Empty when the value is legal alone (it conflicts only with other pins or memory)."""
-    import constraints.rules_features  # noqa: F401  (registers the feature rules)
     from constraints.rules import RULES, RuleInput
     from constraints.spec import Recipe
 

@@ -36,8 +36,6 @@ _BASE_FIELDS = dict(_BASE.__dict__)
 @lru_cache(maxsize=None)
 def rules_in(group: str) -> tuple:
     """The rule functions of one group: 'structural', 'activation' or 'batch'."""
-    import constraints.rules_features  # noqa: F401  (registers the feature rules)
-
     names = {"activation": ACTIVATION_RULES, "batch": BATCH_RULES}.get(group)
     if names is None:
         return tuple(fn for fn in RULES if fn.__name__ not in BATCH_RULES | ACTIVATION_RULES)

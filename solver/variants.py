@@ -48,8 +48,6 @@ def variants_of(domains: dict) -> list[tuple[str, bool]]:
 
 
 def _rule_fns() -> tuple:
-    import constraints.rules_features  # noqa: F401  (registers the feature rules)
-
     return tuple(fn for fn in RULES if fn.__name__ in VARIANT_RULES)
 
 

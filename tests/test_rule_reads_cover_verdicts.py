@@ -11,7 +11,6 @@ import random
 
 import pytest
 
-import constraints.rules_features  # noqa: F401  (registers the feature rules)
 from constraints.models import load_model
 from constraints.rules import RULES, RuleInput
 from constraints.spec import (CpCommType, DataParallelSharding, FsdpShardingStrategy, JobSpec, MoeDispatcher, PipelineSchedule, Recipe, Recompute,
