@@ -211,17 +211,22 @@ class Blocks:
             return
         for item in items:
             self.sh.set(var, item)
-            try:
-                self.block(inner)
-            except LoopContinue as c:
-                if c.n > 1:
-                    raise LoopContinue(c.n - 1) from None
-            except LoopBreak as b:
-                if b.n > 1:
-                    raise LoopBreak(b.n - 1) from None
-                break
-            if self.found:
+            if self._loop_pass(inner):
                 return
+
+    def _loop_pass(self, inner: list[Stmt]) -> bool:
+        """One pass of a loop body, as bash runs it: `continue N` / `break N` with N > 1 leave this loop and go on to
+        the enclosing one. True when the loop ends here (a `break`, or the launch line found)."""
+        try:
+            self.block(inner)
+        except LoopContinue as c:
+            if c.n > 1:
+                raise LoopContinue(c.n - 1) from None
+        except LoopBreak as b:
+            if b.n > 1:
+                raise LoopBreak(b.n - 1) from None
+            return True
+        return self.found
 
     def _while(self, body: list[Stmt]) -> None:
         head = body[0]
@@ -234,18 +239,7 @@ class Blocks:
                 self._not_followed(head, f"`{words[0]} {' '.join(words[1:])[:50]}` (a loop test check cannot evaluate)",
                                    body, launch_inside_is_error=True)
                 return
-            if cond == until:
-                return
-            try:
-                self.block(inner)
-            except LoopContinue as c:
-                if c.n > 1:
-                    raise LoopContinue(c.n - 1) from None
-            except LoopBreak as b:
-                if b.n > 1:
-                    raise LoopBreak(b.n - 1) from None
-                return
-            if self.found:
+            if cond == until or self._loop_pass(inner):
                 return
 
     def _case(self, body: list[Stmt]) -> None:
