@@ -4,14 +4,14 @@
     best = shardplan.solve("Llama-3.1-8B", "h100-sxm-80gb", nodes=1, seq_length=8192, global_batch_size=64, top=3)
     verdict = shardplan.check("constraints/examples/llama3-70b-h100.yaml")
 
-Every function returns a typed pydantic result (shardplan.results) — the same object the CLI prints and
+Every function returns a typed pydantic result (shardplan.results, shardplan.sweep) — the same object the CLI prints and
 `--format json` dumps (`result.to_json()`); `schemas()` gives each result's JSON Schema. Unusable input raises
 `ShardplanError`.
 """
 from boundary.errors import ShardplanError
 from shardplan.api import check, hardware, models, render, solve
-from shardplan.results import (CheckResult, HardwareInfo, ModelInfo, RenderResult, SolvedRecipe, SolveResult,
-                               schemas)
+from shardplan.result_schemas import schemas
+from shardplan.results import CheckResult, HardwareInfo, ModelInfo, RenderResult, SolvedRecipe, SolveResult
 from shardplan.sweep import SweepResult, sweep  # shardplan.sweep is the function (import the module's other names with from shardplan.sweep import ...)
 
 __all__ = ["ShardplanError", "check", "solve", "render", "models", "hardware", "schemas", "CheckResult", "SolveResult",

@@ -151,7 +151,7 @@ def schema_command(name) -> None:
     """
     import json
 
-    from shardplan.results import schemas
+    from shardplan.result_schemas import schemas
 
     all_schemas = schemas()
     click.echo(json.dumps(all_schemas[name] if name else all_schemas, indent=2))

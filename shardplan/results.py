@@ -14,7 +14,6 @@ from constraints.check import MemorySummary
 from constraints.rules import Violation
 from constraints.spec import Recipe
 from measure.project import Projection
-from shardplan.sweep import SweepResult
 from solver.proposer.report import HintReport
 
 
@@ -196,12 +195,3 @@ class HardwareInfo(Result):
     scale_up_domain_size: int
     scale_up_gb_per_s: float
     scale_out_gb_per_s: float
-
-
-RESULT_TYPES: dict[str, type[BaseModel]] = {"check": CheckResult, "solve": SolveResult, "render": RenderResult,
-                                            "models": ModelInfo, "hardware": HardwareInfo, "sweep": SweepResult}
-
-
-def schemas() -> dict[str, dict[str, Any]]:
-    """JSON Schema of each command's result (for `models` / `hardware`: of one list item)."""
-    return {name: cls.model_json_schema(mode="serialization") for name, cls in RESULT_TYPES.items()}
