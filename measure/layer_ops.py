@@ -15,27 +15,21 @@ Conventions (Megatron-LM core, `megatron/core/transformer/*`):
 - MLA down-projections (q_down, kv_down) are not TP-split (Megatron `MLASelfAttention`, duplicated).
 - FP8 recipes run the TE linears (qkv, proj, fc1, fc2, experts, MLA projections) in fp8; the router,
   the output layer and core attention stay bf16. Each fp8 GEMM adds the casts of its activation input and
-  incoming gradient (`_fp8_casts`). NVFP4 (`--fp4-format e2m1`) runs the same linears in fp4 and quantises
-  each input twice (row-wise, and column-wise after a random Hadamard transform for wgrad; `_fp4_casts`).
+  incoming gradient (`measure.kernel_ops`). NVFP4 (`--fp4-format e2m1`) runs the same linears in fp4 and quantises
+  each input twice (row-wise, and column-wise after a random Hadamard transform for wgrad; `measure.kernel_ops`).
 - MoE adds the router's score/top-k pass, the permutes before and after the dispatch and the unpermutes
   (memory-bound passes over t/TP * topk token copies).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
-from constraints.spec import Activation, JobSpec, ModelSpec, Precision, Recipe
+from constraints.spec import Activation, JobSpec, ModelSpec, Recipe
 from constraints.window import mean_pair_fraction
-from measure.mamba_ops import HYBRID_KINDS, hybrid_block_ops
+from measure.kernel_ops import (Phase, PhaseOp, act_dtype, gemm_dtype, gemm_ops, grouped_gemm_ops, norm_ops,
+                                pointwise_ops, rank_tokens)
+from measure.mamba_ops import HYBRID_KINDS, mamba_ops
 from measure.ops import Op, OpKind
-
-
-class Phase(str, Enum):
-    fwd = "fwd"
-    bwd_dgrad = "bwd_dgrad"
-    bwd_wgrad = "bwd_wgrad"
-    optimizer = "optimizer"
 
 
 class LayerKind(str, Enum):
@@ -69,117 +63,10 @@ def layer_kind_of(kind) -> "LayerKind":
     return LayerKind.moe if kind else LayerKind.dense
 
 
-# fp4: E2M1 pairs packed in a byte plus one E4M3 scale byte per 16 elements (arXiv 2509.25149 sec. 2)
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp4": 9 / 16, "fp32": 4}
-
-
-@dataclass(frozen=True)
-class PhaseOp:
-    """One kernel at a per-rank shape, in one phase, with the module it belongs to (for recompute).
-
-    module names follow Megatron `--recompute-modules` where one applies: layernorm, core_attn, mlp,
-    moe, moe_act, shared_experts, mla_up_proj; else qkv, proj, router, residual, head, optimizer."""
-
-    op: Op
-    phase: Phase
-    module: str
-    flops: float
-    bytes_moved: float
-
-    @property
-    def key(self) -> str:
-        """Cost-table op key: phase and the shared op key, e.g. `bwd_wgrad/gemm:8192x1024x4096:bf16`."""
-        return f"{self.phase.value}/{self.op.key}"
-
-
 def padded_vocab(model: ModelSpec, recipe: Recipe) -> int:
     """Megatron `_vocab_size_with_padding`: round up to make_vocab_size_divisible_by * TP."""
     mult = recipe.make_vocab_size_divisible_by * recipe.tp
     return -(-model.vocab_size // mult) * mult
-
-
-def gemm_dtype(job: JobSpec) -> str:
-    if job.precision.is_fp4:
-        return "fp4"
-    if job.precision.is_fp8:
-        return "fp8"
-    return "fp16" if job.precision == Precision.fp16 else "bf16"
-
-
-def _act_dtype(job: JobSpec) -> str:
-    return "fp16" if job.precision == Precision.fp16 else "bf16"
-
-
-def _fp8_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
-    """Quantisation of an fp8 GEMM's activation input (forward) and incoming gradient (backward): read bf16
-    (2 B), write fp8 (1 B) plus its transposed copy for the other GEMM (1 B), an amax/scale pass folded in
-    (Transformer Engine `cast_transpose`, per-tensor on Hopper, 1x32 block scales on Blackwell). Weights are
-    cast once per step and cached across micro-batches (TE `is_first_microbatch`), so they are not here."""
-    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), 4.0 * fwd_elems),
-            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems), 4.0 * bwd_elems)]
-
-
-def _fp4_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
-    """NVFP4 quantisation of a GEMM's activation input (forward) and incoming gradient (backward): read bf16
-    (2 B), write the row-wise fp4 copy and the column-wise one for the other GEMM (each 9/16 B with its E4M3
-    block scales), the amax and the 16-point random Hadamard transform of the wgrad operands folded in (TE
-    NVFP4BlockScaling; arXiv 2509.25149 sec. 4). Weights are quantised once per step and cached, as for fp8."""
-    per_elem = 2.0 + 2 * DTYPE_BYTES["fp4"]
-    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), per_elem * fwd_elems),
-            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems), per_elem * bwd_elems)]
-
-
-def _casts(dtype: str, fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
-    """The quantisation passes a GEMM in `dtype` adds (none in bf16/fp16)."""
-    if dtype == "fp8":
-        return _fp8_casts(fwd_elems, bwd_elems, module)
-    if dtype == "fp4":
-        return _fp4_casts(fwd_elems, bwd_elems, module)
-    return []
-
-
-def gemm_ops(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16") -> list[PhaseOp]:
-    """Forward, dgrad and wgrad of Y[m,n] = X[m,k] W[k,n]; bytes = inputs at dtype + output at out_dtype;
-    fp8 adds the casts of X and dY (`_fp8_casts`)."""
-    ib, ob = DTYPE_BYTES[dtype], DTYPE_BYTES[out_dtype]
-    flops = 2.0 * m * n * k
-    ops = [
-        PhaseOp(Op(OpKind.gemm, (m, n, k), dtype), Phase.fwd, module, flops, (m * k + k * n) * ib + m * n * ob),
-        PhaseOp(Op(OpKind.gemm, (m, k, n), dtype), Phase.bwd_dgrad, module, flops, (m * n + k * n) * ib + m * k * ob),
-        PhaseOp(Op(OpKind.gemm, (k, n, m), dtype), Phase.bwd_wgrad, module, flops, (m * k + m * n) * ib + k * n * 4),
-    ]
-    return ops + _casts(dtype, m * k, m * n, module)
-
-
-def _grouped(g: int, m: int, n: int, k: int, dtype: str, module: str) -> list[PhaseOp]:
-    """g GEMMs of m tokens each (`gemm_ops` per group; the roofline prices small m, see `grouped_token_efficiency`)."""
-    ib = DTYPE_BYTES[dtype]
-    flops = 2.0 * g * m * n * k
-    casts = _casts(dtype, g * m * k, g * m * n, module)
-    return casts + [
-        PhaseOp(Op(OpKind.grouped_gemm, (g, m, n, k), dtype), Phase.fwd, module, flops, g * ((m * k + k * n) * ib + m * n * 2)),
-        PhaseOp(Op(OpKind.grouped_gemm, (g, m, k, n), dtype), Phase.bwd_dgrad, module, flops, g * ((m * n + k * n) * ib + m * k * 2)),
-        PhaseOp(Op(OpKind.grouped_gemm, (g, k, n, m), dtype), Phase.bwd_wgrad, module, flops, g * ((m * k + m * n) * ib + k * n * 4)),
-    ]
-
-
-def pointwise_ops(kind: OpKind, shape: tuple[int, ...], module: str, reads: int, writes: int, flops_per_elem: float = 1.0,
-               bwd_factor: float = 2.0) -> list[PhaseOp]:
-    """Bytes-bound kernel: reads/writes are tensor-sized passes over prod(shape) bf16 elements; the
-    backward reads the saved input and the incoming gradient, so about bwd_factor x the forward bytes."""
-    n = 1
-    for d in shape:
-        n *= d
-    fwd_bytes = (reads + writes) * n * 2
-    return [
-        PhaseOp(Op(kind, shape, "bf16"), Phase.fwd, module, flops_per_elem * n, fwd_bytes),
-        PhaseOp(Op(kind, shape, "bf16"), Phase.bwd_dgrad, module, 2 * flops_per_elem * n, bwd_factor * fwd_bytes),
-    ]
-
-
-def norm_ops(model: ModelSpec, tokens: int, width: int, module: str = "layernorm") -> list[PhaseOp]:
-    kind = OpKind.rmsnorm if model.normalization.value == "RMSNorm" else OpKind.layernorm
-    return pointwise_ops(kind, (tokens, width), module, 1, 1, flops_per_elem=4.0)
 
 
 def _activation(model: ModelSpec, tokens: int, width: int, module: str) -> list[PhaseOp]:
@@ -193,15 +80,9 @@ def _fc1_width(model: ModelSpec, ffn: int) -> int:
     return 2 * ffn if model.activation == Activation.swiglu else ffn
 
 
-def rank_tokens(job: JobSpec, recipe: Recipe) -> tuple[int, int]:
-    """(tokens through the TP GEMMs, tokens through norms/residuals) per rank per micro-batch."""
-    t = recipe.mbs * job.seq_length // recipe.cp
-    return t, (t // recipe.tp if recipe.sp_active else t)
-
-
 def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     """Norm, QKV (or MLA projections), core attention, output projection and residual add."""
-    tp, dt, act = recipe.tp, gemm_dtype(job), _act_dtype(job)
+    tp, dt, act = recipe.tp, gemm_dtype(job), act_dtype(job)
     t, t_sp = rank_tokens(job, recipe)
     h, nh = model.hidden_size, model.num_attention_heads
     ops = norm_ops(model, t_sp, h)
@@ -278,9 +159,9 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     local_sort = recipe.ep > 1 and g > 1
     if local_sort:
         ops += pointwise_ops(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
-    ops += _grouped(g, m, _fc1_width(model, f), h, dt, "moe")
+    ops += grouped_gemm_ops(g, m, _fc1_width(model, f), h, dt, "moe")
     ops += _activation(model, routed_tokens, f, "moe_act")
-    ops += _grouped(g, m, h, f, dt, "moe")
+    ops += grouped_gemm_ops(g, m, h, f, dt, "moe")
     # unpermute: local re-sort back, then the prob-weighted scatter-add of topk copies into t_sp tokens
     if local_sort:
         ops += pointwise_ops(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
@@ -304,8 +185,14 @@ def layer_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerK
 def block_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> list[PhaseOp]:
     """The kernels after attention: the MLP of a dense layer or the MoE block of an MoE layer."""
     kind = LayerKind(layer_kind)
-    if kind.is_hybrid:
-        return hybrid_block_ops(model, job, recipe, kind.value)
+    if kind == LayerKind.mamba:
+        return mamba_ops(model, job, recipe)
+    if kind == LayerKind.attention:  # a hybrid model's attention-only layer
+        return attention_ops(model, job, recipe)
+    if kind == LayerKind.mlp:
+        return mlp_ops(model, job, recipe)
+    if kind == LayerKind.moe_block:
+        return moe_ops(model, job, recipe)
     if kind == LayerKind.moe and not model.is_moe:
         raise ValueError(f"layer_kind=moe: model {model.name} has no experts; use layer_kind=dense")
     return (moe_ops if kind == LayerKind.moe else mlp_ops)(model, job, recipe)

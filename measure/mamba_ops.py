@@ -2,7 +2,8 @@
 
 Why apart from measure/layer_ops.py: a hybrid model's layer is one sub-block (constraints/mamba.py), so its kernel
 list is the Mamba mixer, the attention block, the MLP or the MoE block alone; this module maps the pattern symbols
-to those lists and holds the Mamba mixer's own kernels, which layer_ops has no notion of.
+to layer kinds and holds the Mamba mixer's own kernels (built from measure.kernel_ops, as layer_ops' are), which
+layer_ops.block_ops dispatches to.
 
 Mamba mixer (megatron/core/ssm/mamba_mixer.py, training path `_ssm_training`), per rank with TP t (heads and
 groups split over TP) and T tokens (CP re-splits heads, not tokens, around the scan: MambaContextParallel):
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from constraints.mamba import ATTENTION, MAMBA, MLP, MOE, mamba_dims
 from constraints.spec import JobSpec, ModelSpec, Recipe
+from measure.kernel_ops import Phase, PhaseOp, gemm_dtype, gemm_ops, norm_ops, pointwise_ops, rank_tokens
 from measure.ops import Op, OpKind
 
 # the hybrid symbol of each LayerKind a hybrid model's layers are priced as
@@ -26,8 +28,6 @@ HYBRID_KINDS = {MAMBA: "mamba", ATTENTION: "attention", MLP: "mlp", MOE: "moe_bl
 
 def mamba_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list:
     """Norm, in_proj, conv + scan, gated norm, out_proj and residual of one Mamba-2 layer (see module docstring)."""
-    from measure.layer_ops import Phase, PhaseOp, gemm_dtype, gemm_ops, norm_ops, pointwise_ops, rank_tokens
-
     d = mamba_dims(model)
     tp, dt = recipe.tp, gemm_dtype(job)
     t, t_sp = rank_tokens(job, recipe)
@@ -47,19 +47,6 @@ def mamba_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list:
     ops += gemm_ops(t, h, d_local, dt, "mamba")
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, flops_per_elem=1.0, bwd_factor=1.0)
     return ops
-
-
-def hybrid_block_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, kind: str) -> list:
-    """The kernels of one hybrid layer of LayerKind value `kind` (HYBRID_KINDS values)."""
-    from measure.layer_ops import attention_ops, mlp_ops, moe_ops
-
-    if kind == "mamba":
-        return mamba_ops(model, job, recipe)
-    if kind == "attention":
-        return attention_ops(model, job, recipe)
-    if kind == "mlp":
-        return mlp_ops(model, job, recipe)
-    return moe_ops(model, job, recipe)
 
 
 def mamba_cp_s(model: ModelSpec, recipe: Recipe, tokens: int, groups, profile) -> float:
