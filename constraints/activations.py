@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from constraints import mamba
+from constraints import hybrid_pattern, mamba
 from constraints.spec import Activation, JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
 
 
@@ -146,11 +146,11 @@ def layer_terms(model: ModelSpec, sh: Shape, is_moe) -> dict[str, int]:
     """All saved tensors of one layer for one micro-batch, no recompute. `is_moe` is the layer's kind: a transformer
     layer's MoE flag, or a hybrid layer's symbol (constraints/mamba.py: one sub-block per layer)."""
     if isinstance(is_moe, str):
-        if is_moe == mamba.MAMBA:
+        if is_moe == hybrid_pattern.MAMBA:
             return mamba.mamba_activation_terms(model, sh.tokens, sh.tp, sh.sp_div, sh.lin)
-        if is_moe == mamba.ATTENTION:
+        if is_moe == hybrid_pattern.ATTENTION:
             return attention_terms(model, sh)
-        return mlp_terms(model, sh, is_moe == mamba.MOE)
+        return mlp_terms(model, sh, is_moe == hybrid_pattern.MOE)
     return {**attention_terms(model, sh), **mlp_terms(model, sh, is_moe)}
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from constraints.mamba import MOE, PIPE, HybridPatternError, split_pattern
+from constraints.hybrid_pattern import MOE, PIPE, HybridPatternError, split_pattern
 from constraints.megatron_errors import MegatronArgsError
 from constraints.megatron_patterns import moe_layer_pattern
 from constraints.window import flags_from_skip_freq

@@ -12,7 +12,10 @@ The estimates are upper bounds, not the memory model: they only decide whether t
 """
 from __future__ import annotations
 
-from constraints.spec import JobSpec, ModelSpec
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: ModelSpec's own validator calls magnitude_error, so no import back at run time
+    from constraints.spec import JobSpec, ModelSpec
 
 MAX_TOTAL_BYTES = 1 << 61
 

@@ -8,7 +8,7 @@ from `--hybrid-layer-pattern`, one symbol per layer, each layer a single pre-nor
   E  MoE only (pre_mlp_layernorm, router, experts, shared experts)
 (megatron/core/models/hybrid/hybrid_layer_allocation.py Symbols, hybrid_layer_specs.py @ d98e8a64). `|` splits
 the main pattern into pipeline segments and `/` appends MTP depths; both are recipe / MTP matters handled by
-`pattern_segments` and the flag reader. G (gated delta net), D (DSA) and + (MLA) layers are not modelled.
+`pattern_segments` (constraints/hybrid_pattern.py) and the flag reader. G (gated delta net), D (DSA) and + (MLA) layers are not modelled.
 
 Mamba-2 shapes (Dao & Gu 2024, "Transformers are SSMs", sec. 7; MambaMixer.__init__): d_inner = heads x head_dim;
 in_proj h -> [z, x, B, C, dt] = 2 d_inner + 2 groups N + heads; a depthwise causal conv over [x, B, C]
@@ -21,17 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from constraints.spec import Activation, ModelSpec, Normalization
+from constraints.hybrid_pattern import ATTENTION, MAMBA, MLP, PIPE
 from constraints.stages import StageSplitError, expand_layout
-
-MAMBA, ATTENTION, MLP, MOE = "M", "*", "-", "E"
-LAYER_SYMBOLS = (MAMBA, ATTENTION, MLP, MOE)
-PIPE, MTP_SEPARATOR = "|", "/"
-NOT_MODELLED = {"G": "gated delta net", "D": "DeepSeek sparse attention", "+": "multi-latent attention"}
-
-
-class HybridPatternError(ValueError):
-    """A --hybrid-layer-pattern shardplan cannot read; the message is one line for the user."""
-
 
 @dataclass(frozen=True)
 class MambaDims:
@@ -59,66 +50,6 @@ class MambaDims:
 def mamba_dims(model: ModelSpec) -> MambaDims:
     return MambaDims(model.mamba_num_heads, model.mamba_head_dim, model.mamba_state_dim, model.mamba_num_groups,
                      model.mamba_conv_kernel)
-
-
-def split_pattern(text: str) -> tuple[str, str | None, int]:
-    """(main pattern with its `|` separators, MTP pattern or None, MTP depth), as Megatron's parse_hybrid_pattern
-    reads a unified pattern "<main>/<mtp>/<mtp>...": every MTP part must be the same, main may hold `|`."""
-    parts = text.split(MTP_SEPARATOR)
-    main, mtp_parts = parts[0], [p for p in parts[1:]]
-    for ch in main:
-        if ch not in LAYER_SYMBOLS and ch != PIPE:
-            raise HybridPatternError(_bad_symbol(ch, text))
-    if not mtp_parts or all(p == "" for p in mtp_parts):
-        return main, None, 0
-    if any(p != mtp_parts[0] for p in mtp_parts):
-        raise HybridPatternError(f"--hybrid-layer-pattern {text!r}: all MTP patterns after '/' must be identical "
-                                 "(Megatron parse_hybrid_pattern); repeat one pattern per depth")
-    for ch in mtp_parts[0]:
-        if ch not in LAYER_SYMBOLS:
-            raise HybridPatternError(_bad_symbol(ch, text))
-    return main, mtp_parts[0], len(mtp_parts)
-
-
-def _bad_symbol(ch: str, text: str) -> str:
-    what = NOT_MODELLED.get(ch)
-    if what:
-        return f"--hybrid-layer-pattern {text!r}: '{ch}' ({what}) layers are not modelled; use M, *, - and E"
-    return f"--hybrid-layer-pattern {text!r}: '{ch}' is not a layer symbol; use M (Mamba), * (attention), - (MLP), E (MoE), | and /"
-
-
-def pattern_segments(main: str) -> list[str]:
-    """The `|`-separated pipeline segments of a main pattern (one segment when it has no `|`)."""
-    return main.split(PIPE)
-
-
-def check_hybrid_fields(model: ModelSpec) -> None:
-    """ModelSpec validation of a hybrid model (raises ValueError, which pydantic reports as one line)."""
-    pat = model.hybrid_layer_pattern
-    bad = [ch for ch in pat if ch not in LAYER_SYMBOLS]
-    if bad:
-        raise ValueError(_bad_symbol(bad[0], pat).replace("--hybrid-layer-pattern", "hybrid_layer_pattern"))
-    if len(pat) != model.num_layers:
-        raise ValueError(f"hybrid_layer_pattern has {len(pat)} layers, num_layers says {model.num_layers}; make them equal")
-    if MAMBA in pat:
-        missing = [f for f in ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups") if getattr(model, f) is None]
-        if missing:
-            raise ValueError(f"hybrid model with Mamba layers needs {', '.join(missing)}")
-        if model.mamba_num_heads % model.mamba_num_groups:
-            # MambaMixer.__init__: "nheads must be evenly divisible by ngroups"
-            raise ValueError(f"mamba_num_heads {model.mamba_num_heads} is not divisible by mamba_num_groups {model.mamba_num_groups}")
-    if MOE in pat and model.num_experts is None:
-        raise ValueError("hybrid pattern has E (MoE) layers but the model has no num_experts")
-    if model.layer_is_moe is not None and model.layer_is_moe != tuple(ch == MOE for ch in pat):
-        raise ValueError("layer_is_moe disagrees with hybrid_layer_pattern's E layers; drop layer_is_moe")
-    if model.multi_latent_attention:
-        raise ValueError("hybrid models with multi-latent attention (+/D layers) are not modelled")
-    if model.mtp_num_layers:
-        raise ValueError("MTP depths of a hybrid model ('/' in the pattern) are not modelled; drop them")
-
-
-def hybrid_moe_flags(pattern: str) -> tuple[bool, ...]:
-    return tuple(ch == MOE for ch in pattern)
 
 
 # ---------------------------------------------------------------- parameters

@@ -11,6 +11,9 @@ from typing import Annotated, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from constraints.hybrid_pattern import check_hybrid_fields
+from constraints.magnitudes import magnitude_error
+
 # A global batch or a sequence past these is a typo, not a training job; they also keep every
 # integer-byte product far below 2**62 (CP-SAT's bound) — see solver notes.
 MAX_SEQ_LENGTH = 16 * 1024 * 1024
@@ -236,7 +239,6 @@ class ModelSpec(Strict):
         if self.window_layers is not None and len(self.window_layers) != self.num_layers:
             raise ValueError(f"window_layers has {len(self.window_layers)} entries, expected num_layers={self.num_layers}")
         if self.hybrid_layer_pattern is not None:
-            from constraints.mamba import check_hybrid_fields  # one place for the hybrid checks (no cycle: lazy)
             check_hybrid_fields(self)
         if self.layer_is_moe is not None and len(self.layer_is_moe) != self.num_layers:
             raise ValueError(f"layer_is_moe has {len(self.layer_is_moe)} entries, expected num_layers={self.num_layers}")
@@ -244,7 +246,6 @@ class ModelSpec(Strict):
             for f in ("kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"):
                 if getattr(self, f) is None:
                     raise ValueError(f"MLA model needs {f}")
-        from constraints.magnitudes import magnitude_error  # the bound reads these fields; imported late (cycle)
         error = magnitude_error(self)
         if error:
             raise ValueError(error)

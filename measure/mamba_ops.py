@@ -17,7 +17,8 @@ groups split over TP) and T tokens (CP re-splits heads, not tokens, around the s
 """
 from __future__ import annotations
 
-from constraints.mamba import ATTENTION, MAMBA, MLP, MOE, mamba_dims
+from constraints.hybrid_pattern import ATTENTION, MAMBA, MLP, MOE
+from constraints.mamba import mamba_dims
 from constraints.spec import JobSpec, ModelSpec, Recipe
 from measure.kernel_ops import Phase, PhaseOp, gemm_dtype, gemm_ops, norm_ops, pointwise_ops, rank_tokens
 from measure.ops import Op, OpKind

@@ -6,8 +6,8 @@ tests/test_rules.py."""
 import pytest
 
 from constraints import activations as act
-from constraints.mamba import (HybridPatternError, entry_script, entry_script_problem, layout_as_segments,
-                               mamba_mixer_params, pattern_with_pipes, split_pattern)
+from constraints.hybrid_pattern import HybridPatternError, split_pattern
+from constraints.mamba import entry_script, entry_script_problem, layout_as_segments, mamba_mixer_params, pattern_with_pipes
 from constraints.megatron_args import MegatronArgsError, parse_megatron_args
 from constraints.models import load_model, model_from_mapping
 from constraints.params import layer_params
