@@ -86,19 +86,23 @@ def _umask() -> int:
     return umask
 
 
-def atomic_write_text(path: str | Path, text: str, label: str | None = None) -> None:
+def atomic_write_text(path: str | Path, text: str, label: str | None = None, executable: bool = False) -> None:
     """Write via a temp file in the target's folder and os.replace, so a Ctrl-C never leaves half a file, and
     only onto a regular file or a new path (symlinks followed).
 
     mkstemp creates the temp file 0600; the result gets the mode the file had, or a new file's usual
-    0666 & ~umask (0644 under umask 022), as `open(path, "w")` would give."""
+    0666 & ~umask (0644 under umask 022), as `open(path, "w")` would give. `executable` (launch scripts, so
+    `./script.sh` works) gives 0777 & ~umask, owner rwx always, set before the rename: never a moment without it."""
     label = label or "output file"
     target = _resolved(path)
     _refuse_non_regular(target, label, str(path))
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
+    if executable:
+        mode = 0o777 & ~_umask() | 0o700
+    else:
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:200]}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)

@@ -6,7 +6,6 @@ line on stderr and exit 2. The lead registers `render_command` on the `shardplan
 """
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -41,11 +40,8 @@ def case_violations(case: Case, flags=None, env=None) -> list[str]:
 
 
 def write_script(path: str | Path, text: str) -> None:
-    """Atomic write, then mark executable (mkstemp creates 0600) so `./script.sh` works."""
-    atomic_write_text(path, text)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o777 & ~umask | 0o700)
+    """Atomic write of an executable launch script, so `./script.sh` works."""
+    atomic_write_text(path, text, executable=True)
 
 
 @click.command("render")
