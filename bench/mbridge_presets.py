@@ -43,7 +43,7 @@ def _git_show(gitdir: str, tag: str, path: str) -> str:
     return subprocess.run(["git", "--git-dir", gitdir, "show", f"{tag}:{path}"], check=True, capture_output=True, text=True).stdout
 
 
-def _defaults(src: str) -> dict:
+def preset_defaults(src: str) -> dict:
     """Field defaults of the `WorkloadBaseConfig` dataclass (literal values only)."""
     for node in ast.parse(src).body:
         if isinstance(node, ast.ClassDef) and node.name == "WorkloadBaseConfig":
@@ -52,7 +52,7 @@ def _defaults(src: str) -> dict:
     raise ValueError("WorkloadBaseConfig not found")
 
 
-def _presets(src: str, defaults: dict) -> dict[str, dict]:
+def preset_table(src: str, defaults: dict) -> dict[str, dict]:
     """Top-level `NAME = WorkloadBaseConfig(...)`, `NAME = replace(OTHER, ...)` and `NAME = OTHER` assignments."""
     out: dict[str, dict] = {}
     for node in ast.parse(src).body:
@@ -184,12 +184,12 @@ def extract(gitdir: str) -> dict:
                                                                        "configs/" in f for f in files):
             out[release] = {"tag": tag, "presets": dict(sorted(_recipe_presets(gitdir, tag, files).items()))}
             continue
-        defaults = _defaults(_git_show(gitdir, tag, "scripts/performance/utils/utils.py"))
+        defaults = preset_defaults(_git_show(gitdir, tag, "scripts/performance/utils/utils.py"))
         found: dict[str, dict] = {}
         for f in files:
             if f.startswith("scripts/performance/configs/") and f.endswith("workload_base_configs.py") \
                     and f.split("/")[3] in FAMILIES:
-                for name, p in _presets(_git_show(gitdir, tag, f), defaults).items():
+                for name, p in preset_table(_git_show(gitdir, tag, f), defaults).items():
                     key = _canonical(name)
                     if key:
                         found[key] = {k: p.get(k) for k in SHAPE + FLAGS if p.get(k) is not None}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from bench.published_recipes import GIB, outside_space, rank_among, recipe_label
+from bench.published_space import GIB, outside_space, rank_among, recipe_label
 
 def _verdict(case, profile) -> dict:
     """check_case on one published recipe, plus its closed-form projection when it is legal."""

@@ -28,9 +28,8 @@ import sys
 import time
 from typing import Any, Optional
 
-from bench.published_space import outside_space, recipe_label  # noqa: F401  (re-exported: bench.published_groups, tests)
+from bench.published_space import recipe_label
 
-GIB = 1024 ** 3
 # Known verdicts that are not rule bugs: (rule, source-substring) -> why the rule is right for Megatron-LM.
 NOT_MEGATRON = {
     ("torch_fsdp2", "Automodel"): "NeMo AutoModel is PyTorch-native, not Megatron-LM: its FSDP2 composes with PP/EP, while Megatron's "
@@ -67,17 +66,6 @@ def _same_recipe(a, b) -> bool:
 def not_megatron_notes(row: dict) -> list[str]:
     """Why a violation on this row is right for Megatron-LM although the recipe ran (another framework)."""
     return [text for (rule, src), text in NOT_MEGATRON.items() if rule in row.get("violations", []) and src in row.get("source", "")]
-
-
-def rank_among(published_tps: float, candidate_tps) -> tuple[int, int]:
-    """(number of candidates projected strictly faster, candidates priced); NaN candidates are ignored."""
-    n = faster = 0
-    for t in candidate_tps:
-        if t != t:  # NaN: impossible pipeline split
-            continue
-        n += 1
-        faster += bool(t > published_tps)  # plain ints: numpy scalars would reach --json as strings
-    return faster, n
 
 
 def summarize(rows: list[dict]) -> dict:

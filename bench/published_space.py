@@ -2,9 +2,12 @@
 
 Why apart: bench/published_recipes.py runs and reports the comparison; deciding whether a recipe is one the solver
 could have returned (`outside_space`: capped axes, hand-written layouts, splits and MoE variants the solver does not
-try) and labelling it so that different recipes never read alike (`recipe_label`) are their own small idea.
+try), ranking a published throughput among the candidates' (`rank_among`) and labelling it so that different
+recipes never read alike (`recipe_label`) are their own small idea.
 """
 from __future__ import annotations
+
+GIB = 1024 ** 3
 
 
 def outside_space(recipe, domains: dict[str, list], model=None, profile=None) -> list[str]:
@@ -80,3 +83,14 @@ def recipe_label(r) -> str:
     if r.overlap_moe_expert_parallel_comm:
         parts.append("ep-ovl")
     return " ".join(parts)
+
+
+def rank_among(published_tps: float, candidate_tps) -> tuple[int, int]:
+    """(number of candidates projected strictly faster, candidates priced); NaN candidates are ignored."""
+    n = faster = 0
+    for t in candidate_tps:
+        if t != t:  # NaN: impossible pipeline split
+            continue
+        n += 1
+        faster += bool(t > published_tps)  # plain ints: numpy scalars would reach --json as strings
+    return faster, n

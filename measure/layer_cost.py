@@ -32,7 +32,7 @@ from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
 
 # Megatron's --recompute-modules names -> the layer_ops modules whose forward they re-run
-_RECOMPUTE_MODULES = {"moe": {"moe", "moe_act", "router"}, "mlp": {"mlp"}, "core_attn": {"core_attn"},
+RECOMPUTE_MODULES = {"moe": {"moe", "moe_act", "router"}, "mlp": {"mlp"}, "core_attn": {"core_attn"},
                       "layernorm": {"layernorm"}, "moe_act": {"moe_act"}, "mla_up_proj": {"mla_up_proj"},
                       "shared_experts": {"shared_experts"}}
 
@@ -41,7 +41,7 @@ def recomputed_modules(modules) -> frozenset[str]:
     """layer_ops modules whose forward selective recompute of these --recompute-modules re-runs in the backward."""
     out: set[str] = set()
     for m in modules:
-        out |= _RECOMPUTE_MODULES.get(m.value, {m.value})
+        out |= RECOMPUTE_MODULES.get(m.value, {m.value})
     return frozenset(out)
 
 

@@ -69,7 +69,7 @@ class Projection(BaseModel):
     breakdown: Breakdown
 
 
-def _full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:
+def full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:
     """Layers of a chunk whose whole forward is recomputed (Megatron --recompute-method/num-layers)."""
     rc = recipe.recompute
     if rc.granularity != RecomputeGranularity.full:
@@ -110,7 +110,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     for r in range(pp):
         for c, chunk in enumerate(chunks[r]):
             layer_list = [kinds[flags[i]] for i in chunk.layers] + [kinds[flags[-1]]] * chunk.mtp
-            full = _full_recompute_layers(recipe, len(chunk.layers))
+            full = full_recompute_layers(recipe, len(chunk.layers))
             rec = sum(lc.fwd + lc.tp_fwd + lc.ep_fwd for lc in layer_list[:full])
             if recipe.recompute.granularity == RecomputeGranularity.selective:
                 rec += sum(lc.recompute_selective for lc in layer_list)

@@ -17,7 +17,7 @@ from constraints.spec import DataParallelSharding, MoeDispatcher, PipelineSchedu
 SCHEDULES: tuple[PipelineSchedule, ...] = tuple(PipelineSchedule)          # RecipeBatch.schedule indexes this
 SHARDINGS: tuple[DataParallelSharding, ...] = tuple(DataParallelSharding)  # RecipeBatch.dp_sharding indexes this
 DISPATCHERS: tuple[MoeDispatcher, ...] = tuple(MoeDispatcher)              # RecipeBatch.moe_dispatcher indexes this
-_INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
+INT_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
 # optional batch axes (None = every row takes `base`'s value): batch field -> (Recipe field, array -> Recipe value)
 OPTIONAL_AXES = {
     "tp_comm_overlap": ("tp_comm_overlap", bool),

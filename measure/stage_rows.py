@@ -10,15 +10,15 @@ from __future__ import annotations
 from constraints.spec import ModelSpec, Placement, Recipe
 from constraints.stages import StageSplitError, rank_chunks
 from hardware.profile import HardwareProfile
-from measure.project import _full_recompute_layers
+from measure.project import full_recompute_layers
 from measure.topology import group_span
 
 # per distinct rank profile: dense, MoE, fully recomputed dense / MoE layers, embedding, loss, vocab chunks; multiplicity
-_STAGE_COLS = ("nd", "nm", "nfd", "nfm", "emb", "loss", "vocab", "mult")
+STAGE_COLS = ("nd", "nm", "nfd", "nfm", "emb", "loss", "vocab", "mult")
 
 
 def stage_row(model: ModelSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile) -> list[float]:
-    """[valid, chunks per rank, PP crosses a domain] + _STAGE_COLS per rank profile; [0.0] when the split fails."""
+    """[valid, chunks per rank, PP crosses a domain] + STAGE_COLS per rank profile; [0.0] when the split fails."""
     try:
         chunks = rank_chunks(model, recipe)
     except StageSplitError:
@@ -29,7 +29,7 @@ def stage_row(model: ModelSpec, recipe: Recipe, placement: Placement, profile: H
         c = [0] * 7
         for ch in rank_chunks_:
             kinds = [flags[i] for i in ch.layers] + [flags[-1]] * ch.mtp
-            full = _full_recompute_layers(recipe, len(ch.layers))
+            full = full_recompute_layers(recipe, len(ch.layers))
             c[0] += kinds.count(False)
             c[1] += kinds.count(True)
             c[2] += kinds[:full].count(False)

@@ -27,13 +27,13 @@ from measure.factor_table import Axis as _Axis, Factor as _Factor
 from measure.flops import flops_per_iteration
 from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
 from measure.dp_comm import FSDP_SHARDINGS
-from measure.layer_columns import _KIND_COLS, _MODS, _RAW_WIDTH, finish_columns, raw_cols
+from measure.layer_columns import KIND_COLS, RECOMPUTE_MODULE_COLS, RAW_WIDTH, finish_columns, raw_cols
 from measure.layer_cost import LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
 from measure.measured_tables import bundled_table
-from measure.recipe_batch import _INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
+from measure.recipe_batch import INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
 from measure.schedule_np import p2p_units_np, staged_closed_form_np
-from measure.stage_rows import _STAGE_COLS, stage_row
+from measure.stage_rows import STAGE_COLS, stage_row
 from measure.topology import domain_size
 
 __all__ = ["Evaluator", "RecipeBatch", "SCHEDULES", "SHARDINGS", "evaluate"]
@@ -69,12 +69,12 @@ class Evaluator:
 
     def _reset(self, base: Recipe) -> None:
         self.base = base
-        self.axes = {a: _Axis() for a in _INT_AXES + ("first", "last")}
+        self.axes = {a: _Axis() for a in INT_AXES + ("first", "last")}
         self.rc_list: list[Recompute] = []
         self.rc_mods: list[tuple] = []      # distinct --recompute-modules sets (decide selective cost)
         self.rc_fulls: list[Recompute] = []  # distinct full-recompute settings (decide per-chunk counts)
         self.rc_map = np.zeros(0, dtype=np.int64)  # global rc -> (mods idx, fulls idx, selective flag)
-        self.rc_mask = np.zeros((0, len(_MODS)))   # rc_mods idx -> 1.0 per layer_ops module it re-runs
+        self.rc_mask = np.zeros((0, len(RECOMPUTE_MODULE_COLS)))   # rc_mods idx -> 1.0 per layer_ops module it re-runs
         self.layers = _Factor(self._layer_row)
         self.stages = _Factor(self._stage_row)
         self._parts_cache: dict = {}   # (layer kind, shape key) -> LayerParts
@@ -94,10 +94,10 @@ class Evaluator:
         measure.layer_cost.layer_parts, which read neither recompute, the dispatcher nor the overlap flags.
         `finish_columns` applies those per row in numpy, the arithmetic of layer_cost.finish_parts."""
         ep_free = (key[0], key[1], key[4], key[5])  # the dense layer and the head ops do not read EP / ETP
-        dense_row = [0.0] * _RAW_WIDTH
+        dense_row = [0.0] * RAW_WIDTH
         if not self.model.is_moe or False in self.model.moe_layers:
             dense_row = raw_cols(self._parts(LayerKind.dense, ep_free))
-        moe_row = raw_cols(self._parts(LayerKind.moe, key)) if self.model.is_moe else [0.0] * _RAW_WIDTH
+        moe_row = raw_cols(self._parts(LayerKind.moe, key)) if self.model.is_moe else [0.0] * RAW_WIDTH
         head = self._head_rows.get(ep_free)
         if head is None:
             head = self._head_rows[ep_free] = self._head_row(self._shape_recipe(key))
@@ -174,8 +174,8 @@ class Evaluator:
                                          self.rc_fulls.index(Recompute(granularity=x.granularity, method=x.method, num_layers=x.num_layers)
                                                              if x.granularity == RecomputeGranularity.full else Recompute()),
                                          x.granularity == RecomputeGranularity.selective] for x in self.rc_list], dtype=np.int64)
-                self.rc_mask = np.array([[m in recomputed_modules(mods) for m in _MODS] for mods in self.rc_mods],
-                                        dtype=np.float64).reshape(len(self.rc_mods), len(_MODS))
+                self.rc_mask = np.array([[m in recomputed_modules(mods) for m in RECOMPUTE_MODULE_COLS] for mods in self.rc_mods],
+                                        dtype=np.float64).reshape(len(self.rc_mods), len(RECOMPUTE_MODULE_COLS))
             out.append(self.rc_list.index(rc))
         return np.array(out, dtype=np.int64)
 
@@ -228,7 +228,7 @@ class Evaluator:
         rc = self._recompute_index(batch.recompute_choices)[np.asarray(batch.recompute, dtype=np.int64)]
         rcm = self.rc_map[rc]
         ix = {a: self.axes[a].index(v) for a, v in (("tp", tp), ("pp", pp), ("vpp", vpp), ("cp", cp), ("ep", ep), ("etp", etp), ("mbs", mbs))}
-        n = {a: len(self.axes[a].values) for a in _INT_AXES}
+        n = {a: len(self.axes[a].values) for a in INT_AXES}
         tpo = batch.column("tp_comm_overlap").astype(bool) & (tp > 1)  # no TP traffic to hide at TP=1
         disp, epo = batch.column("moe_dispatcher").astype(np.int64), batch.column("ep_overlap").astype(np.int64)
         L = self.layers.gather([ix["tp"], ix["cp"], ix["ep"], ix["etp"], ix["mbs"], sp.astype(np.int64)],
@@ -247,14 +247,14 @@ class Evaluator:
         present = (not self.model.is_moe or False in self.model.moe_layers, self.model.is_moe)  # dense, MoE layers
         for k, suffix in enumerate("dm"):
             if not present[k]:  # no layer of this kind: its columns are zero (the stage counts of it are zero too)
-                col_.update({c + suffix: 0.0 for c in _KIND_COLS})
+                col_.update({c + suffix: 0.0 for c in KIND_COLS})
                 continue
-            fin = finish_columns(L[:, k * _RAW_WIDTH:(k + 1) * _RAW_WIDTH], sel_mask, tpo, disp, epo, cal, paired)
-            col_.update({c + suffix: fin[c] for c in _KIND_COLS})
-        head = {c: L[:, 2 * _RAW_WIDTH + i] for i, c in enumerate(_HEAD_COLS)}
+            fin = finish_columns(L[:, k * RAW_WIDTH:(k + 1) * RAW_WIDTH], sel_mask, tpo, disp, epo, cal, paired)
+            col_.update({c + suffix: fin[c] for c in KIND_COLS})
+        head = {c: L[:, 2 * RAW_WIDTH + i] for i, c in enumerate(_HEAD_COLS)}
         valid, v, cross = S[:, 0] > 0, S[:, 1], S[:, 2]
-        R = S[:, 3:].reshape(len(S), -1, len(_STAGE_COLS))  # [row, rank profile, count]
-        nd, nm, nfd, nfm, emb, loss, voc, mult = (R[:, :, i] for i in range(len(_STAGE_COLS)))
+        R = S[:, 3:].reshape(len(S), -1, len(STAGE_COLS))  # [row, rank profile, count]
+        nd, nm, nfd, nfm, emb, loss, voc, mult = (R[:, :, i] for i in range(len(STAGE_COLS)))
         sel = rcm[:, 2:3]
         # per rank profile, per micro-batch: the sums project() forms per chunk, added over the rank's chunks
         rec = nfd * col_["Rd"] + nfm * col_["Rm"] + sel * (nd * col_["Sd"] + nm * col_["Sm"])

@@ -195,3 +195,13 @@ class HardwareInfo(Result):
     scale_up_domain_size: int
     scale_up_gb_per_s: float
     scale_out_gb_per_s: float
+
+
+def recipe_label(recipe, dp: int) -> str:
+    """'TP8 PP4 VPP5 DP2 MBS1 SP sel-rc': the axes a reader compares first (sweep rows, report
+    headings)."""
+    r = recipe
+    parts = [f"TP{r.tp}", f"PP{r.pp}"] + ([f"VPP{r.vpp}"] if r.vpp > 1 else []) + ([f"CP{r.cp}"] if r.cp > 1 else [])
+    parts += ([f"EP{r.ep}"] if r.ep > 1 else []) + [f"DP{dp}", f"MBS{r.mbs}"]
+    parts += (["SP"] if r.sp_active else []) + ({"selective": ["sel-rc"], "full": ["full-rc"]}.get(r.recompute.granularity.value, []))
+    return " ".join(parts)

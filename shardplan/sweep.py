@@ -184,10 +184,10 @@ def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_f
             bounds: dict) -> SweepPoint:
     """One size: proven empty by the screen (no tables), or the pruned K = 1 tables' best, verified by check."""
     from measure.vectorized import Evaluator
-    from shardplan.report.collect import recipe_label
     from solver.exhaustive import solve_exhaustive
     from solver.space import build_space
     from solver.tables import build_tables
+    from shardplan.results import recipe_label
 
     t0 = time.perf_counter()
     point = dict(hardware=profile.name, nodes=placement.num_nodes, gpus=placement.world_size)

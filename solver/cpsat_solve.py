@@ -187,7 +187,7 @@ def check_solve_limits(k: int, max_time_s: float) -> None:
     bounded_int(k, "--top", 1, MAX_TOP_K, f"each answer is re-checked and projected; {MAX_TOP_K:,} is the most listed")
 
 
-def _solver(max_time_s: float) -> cp_model.CpSolver:
+def new_cp_solver(max_time_s: float) -> cp_model.CpSolver:
     s = cp_model.CpSolver()
     s.parameters.num_workers = 1
     s.parameters.random_seed = SEED
@@ -253,7 +253,7 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
                                                               "solve_s": time.perf_counter() - t0})
         if len(tables.act_rows):
             rm = _enforced(tables, pins, hint, None)
-            status = solve_model(rm, _solver(max_time_s))
+            status = solve_model(rm, new_cp_solver(max_time_s))
             if status in (cp_model.FEASIBLE, cp_model.OPTIMAL):
                 raise RuntimeError("CP-SAT found a fitting recipe the exact tables deny; please report this model and job")
             proven = status == cp_model.INFEASIBLE
@@ -277,7 +277,7 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
     else:
         rm = _enforced(tables, pins, hint, rows)
         rm.model.minimize(rm.time_us if objective == "throughput" else rm.peak_bytes)
-        solver = _solver(max_time_s)
+        solver = new_cp_solver(max_time_s)
         status = solve_model(rm, solver)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             raise RuntimeError(f"CP-SAT: {solver.status_name(status)} where the exact tables fit; raise --time-limit")
@@ -298,7 +298,7 @@ def _enumerate(tables, pins, rows, limit: int, max_time_s: float, objective: str
     rm = _enforced(tables, pins, hint, rows)
     target = rm.time_us if objective == "throughput" else rm.peak_bytes
     rm.model.add(target <= limit)
-    solver = _solver(max_time_s)
+    solver = new_cp_solver(max_time_s)
     solver.parameters.enumerate_all_solutions = True
     cb = _Collect(rm, target)
     status = solve_model(rm, solver, cb)

@@ -20,7 +20,7 @@ import numpy as np
 from constraints.spec import JobSpec, Placement, Precision
 from solver.cp_sat import cp_model
 from solver.cpsat_model import build_model
-from solver.cpsat_solve import CPSAT_EXPLAIN_MAX_CANDIDATES, _solver, solve_model
+from solver.cpsat_solve import CPSAT_EXPLAIN_MAX_CANDIDATES, new_cp_solver, solve_model
 from solver.fewest_gpus import CountScreen
 from solver.space import build_space
 from solver.explain_why import (  # noqa: F401  (recipe_free_blockers, format_explanation: re-exported)
@@ -45,13 +45,13 @@ def _status(rm, solver) -> int:
 def _feasible(rm, assumptions) -> bool:
     rm.model.clear_assumptions()
     rm.model.add_assumptions(assumptions)
-    return _status(rm, _solver(30.0)) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    return _status(rm, new_cp_solver(30.0)) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
 def minimal_core(rm) -> list[str]:
     """Names of a minimal infeasible subset of the assumptions (empty when the model is feasible)."""
     lits = rm.assumptions()
-    solver = _solver(30.0)
+    solver = new_cp_solver(30.0)
     rm.model.clear_assumptions()
     rm.model.add_assumptions(lits)
     if _status(rm, solver) != cp_model.INFEASIBLE:
@@ -77,7 +77,7 @@ def _variant_core(model, job, placement, profile, pins: dict, bounds: dict, marg
     core = list(pins)
     for axis in list(core):
         trial = {a: pins[a] for a in core if a != axis}
-        if not _any_fit(model, job, placement, profile, trial, bounds, margin):
+        if not any_fit(model, job, placement, profile, trial, bounds, margin):
             core = list(trial)
     kept = {a: pins[a] for a in core}
     try:
@@ -87,7 +87,7 @@ def _variant_core(model, job, placement, profile, pins: dict, bounds: dict, marg
     return ([] if not legal else ["memory_fits"]) + [flag_of(a) for a in core]
 
 
-def _any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
+def any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
     """Some legal recipe fits: the tables' exact peaks (CP-SAT on small spaces, as minimal_core), and a witness
     (the fitting candidate with the smallest peak) that check_case passes, so no remedy rests on the tables alone.
     The memory lower bound and the empty-space screen answer 'no' first without building tables."""
@@ -108,7 +108,7 @@ def _any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
         rm = build_model(tables)
         rm.model.add(rm.memory_literal == 1)
         rm.model.clear_assumptions()
-        if _status(rm, _solver(30.0)) == cp_model.INFEASIBLE:  # a timeout (UNKNOWN) leaves the exact tables' verdict
+        if _status(rm, new_cp_solver(30.0)) == cp_model.INFEASIBLE:  # a timeout (UNKNOWN) leaves the exact tables' verdict
             raise RuntimeError("CP-SAT finds no fitting recipe where the exact tables do; please report this model and job")
     return _verified_witness(tables, fit, margin) is not None
 
@@ -128,7 +128,7 @@ def _verified_witness(tables, fit: np.ndarray, margin: float, tries: int = 5):
 
 
 def fewest_fitting_nodes(model, job, placement, profile, pins, bounds, margin) -> Optional[int]:
-    """The smallest node count above placement.num_nodes at which some legal recipe fits (verified by _any_fit), or
+    """The smallest node count above placement.num_nodes at which some legal recipe fits (verified by any_fit), or
     None up to the cap. Counts whose memory lower bound exceeds usable HBM or whose space is provably empty are
     skipped by arithmetic, so a 671B model on 8 nodes builds tables only from ~20 nodes up."""
     screen = CountScreen(model, job, profile, margin, pins, bounds)
@@ -141,7 +141,7 @@ def fewest_fitting_nodes(model, job, placement, profile, pins, bounds, margin) -
         if built >= MAX_NODE_TABLE_BUILDS:
             return None
         built += 1
-        if _any_fit(model, job, pl, profile, pins, bounds, margin):
+        if any_fit(model, job, pl, profile, pins, bounds, margin):
             return nodes
     return None
 
@@ -216,10 +216,10 @@ def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins:
         trials.append((f"use {bigger}", lambda: (job, placement.model_copy(update={"hardware": bigger}), load_profile(bigger), pins)))
     for label, make in trials:
         j, pl, prof, pn = make()
-        if _any_fit(model, j, pl, prof, pn, bounds, margin):
+        if any_fit(model, j, pl, prof, pn, bounds, margin):
             out["remedies"].append(label)
     for axis in pins:
-        if _any_fit(model, job, placement, profile, {a: v for a, v in pins.items() if a != axis}, bounds, margin):
+        if any_fit(model, job, placement, profile, {a: v for a, v in pins.items() if a != axis}, bounds, margin):
             out["remedies"].append(f"drop {flag_of(axis)}")
     return out
 

@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from solver.table_time import UNPRICEABLE_US, ranking_time_us
+from solver.table_time import UNPRICEABLE_US, ranking_time_us, row_columns
 from solver.variants import DEFAULT as DEFAULT_VARIANT, space_variants
 
 FIRST_ROWS = 16  # rows expanded in the first batch (each next batch doubles)
@@ -37,8 +37,6 @@ def struct_lower_bounds_us(space, profile, struct: list, shardings: list, rcs_al
     docstring), over the DP shardings the row accepts (`ok_rows`, per row a verdict per sharding; all when None);
     0 where the closed form cannot price the row (it is then always expanded), int64 max where the space's SP /
     TP-overlap domains or its shardings leave the row no candidate."""
-    from solver.tables import _columns
-
     d = space.domains
     rc_none = 0  # solver.space.recompute_choices puts "none" first
     lb = np.full(len(struct), np.iinfo(np.int64).max, dtype=np.int64)
@@ -59,7 +57,7 @@ def struct_lower_bounds_us(space, profile, struct: list, shardings: list, rcs_al
     if not len(act):
         return lb
     act = act[np.argsort(act[:, 0], kind="stable")]
-    cols = _columns(space, struct, act, split_keys)
+    cols = row_columns(space, struct, act, split_keys)
     every = space_variants(space, profile) or [DEFAULT_VARIANT]
     variants = [v for v in every if v[1] or (v[0], True) not in every]  # EP overlap on is never slower
     n_v, n_s = len(variants), len(shardings)

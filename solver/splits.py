@@ -20,7 +20,7 @@ from constraints.stages import StageSplitError, virtual_stage_layer_counts
 MAX_TRIM_LAYERS = 2  # an end is at most this many layers (one chunk per virtual stage when VPP > 1) off the middle
 
 
-def _max_trim_chunks(vpp: int) -> int:
+def max_trim_chunks(vpp: int) -> int:
     """Trim steps are VPP layers (each end's count is a multiple of VPP): 2 steps at VPP 1, 1 step otherwise."""
     return max(1, MAX_TRIM_LAYERS // vpp)
 
@@ -42,13 +42,13 @@ def _counts(model, pp: int, vpp: int, split):
 
 
 def uneven_pairs(num_layers: int, pp: int, vpp: int) -> list[tuple[int, int]]:
-    """(first, last) decoder layers with both ends lighter than the middle rank by 0.._max_trim_chunks(VPP) steps
+    """(first, last) decoder layers with both ends lighter than the middle rank by 0..max_trim_chunks(VPP) steps
     of VPP layers (not both 0), each a multiple of VPP, the middle an equal multiple of VPP per rank (Megatron rule
     11). At PP 2 there is no middle: the pairs differ by up to twice that, either end lighter."""
     if pp < 2:
         return []
     out = []
-    steps = _max_trim_chunks(vpp)
+    steps = max_trim_chunks(vpp)
     if pp == 2:  # no middle: the two ends share the layers, one lighter by up to 2 x steps x VPP
         return [(first, num_layers - first) for first in range(vpp, num_layers, vpp)
                 if (num_layers - first) % vpp == 0 and 0 < abs(2 * first - num_layers) <= 2 * steps * vpp]

@@ -187,7 +187,7 @@ def judge_for(space: SearchSpace, profile) -> Judge:
     return j
 
 
-def _level_memos(judge: Judge) -> list[list[_Memo]]:
+def level_memos(judge: Judge) -> list[list[_Memo]]:
     """Structural memos by the first loop level whose bound axes cover what they read (fixed axes count as
     bound at level 0: MBS 1, SP = TP > 1, the base recompute, no TP comm overlap; a rule reading none of the
     axes is checked there too)."""
@@ -202,7 +202,7 @@ def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple[tuple, list[
     d, model, world = space.domains, space.model, space.world_size
     judge = judge_for(space, profile)
     rc = judge.rc_index(base_rc)
-    at = _level_memos(judge)
+    at = level_memos(judge)
     sched0, sh0, etp0 = d["schedule"][0], d["dp_sharding"][0], d["etp"][0]
     rows = []
     splits: dict = {}  # (PP, VPP) -> split values tried (solver/splits.py: even, account-for, uneven first/last)

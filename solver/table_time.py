@@ -13,6 +13,7 @@ from constraints.spec import DataParallelSharding, MoeDispatcher, PipelineSchedu
 from measure.recipe_batch import DISPATCHERS
 from measure.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch
 from solver.codes import unique_ints
+from solver.splits import split_code
 
 US = 1_000_000
 UNPRICEABLE_US = np.int64(1) << 50  # a candidate the projection cannot price (NaN) ranks last, never first
@@ -45,3 +46,23 @@ def ranking_time_us(space, profile, cols: dict, rcs_all, shardings, cand_act: np
     t_s = per_shard[inv.reshape(-1), np.asarray(cand_shard, dtype=np.int64)]
     t_us = np.ceil(np.nan_to_num(t_s, nan=np.inf, posinf=np.inf) * US)
     return np.where(np.isfinite(t_us), t_us, UNPRICEABLE_US).astype(np.int64)
+
+
+def row_columns(space, struct, act_rows, split_keys: list) -> dict[str, np.ndarray]:
+    """Per activation row, the integer columns the memory and time tables read (kept here, beside
+    the time table that reads most of them, so solver/prune.py and solver/tables.py share it without importing each
+    other); the `split` column indexes
+    `split_keys` ((PP, VPP, split value) keys, MemoryTables.split_keys)."""
+    ar = np.asarray(act_rows, dtype=np.int64).reshape(len(act_rows), 5)
+    sched_names = space.domains["schedule"]
+    split_id = {k: j for j, k in enumerate(split_keys)}
+    s_cols = np.array([(tp, pp, vpp, cp, ep, etp or 0, sched_names.index(sch), *split_code(acc), split_id[(pp, vpp, acc)])
+                       for tp, pp, vpp, cp, ep, etp, sch, acc in struct], dtype=np.int64).reshape(len(struct), 11)
+    g = s_cols[ar[:, 0]]
+    cols = {"struct": ar[:, 0], "mbs": ar[:, 1], "sp": (ar[:, 2] & (g[:, 0] > 1)).astype(np.int64), "rc": ar[:, 3],
+            "tpo": ar[:, 4]}
+    for j, name in enumerate(("tp", "pp", "vpp", "cp", "ep", "etp", "sched", "acc", "first", "last", "split")):
+        cols[name] = g[:, j]
+    dp = np.maximum(space.world_size // (cols["tp"] * cols["pp"] * cols["cp"]), 1)
+    cols["m"] = np.maximum(space.job.global_batch_size // (cols["mbs"] * dp), 1)
+    return cols

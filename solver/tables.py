@@ -26,11 +26,11 @@ from constraints.spec import Recipe
 from constraints.stages import StageSplitError
 from solver.space import SearchSpace, make_recipe, recompute_choices, recompute_name
 from solver.codes import unique_ints
-from solver.splits import split_code
 from solver.variants import DEFAULT as DEFAULT_VARIANT, choose, key_columns, legal_variants, space_variants
 from solver.table_memory import MemoryTables, make_split
 from solver.table_rules import activation_ok, batch_ok, fast_recipe, struct_rows
-from solver.table_time import UNPRICEABLE_US, ranking_time_us
+from solver.prune import explore
+from solver.table_time import UNPRICEABLE_US, ranking_time_us, row_columns
 
 AXIS_NAMES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "acc_split", "tp_comm_overlap",
               "uneven_stages")
@@ -56,7 +56,7 @@ class Tables:
     cand_time_us: np.ndarray              # [cand] ranking projection, integer microseconds (ceil); sentinel if not fitting
     variants: list = field(default_factory=lambda: [DEFAULT_VARIANT])  # (MoE dispatcher, EP overlap) pairs tried
     variant_at: np.ndarray = None         # [act * n_shard + shard] index into variants of the candidate's best legal one
-    cols: dict = field(default_factory=dict)  # per activation row integer columns (`_columns`)
+    cols: dict = field(default_factory=dict)  # per activation row integer columns (`row_columns`)
     counts: dict = field(default_factory=dict)
     # solver/prune.py: None when every structural row is expanded; else a lower bound (µs) on the ranking time of
     # every candidate left out, all of which are slower than the K-th best kept
@@ -128,7 +128,6 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0, prun
     """The exact tables of `space`. With `prune_k`, only the structural rows that can hold one of the K fastest
     fitting candidates (solver/prune.py: a lower bound per row against the K-th best time found) are expanded; the
     tables then say so (`pruned_lb_us`), and every candidate left out ranks after every one kept."""
-    from solver.prune import explore
 
     usable = profile.hbm_capacity_bytes * (mem.PPM - round(margin_fraction * mem.PPM)) // mem.PPM
     rcs_all = recompute_choices(space.model)
@@ -174,14 +173,14 @@ def _build(space, profile, usable, rcs_all, rc_idx, shardings, struct, ok_rows, 
     static_ok = np.array(ok_rows, dtype=bool).reshape(len(struct), len(shardings))
     static_bytes = memt.static_table(struct, static_ok, shardings)
     act_rows = _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_idx)
-    cols = _columns(space, struct, act_rows, memt.split_keys)
+    cols = row_columns(space, struct, act_rows, memt.split_keys)
     act_bytes = memt.activation(cols, round(cal.activation_fragmentation_fraction * mem.PPM), cal.framework_overhead_bytes)
     act_struct = cols["struct"]
     n_sh = len(shardings)
     a_all = np.repeat(np.arange(len(act_rows), dtype=np.int64), n_sh)
     s_all = np.tile(np.arange(n_sh, dtype=np.int64), len(act_rows))
     keep = static_ok[act_struct[a_all], s_all] if len(act_rows) else np.zeros(0, dtype=bool)
-    variants, legal_v = _variants(space, profile, row_recipe(space, struct, act_rows, rcs_all, shardings, static_ok), cols)
+    variants, legal_v = row_variants(space, profile, row_recipe(space, struct, act_rows, rcs_all, shardings, static_ok), cols)
     if len(act_rows):
         keep &= legal_v.any(axis=1)[a_all]  # a row no allowed variant makes legal is illegal
     cand_act, cand_shard = a_all[keep], s_all[keep]
@@ -218,7 +217,7 @@ def row_recipe(space, struct, act_rows, rcs_all, shardings, static_ok):
     return recipe_of_row
 
 
-def _variants(space, profile, recipe_of_row, cols) -> tuple[list, np.ndarray]:
+def row_variants(space, profile, recipe_of_row, cols) -> tuple[list, np.ndarray]:
     """(variants tried, [activation row, variant] legality): the space's variant domains on this hardware."""
     variants = space_variants(space, profile)
     if not variants or not len(cols["struct"]):
@@ -280,21 +279,3 @@ def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_i
             blk[:, 2:] = np.tile(sp_rc, (n_m, 1))
             blocks.append(blk)
     return np.concatenate(blocks) if blocks else np.zeros((0, 5), dtype=np.int64)
-
-
-def _columns(space, struct, act_rows, split_keys: list) -> dict[str, np.ndarray]:
-    """Per activation row, the integer columns the memory and time tables read; the `split` column indexes
-    `split_keys` ((PP, VPP, split value) keys, MemoryTables.split_keys)."""
-    ar = np.asarray(act_rows, dtype=np.int64).reshape(len(act_rows), 5)
-    sched_names = space.domains["schedule"]
-    split_id = {k: j for j, k in enumerate(split_keys)}
-    s_cols = np.array([(tp, pp, vpp, cp, ep, etp or 0, sched_names.index(sch), *split_code(acc), split_id[(pp, vpp, acc)])
-                       for tp, pp, vpp, cp, ep, etp, sch, acc in struct], dtype=np.int64).reshape(len(struct), 11)
-    g = s_cols[ar[:, 0]]
-    cols = {"struct": ar[:, 0], "mbs": ar[:, 1], "sp": (ar[:, 2] & (g[:, 0] > 1)).astype(np.int64), "rc": ar[:, 3],
-            "tpo": ar[:, 4]}
-    for j, name in enumerate(("tp", "pp", "vpp", "cp", "ep", "etp", "sched", "acc", "first", "last", "split")):
-        cols[name] = g[:, j]
-    dp = np.maximum(space.world_size // (cols["tp"] * cols["pp"] * cols["cp"]), 1)
-    cols["m"] = np.maximum(space.job.global_batch_size // (cols["mbs"] * dp), 1)
-    return cols

@@ -55,7 +55,7 @@ def variant_fields(variant: tuple[str, bool]) -> dict:
     return {"moe_dispatcher": MoeDispatcher(variant[0]), "overlap_moe_expert_parallel_comm": bool(variant[1])}
 
 
-# Recipe fields the solver varies per activation row -> the row column (solver/tables.py `_columns`) that holds them;
+# Recipe fields the solver varies per activation row -> the row column (solver/table_time.py `row_columns`) that holds them;
 # every other field a variant rule may read is the base recipe's, the same on every row
 ROW_COLUMNS = {"tp": ("tp",), "pp": ("pp",), "vpp": ("vpp",), "cp": ("cp",), "ep": ("ep",), "etp": ("etp", "tp"),
                "mbs": ("mbs",), "sequence_parallel": ("sp", "tp"), "recompute": ("rc",), "schedule": ("sched",),

@@ -43,7 +43,7 @@ def _dsv3_eight_h800_nodes():
 def test_dsv3_on_8_h800_nodes_gets_the_fewest_node_count_that_fits():
     # 671B parameters x ~18 B/param (bf16 weights, fp32 grads + Adam state) is ~12 TB: far more than 64 x 80 GB, and more
     # than 2 x 64 GPUs hold (the old remedy only tried 2x nodes and gave none)
-    from solver.explain import _any_fit, explain_infeasible, format_explanation
+    from solver.explain import any_fit, explain_infeasible, format_explanation
 
     model, job, pl, prof = _dsv3_eight_h800_nodes()
     expl = explain_infeasible(model, job, pl, prof, {}, {}, 0.0)
@@ -52,8 +52,8 @@ def test_dsv3_on_8_h800_nodes_gets_the_fewest_node_count_that_fits():
     assert len(node_remedies) == 1
     nodes = int(node_remedies[0].split()[1])
     assert 2 * pl.num_nodes < nodes <= 4 * pl.num_nodes  # the job needs more than 2x, and 4x fits
-    assert _any_fit(model, job, pl.model_copy(update={"num_nodes": nodes}), prof, {}, {}, 0.0)
-    assert not _any_fit(model, job, pl.model_copy(update={"num_nodes": nodes - 1}), prof, {}, {}, 0.0)  # the fewest
+    assert any_fit(model, job, pl.model_copy(update={"num_nodes": nodes}), prof, {}, {}, 0.0)
+    assert not any_fit(model, job, pl.model_copy(update={"num_nodes": nodes - 1}), prof, {}, {}, 0.0)  # the fewest
     assert any("at least" in w and "GiB per GPU" in w for w in expl["why"])  # the memory lower bound is named
     assert any(f"use {nodes} nodes" in ln for ln in format_explanation(expl))
 

@@ -1,7 +1,7 @@
 """Megatron-Bridge benchmark presets as the validation rows' unstated recipe fields (bench/mbridge_presets.py)."""
 import ast
 
-from bench.mbridge_presets import _defaults, _presets, preset_for
+from bench.mbridge_presets import preset_defaults, preset_table, preset_for
 from bench.runs import load_runs
 from constraints.spec import MoeDispatcher
 
@@ -9,7 +9,7 @@ from constraints.spec import MoeDispatcher
 def test_preset_ast_reader_follows_replace_and_aliases():
     src = ("class WorkloadBaseConfig:\n    num_gpus: int = 1\n    moe_a2a_overlap: bool = False\n"
            "A = WorkloadBaseConfig(num_gpus=8)\nB = replace(A, moe_a2a_overlap=True)\nC = B\n")
-    presets = _presets(src, _defaults(src))
+    presets = preset_table(src, preset_defaults(src))
     assert presets["A"] == {"num_gpus": 8, "moe_a2a_overlap": False}
     assert presets["C"] == {"num_gpus": 8, "moe_a2a_overlap": True}
     ast.parse(src)

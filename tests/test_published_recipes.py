@@ -9,6 +9,7 @@ import pytest
 
 from bench import published_groups as pg
 from bench import published_recipes as pr
+from bench import published_space as ps
 from bench.runs import load_all
 from constraints.case import Case
 from constraints.check import check_case
@@ -64,14 +65,14 @@ def test_outside_space_names_capped_axes():
     job = JobSpec(seq_length=4096, global_batch_size=64)
     space = build_space(m, job, Placement(hardware="h100-sxm-80gb", num_nodes=4, gpus_per_node=8))
     r = Recipe(tp=1, pp=2, vpp=20, mbs=16, schedule="interleaved")
-    out = pr.outside_space(r, space.domains)
+    out = ps.outside_space(r, space.domains)
     assert [o.split("=")[0] for o in out] == ["vpp", "mbs"]
-    assert pr.outside_space(Recipe(tp=4, pp=4, vpp=5, schedule="interleaved"), space.domains) == []
+    assert ps.outside_space(Recipe(tp=4, pp=4, vpp=5, schedule="interleaved"), space.domains) == []
 
 
 def test_rank_counts_strictly_faster_and_skips_nan():
-    assert pr.rank_among(100.0, [99.0, 100.0, 101.0, math.nan, 150.0]) == (2, 4)
-    assert pr.rank_among(100.0, []) == (0, 0)
+    assert ps.rank_among(100.0, [99.0, 100.0, 101.0, math.nan, 150.0]) == (2, 4)
+    assert ps.rank_among(100.0, []) == (0, 0)
 
 
 def test_summary_and_table():

@@ -221,7 +221,7 @@ def test_render_solutions_writes_scripts_and_summary(tmp_path):
 DENSE_IRRELEVANT = ("moe_dispatcher", "moe_grouped_gemm", "moe_shared_expert_overlap", "overlap_moe_expert_parallel_comm")
 
 
-def _same_run(case: Case, parsed) -> tuple:
+def same_run(case: Case, parsed) -> tuple:
     model, recipe = case.model, case.recipe
     # layer_is_moe None on an MoE model means every layer is MoE (ModelSpec.moe_layers)
     assert parsed.model.moe_layers == model.moe_layers
@@ -252,7 +252,7 @@ def test_round_trip_recovers_model_job_recipe(name, fmt):
     assert launch.script_args == recipe_to_megatron_args(case.model, case.job, case.recipe)
     parsed = parse_megatron_args(launch.script_args)
     assert parsed.unknown_flags == []
-    got_model, want_recipe = _same_run(case, parsed)
+    got_model, want_recipe = same_run(case, parsed)
     assert got_model == case.model
     assert parsed.job == case.job
     assert parsed.recipe == want_recipe
@@ -268,7 +268,7 @@ def test_round_trip_every_bundled_model(name):
     case = Case(model=model, job=job, recipe=recipe, placement=Placement(hardware="h100-sxm-80gb", num_nodes=4,
                                                                           gpus_per_node=8))
     parsed = parse_megatron_args(extract_argv(render_script(case, "slurm")).script_args)
-    got_model, want_recipe = _same_run(case, parsed)
+    got_model, want_recipe = same_run(case, parsed)
     assert (got_model, parsed.job, parsed.recipe) == (case.model, case.job, want_recipe)
 
 

@@ -35,7 +35,7 @@ from solver.inputs import LoadedCase, load_check_input
 from solver.report import check_and_project
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args
 from templates.render import FORMATS, render_script, unsupported_features
-from tests.test_render import _same_run
+from tests.test_render import same_run
 
 BASH = shutil.which("bash")
 TOP_K = 3
@@ -121,7 +121,7 @@ def _expected_recipe(case: Case) -> Recipe:
 def _normalised(case: Case, loaded_case: Case) -> tuple:
     """(recovered model, wanted recipe) with the documented equivalences of tests/test_render.py applied."""
     want = case.model_copy(update={"recipe": _expected_recipe(case)})
-    return _same_run(want, loaded_case)
+    return same_run(want, loaded_case)
 
 
 def _render_and_load(case: Case, fmt: str, tmp_path: Path, paths: RenderPaths | None = None):

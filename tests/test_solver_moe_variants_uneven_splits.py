@@ -126,14 +126,14 @@ def test_solve_json_is_plain_json_with_uneven_answers():
 def test_uneven_pairs_are_exactly_the_rule_11_pairs_within_the_trim():
     """Brute force over (layers, PP, VPP): every (first, last) that Megatron rule 11 accepts (each > 0 and a multiple of
     VPP, the middle split evenly over PP - 2 ranks in multiples of VPP) with both ends lighter than the middle by
-    0.._max_trim_chunks(VPP) steps of VPP layers (not both 0; at PP 2 any end, the two differing by up to twice that)
+    0..max_trim_chunks(VPP) steps of VPP layers (not both 0; at PP 2 any end, the two differing by up to twice that)
     is returned, and nothing else."""
-    from solver.splits import _max_trim_chunks, uneven_pairs
+    from solver.splits import max_trim_chunks, uneven_pairs
 
     for layers in range(2, 70):
         for pp in range(2, 11):
             for vpp in range(1, 5):
-                steps, want = _max_trim_chunks(vpp), set()
+                steps, want = max_trim_chunks(vpp), set()
                 for first in range(vpp, layers, vpp):
                     for last in range(vpp, layers - first + 1, vpp):
                         rest = layers - first - last

@@ -51,11 +51,12 @@ def test_variant_legality_equals_check_rules_on_every_row():
     """A row is a candidate iff some variant is legal, and the variants the tables call legal are exactly those
     check_rules accepts (EP overlap needs EP > 1, a virtual pipeline at PP > 1, no full / 'moe' recompute)."""
     model, pl, prof, t = _tables(pins={"moe_dispatcher": ["alltoall"]})
-    from solver.tables import _columns, _variants, row_recipe
+    from solver.table_time import row_columns
+    from solver.tables import row_recipe, row_variants
 
     split_keys = sorted({(r[1], r[2], r[7]) for r in t.struct}, key=str)  # any distinct id per (PP, VPP, split) will do
-    variants, legal = _variants(t.space, prof, row_recipe(t.space, t.struct, t.act_rows, t.rc_choices, t.shardings, t.static_ok),
-                                _columns(t.space, t.struct, t.act_rows, split_keys))
+    variants, legal = row_variants(t.space, prof, row_recipe(t.space, t.struct, t.act_rows, t.rc_choices, t.shardings, t.static_ok),
+                                row_columns(t.space, t.struct, t.act_rows, split_keys))
     seen = set()
     for a in range(0, len(t.act_rows), max(len(t.act_rows) // 300, 1)):
         h = int(np.argmax(t.static_ok[t.act_struct[a]]))

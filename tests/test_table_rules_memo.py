@@ -16,7 +16,7 @@ from constraints.rules import RuleInput, check_rules
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.profile import load_profile
 from solver.space import build_space, make_recipe, recompute_choices
-from solver.table_rules import AXES, FIELD_AXES, Judge, _level_memos, fast_recipe, has_error, rules_in, struct_rows
+from solver.table_rules import AXES, FIELD_AXES, Judge, level_memos, fast_recipe, has_error, rules_in, struct_rows
 
 MODEL = load_model("Mixtral-8x7B-v0.1")
 POOLS = {"tp": [1, 2, 4, 8], "pp": [1, 2, 4], "vpp": [1, 2, 3], "cp": [1, 2], "ep": [1, 2, 8], "etp": [None, 1, 2],
@@ -64,7 +64,7 @@ def test_judge_agrees_with_plain_rule_calls(group):
 
 def test_every_structural_rule_is_checked_at_exactly_one_loop_level():
     judge = Judge(MODEL, JobSpec(seq_length=4096, global_batch_size=32), 16, None)
-    placed = [fn for level in _level_memos(judge) for m in level for fn in m.fns]
+    placed = [fn for level in level_memos(judge) for m in level for fn in m.fns]
     assert sorted(f.__name__ for f in placed) == sorted(f.__name__ for f in rules_in("structural"))
 
 

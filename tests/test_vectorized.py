@@ -187,7 +187,7 @@ def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, e
     """The vectorised finish (recompute modules, TP/EP overlap, dispatcher) is layer_cost.finish_parts on arrays,
     including EP traffic far larger than the compute that overlap can hide it behind."""
     from measure.layer_cost import LayerParts, finish_parts, recomputed_modules
-    from measure.layer_columns import _KIND_COLS, _MODS, finish_columns, raw_cols
+    from measure.layer_columns import KIND_COLS, RECOMPUTE_MODULE_COLS, finish_columns, raw_cols
 
     parts = LayerParts(fwd_s=base[0], dgrad_s=base[1], wgrad_s=base[2], tp_raw_s=base[3], cp_s=base[4],
                        fwd_by_module_s={"core_attn": mods[0], "moe_act": mods[1], "mlp": mods[2], "qkv": base[5]},
@@ -195,13 +195,13 @@ def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, e
     cal = load_profile("h100-sxm-80gb").calibration
     recomputed = recomputed_modules([module, RecomputeModule.core_attn])
     want = finish_parts(parts, recomputed, tpo, dispatcher, epo, cal, paired)
-    mask = np.array([[m in recomputed for m in _MODS]], dtype=float)
+    mask = np.array([[m in recomputed for m in RECOMPUTE_MODULE_COLS]], dtype=float)
     got = finish_columns(np.array([raw_cols(parts)]), mask, np.array([tpo]), np.array([DISPATCHERS.index(dispatcher)]),
                          np.array([epo]), cal, np.array([paired]))
     expect = {"F": want.fwd + want.tp_fwd + want.ep_fwd + want.cp_fwd, "B": want.dgrad + want.tp_bwd + want.ep_bwd + want.cp_bwd,
               "W": want.wgrad, "R": want.fwd + want.tp_fwd + want.ep_fwd, "S": want.recompute_selective,
               "P": want.dense_params, "E": want.expert_params}
-    for c in _KIND_COLS:
+    for c in KIND_COLS:
         assert got[c][0, 0] == pytest.approx(expect[c], rel=1e-12, abs=1e-15), c
 
 

@@ -4,16 +4,8 @@
 from __future__ import annotations
 
 from shardplan.report.model import JobView, RecipeView, Report
+from shardplan.results import recipe_label
 from shardplan.report.timeline import simulate_timeline
-
-
-def recipe_label(recipe, dp: int) -> str:
-    """'TP8 PP4 VPP5 DP2 MBS1 SP sel' : the axes a reader compares first."""
-    r = recipe
-    parts = [f"TP{r.tp}", f"PP{r.pp}"] + ([f"VPP{r.vpp}"] if r.vpp > 1 else []) + ([f"CP{r.cp}"] if r.cp > 1 else [])
-    parts += ([f"EP{r.ep}"] if r.ep > 1 else []) + [f"DP{dp}", f"MBS{r.mbs}"]
-    parts += (["SP"] if r.sp_active else []) + ({"selective": ["sel-rc"], "full": ["full-rc"]}.get(r.recompute.granularity.value, []))
-    return " ".join(parts)
 
 
 def parallel_table(recipe, dp: int, expert_dp: int, memory) -> dict:
