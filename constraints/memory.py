@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import Field
 
 from constraints import activations as act
+from constraints.nvfp4_weights import QuantisedWeights, rank_quantised_weights
 from constraints.params import LayerParams, all_layer_params, layer_params, padded_vocab_size
 from constraints.schedule import inflight_chunks, num_microbatches
 from constraints.spec import (DataParallelSharding, FsdpShardingStrategy, JobSpec, ModelSpec, Optimizer, Precision, Recipe, RecomputeGranularity,
@@ -93,11 +94,18 @@ def rank_params(model: ModelSpec, recipe: Recipe, chunks: list[Chunk]) -> tuple[
 
 def static_terms(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int, chunks: list[Chunk]) -> dict[str, int]:
     """Weights, gradients, optimizer state (and FSDP working set) of one pipeline rank."""
-    return static_from_params(job, recipe, world_size, *rank_params(model, recipe, chunks))
+    quantised = None
+    if recipe.fp4_param_gather and job.precision.is_fp4:  # NVFP4 compute weights (constraints/nvfp4_weights.py)
+        layers = [i for chunk in chunks for i in chunk.layers]
+        quantised = rank_quantised_weights(model, layers, recipe.tp, recipe.ep, recipe.etp_effective)
+    return static_from_params(job, recipe, world_size, *rank_params(model, recipe, chunks), quantised=quantised)
 
 
-def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int, expert: int, biggest: int) -> dict[str, int]:
-    """static_terms from a rank's parameter counts: the sharding arithmetic alone."""
+def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int, expert: int, biggest: int,
+                       quantised: QuantisedWeights | None = None) -> dict[str, int]:
+    """static_terms from a rank's parameter counts: the sharding arithmetic alone. `quantised` (with
+    --fp4-param-gather) holds the rank's NVFP4 linear weights, which replace their bf16 bytes wherever the rank
+    holds whole weights (Megatron-FSDP / FSDP2 fully sharded weights stay priced at bf16)."""
     dense_shards = max(recipe.dp(world_size) * recipe.cp, 1)
     expert_shards = max(recipe.expert_dp(world_size), 1)
     w_bytes = FP8_WEIGHT_BYTES if recipe.fp8_param_gather else WEIGHT_BYTES
@@ -107,17 +115,20 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
     fsdp = recipe.fsdp_sharding_strategy if sharding == DataParallelSharding.megatron_fsdp else None
     # Megatron-FSDP no_shard holds everything like DDP; optim shards the optimizer state only (ZeRO-1), like the
     # distributed optimizer (megatron/core/distributed/fsdp/src/README.md, zero_dp_strategy 0 and 1)
+    whole_weights = (dense + expert) * w_bytes
+    if quantised is not None:
+        whole_weights += quantised.nvfp4_bytes - quantised.elements * w_bytes
     if sharding == DataParallelSharding.none or fsdp == FsdpShardingStrategy.no_shard:
-        return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * g_bytes,
+        return {"weights": whole_weights, "gradients": (dense + expert) * g_bytes,
                 "optimizer_state": (dense + expert) * opt_bytes}
     sharded_params = _ceil_div(dense, dense_shards) + _ceil_div(expert, expert_shards)
     if sharding == DataParallelSharding.distributed_optimizer or fsdp == FsdpShardingStrategy.optim:
-        return {"weights": (dense + expert) * w_bytes, "gradients": (dense + expert) * g_bytes,
+        return {"weights": whole_weights, "gradients": (dense + expert) * g_bytes,
                 "optimizer_state": sharded_params * opt_bytes}
     if fsdp == FsdpShardingStrategy.optim_grads:
         # ZeRO-2 (same README, strategy 2): full weights, sharded grads and optimizer state; the largest layer's
         # full gradient is materialised before its reduce-scatter (no parameter gather: weights are whole)
-        return {"weights": (dense + expert) * w_bytes, "gradients": sharded_params * g_bytes,
+        return {"weights": whole_weights, "gradients": sharded_params * g_bytes,
                 "optimizer_state": sharded_params * opt_bytes, "fsdp_unsharded": biggest * g_bytes}
     # Megatron-FSDP optim_grads_params / torch FSDP2: everything sharded (ZeRO-3); the largest layer is
     # gathered for compute (current + prefetched next: 2 x weights) and its full grad reduce-scattered.
