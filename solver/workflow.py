@@ -92,8 +92,8 @@ def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margi
     if proposer_config is not None and proposer_config.kind != "none" and objective == "throughput":
         from solver.proposer import solve_with_proposer
 
-        with step(f"proposer ({proposer_config.kind}) rounds and the final CP-SAT solve"):
-            result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config)
+        result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config,
+                                             step=step)
         return result, tables, report
     with step("CP-SAT solve"):
         return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s, objective=objective), tables, None

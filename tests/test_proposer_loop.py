@@ -149,3 +149,21 @@ def test_hints_capped_in_one_round_are_searched_in_the_next(tiny):
     statuses = [(u.round, u.hint.axes["tp"], u.status) for u in report.used]
     assert statuses[:3] == [(1, [1], "searched"), (1, [2], "skipped: round cap"), (2, [2], "searched")]
     assert report.stopped == "no_new_hints" and len(report.rounds) == 3
+
+
+def test_each_round_and_the_final_solve_are_their_own_progress_step(tiny):
+    from contextlib import contextmanager
+
+    labels = []
+
+    @contextmanager
+    def record(label):
+        labels.append(label)
+        yield
+
+    prop = Scripted([[{"action": "pin", "axes": {"tp": 2}}], [{"action": "pin", "axes": {"tp": 1}}]])
+    _, report = solve_with_proposer(tiny, k=3, config=ProposerConfig(max_rounds=2, patience=5), proposer=prop, step=record)
+    rounds = [lab for lab in labels if " round " in lab]
+    assert len(rounds) == len(report.rounds) == 2
+    assert rounds[0].endswith("round 1 of at most 2") and rounds[1].endswith("round 2 of at most 2")
+    assert labels[-1] == "final CP-SAT solve over the whole space"

@@ -13,6 +13,7 @@ import dataclasses
 import inspect
 import logging
 import time
+from contextlib import nullcontext
 from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -102,7 +103,8 @@ def _pins_key(pins: dict, legal: dict) -> tuple:
 
 
 class _Loop:
-    def __init__(self, tables, k, pins, margin, max_time_s, config: ProposerConfig, proposer=None) -> None:
+    def __init__(self, tables, k, pins, margin, max_time_s, config: ProposerConfig, proposer=None, step=None) -> None:
+        self.step = step or (lambda label: nullcontext())  # wraps each round and the final solve (CLI progress)
         self.tables, self.k, self.pins, self.margin, self.max_time_s, self.config = tables, k, dict(pins or {}), margin, max_time_s, config
         self.proposer = proposer if proposer is not None else _make_proposer(config)
         self.columns = AxisColumns(tables)
@@ -221,7 +223,8 @@ class _Loop:
             if self.over_budget():
                 self.report.stopped = "budget"
                 break
-            summary = self.round(r)
+            with self.step(f"proposer ({self.config.kind}) round {r} of at most {self.config.max_rounds}"):
+                summary = self.round(r)
             self.report.rounds.append(summary)
             if summary.error:
                 self.report.stopped = "error"
@@ -288,24 +291,26 @@ class _Loop:
 
 
 def solve_with_proposer(tables, k: int = 10, pins: Optional[dict] = None, margin_fraction: float = 0.0, max_time_s: float = 60.0,
-                        config: Optional[ProposerConfig] = None, proposer=None) -> tuple[SolveResult, HintReport]:
+                        config: Optional[ProposerConfig] = None, proposer=None, step=None) -> tuple[SolveResult, HintReport]:
     """Top-K legal recipes over the user's space (pins = axis -> allowed values), steered by proposer hints.
 
     `proposer` overrides the one `config.kind` names (tests, custom rule sets). kind 'none' is the plain
-    solve (re-verified), with an empty report."""
+    solve (re-verified), with an empty report. `step(label)`, when given, wraps each proposer round and the final
+    solve in its own context (shardplan.progress shows each on stderr)."""
     check_solve_limits(k, max_time_s)
     config = config or ProposerConfig()
     if config.kind == "none" and proposer is None:
-        loop = _Loop(tables, k, pins, margin_fraction, max_time_s, config, proposer=_NoProposer())
+        loop = _Loop(tables, k, pins, margin_fraction, max_time_s, config, proposer=_NoProposer(), step=step)
         loop.report.stopped = "none"
     else:
-        loop = _Loop(tables, k, pins, margin_fraction, max_time_s, config, proposer)
+        loop = _Loop(tables, k, pins, margin_fraction, max_time_s, config, proposer, step=step)
     if loop.nothing_fits():  # hints only steer among fitting recipes; the proposer's suggestions are kept
         loop.report.stopped = "nothing_fits"
         return loop.final_empty(), loop.report
     if config.kind != "none" or proposer is not None:
         loop.run_rounds()
-    return loop.final(), loop.report
+    with loop.step("final CP-SAT solve over the whole space"):
+        return loop.final(), loop.report
 
 
 def _fits_none(tables, pins: Optional[dict] = None) -> bool:
