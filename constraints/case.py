@@ -60,7 +60,8 @@ _PLACEMENT_KEYS = {"num_nodes": "nodes"}  # Placement field -> the recipe file's
 
 
 def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Case:
-    """Build a Case from the YAML mapping; model paths are resolved relative to the file."""
+    """Build a Case from the YAML mapping; model and hardware profile paths are resolved relative to the file
+    (`base_dir`), as a reader of the file expects, and fall back to the working directory or a bundled name."""
     if not isinstance(data, dict):
         raise CaseError("recipe file must be a mapping with keys: " + ", ".join(sorted(_TOP_KEYS)))
     unknown = set(data) - _TOP_KEYS
@@ -91,8 +92,11 @@ def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Cas
         recipe = Recipe(**data["recipe"])
     except ValidationError as exc:
         raise CaseError(_one_line(exc, "recipe.")) from None
+    hardware = str(data["hardware"])
+    if base_dir is not None and is_regular_file(base_dir / hardware):
+        hardware = str(base_dir / hardware)
     try:
-        placement = Placement(hardware=str(data["hardware"]), num_nodes=data["nodes"], gpus_per_node=data["gpus_per_node"])
+        placement = Placement(hardware=hardware, num_nodes=data["nodes"], gpus_per_node=data["gpus_per_node"])
     except ValidationError as exc:
         raise CaseError(_one_line(exc, "", rename=_PLACEMENT_KEYS)) from None
     error = magnitude_error(model, job)
