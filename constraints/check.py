@@ -72,6 +72,14 @@ def _memory_fix(term: str) -> str:
     }.get(term, "raise TP/PP/EP or lower --micro-batch-size")
 
 
+def model_config_warnings(model) -> list[Violation]:
+    """What the model's config reader did not follow (constraints/hf_reading.py), as warnings: the verdict stands on
+    the model as read, and the user learns what that reading left out."""
+    return [Violation(rule="model_config", message=note, severity="warning",
+                      fix="give a model YAML or an HF config whose family shardplan reads, or accept the reading")
+            for note in model.config_notes]
+
+
 def check_case(case: Case, profile, flags: Mapping[str, object] | None = None, env: Mapping[str, str] | None = None,
                margin_fraction: float = 0.0) -> CheckReport:
     """Legality (all rules) and memory fit of one case on one hardware profile."""
@@ -79,7 +87,7 @@ def check_case(case: Case, profile, flags: Mapping[str, object] | None = None, e
                   flags=flags or {}, env=env)
     found = check_rules(x)
     errors = [v for v in found if v.severity == "error"]
-    warnings = [v for v in found if v.severity != "error"]
+    warnings = [v for v in found if v.severity != "error"] + model_config_warnings(case.model)
     mem = None
     fits = False
     structural = {"world_divisible", "layers_split", "pipeline_layout", "expert_grid"}

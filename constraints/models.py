@@ -17,6 +17,7 @@ from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
 
+from constraints.hf_reading import reading_notes
 from constraints.spec import BOUND_REASONS, MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -55,7 +56,7 @@ _HF_INT_FIELDS = (
     "moe_shared_expert_intermediate_size", "sliding_window", "intermediate_size_mlp", "num_local_experts",
     "interleave_moe_layer_step",
 )
-_HF_FLOAT_FIELDS = ("attention_dropout", "resid_pdrop", "attn_pdrop")
+_HF_FLOAT_FIELDS = ("attention_dropout", "hidden_dropout", "resid_pdrop", "attn_pdrop")
 _HF_BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias")
 
 
@@ -110,7 +111,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         raise ModelError(f"model {name}: {NOT_MODELLED_TYPES[mt]} are not modelled; shardplan cannot price this model")
     if mt == "gpt2":
         h = raw["n_embd"]
-        return ModelSpec(
+        return ModelSpec(config_notes=reading_notes(raw),
             name=name, num_layers=raw["n_layer"], hidden_size=h, ffn_hidden_size=raw.get("n_inner") or 4 * h,
             num_attention_heads=raw["n_head"], num_query_groups=raw["n_head"], kv_channels=h // raw["n_head"],
             vocab_size=raw["vocab_size"], max_position_embeddings=raw.get("n_positions", 1024),
@@ -147,6 +148,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         mlp_bias=bool(raw.get("mlp_bias", False)) or mt == "gpt_oss",
         qk_layernorm=mt in ("qwen3", "qwen3_moe"), attention_sinks=mt == "gpt_oss",
         attention_dropout=float(raw.get("attention_dropout", 0.0) or 0.0),
+        hidden_dropout=float(raw.get("hidden_dropout", 0.0) or 0.0), config_notes=reading_notes(raw),
     )
     fields.update(_sliding_window(raw, mt, layers, name))
     if num_experts:

@@ -190,6 +190,8 @@ class ModelSpec(Strict):
     attention_sinks: bool = Field(False, description="one learned sink logit per head (gpt-oss)")
     hidden_dropout: float = Field(0.0, ge=0, lt=1, description="Megatron --hidden-dropout; >0 stores dropout masks")
     attention_dropout: float = Field(0.0, ge=0, lt=1)
+    config_notes: tuple[str, ...] = Field((), description="what the HF config reader did not follow (constraints/"
+                                          "hf_reading.py); check shows each as a warning, solve under its table")
     # --- MoE ---
     num_experts: Optional[int] = Field(None, gt=0, le=1 << 16, description="routed experts per MoE layer")
     moe_router_topk: Optional[int] = Field(None, gt=0, le=1 << 10)

@@ -165,7 +165,7 @@ def _solve_result(result, tables, cases, objective, placement, profile, hint_rep
                        proven_optimal=result.proven_optimal, **bound_fields(result, objective, placement),
                        method=result.method, space=tables.counts, evaluated=result.evaluated, proposer=hint_report,
                        objective=objective, nodes=placement.num_nodes, best_objective=result.stats.get("best_objective"),
-                       projection_calibrated=profile.calibrated,
+                       projection_calibrated=profile.calibrated, model_notes=list(tables.space.model.config_notes),
                        rejected_by_check=[RejectedRecipe(recipe=r.model_dump(mode="json", exclude_defaults=True), why=why)
                                           for r, why in result.rejected])
 

@@ -137,6 +137,7 @@ class SolveResult(Result):
     nodes: int
     best_objective: Optional[float]
     projection_calibrated: bool
+    model_notes: list[str] = Field([], description="what the model's HF config reader did not follow (constraints/hf_reading.py)")
     rejected_by_check: list[RejectedRecipe]
     fewest_gpus: Optional[FewestGpus] = None
     explanation: Optional[dict[str, Any]] = Field(None, description="when nothing fits: the conflict and the remedies")

@@ -25,6 +25,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
     if payload["recipes"] and payload.get("projection_calibrated") is False:
         lines.append(f"note: {placement.hardware} has neither published microbenchmarks nor a calibration block in its profile; "
                      "its projections use the default constants and are less certain")
+    lines += [f"! model config: {note}" for note in payload.get("model_notes", [])]
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:

@@ -1,0 +1,89 @@
+"""What the HF config reader did not follow: an unknown model family read as a Llama-style decoder, keys whose
+effect is not priced, and defaults that transformers sets per family but the config leaves out.
+
+Why: a config.json of a family shardplan has no reader for (Gemma 2, StarCoder2, OLMo 2, ...) is read through the
+generic decoder path, which takes hidden_size, layers, heads, MLP width and vocabulary and nothing else. Without these
+notes, Gemma 2's logit soft-capping and alternating 4096-token windows, or an untied/tied embedding the config does not
+state, would change the answer without a word. Each note becomes a `check` warning (rule `model_config`) and a line
+under `solve`'s table; bundled configs read with none (tests/test_hf_config_reading.py).
+"""
+from __future__ import annotations
+
+from boundary.show import shown
+
+# model_type -> transformers' default tie_word_embeddings for that family when config.json leaves it out
+# (each family's configuration_*.py in huggingface/transformers: LlamaConfig, MistralConfig, MixtralConfig,
+# Qwen2Config, Qwen3Config, Qwen2MoeConfig, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig all
+# default to False; GPT2Config to True). Kimi-K2 ships DeepseekV3's configuration code.
+FAMILY_TIE_DEFAULT = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen3": False,
+                      "qwen2_moe": False, "qwen3_moe": False, "deepseek_v3": False, "kimi_k2": False, "gpt_oss": False,
+                      "nemotron": False, "gpt2": True}
+# families with a reader of their own in constraints/models.py (their keys are audited there)
+OWN_READER_TYPES = ("nemotron_h", "llama4", "llama4_text")
+KNOWN_TYPES = tuple(FAMILY_TIE_DEFAULT) + OWN_READER_TYPES
+
+# keys constraints/models.py reads on the generic and GPT-2 paths
+KEYS_READ = frozenset((
+    "model_type", "hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size", "num_key_value_heads",
+    "head_dim", "vocab_size", "max_position_embeddings", "hidden_act", "tie_word_embeddings", "attention_bias", "mlp_bias",
+    "attention_dropout", "hidden_dropout", "sliding_window", "use_sliding_window", "layer_types",
+    "n_routed_experts", "num_local_experts", "num_experts", "num_experts_per_tok", "experts_per_token",
+    "moe_intermediate_size", "n_shared_experts", "topk_method", "first_k_dense_replace", "moe_layer_freq",
+    "decoder_sparse_step", "mlp_only_layers", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim", "num_nextn_predict_layers",
+    "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "resid_pdrop", "attn_pdrop",
+))
+
+# keys that change neither a tensor shape nor the work of a training step at the level shardplan prices:
+# metadata, token ids, initialisation, norm epsilons, RoPE frequencies and scaling (element-wise on q/k), router loss
+# coefficients and score normalisation (a few element-wise ops per token), inference-only settings
+KEYS_WITHOUT_COST = frozenset((
+    "_comment", "_name_or_path", "architectures", "auto_map", "transformers_version", "torch_dtype", "dtype",
+    "bos_token_id", "eos_token_id", "pad_token_id", "initializer_range", "initializer_factor",
+    "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps",
+    "rope_theta", "rope_scaling", "rope_parameters", "rope_interleave", "partial_rotary_factor", "initial_context_length",
+    "use_cache", "pretraining_tp", "num_logits_to_keep", "quantization_config", "ep_size", "max_window_layers",
+    "output_router_logits", "router_aux_loss_coef", "aux_loss_alpha", "seq_aux", "router_jitter_noise",
+    "norm_topk_prob", "routed_scaling_factor", "scoring_func", "swiglu_limit", "embd_pdrop", "n_ctx",
+    "activation_function", "is_decoder", "tokenizer_class", "summary_type", "summary_use_proj", "summary_activation",
+    "summary_proj_to_labels", "summary_first_dropout", "scale_attn_weights", "reorder_and_upcast_attn",
+    "scale_attn_by_inverse_layer_idx", "task_specific_params",
+))
+
+# keys whose effect is known and not priced, stated in the README's Limits (DeepSeek's node-limited routing)
+KEYS_STATED_IN_LIMITS = frozenset(("n_group", "topk_group"))
+
+# hidden_act values the generic path reads as a gated MLP without doubt (SwiGLU: Llama, Mistral, Qwen, DeepSeek)
+GATED_ACTS = ("silu", "swish")
+
+
+def reading_notes(raw: dict) -> tuple[str, ...]:
+    """One line per thing the generic HF reader did not follow in `raw` (an HF config.json mapping); empty for the
+    families it knows when every key is read or has no cost."""
+    mt = str(raw.get("model_type", ""))
+    if mt in OWN_READER_TYPES:
+        return ()
+    notes = []
+    if mt not in KNOWN_TYPES:
+        act = raw.get("hidden_act", "silu")
+        notes.append(f"model_type {shown(mt)} is not a family shardplan reads by name; read as a Llama-style decoder "
+                     f"(RoPE, one RMSNorm before attention and before the MLP); families read by name: "
+                     f"{', '.join(sorted(KNOWN_TYPES))}")
+        if "tie_word_embeddings" not in raw:
+            notes.append(f"tie_word_embeddings is absent and transformers' default for model_type {shown(mt)} is not "
+                         "known here (some families tie, e.g. Gemma); read as untied: add \"tie_word_embeddings\" to the "
+                         "config to be sure of the embedding count")
+        window = raw.get("sliding_window")
+        if window and not raw.get("layer_types") and not raw.get("use_sliding_window"):
+            notes.append(f"sliding_window={shown(window)} is not applied: which layers of a model_type {shown(mt)} use the "
+                         "window is not known here, so every layer is priced as full attention (an upper bound on "
+                         "attention time and memory); add \"layer_types\" (sliding_attention / full_attention per layer)")
+        if act not in GATED_ACTS and act not in ("gelu", "gelu_new", "relu2"):
+            notes.append(f"hidden_act {shown(act)} of an unknown family is read as a gated three-matrix MLP (GeGLU, as "
+                         "Gemma's); a plain MLP of the same width has a third fewer MLP weights and FLOPs")
+    unread = [k for k in raw if k not in KEYS_READ and k not in KEYS_WITHOUT_COST and k not in KEYS_STATED_IN_LIMITS]
+    if unread:
+        shown_keys = ", ".join(f"{k}={shown(raw[k], 24)}" for k in unread[:12])
+        more = f" and {len(unread) - 12} more" if len(unread) > 12 else ""
+        notes.append(f"config keys not read, their effect is not priced: {shown_keys}{more}")
+    return tuple(notes)
