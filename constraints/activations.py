@@ -10,7 +10,8 @@ the SP + selective case as sbh(18 + 4*ffn/h)/t. We generalise term by term (each
 - SwiGLU: fc1 output is 2*ffn wide (gate and up).
 - MLA: down-projection outputs, normed latents and the up-projected q/k/v (see DeepSeek-V2 sec. 2.1).
 - MoE: tokens*topk routed copies on the expert side (forced balance: every EP rank gets the mean), width
-  /ETP; shared experts as a dense MLP of their width; router probabilities in fp32.
+  /ETP; shared experts as a dense MLP of their width; router probabilities in fp32. A latent MoE's experts
+  save latent-wide tensors, plus its projections' inputs (constraints/latent_moe.py).
 - CP: every term holds s/CP tokens.
 - FP8 (TE): GEMM inputs are saved quantised, 1 byte per element instead of 2. NVFP4 (TE NVFP4BlockScaling):
   4-bit E2M1 values, two per byte, plus one E4M3 scale byte per 16-element block: 9 bytes per 16 elements
@@ -22,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from constraints import hybrid_pattern, mamba
+from constraints.latent_moe import latent_activation_terms
 from constraints.spec import Activation, JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
 
 
@@ -115,13 +117,15 @@ def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
     local_tokens = _ceil_div(T, sh.sp_div)
     routed = local_tokens * model.moe_router_topk * sh.etp
     f = model.moe_ffn_hidden_size
+    w = model.moe_expert_width  # h, or a latent MoE's latent width (experts and dispatch run in it)
     terms.update({
         "router_input": 2 * local_tokens * h,
         "router_probs": 4 * local_tokens * model.num_experts,
-        "expert_fc1_input": sh.lin(routed * h),
+        "expert_fc1_input": sh.lin(routed * w),
         "expert_fc1_output": _ceil_div(2 * routed * _fc1_width(model, f), sh.etp),
         "expert_act_output": sh.lin(routed * f, sh.etp),
-        "expert_output": 2 * routed * h,  # kept for the probability-weighted combine's backward
+        "expert_output": 2 * routed * w,  # kept for the probability-weighted combine's backward
+        **latent_activation_terms(model, sh, local_tokens),
     })
     if model.moe_shared_expert_intermediate_size:
         terms.update(dense_mlp_terms(model, sh, model.moe_shared_expert_intermediate_size, "shared_", T, sh.tp))
@@ -137,7 +141,7 @@ _DROPPED_BY: dict[RecomputeModule, tuple[str, ...]] = {
     RecomputeModule.mlp: ("fc1_output", "act_output"),
     RecomputeModule.moe_act: ("expert_act_output",),
     RecomputeModule.moe: ("router_probs", "expert_fc1_input", "expert_fc1_output", "expert_act_output", "expert_output",
-                          "shared_fc1_output", "shared_act_output"),
+                          "shared_fc1_output", "shared_act_output", "latent_fc1_input", "latent_fc2_input"),
     RecomputeModule.shared_experts: ("shared_fc1_output", "shared_act_output"),
 }
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from constraints.latent_moe import latent_projection_params
 from constraints.spec import Activation, ModelSpec, Normalization
 from constraints.hybrid_pattern import ATTENTION, MAMBA, MLP, PIPE
 from constraints.stages import StageSplitError, expand_layout
@@ -67,9 +68,10 @@ def mamba_mixer_params(model: ModelSpec) -> int:
             + d.d_inner * h)
 
 
-def mlp_params(model: ModelSpec, ffn: int) -> int:
-    """A dense MLP h -> ffn -> h (SwiGLU doubles fc1), with biases when the model has them."""
-    h = model.hidden_size
+def mlp_params(model: ModelSpec, ffn: int, width: int | None = None) -> int:
+    """A dense MLP h -> ffn -> h (SwiGLU doubles fc1), with biases when the model has them; a latent MoE's routed
+    experts read and write the latent width instead of h (constraints/latent_moe.py)."""
+    h = width or model.hidden_size
     fc1 = 2 * ffn if model.activation == Activation.swiglu else ffn
     return h * fc1 + ffn * h + ((fc1 + h) if model.mlp_bias else 0)
 
@@ -86,8 +88,9 @@ def hybrid_layer_split(model: ModelSpec, symbol: str, attention: tuple[int, int]
     if symbol == MLP:
         return mlp_params(model, model.ffn_hidden_size), norm, 0, 0
     e = model.num_experts
-    per_expert = mlp_params(model, model.moe_ffn_hidden_size)
-    router = h * e + (e if model.moe_router_bias else 0)  # the score-correction bias is a buffer (HF nn.Buffer)
+    per_expert = mlp_params(model, model.moe_ffn_hidden_size, model.moe_expert_width)
+    # the score-correction bias is a buffer (HF nn.Buffer); latent projections are replicated across TP
+    router = h * e + (e if model.moe_router_bias else 0) + latent_projection_params(model)
     shared = mlp_params(model, model.moe_shared_expert_intermediate_size) if model.moe_shared_expert_intermediate_size else 0
     return shared, norm + router, per_expert * e, per_expert
 

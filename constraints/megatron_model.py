@@ -59,6 +59,7 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
                       moe_ffn_hidden_size=g("--moe-ffn-hidden-size") or ffn,  # validate_args: defaults to ffn
                       moe_shared_expert_intermediate_size=g("--moe-shared-expert-intermediate-size"),
                       moe_router_score_bias=g("--moe-router-enable-expert-bias", False),
+                      moe_latent_size=g("--moe-latent-size"),  # latent MoE (constraints/latent_moe.py)
                       # core/transformer/moe/router.py: the router linear has a bias whenever add_bias_linear is on
                       moe_router_bias=bias,
                       layer_is_moe=(hybrid_moe_layers(hybrid) if hybrid else

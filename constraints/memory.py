@@ -173,7 +173,7 @@ def comm_buffer_bytes(model: ModelSpec, recipe: Recipe, sh: act.Shape) -> int:
         total += 2 * _ceil_div(2 * T * h, sh.sp_div)
     if model.is_moe and recipe.ep > 1:
         routed = _ceil_div(T, sh.sp_div) * model.moe_router_topk
-        total += 2 * 2 * routed * h
+        total += 2 * 2 * routed * model.moe_expert_width  # latent MoE dispatches latent-wide tokens
     return total
 
 

@@ -54,7 +54,7 @@ _HF_INT_FIELDS = (
     "decoder_sparse_step", "num_nextn_predict_layers", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
     "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "attention_head_dim",
     "moe_shared_expert_intermediate_size", "sliding_window", "intermediate_size_mlp", "num_local_experts",
-    "interleave_moe_layer_step",
+    "interleave_moe_layer_step", "moe_latent_size",
 )
 _HF_FLOAT_FIELDS = ("attention_dropout", "hidden_dropout", "resid_pdrop", "attn_pdrop")
 _HF_BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias")
@@ -235,8 +235,6 @@ def _nemotron_h(raw: dict, name: str) -> ModelSpec:
         pattern = "".join(_BLOCK_SYMBOLS[t] for t in raw["layers_block_type"])
     if not isinstance(pattern, str) or not pattern:
         raise ModelError(f"model {name}: nemotron_h config needs hybrid_override_pattern (e.g. \"M-M*-\"); copy it from the HF config.json")
-    if raw.get("moe_latent_size"):
-        raise ModelError(f"model {name}: moe_latent_size (latent MoE, Nemotron 3 Super/Ultra) is not modelled")
     if raw.get("num_nextn_predict_layers"):
         raise ModelError(f"model {name}: MTP layers of a hybrid model are not modelled; set num_nextn_predict_layers to 0")
     h, heads = raw["hidden_size"], raw["num_attention_heads"]
@@ -260,7 +258,8 @@ def _nemotron_h(raw: dict, name: str) -> ModelSpec:
         fields.update(num_experts=raw["n_routed_experts"], moe_router_topk=raw["num_experts_per_tok"],
                       moe_ffn_hidden_size=raw["moe_intermediate_size"],
                       moe_shared_expert_intermediate_size=raw.get("moe_shared_expert_intermediate_size"),
-                      moe_router_score_bias=True, layer_is_moe=tuple(ch == "E" for ch in pattern))
+                      moe_router_score_bias=True, layer_is_moe=tuple(ch == "E" for ch in pattern),
+                      moe_latent_size=raw.get("moe_latent_size"))  # Nemotron 3 Super / Ultra (constraints/latent_moe.py)
     return ModelSpec(**fields)
 
 

@@ -25,7 +25,7 @@ scale per 16 values, applied in both directions). The fp32 master copy lives in 
 Which weights are quantised: those TE modules create inside `get_fp4_context(config, layer, is_init=True)`
 (megatron/core/fp4_utils.py; called per decoder layer by transformer_block.py build_layer and hybrid_block.py):
 the linear layers of every decoder layer (attention QKV / MLA projections and output projection, MLP fc1 / fc2,
-routed and shared experts, Mamba in_proj / out_proj). Not quantised: biases ("biases will remain unchanged",
+routed and shared experts, a latent MoE's projections, Mamba in_proj / out_proj). Not quantised: biases ("biases will remain unchanged",
 TransformerConfig.fp4_param), norms, the router (a plain nn.Parameter in TopKRouter), Mamba's conv / A_log /
 D / dt_bias / gated norm, embeddings and the output layer (built outside the context), and MTP depths
 (multi_token_prediction.py builds them under get_fp8_context only). --first-last-layers-bf16 keeps the first
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from constraints.hybrid_pattern import ATTENTION, MAMBA, MLP, MOE
+from constraints.latent_moe import latent_projection_shapes
 from constraints.mamba import mamba_dims
 from constraints.spec import Activation, ModelSpec
 
@@ -88,9 +89,10 @@ def _fc1_width(model: ModelSpec, ffn: int) -> int:
     return 2 * ffn if model.activation == Activation.swiglu else ffn
 
 
-def _mlp_shapes(model: ModelSpec, ffn: int, tp: int, n: int = 1) -> list[tuple[int, int, int]]:
-    """linear_fc1 (column-parallel, gate and up fused for SwiGLU) and linear_fc2 (row-parallel)."""
-    h = model.hidden_size
+def _mlp_shapes(model: ModelSpec, ffn: int, tp: int, n: int = 1, width: int | None = None) -> list[tuple[int, int, int]]:
+    """linear_fc1 (column-parallel, gate and up fused for SwiGLU) and linear_fc2 (row-parallel); `width` is the
+    MLP's input / output width (h, or a latent MoE's latent size for its routed experts)."""
+    h = width or model.hidden_size
     return [(_split(_fc1_width(model, ffn), tp), h, n), (h, _split(ffn, tp), n)]
 
 
@@ -113,9 +115,11 @@ def attention_shapes(model: ModelSpec, tp: int) -> list[tuple[int, int, int]]:
 
 
 def moe_shapes(model: ModelSpec, tp: int, ep: int, etp: int) -> list[tuple[int, int, int]]:
-    """The local experts' fc1 / fc2 (TEGroupedMLP: one weight per local expert, split by expert TP) and the
-    shared experts' (split by TP). The router stays bf16."""
-    shapes = _mlp_shapes(model, model.moe_ffn_hidden_size, etp, _split(model.num_experts, ep))
+    """The local experts' fc1 / fc2 (TEGroupedMLP: one weight per local expert, split by expert TP), a latent
+    MoE's two projections (TELinear, whole on every TP rank) and the shared experts' (split by TP). The router
+    stays bf16."""
+    shapes = _mlp_shapes(model, model.moe_ffn_hidden_size, etp, _split(model.num_experts, ep), model.moe_expert_width)
+    shapes += latent_projection_shapes(model)
     if model.moe_shared_expert_intermediate_size:
         shapes += _mlp_shapes(model, model.moe_shared_expert_intermediate_size, tp)
     return shapes

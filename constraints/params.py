@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from constraints.latent_moe import latent_projection_params
 from constraints.mamba import hybrid_layer_split
 from constraints.spec import Activation, ModelSpec, Normalization
 
@@ -47,9 +48,10 @@ def _fc1_width(model: ModelSpec, ffn: int) -> int:
     return 2 * ffn if model.activation == Activation.swiglu else ffn
 
 
-def _mlp(model: ModelSpec, ffn: int) -> int:
-    """fc1 (h -> fc1 width) + fc2 (ffn -> h), with biases when the model has them."""
-    h = model.hidden_size
+def _mlp(model: ModelSpec, ffn: int, width: int | None = None) -> int:
+    """fc1 (width -> fc1 width) + fc2 (ffn -> width), with biases when the model has them; width is h except for
+    a latent MoE's routed experts (constraints/latent_moe.py)."""
+    h = width or model.hidden_size
     fc1 = _fc1_width(model, ffn)
     bias = (fc1 + h) if model.mlp_bias else 0
     return h * fc1 + ffn * h + bias
@@ -95,9 +97,10 @@ def layer_params(model: ModelSpec, is_moe) -> LayerParams:
     if not is_moe:
         return LayerParams(attn_sharded + _mlp(model, model.ffn_hidden_size), replicated, 0, 0)
     h, e = model.hidden_size, model.num_experts
-    per_expert = _mlp(model, model.moe_ffn_hidden_size)
-    # the DeepSeek-V3 score-correction bias is a buffer in both HF and Megatron (`expert_bias`), not a parameter
-    router = h * e + (e if model.moe_router_bias else 0)
+    per_expert = _mlp(model, model.moe_ffn_hidden_size, model.moe_expert_width)
+    # the DeepSeek-V3 score-correction bias is a buffer in both HF and Megatron (`expert_bias`), not a parameter;
+    # a latent MoE's two projections are replicated across TP like the router
+    router = h * e + (e if model.moe_router_bias else 0) + latent_projection_params(model)
     shared = 0
     if model.moe_shared_expert_intermediate_size:
         shared = _mlp(model, model.moe_shared_expert_intermediate_size)

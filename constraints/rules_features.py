@@ -69,6 +69,17 @@ def shared_expert_overlap_dispatcher(x: RuleInput) -> Optional[Violation]:
     return None
 
 
+@rule(reads="moe_shared_expert_overlap")
+def latent_moe_shared_expert_overlap(x: RuleInput) -> Optional[Violation]:
+    """A latent MoE (--moe-latent-size) cannot overlap its shared experts in training: the shared expert must see
+    the full hidden state before fc1_latent_proj, and MoELayer.preprocess raises "Shared expert overlap with MoE
+    latent projections is not supported during training" (megatron/core/transformer/moe/moe_layer.py @ d98e8a64)."""
+    if x.recipe.moe_shared_expert_overlap and x.model.moe_latent_size and x.model.moe_shared_expert_intermediate_size:
+        return violation("latent_moe_shared_expert_overlap", "--moe-shared-expert-overlap with --moe-latent-size is refused in training",
+                  "drop --moe-shared-expert-overlap")
+    return None
+
+
 @rule(reads="moe_dispatcher tp ep")
 def flex_dispatcher_group(x: RuleInput) -> Optional[Violation]:
     """The flex dispatcher's default DeepEP backend needs TP x EP > 1 (megatron/core/transformer/moe/

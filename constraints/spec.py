@@ -200,6 +200,9 @@ class ModelSpec(Strict):
     moe_router_bias: bool = Field(False, description="router linear has a bias (gpt-oss)")
     moe_router_score_bias: bool = Field(False, description="per-expert score correction bias (DeepSeek-V3 noaux_tc)")
     layer_is_moe: Optional[tuple[bool, ...]] = Field(None, description="per layer: MoE (True) or dense (False)")
+    moe_latent_size: Optional[int] = Field(None, gt=0, le=1 << 20, description="latent MoE (Nemotron 3 Super, Megatron "
+                                           "--moe-latent-size): routed experts and their dispatch run in this width, "
+                                           "between projections h -> latent -> h (constraints/latent_moe.py)")
     # --- MLA (DeepSeek-V3 style); q_lora_rank None = no q compression ---
     multi_latent_attention: bool = False
     q_lora_rank: Optional[int] = Field(None, gt=0, le=1 << 20)
@@ -231,6 +234,8 @@ class ModelSpec(Strict):
                 raise ValueError("MoE model needs moe_router_topk and moe_ffn_hidden_size")
             if self.moe_router_topk > self.num_experts:
                 raise ValueError(f"moe_router_topk={self.moe_router_topk} exceeds num_experts={self.num_experts}")
+        elif self.moe_latent_size is not None:
+            raise ValueError("moe_latent_size needs num_experts (the latent projections wrap the routed experts)")
         if not self.multi_latent_attention and self.num_attention_heads % self.num_query_groups:
             # Megatron's fused QKV splits per KV group into heads/groups query heads (attention.py
             # get_query_key_value_tensors); HF's repeat_kv needs the same divisibility
@@ -256,6 +261,12 @@ class ModelSpec(Strict):
     @property
     def is_moe(self) -> bool:
         return self.num_experts is not None
+
+    @property
+    def moe_expert_width(self) -> int:
+        """Width routed experts read and write, and tokens are dispatched in: the latent size of a latent MoE
+        (Megatron experts.py / token_dispatcher.py use moe_latent_size), else the hidden size."""
+        return self.moe_latent_size or self.hidden_size
 
     @property
     def moe_layers(self) -> tuple[bool, ...]:

@@ -53,7 +53,9 @@ def hybrid_flops(model: ModelSpec, seq_length: int, global_batch_size: int, padd
     mlp = 4 * scale * T * h * m.ffn_hidden_size
     moe = 0.0
     if m.is_moe:
-        moe = 4 * T * h * m.moe_ffn_hidden_size * m.moe_router_topk * scale
+        # moe_layer_flops: routed experts in the latent width of a latent MoE, plus its two projections 4 T h L
+        moe = 4 * T * m.moe_expert_width * m.moe_ffn_hidden_size * m.moe_router_topk * scale
+        moe += 4 * T * h * (m.moe_latent_size or 0)
         moe += 4 * T * h * (m.moe_shared_expert_intermediate_size or 0) * scale
     mamba = 0.0
     if counts["M"]:
@@ -84,10 +86,14 @@ def megatron_flops(model: ModelSpec, seq_length: int, global_batch_size: int, pa
     shared = m.moe_shared_expert_intermediate_size or 0
     attn_linear, attn_core = _attention_per_token(m)
     tokens = global_batch_size * seq_length
+    # a latent MoE's routed experts run in its latent width L (expert term scaled by L / h) plus its two
+    # projections 2 L per token per MoE layer (transformer_flops, moe_latent_size)
+    latent = m.moe_latent_size or 0
+    routed = moe_ffn * topk * ffn_factor * (latent / m.hidden_size if latent else 1) + 2 * latent
     per_token = (
         FWD_BWD * FMA * m.hidden_size * (
             m.ffn_hidden_size * ffn_factor * num_dense
-            + moe_ffn * topk * ffn_factor * num_moe
+            + routed * num_moe
             + shared * ffn_factor * num_moe
         )
         + attn_linear * num_layers

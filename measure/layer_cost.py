@@ -32,7 +32,7 @@ from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
 
 # Megatron's --recompute-modules names -> the layer_ops modules whose forward they re-run
-RECOMPUTE_MODULES = {"moe": {"moe", "moe_act", "router"}, "mlp": {"mlp"}, "core_attn": {"core_attn"},
+RECOMPUTE_MODULES = {"moe": {"moe", "moe_act", "router", "moe_latent_proj"}, "mlp": {"mlp"}, "core_attn": {"core_attn"},
                       "layernorm": {"layernorm"}, "moe_act": {"moe_act"}, "mla_up_proj": {"mla_up_proj"},
                       "shared_experts": {"shared_experts"}}
 
@@ -156,7 +156,7 @@ def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile
               dispatcher: MoeDispatcher) -> float:
     """Dispatch + combine (and ETP gather/scatter) seconds of one MoE layer's forward, before overlap.
     The allgather dispatcher is priced as the all-to-all (same bytes reach each rank's experts)."""
-    h, cal = model.hidden_size, profile.calibration
+    h, cal = model.moe_expert_width, profile.calibration  # a latent MoE dispatches latent-wide tokens
     # the busiest rank receives imbalance x the mean share (the a2a ends when it does)
     a2a = t_sp * model.moe_router_topk * h * 2 * cal.moe_load_imbalance
     if dispatcher == MoeDispatcher.flex:

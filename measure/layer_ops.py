@@ -153,19 +153,26 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     m = tokens_per_local_expert(model, job, recipe)
     f = model.moe_ffn_hidden_size // recipe.etp_effective
     routed_tokens = g * m
+    # a latent MoE projects the rank's tokens h -> L before the dispatch and L -> h after the combine (TELinear,
+    # whole on every TP rank: constraints/latent_moe.py); permute, dispatch and experts then run L wide
+    w, latent = model.moe_expert_width, model.moe_latent_size
+    if latent:
+        ops += gemm_ops(t_sp, latent, h, dt, "moe_latent_proj")
     # permute: gather t_sp * topk token copies into expert order (Megatron `permute`, a read and a write of each
     # copy) before the dispatch, and again after it into local-expert order (`sort_chunks_by_idxs`)
-    ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+    ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
     local_sort = recipe.ep > 1 and g > 1
     if local_sort:
-        ops += pointwise_ops(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
-    ops += grouped_gemm_ops(g, m, _fc1_width(model, f), h, dt, "moe")
+        ops += pointwise_ops(OpKind.elementwise, (routed_tokens * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+    ops += grouped_gemm_ops(g, m, _fc1_width(model, f), w, dt, "moe")
     ops += _activation(model, routed_tokens, f, "moe_act")
-    ops += grouped_gemm_ops(g, m, h, f, dt, "moe")
+    ops += grouped_gemm_ops(g, m, w, f, dt, "moe")
     # unpermute: local re-sort back, then the prob-weighted scatter-add of topk copies into t_sp tokens
     if local_sort:
-        ops += pointwise_ops(OpKind.elementwise, (routed_tokens * h,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
-    ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * h,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)
+        ops += pointwise_ops(OpKind.elementwise, (routed_tokens * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+    ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)
+    if latent:
+        ops += gemm_ops(t_sp, h, latent, dt, "moe_latent_proj")
     if model.moe_shared_expert_intermediate_size:
         fs = model.moe_shared_expert_intermediate_size // recipe.tp
         ops += gemm_ops(t, _fc1_width(model, fs), h, dt, "shared_experts")

@@ -273,6 +273,8 @@ def _moe_args(model: ModelSpec, recipe: Recipe) -> list[str]:
             "--moe-ffn-hidden-size", str(model.moe_ffn_hidden_size)]
     if model.moe_shared_expert_intermediate_size:
         args += ["--moe-shared-expert-intermediate-size", str(model.moe_shared_expert_intermediate_size)]
+    if model.moe_latent_size:  # TransformerConfig.moe_latent_size (latent projections around the routed experts)
+        args += ["--moe-latent-size", str(model.moe_latent_size)]
     if not all(model.moe_layers) and not model.is_hybrid:  # a hybrid pattern's E symbols place the MoE layers
         args += ["--moe-layer-freq", moe_layer_freq_string(model.moe_layers)]
     if model.moe_router_score_bias:

@@ -14,9 +14,9 @@ from tests.conftest import hf_config
 # --- finding 6: no silent 4*hidden for a missing intermediate_size ---------------------------------------
 
 def test_every_bundled_model_states_its_ffn_width_and_loads():
-    """The new error must not break a bundled config: all 25 load, each FFN width as its config.json says."""
+    """The new error must not break a bundled config: all 26 load, each FFN width as its config.json says."""
     names = bundled_models()
-    assert len(names) == 25
+    assert len(names) == 26
     for name in names:
         raw = json.loads((MODELS_DIR / f"{name}.json").read_text())
         # GPT-2 family: n_inner (HF default 4*n_embd); Llama 4: dense layers use intermediate_size_mlp

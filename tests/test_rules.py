@@ -10,6 +10,7 @@ H100 = load_profile("h100-sxm-80gb")
 A100 = load_profile("a100-sxm-80gb")
 B200 = load_profile("b200")
 NH8 = "Nemotron-H-8B-Base-8K"
+SUPER = "Nemotron-3-Super-120B-A12B"
 
 
 def rin(model="Llama-3.1-8B", world=8, seq=4096, gbs=64, precision="bf16", optimizer="adam", profile=H100, flags=None, env=None,
@@ -86,6 +87,8 @@ CASES = {
                                 dict(model=NH8, pp=2, vpp=2, schedule="interleaved")),
     "mamba_heads_split": (dict(model=NH8, tp=8, cp=1), dict(model=NH8, world=16, tp=16, gbs=64)),
     "mamba_fp8_width": (dict(model=NH8, precision="fp8-tensorwise"), None),
+    "latent_moe_shared_expert_overlap": (dict(model=SUPER, world=64, ep=64, gbs=64),
+                                         dict(model=SUPER, world=64, ep=64, gbs=64, moe_shared_expert_overlap=True)),
     # per-layer attention variants (constraints/rules_layer_variants.py)
     "no_rope_freq": (dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 4}),
                      dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 5})),
