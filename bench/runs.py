@@ -72,6 +72,15 @@ MODEL_FILES = {
 # deepseek/h100/deepseek_v3.py deepseek_v3_pretrain_*_h100_bf16_config @ Bridge HEAD 2026-08): rows of Bridge
 # skill studies and verification cards on these models and parts take those optimizer dtypes
 BRIDGE_BF16_OPTIMIZER = {("Moonlight-16B-A3B", "h100-sxm-80gb"), ("DeepSeek-V3", "h100-sxm-80gb")}
+# Megatron-Bridge performance recipes reduce gradients in bf16 (grad_reduce_in_fp32 False in mixed_precision and ddp):
+# scripts/performance/configs/*/*_llm_pretrain.yaml @183aad1d (2025-09, the 25.09 runs), the per-family
+# *_llm_pretrain.py / llama3_llm_finetune.py set_*_common_*_configs @e645566b (2025-11) .. @39b4a5b4 (2026-04), and
+# src/megatron/bridge/perf_recipes/_common.py _benchmark_common / _perf_precision @067f987d (HEAD 2026-08). Rows of the
+# performance summaries, of verification cards' pretrain_performance / weak-scaling items and of the perf-* skill
+# studies (which run those recipes: "the native 16-H100 BF16 performance recipe", the Llama3-70B SFT perf config)
+# therefore hold a bf16 main-grad buffer, 2 B/param (Megatron arguments.py: accumulate_allreduce_grads_in_fp32 off)
+BRIDGE_PERF_SOURCE = re.compile(r"Megatron-Bridge (docs/performance-summary|skills/nemo-mbridge-perf-)"
+                                r"|model_verification_cards/.*\[items\.pretrain_(performance|weak_scaling)")
 # substring of the row's hardware -> (profile name, GPUs per node/tray); order matters (H100 after H800/H200)
 HARDWARE = [("A100", "a100-sxm-80gb", 8), ("H800", "h800-sxm-80gb", 8), ("H200", "h200-sxm-141gb", 8), ("H100", "h100-sxm-80gb", 8),
             ("GB200", "gb200-nvl72", 4), ("GB300", "gb300-nvl72", 4), ("B200", "b200", 8), ("B300", "b300", 8),
@@ -275,6 +284,9 @@ def row_case(r: dict) -> RunCase | RunSkip:
     if bf16_optimizer:
         preset["grad_reduce_in_bf16"] = True
         assumed.append("precision-aware optimizer, bf16 main grads and moments (Bridge H100 recipe)")
+    elif BRIDGE_PERF_SOURCE.search(r["source"]) and precision != Precision.fp16:
+        preset["grad_reduce_in_bf16"] = True
+        assumed.append("bf16 main grads (Bridge performance recipe, grad_reduce_in_fp32 False)")
     try:
         recipe = Recipe(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, mbs=mbs, sequence_parallel=sp,
                         recompute=preset.pop("recompute", None) or _recompute(r["recompute"]), dp_sharding=sharding,
