@@ -11,7 +11,14 @@ the SP + selective case as sbh(18 + 4*ffn/h)/t. We generalise term by term (each
 - MLA: down-projection outputs, normed latents and the up-projected q/k/v (see DeepSeek-V2 sec. 2.1).
 - MoE: tokens*topk routed copies on the expert side (forced balance: every EP rank gets the mean), width
   /ETP; shared experts as a dense MLP of their width; router probabilities in fp32. A latent MoE's experts
-  save latent-wide tensors, plus its projections' inputs (constraints/latent_moe.py).
+  save latent-wide tensors, plus its projections' inputs (constraints/latent_moe.py). The routing probabilities
+  are applied inside the expert activation (megatron/core/transformer/moe/experts.py TEGroupedMLP.forward,
+  weighted_bias_swiglu_impl, since "Memory efficient token permutation", Megatron-LM 2659630, 2025-04), so the
+  combine (token_dispatcher.py unpermute without probs) saves nothing: the experts' fc2 output is not kept.
+  In bf16 the shared experts' fc1 saves the very tensor the router saved (the pre-MLP norm output; TE Linear
+  keeps its input without a copy when no cast is needed), so it is counted once; FP8 saves a quantised copy.
+- QK layernorm (Qwen3, --qk-layernorm): the per-head q/k RMSNorm (TENorm) saves its input and fp32 rstd
+  before RoPE (megatron/core/transformer/attention.py get_query_key_value_tensors, q_layernorm/k_layernorm).
 - CP: every term holds s/CP tokens.
 - FP8 (TE): GEMM inputs are saved quantised, 1 byte per element instead of 2. NVFP4 (TE NVFP4BlockScaling):
   4-bit E2M1 values, two per byte, plus one E4M3 scale byte per 16-element block: 9 bytes per 16 elements
@@ -43,11 +50,14 @@ class Shape:
         return _ceil_div(self.lin_per16 * elems, 16 * div)
 
 
+LIN_BF16_PER16 = 32  # 16 bf16 elements
+
+
 def lin_bytes_per16(job: JobSpec) -> int:
     """Bytes per 16 elements of a GEMM input TE saves for backward, by precision (module docstring)."""
     if job.precision.is_fp4:
         return 9
-    return 16 if job.precision.is_fp8 else 32
+    return 16 if job.precision.is_fp8 else LIN_BF16_PER16
 
 
 def shape_of(job: JobSpec, recipe: Recipe) -> Shape:
@@ -88,6 +98,9 @@ def attention_terms(model: ModelSpec, sh: Shape) -> dict[str, int]:
         "v": 2 * T * groups * d,
         "attn_output": sh.lin(T * _ceil_div(a, t) * d),  # input of the output projection
     })
+    if model.qk_layernorm:  # q/k RMSNorm inputs (bf16) and rstd (fp32 per token and head), before RoPE
+        heads = _ceil_div(a, t) + groups
+        terms["qk_norm_input"] = 2 * T * heads * d + 4 * T * heads
     return terms
 
 
@@ -124,11 +137,12 @@ def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
         "expert_fc1_input": sh.lin(routed * w),
         "expert_fc1_output": _ceil_div(2 * routed * _fc1_width(model, f), sh.etp),
         "expert_act_output": sh.lin(routed * f, sh.etp),
-        "expert_output": 2 * routed * w,  # kept for the probability-weighted combine's backward
         **latent_activation_terms(model, sh, local_tokens),
     })
     if model.moe_shared_expert_intermediate_size:
         terms.update(dense_mlp_terms(model, sh, model.moe_shared_expert_intermediate_size, "shared_", T, sh.tp))
+        if sh.lin_per16 == LIN_BF16_PER16:
+            terms["shared_fc1_input"] = 0  # the router's saved input, same tensor (module docstring)
     return terms
 
 
@@ -140,7 +154,7 @@ _DROPPED_BY: dict[RecomputeModule, tuple[str, ...]] = {
     RecomputeModule.mla_up_proj: ("mla_qkv_up",),
     RecomputeModule.mlp: ("fc1_output", "act_output"),
     RecomputeModule.moe_act: ("expert_act_output",),
-    RecomputeModule.moe: ("router_probs", "expert_fc1_input", "expert_fc1_output", "expert_act_output", "expert_output",
+    RecomputeModule.moe: ("router_probs", "expert_fc1_input", "expert_fc1_output", "expert_act_output",
                           "shared_fc1_output", "shared_act_output", "latent_fc1_input", "latent_fc2_input"),
     RecomputeModule.shared_experts: ("shared_fc1_output", "shared_act_output"),
 }
