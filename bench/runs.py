@@ -28,6 +28,10 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - VPP > 1 means the interleaved schedule, else 1F1B; TP comm overlap off.
 - precision: FP8 / FP8-CS -> fp8-tensorwise, MXFP8 / FP8-MX -> mxfp8, blockwise -> fp8-blockwise,
   empty -> bf16, NVFP4 -> nvfp4.
+- Rows of Megatron-Bridge performance recipes (performance summaries, cards' pretrain_performance / weak-scaling items,
+  perf-* skill studies): bf16 main grads, as every such recipe sets grad_reduce_in_fp32 False (`BRIDGE_PERF_SOURCE`).
+- Peak memory of Megatron-Bridge skill studies and cards is logged in decimal GB (`BRIDGE_LOGGED_MEMORY`) and converted
+  to GiB; a peak read "after iteration 1" is flagged (`RunCase.memory_after_first_iteration`).
 - Muon optimizer where the notes say so (Kimi-K2); Adam otherwise. Megatron-Bridge skill-study and verification-card
   rows of Moonlight-16B-A3B and DeepSeek-V3 on H100 in bf16 take their Bridge recipe's precision-aware optimizer
   (bf16 main grads and Adam moments; `BRIDGE_BF16_OPTIMIZER`).
@@ -53,6 +57,9 @@ from constraints.spec import (Activation, DataParallelSharding, JobSpec, ModelSp
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS_CSV = REPO / "bench" / "data" / "runs.csv"
+# published peak-memory studies outside the development set (same columns; read by bench/validate_memory.py only,
+# so no projection constant is ever fitted on them): see bench/data/SOURCES.md
+MEMORY_CSV = REPO / "bench" / "data" / "memory_runs.csv"
 
 # row model name -> bundled config stem (same table as runs_to_megatron.py)
 MODEL_FILES = {
@@ -86,6 +93,11 @@ HARDWARE = [("A100", "a100-sxm-80gb", 8), ("H800", "h800-sxm-80gb", 8), ("H200",
             ("GB200", "gb200-nvl72", 4), ("GB300", "gb300-nvl72", 4), ("B200", "b200", 8), ("B300", "b300", 8),
             ("MI300X", "mi300x", 8), ("MI325X", "mi325x", 8), ("MI355X", "mi355x", 8)]
 MEASURED = ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "iter_time_s", "mem_per_gpu_gib")
+# Megatron-Bridge logs peak memory as torch.cuda.memory_stats()["allocated_bytes.all.peak"] / 1e9 rounded to five
+# significant digits (src/megatron/bridge/training/utils/train_utils.py MEMORY_KEYS, mem-max-allocated-gigabytes
+# @067f987d): the "GB" of its skill studies and verification cards (36.618, 62.166, 66.297) are decimal gigabytes
+BRIDGE_LOGGED_MEMORY = re.compile(r"Megatron-Bridge (skills/|examples/model_verification_card)")
+GB_PER_GIB = 2 ** 30 / 1e9
 
 
 class RunCase(BaseModel):
@@ -101,6 +113,7 @@ class RunCase(BaseModel):
     precision_published: str
     source: str
     assumed: tuple[str, ...] = ()
+    memory_after_first_iteration: bool = False  # the measured peak was read after iteration 1 (before Adam's moments exist)
 
 
 class RunSkip(BaseModel):
@@ -302,11 +315,15 @@ def row_case(r: dict) -> RunCase | RunSkip:
     if gpus % gpn:
         gpn = 1
     measured = {k: float(r[k]) for k in MEASURED if r[k] and re.match(r"^[0-9.eE+-]+$", r[k])}
+    if "mem_per_gpu_gib" in measured and BRIDGE_LOGGED_MEMORY.search(r["source"]):
+        measured["mem_per_gpu_gib"] /= GB_PER_GIB
+        assumed.append("peak memory in decimal GB (Megatron-Bridge memory metrics), converted to GiB")
     # "did not OOM" (MBSKILL-518) is a run that fitted
     oom = bool(re.search(r"(?<!not )\bOOM\b", r["notes"])) or "does-not-fit" in r["notes"]
     return RunCase(id=rid, model=model, job=job, recipe=recipe, placement=Placement(hardware=profile, num_nodes=gpus // gpn, gpus_per_node=gpn),
                    hardware=profile, measured=measured, outcome="oom" if oom else "ran", precision_published=r["precision"],
-                   source=r["source"], assumed=tuple(assumed))
+                   source=r["source"], assumed=tuple(assumed),
+                   memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
 
 
 def load_all(csv_path: Path | str = RUNS_CSV) -> tuple[list[RunCase], list[RunSkip]]:
