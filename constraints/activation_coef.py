@@ -6,20 +6,28 @@ recompute keeps) only decides *how many* of each. Splitting the two lets the sol
 recipes with numpy (solver/table_memory.py) from a few hundred structures and a few thousand shapes, with
 the same integer arithmetic: tests/test_activation_coef.py holds `evaluate` equal to chunk_activation.
 
-Values (one set per layer shape; `values_of`): PLd / PLm = bytes of one dense / MoE layer under selective
-or no recompute (activations.layer_bytes), INP = a checkpointed layer input (layer_input_bytes), EMB =
-embedding activations (embedding_bytes), OUT = output-layer activations (output_bytes).
+Values (one set per layer shape; `values_of`): one PL per layer kind (`kind_keys`: PLd / PLm = bytes of one
+dense / MoE transformer layer; for a hybrid model one per pattern symbol M, *, -, E) under selective or no
+recompute (activations.layer_bytes), INP = a checkpointed layer input (layer_input_bytes), EMB = embedding
+activations (embedding_bytes), OUT = output-layer activations (output_bytes).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from constraints import activations as act
+from constraints.hybrid_pattern import LAYER_SYMBOLS
 from constraints.params import padded_vocab_size
 from constraints.spec import ModelSpec, Recipe, RecomputeGranularity, RecomputeMethod
 from constraints.stages import Chunk
 
-VALUE_NAMES = ("PLd", "PLm", "INP", "EMB", "OUT")
+TRANSFORMER_KINDS = (False, True)  # ModelSpec.layer_kinds of a transformer: dense, MoE
+
+
+def kind_keys(model: ModelSpec) -> tuple:
+    """The layer kinds the coefficients count, in column order: (dense, MoE) for a transformer (both always, so its
+    table layout does not depend on which occur), the four pattern symbols (M, *, -, E) for a hybrid model."""
+    return LAYER_SYMBOLS if model.is_hybrid else TRANSFORMER_KINDS
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -28,16 +36,15 @@ def _ceil_div(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class RankCoef:
-    """One pipeline rank: sums[0] = n_dense*PLd + n_moe*PLm + n_inp*INP + n_emb_layers*EMB,
-    sums[1] = n_emb*EMB, sums[2] = n_out*OUT, working = max(a*PLd + b*PLm for (a, b) in working), else 0."""
+    """One pipeline rank: sums[0] = sum_k n_kind[k]*PL[k] + n_inp*INP + n_emb_layers*EMB, sums[1] = n_emb*EMB,
+    sums[2] = n_out*OUT, working = max(sum_k w[k]*PL[k] for w in working), else 0 (k over `kind_keys`)."""
 
-    n_dense: int
-    n_moe: int
+    n_kind: tuple[int, ...]
     n_inp: int
     n_emb_layers: int
     n_emb: int
     n_out: int
-    working: tuple[tuple[int, int], ...]
+    working: tuple[tuple[int, ...], ...]
     vpp: int
 
 
@@ -49,54 +56,54 @@ def full_recompute_key(recipe: Recipe) -> tuple:
     return (rc.method.value, rc.num_layers or 1)
 
 
-def _chunk_coef(flags: list[bool], chunk: Chunk, last_flag: bool, full: tuple) -> tuple[list[int], set]:
-    """[n_dense, n_moe, n_inp, n_emb_layers, n_emb, n_out] and working (a, b) pairs of one chunk, mirroring
-    constraints.memory.chunk_activation term by term."""
-    n = len(flags)
-    c = [0, 0, 0, 0, 0, 0]
+def _chunk_coef(kinds: list, chunk: Chunk, last_kind, full: tuple, keys: tuple) -> tuple[list[int], set]:
+    """[n per kind..., n_inp, n_emb_layers, n_emb, n_out] and working count tuples of one chunk, mirroring
+    constraints.memory.chunk_activation term by term (`kinds`: the chunk's layer kinds, `keys`: kind_keys)."""
+    n, nk = len(kinds), len(keys)
+    c = [0] * (nk + 4)
+
+    def counts(group) -> list[int]:
+        return [group.count(k) for k in keys]
+
     working: set = set()
     if full and n:
         method, k_req = full
         k = min(k_req, n)
         if method == RecomputeMethod.block.value:
-            c[2] += k                                  # first k layers keep only their input
-            tail = flags[k:]
-            c[0] += tail.count(False)
-            c[1] += tail.count(True)
-            head = flags[:k]
-            working |= {(1, 0)} if False in head else set()
-            working |= {(0, 1)} if True in head else set()
+            c[nk] += k                                 # first k layers keep only their input
+            c[:nk] = counts(kinds[k:])
+            # the working set is the largest single layer among the first k
+            working |= {tuple(int(j == keys.index(kind)) for j in range(nk)) for kind in set(kinds[:k])}
         else:
-            c[2] += _ceil_div(n, k)                    # one input per group of k layers ("uniform")
+            c[nk] += _ceil_div(n, k)                   # one input per group of k layers ("uniform")
             for g in range(0, n, k):
-                grp = flags[g:g + k]
-                working.add((grp.count(False), grp.count(True)))
+                working.add(tuple(counts(kinds[g:g + k])))
     else:
-        c[0] += flags.count(False)
-        c[1] += flags.count(True)
+        c[:nk] = counts(kinds)
     if chunk.mtp:                                      # each MTP block: one last-kind layer + embedding
-        c[1 if last_flag else 0] += chunk.mtp
-        c[3] += chunk.mtp
-    c[4] += 1 if chunk.embedding else 0
-    c[5] += (1 if chunk.loss else 0) + chunk.mtp
+        c[keys.index(last_kind)] += chunk.mtp
+        c[nk + 1] += chunk.mtp
+    c[nk + 2] += 1 if chunk.embedding else 0
+    c[nk + 3] += (1 if chunk.loss else 0) + chunk.mtp
     return c, working
 
 
 def rank_coefficients(model: ModelSpec, recipe: Recipe, chunks: list[Chunk]) -> RankCoef:
     """Coefficients of one rank's chunks (recipe supplies only the full-recompute setting)."""
-    flags_all, full = model.moe_layers, full_recompute_key(recipe)
-    last_flag = flags_all[-1] if flags_all else False
-    total = [0, 0, 0, 0, 0, 0]
+    kinds_all, full, keys = model.layer_kinds, full_recompute_key(recipe), kind_keys(model)
+    last_kind = kinds_all[-1] if kinds_all else keys[0]
+    total = [0] * (len(keys) + 4)
     working: set = set()
     for chunk in chunks:
-        c, w = _chunk_coef([flags_all[i] for i in chunk.layers], chunk, last_flag, full)
+        c, w = _chunk_coef([kinds_all[i] for i in chunk.layers], chunk, last_kind, full, keys)
         total = [x + y for x, y in zip(total, c)]
         working |= w
-    return RankCoef(*total, working=tuple(sorted(working)), vpp=len(chunks))
+    nk = len(keys)
+    return RankCoef(tuple(total[:nk]), *total[nk:], working=tuple(sorted(working)), vpp=len(chunks))
 
 
-def values_of(model: ModelSpec, job, recipe: Recipe) -> tuple[int, int, int, int, int]:
-    """(PLd, PLm, INP, EMB, OUT) bytes for one micro-batch at this recipe's layer shape."""
+def values_of(model: ModelSpec, job, recipe: Recipe) -> tuple[int, ...]:
+    """(PL per kind..., INP, EMB, OUT) bytes for one micro-batch at this recipe's layer shape."""
     return values_at(model, shape_key(job, recipe), act.recomputed_modules(recipe))
 
 
@@ -108,20 +115,22 @@ def shape_key(job, recipe: Recipe) -> tuple:
             recipe.cross_entropy_loss_fusion)
 
 
-def values_at(model: ModelSpec, key: tuple, modules: tuple) -> tuple[int, int, int, int, int]:
-    """values_of from its shape_key and recomputed modules (activations.recomputed_modules) alone."""
+def values_at(model: ModelSpec, key: tuple, modules: tuple) -> tuple[int, ...]:
+    """values_of from its shape_key and recomputed modules (activations.recomputed_modules) alone; a kind the
+    model does not have is 0."""
     sh, sharded, tp, vocab_multiple, fused_loss = key
-    pld = act.kept_layer_bytes(model, sh, False, modules) if False in model.moe_layers else 0
-    plm = act.kept_layer_bytes(model, sh, True, modules) if True in model.moe_layers else 0
+    present = set(model.layer_kinds)
+    per_kind = tuple(act.kept_layer_bytes(model, sh, k, modules) if k in present else 0 for k in kind_keys(model))
     vocab = padded_vocab_size(model, tp, vocab_multiple)
-    return (pld, plm, act.checkpoint_input_bytes(model, sh, sharded), act.embedding_bytes(model, sh),
-            act.output_bytes(model, sh, vocab, fused_loss))
+    return per_kind + (act.checkpoint_input_bytes(model, sh, sharded), act.embedding_bytes(model, sh),
+                       act.output_bytes(model, sh, vocab, fused_loss))
 
 
-def evaluate(coef: RankCoef, values: tuple[int, int, int, int, int]) -> tuple[list[int], int]:
+def evaluate(coef: RankCoef, values: tuple[int, ...]) -> tuple[list[int], int]:
     """(sums [layers, embedding, output], working set) of one rank — the scalar form of the numpy path."""
-    pld, plm, inp, emb, out = values
-    sums = [coef.n_dense * pld + coef.n_moe * plm + coef.n_inp * inp + coef.n_emb_layers * emb,
+    nk = len(coef.n_kind)
+    pl, (inp, emb, out) = values[:nk], values[nk:]
+    sums = [sum(n * v for n, v in zip(coef.n_kind, pl)) + coef.n_inp * inp + coef.n_emb_layers * emb,
             coef.n_emb * emb, coef.n_out * out]
-    working = max((a * pld + b * plm for a, b in coef.working), default=0)
+    working = max((sum(a * v for a, v in zip(w, pl)) for w in coef.working), default=0)
     return sums, working

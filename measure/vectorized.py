@@ -25,7 +25,8 @@ from hardware.profile import HardwareProfile
 from measure.collectives_np import all_reduce_np, one_pass_np, span_row
 from measure.factor_table import Axis as _Axis, Factor as _Factor
 from measure.flops import flops_per_iteration
-from measure.layer_ops import LayerKind, Phase, head_ops, optimizer_ops
+from constraints.activation_coef import kind_keys
+from measure.layer_ops import LayerKind, Phase, head_ops, layer_kind_of, optimizer_ops
 from measure.dp_comm import FSDP_SHARDINGS
 from measure.layer_columns import KIND_COLS, RECOMPUTE_MODULE_COLS, RAW_WIDTH, finish_columns, raw_cols
 from measure.layer_cost import LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
@@ -33,14 +34,14 @@ from measure.measured_tables import bundled_table
 from measure.recipe_batch import INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.roofline import CostLookup, op_time_s
 from measure.schedule_np import p2p_units_np, staged_closed_form_np
-from measure.stage_rows import STAGE_COLS, stage_row
+from measure.stage_rows import stage_row, stage_width
 from measure.topology import domain_size
 
 __all__ = ["Evaluator", "RecipeBatch", "SCHEDULES", "SHARDINGS", "evaluate"]
 CHUNK_ROWS = 1 << 15  # rows priced per numpy pass
 
-# layer-row columns: per kind (dense, moe) the raw parts (measure/layer_columns.py), then the head and
-# per-micro-batch constants
+# layer-row columns: per layer kind (dense, MoE; or a hybrid model's M, *, -, E: Evaluator.kinds) the raw parts
+# (measure/layer_columns.py), then the head and per-micro-batch constants
 _HEAD_COLS = ("emb_f", "emb_w", "loss_f", "loss_d", "loss_w", "vocab_rows", "p2p_bytes", "flops")
 
 
@@ -66,6 +67,9 @@ class Evaluator:
         self.model, self.job, self.placement, self.profile = model, job, placement, profile
         self.cost_table, self.fingerprint = cost_table, fingerprint
         self.base: Optional[Recipe] = None
+        # the layer kinds in column order (the stage rows count them in the same order), and which occur
+        self.kinds = [layer_kind_of(k) for k in kind_keys(model)]
+        self.present = [k in set(model.layer_kinds) for k in kind_keys(model)]
 
     def _reset(self, base: Recipe) -> None:
         self.base = base
@@ -77,6 +81,7 @@ class Evaluator:
         self.rc_mask = np.zeros((0, len(RECOMPUTE_MODULE_COLS)))   # rc_mods idx -> 1.0 per layer_ops module it re-runs
         self.layers = _Factor(self._layer_row)
         self.stages = _Factor(self._stage_row)
+        self.stage_cols = stage_width(self.model)
         self._parts_cache: dict = {}   # (layer kind, shape key) -> LayerParts
         self._shared = None if self.shared_parts is None else self.shared_parts.setdefault(
             (domain_size(self.profile, self.placement), base.model_dump_json()), {})
@@ -90,18 +95,20 @@ class Evaluator:
         return self.axes[axis].values[i]
 
     def _layer_row(self, key: tuple) -> list[float]:
-        """Key (tp, cp, ep, etp, mbs, sp indices) -> raw dense-layer, MoE-layer and head columns: the parts of
-        measure.layer_cost.layer_parts, which read neither recompute, the dispatcher nor the overlap flags.
-        `finish_columns` applies those per row in numpy, the arithmetic of layer_cost.finish_parts."""
-        ep_free = (key[0], key[1], key[4], key[5])  # the dense layer and the head ops do not read EP / ETP
-        dense_row = [0.0] * RAW_WIDTH
-        if not self.model.is_moe or False in self.model.moe_layers:
-            dense_row = raw_cols(self._parts(LayerKind.dense, ep_free))
-        moe_row = raw_cols(self._parts(LayerKind.moe, key)) if self.model.is_moe else [0.0] * RAW_WIDTH
+        """Key (tp, cp, ep, etp, mbs, sp indices) -> raw columns of each layer kind (self.kinds), then the head
+        columns: the parts of measure.layer_cost.layer_parts, which read neither recompute, the dispatcher nor the
+        overlap flags. `finish_columns` applies those per row in numpy, the arithmetic of layer_cost.finish_parts."""
+        ep_free = (key[0], key[1], key[4], key[5])  # layers without experts and the head ops do not read EP / ETP
+        row: list[float] = []
+        for kind, present in zip(self.kinds, self.present):
+            if not present:
+                row += [0.0] * RAW_WIDTH
+            else:
+                row += raw_cols(self._parts(kind, key if kind.has_moe else ep_free))
         head = self._head_rows.get(ep_free)
         if head is None:
             head = self._head_rows[ep_free] = self._head_row(self._shape_recipe(key))
-        return dense_row + moe_row + head
+        return row + head
 
     def _shape_recipe(self, shape: tuple) -> Recipe:
         tp, cp, ep, etp, mbs = (self._val(a, i) for a, i in zip(("tp", "cp", "ep", "etp", "mbs"), shape[:5]))
@@ -243,24 +250,29 @@ class Evaluator:
         dp = np.maximum(world // (tp * pp * cp), 1)
         m = np.maximum(self.job.global_batch_size // (mbs * dp), 1)
         paired = ep_paired_fraction(pp, vpp, m) if epo.any() else np.zeros(len(tp))
-        col_ = {}
-        present = (not self.model.is_moe or False in self.model.moe_layers, self.model.is_moe)  # dense, MoE layers
-        for k, suffix in enumerate("dm"):
-            if not present[k]:  # no layer of this kind: its columns are zero (the stage counts of it are zero too)
-                col_.update({c + suffix: 0.0 for c in KIND_COLS})
+        col_ = []  # per kind: its KIND_COLS, each [row, 1] (0.0 for a kind the model does not have)
+        for k, present in enumerate(self.present):
+            if not present:  # no layer of this kind: its columns are zero (the stage counts of it are zero too)
+                col_.append({c: 0.0 for c in KIND_COLS})
                 continue
-            fin = finish_columns(L[:, k * RAW_WIDTH:(k + 1) * RAW_WIDTH], sel_mask, tpo, disp, epo, cal, paired)
-            col_.update({c + suffix: fin[c] for c in KIND_COLS})
-        head = {c: L[:, 2 * RAW_WIDTH + i] for i, c in enumerate(_HEAD_COLS)}
+            col_.append(finish_columns(L[:, k * RAW_WIDTH:(k + 1) * RAW_WIDTH], sel_mask, tpo, disp, epo, cal, paired))
+        nk = len(self.kinds)
+        head = {c: L[:, nk * RAW_WIDTH + i] for i, c in enumerate(_HEAD_COLS)}
         valid, v, cross = S[:, 0] > 0, S[:, 1], S[:, 2]
-        R = S[:, 3:].reshape(len(S), -1, len(STAGE_COLS))  # [row, rank profile, count]
-        nd, nm, nfd, nfm, emb, loss, voc, mult = (R[:, :, i] for i in range(len(STAGE_COLS)))
+        R = S[:, 3:].reshape(len(S), -1, self.stage_cols)  # [row, rank profile, count]
+        n_k = [R[:, :, k] for k in range(nk)]         # layers of each kind
+        nf_k = [R[:, :, nk + k] for k in range(nk)]   # of which fully recomputed
+        emb, loss, voc, mult = (R[:, :, 2 * nk + i] for i in range(4))
         sel = rcm[:, 2:3]
+
+        def per_kind(counts, name):  # sum over kinds of count x the kind's column (kind order: dense then MoE)
+            return sum(c * col[name] for c, col in zip(counts, col_))
+
         # per rank profile, per micro-batch: the sums project() forms per chunk, added over the rank's chunks
-        rec = nfd * col_["Rd"] + nfm * col_["Rm"] + sel * (nd * col_["Sd"] + nm * col_["Sm"])
-        f = nd * col_["Fd"] + nm * col_["Fm"] + emb * head["emb_f"][:, None] + loss * head["loss_f"][:, None]
-        b = nd * col_["Bd"] + nm * col_["Bm"] + rec + loss * head["loss_d"][:, None]
-        w = nd * col_["Wd"] + nm * col_["Wm"] + emb * head["emb_w"][:, None] + loss * head["loss_w"][:, None]
+        rec = per_kind(nf_k, "R") + sel * per_kind(n_k, "S")
+        f = per_kind(n_k, "F") + emb * head["emb_f"][:, None] + loss * head["loss_f"][:, None]
+        b = per_kind(n_k, "B") + rec + loss * head["loss_d"][:, None]
+        w = per_kind(n_k, "W") + emb * head["emb_w"][:, None] + loss * head["loss_w"][:, None]
         tot = f + b + w
         eff_p2p = cal.p2p_bandwidth_efficiency
         p2p = np.where(cross > 0, head["p2p_bytes"] / (prof.scale_out_bandwidth_gb_per_s * 1e9 * eff_p2p) + prof.scale_out_latency_us * 1e-6,
@@ -272,8 +284,8 @@ class Evaluator:
         busy = m * (mult * tot).sum(axis=1)
         bubble = np.where(single, 0.0, 1.0 - busy / (pp * step))
         # data-parallel reduction and parameter gather on the rank holding the most parameters (bf16)
-        dense = nd * col_["Pd"] + nm * col_["Pm"] + voc * head["vocab_rows"][:, None]
-        expert = nd * col_["Ed"] + nm * col_["Em"]
+        dense = per_kind(n_k, "P") + voc * head["vocab_rows"][:, None]
+        expert = per_kind(n_k, "E")
         rank_dp = np.argmax(np.where(mult > 0, dense + expert, -1.0), axis=1)[:, None]
         dense_p, expert_p = (np.take_along_axis(x, rank_dp, axis=1)[:, 0] for x in (dense, expert))
         return {"step": step, "bubble": bubble, "valid": valid, "dense_p": dense_p, "expert_p": expert_p, "D": D, "E": E,

@@ -20,7 +20,7 @@ import numpy as np
 
 from constraints import activations as act
 from constraints import memory as mem
-from constraints.activation_coef import full_recompute_key, rank_coefficients, shape_key, values_at
+from constraints.activation_coef import full_recompute_key, kind_keys, rank_coefficients, shape_key, values_at
 from constraints.schedule import inflight_chunks
 from constraints.spec import Recipe
 from constraints.stages import rank_chunks
@@ -53,14 +53,14 @@ class Split:
 
     chunks: list            # per rank: list[Chunk]
     classes: list[list[int]]  # ranks per class, in first-rank order
-    sigs: list = None         # per class: its chunks' (MoE flag per layer, embedding, loss, MTP) contents
+    sigs: list = None         # per class: its chunks' (layer kind per layer, embedding, loss, MTP) contents
 
 
 def make_split(model, pp: int, vpp: int, acc) -> Split:
     """Chunks per rank (constraints.stages.rank_chunks) and the classes of ranks with equal contents."""
     recipe = _SPLIT_BASE.model_copy(update={"pp": pp, "vpp": vpp, **split_fields(acc)})
     chunks = rank_chunks(model, recipe)
-    flags = model.moe_layers
+    flags = model.layer_kinds
     sig_of: dict = {}
     for rank, cs in enumerate(chunks):
         sig = tuple((tuple(flags[i] for i in c.layers), c.embedding, c.loss, c.mtp) for c in cs)
@@ -76,6 +76,7 @@ class MemoryTables:
         self.model, self.job, self.world = space.model, space.job, space.world_size
         self.splits, self.width = splits, width
         self.split_keys = list(splits)
+        self.n_kinds = len(kind_keys(self.model))  # layer-kind values (PL) per shape: activation_coef.kind_keys
         self._static_cache, self._static_recipes, self._class_params_cache = {}, {}, {}
         self._params_recipes, self._params_by_chunk, self._chunk_ids, self._split_chunks = {}, {}, {}, {}
         # full-recompute settings: the only part of recompute the activation coefficients read
@@ -154,7 +155,7 @@ class MemoryTables:
         """Per class of a split: (content id, chunk) of its first rank's chunks (ids shared across splits)."""
         out = self._split_chunks.get(split_key)
         if out is None:
-            split, flags = self.splits[split_key], self.model.moe_layers
+            split, flags = self.splits[split_key], self.model.layer_kinds
             out = self._split_chunks[split_key] = [
                 [(self._chunk_ids.setdefault((tuple(flags[i] for i in c.layers), c.embedding, c.loss, c.mtp), len(self._chunk_ids)), c)
                  for c in split.chunks[ranks[0]]] for ranks in split.classes]
@@ -184,20 +185,24 @@ class MemoryTables:
         inflight = np.array([self._inflight(sched_names[k[0]], k[1], k[2]) for k in keys.tolist()],
                             dtype=np.int64).reshape(len(keys), self.width)
         sf_keys, sf_id = self._keyed(cols, ("split",), (), {"full": full_ids})
-        pld, plm, inp, emb, outb = (vals[:, i][val_id] for i in range(5))
+        nk = self.n_kinds
+        pl = [vals[:, i][val_id] for i in range(nk)]
+        inp, emb, outb = (vals[:, nk + i][val_id] for i in range(3))
         vpp = np.maximum(cols["vpp"], 1)
         out = np.zeros((n, self.width), dtype=np.int64)
         for c in range(self.width):
             table = np.array([self._coef_flat(sid, fid, c) for sid, fid in sf_keys.tolist()], dtype=np.int64)
             col = lambda i, table=table: table[:, i][sf_id]  # noqa: E731
-            # activation_coef.evaluate; a coefficient that is 0 in every row adds 0 and is skipped (same integers)
-            layers = sum((col(i) * v for i, v in ((1, pld), (2, plm), (3, inp), (4, emb)) if table[:, i].any()),
-                         np.zeros(n, dtype=np.int64))
-            sums = [layers, col(5) * emb, col(6) * outb]
-            pairs = [(j, j + 1) for j in range(7, table.shape[1], 2) if table[:, j:j + 2].any()]
+            # activation_coef.evaluate; a coefficient that is 0 in every row adds 0 and is skipped (same integers).
+            # Flat layout (_coef_flat): valid, n per kind, n_inp, n_emb_layers, n_emb, n_out, working tuples
+            per_value = [(1 + k, pl[k]) for k in range(nk)] + [(1 + nk, inp), (2 + nk, emb)]
+            layers = sum((col(i) * v for i, v in per_value if table[:, i].any()), np.zeros(n, dtype=np.int64))
+            sums = [layers, col(3 + nk) * emb, col(4 + nk) * outb]
+            groups = [j for j in range(5 + nk, table.shape[1], nk) if table[:, j:j + nk].any()]
             working = np.zeros(n, dtype=np.int64)
-            for j, k in pairs:  # max over the working pairs (a, b) of a*PLd + b*PLm, 0 when none
-                working = np.maximum(working, col(j) * pld + col(k) * plm)
+            for j in groups:  # max over the working tuples w of sum_k w[k]*PL[k], 0 when none
+                working = np.maximum(working, sum((col(j + k) * pl[k] for k in range(nk) if table[:, j + k].any()),
+                                                  np.zeros(n, dtype=np.int64)))
             terms = mem.rank_activation_terms(sums, working, vpp, inflight[:, c][inflight_id], comm, frag_ppm, overhead_bytes)
             total = sum(terms.values())
             out[:, c] = total if table[:, 0].all() else np.where(col(0) > 0, total, 0)
@@ -223,7 +228,7 @@ class MemoryTables:
         return fast_recipe(tp, pp, 1, cp, ep, etp or None, mbs, bool(sp), self.rc[rc], "1f1b", "none", False)
 
     def _value_table(self, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """([distinct, 5] activation_coef values (PLd, PLm, INP, EMB, OUT), index per row): a shape key per
+        """([distinct, kinds + 3] activation_coef values (PL per kind, INP, EMB, OUT), index per row): a shape key per
         distinct (TP, CP, EP, ETP, MBS, SP) (shape_key reads no recompute field), then values_at once per
         distinct (shape key, recomputed modules): thousands of rows share a few hundred of those."""
         shapes, shape_of_row = self._keyed(cols, ("tp", "cp", "ep", "etp"), ("mbs", "sp"))
@@ -234,7 +239,7 @@ class MemoryTables:
         code = shape_ids[shape_of_row] * len(self.modules) + self.modules_of_rc[cols["rc"]]
         inv, some_row = code_groups(code)
         vals = [values_at(self.model, keys[k // len(self.modules)], self.modules[k % len(self.modules)]) for k in code[some_row].tolist()]
-        return np.array(vals, dtype=np.int64).reshape(len(some_row), 5), inv
+        return np.array(vals, dtype=np.int64).reshape(len(some_row), self.n_kinds + 3), inv
 
     def _comm(self, k):
         tp, cp, ep, mbs, sp, pp_gt1 = k
@@ -254,12 +259,13 @@ class MemoryTables:
         return cache[key]
 
     def _coef_flat(self, split_id: int, full_id: int, c: int) -> list[int]:
+        """[valid, n per kind..., n_inp, n_emb_layers, n_emb, n_out] + the working tuples, padded to the widest."""
         coef = self._coef(split_id, full_id, c)
-        w = max(self._wmax, 1)
+        w, nk = max(self._wmax, 1), self.n_kinds
         if coef is None:
-            return [0] * (7 + 2 * w)
-        pairs = list(coef.working) + [(0, 0)] * (w - len(coef.working))
-        return [1, coef.n_dense, coef.n_moe, coef.n_inp, coef.n_emb_layers, coef.n_emb, coef.n_out] + [x for p in pairs for x in p]
+            return [0] * (5 + nk + nk * w)
+        pairs = list(coef.working) + [(0,) * nk] * (w - len(coef.working))
+        return [1, *coef.n_kind, coef.n_inp, coef.n_emb_layers, coef.n_emb, coef.n_out] + [x for p in pairs for x in p]
 
     def _inflight(self, sched: str, split_id: int, m: int) -> list[int]:
         pp, vpp, acc = self.split_keys[split_id]

@@ -21,7 +21,7 @@ RECOMPUTES = [Recompute.none(), Recompute.selective(RecomputeModule.core_attn),
 
 def _reference(model, job, recipe, chunks):
     sh = act.shape_of(job, recipe)
-    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.moe_layers)}
+    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.layer_kinds)}
     vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
     sums, working = [0, 0, 0], 0
     for chunk in chunks:
@@ -31,7 +31,7 @@ def _reference(model, job, recipe, chunks):
     return sums, working
 
 
-@pytest.mark.parametrize("name", [n for n in bundled_models() if not load_model(n).is_hybrid])  # solve refuses hybrids
+@pytest.mark.parametrize("name", bundled_models())
 def test_coefficients_equal_chunk_activation(name):
     model = load_model(name)
     job = JobSpec(seq_length=4096, global_batch_size=64)
@@ -51,3 +51,23 @@ def test_coefficients_equal_chunk_activation(name):
             assert coef.vpp == len(chunks)
             checked += 1
     assert checked > 20
+
+
+@pytest.mark.parametrize("name", [n for n in bundled_models() if load_model(n).is_hybrid])
+def test_hybrid_coefficients_count_each_pattern_symbol_under_pipe_segments(name):
+    """Hybrid models: one value per pattern symbol (M, *, -, E); pipe segments (a pipeline_layout) split the pattern
+    unevenly, and full recompute's groups then mix symbols. Equal to chunk_activation on every rank."""
+    model = load_model(name)
+    job = JobSpec(seq_length=4096, global_batch_size=64)
+    L = model.num_layers
+    cuts = [L // 3, L // 3 + 5, L - L // 3 - 5 - L // 3]  # three uneven segments
+    assert sum(cuts) == L
+    layout = "|".join(("E" if i == 0 else "") + "t" * n + ("L" if i == 2 else "") for i, n in enumerate(cuts))
+    for rc in RECOMPUTES:
+        recipe = Recipe(tp=2, pp=3, vpp=1, mbs=1, sequence_parallel=True, recompute=rc, pipeline_layout=layout)
+        values = values_of(model, job, recipe)
+        assert len(values) == 4 + 3 and values[0] > 0 and values[1] > 0  # Mamba and attention layers
+        for chunks in rank_chunks(model, recipe):
+            coef = rank_coefficients(model, recipe, chunks)
+            assert len(coef.n_kind) == 4
+            assert evaluate(coef, values) == _reference(model, job, recipe, chunks)
