@@ -38,8 +38,9 @@ def format_solve(payload: dict, model, placement, job) -> str:
                      f"expanded exactly; every recipe of the others is bounded at >= {space['pruned_lower_bound_s']:.3f} s "
                      "ranking step (branch and bound)")
     if payload["recipes"]:
-        lines.append("split/MoE: 'acc' account-for-embedding/loss, 'fN/lM' first/last stage layers; MoE dispatcher, '+ovl' "
-                     "--overlap-moe-expert-parallel-comm")
+        lines.append("split/MoE: 'acc' account-for-embedding/loss, 'fN/lM' first/last stage layers"
+                     + (", 'pipes' '|' segments of --hybrid-layer-pattern" if model.is_hybrid else "")
+                     + "; MoE dispatcher, '+ovl' --overlap-moe-expert-parallel-comm")
     return "\n".join(lines)
 
 
@@ -52,9 +53,17 @@ def ranking_gap(r: dict) -> float:
     return abs(step / rank - 1.0) if step and rank else 0.0
 
 
-def _extras(p: dict, model) -> str:
+def _segments(layout: str, pp: int) -> str:
+    """A hybrid model's `|` segments (the recipe's pipeline_layout): 'pipes' and the layers per rank when uneven."""
+    counts = [seg.count("t") for seg in layout.split("|")]
+    per_rank = [sum(counts[r::pp]) for r in range(pp)]
+    return "pipes" if len(set(counts)) == 1 else f"pipes f{per_rank[0]}/l{per_rank[-1]}"
+
+
+def _extras(p: dict, model, layout: str | None = None) -> str:
     """Pipeline split and MoE communication choices of one answer, in a few characters."""
     split = ("acc" if p["account_for_embedding_and_loss_in_pipeline_split"] else
+             _segments(layout, p["pp"]) if layout else
              f"f{p['first_stage_layers']}/l{p['last_stage_layers']}" if p["first_stage_layers"] else "even")
     if not model.is_moe:
         return split
@@ -79,7 +88,7 @@ def solve_rows(payload: dict, model) -> list[dict]:
                      "sp": ("ovl" if p["tp_comm_overlap"] else "on") if p["sequence_parallel"] else "off",
                      "recompute": rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "")
                      + (f"({rc['method']},{rc['num_layers']})" if rc["method"] else ""),
-                     "split": _extras(p, model), "tokens_per_s_per_gpu": pr.get("tokens_per_s_per_gpu"), "mfu": pr.get("mfu"),
+                     "split": _extras(p, model, r["recipe"].get("pipeline_layout")), "tokens_per_s_per_gpu": pr.get("tokens_per_s_per_gpu"), "mfu": pr.get("mfu"),
                      # '*': ranking closed form and simulated step differ by more than RANKING_GAP_NOTE (see the note)
                      "step_s": None if pr.get("iteration_time_s") is None
                      else f"{pr['iteration_time_s']:.3f}" + (" *" if ranking_gap(r) > RANKING_GAP_NOTE else ""),

@@ -127,7 +127,7 @@ class CountScreen:
 
         acc_domain = space.domains["acc_split"]
         uneven = True in space.domains.get("uneven_stages", [False])
-        return list(acc_domain) + [s for s in split_choices(self.model, pp, vpp, acc_domain, uneven) if isinstance(s, tuple)]
+        return list(acc_domain) + [s for s in split_choices(self.model, pp, vpp, acc_domain, uneven) if not isinstance(s, bool)]
 
     def space_is_empty(self, placement) -> bool:
         """True when no (TP, PP, CP, MBS, schedule/VPP, split) of the space's domains passes the batch

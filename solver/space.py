@@ -105,7 +105,8 @@ def default_domains(model: ModelSpec, job: JobSpec, world: int) -> dict[str, lis
         "schedule": [PipelineSchedule.one_f_one_b.value, PipelineSchedule.interleaved.value],
         "dp_sharding": [DataParallelSharding.distributed_optimizer.value, DataParallelSharding.none.value,
                         DataParallelSharding.megatron_fsdp.value],
-        "acc_split": [False, True],
+        # --account-for-embedding/loss-in-pipeline-split: Megatron refuses them with --hybrid-layer-pattern
+        "acc_split": [False] if model.is_hybrid else [False, True],
         # --tp-comm-overlap (TE userbuffers) hides TP communication behind GEMMs; needs SP, so only tried with it
         "tp_comm_overlap": [False, True],
         # explicit --decoder-first/last-pipeline-num-layers (solver/splits.py says which pairs)
@@ -152,10 +153,6 @@ def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
     """Default domains, then `pins` (axis -> allowed values) and `ranges` (axis -> (lo, hi), ends may be None).
 
     A range may widen a capped default (e.g. tp 1..16 adds 16 where the world size allows it)."""
-    if model.is_hybrid:
-        # the solver's tables price two layer kinds (dense / MoE transformer layers); a hybrid pattern has four
-        raise SpaceError(f"--model {model.name}: hybrid Mamba models are not searched by solve yet; "
-                         "judge a recipe with `shardplan check` (memory, rules and projection are modelled)")
     world = placement.world_size
     error = magnitude_error(model, job)
     if error:

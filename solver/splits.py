@@ -7,12 +7,19 @@ in-pipeline-split` / `--account-for-loss-in-pipeline-split` (each end counts as 
 `--decoder-first/last-pipeline-num-layers` (docs/facts/megatron-rules.md rule 11: each > 0 and divisible by
 VPP, the middle split evenly over the other ranks and over VPP, never combined with account-for).
 
-A split value, as the solver's tables carry it: False (even), True (account-for both ends), or a tuple
-(first, last) of decoder layers on the first and last rank. The uneven pairs tried make each end up to
+A split value, as the solver's tables carry it: False (even), True (account-for both ends), a tuple
+(first, last) of decoder layers on the first and last rank, or for a hybrid model with more than one stage a
+PipeSegments: the same even or (first, last) split written as `|` segments of --hybrid-layer-pattern. Megatron gives
+a hybrid model virtual stages only through pipes (validate_args refuses the VPP flags, layouts and account-for flags
+with a pattern; constraints/rules_hybrid.py), and at VPP 1 a pattern without pipes is split at run time with a
+deprecation warning (megatron/core/models/hybrid/hybrid_layer_allocation.py select_pipeline_segment @ d98e8a64), so
+the solver writes pipes at every PP x VPP > 1. Account-for splits are never tried for a hybrid model. The uneven pairs tried make each end up to
 MAX_TRIM_LAYERS lighter than a middle rank, in steps of VPP layers (never heavier: the ends carry extra work), and
 skip pairs whose per-stage counts equal the even or account-for split (the same recipe under other flags).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from constraints.spec import Recipe
 from constraints.stages import StageSplitError, virtual_stage_layer_counts
@@ -25,13 +32,42 @@ def max_trim_chunks(vpp: int) -> int:
     return max(1, MAX_TRIM_LAYERS // vpp)
 
 
+@dataclass(frozen=True)
+class PipeSegments:
+    """A hybrid model's pipeline split as `|` segments of its pattern (Recipe.pipeline_layout stands for them:
+    decoder layers only, the embedding on the first segment, the loss on the last; constraints/mamba.py
+    layout_as_segments). `first` / `last` are the per-rank layer counts of the (first, last) split the segments
+    write (0 = the even split), which is how the projection's stage rows read it (the chunks are the same)."""
+
+    layout: str
+    first: int = 0
+    last: int = 0
+
+
+def pipe_segments(model, pp: int, vpp: int, split) -> PipeSegments:
+    """The segments of `split` (False or (first, last)) at (PP, VPP), one per virtual stage, in stage order."""
+    counts = virtual_stage_layer_counts(model, Recipe(pp=pp, vpp=vpp, **split_fields(split)))
+    stages = ["t" * n for n in counts]
+    stages[0], stages[-1] = "E" + stages[0], stages[-1] + "L"
+    first, last = split if isinstance(split, tuple) else (0, 0)
+    return PipeSegments("|".join(stages), int(first), int(last))
+
+
+def is_uneven(split) -> bool:
+    """A split with explicit first / last stage layer counts (flags or segments)."""
+    return isinstance(split, tuple) or (isinstance(split, PipeSegments) and split.first > 0)
+
+
 def split_fields(split) -> dict:
-    """Recipe fields of a split value (False, True or (first, last))."""
+    """Recipe fields of a split value (False, True, (first, last) or PipeSegments)."""
+    if isinstance(split, PipeSegments):
+        return {"account_for_embedding_in_pipeline_split": False, "account_for_loss_in_pipeline_split": False,
+                "first_stage_layers": None, "last_stage_layers": None, "pipeline_layout": split.layout}
     if isinstance(split, tuple):
         return {"account_for_embedding_in_pipeline_split": False, "account_for_loss_in_pipeline_split": False,
-                "first_stage_layers": int(split[0]), "last_stage_layers": int(split[1])}
+                "first_stage_layers": int(split[0]), "last_stage_layers": int(split[1]), "pipeline_layout": None}
     return {"account_for_embedding_in_pipeline_split": bool(split), "account_for_loss_in_pipeline_split": bool(split),
-            "first_stage_layers": None, "last_stage_layers": None}
+            "first_stage_layers": None, "last_stage_layers": None, "pipeline_layout": None}
 
 
 def _counts(model, pp: int, vpp: int, split):
@@ -72,8 +108,8 @@ def split_choices(model, pp: int, vpp: int, acc_domain, uneven: bool) -> list:
     `uneven`, the (first, last) pairs whose stage counts differ from both."""
     out = []
     for acc in acc_domain:
-        if acc and model.num_layers % (pp * vpp) == 0:
-            continue  # account-for only where the layers do not split evenly (prunes duplicates)
+        if acc and (model.num_layers % (pp * vpp) == 0 or model.is_hybrid):
+            continue  # account-for only where the layers do not split evenly (prunes duplicates); never with a pattern
         out.append(bool(acc))
     if uneven and pp > 1:
         seen = {_counts(model, pp, vpp, s) for s in out} - {None}
@@ -82,11 +118,15 @@ def split_choices(model, pp: int, vpp: int, acc_domain, uneven: bool) -> list:
             if c is not None and c not in seen:
                 seen.add(c)
                 out.append(pair)
+    if model.is_hybrid and pp * vpp > 1:  # a hybrid model's stages as pipe segments (the only form VPP takes)
+        out = [pipe_segments(model, pp, vpp, s) for s in out if _counts(model, pp, vpp, s) is not None]
     return out
 
 
 def split_code(split) -> tuple[int, int, int]:
     """(account-for flag, first, last) integer columns of a split value (0 = unset)."""
+    if isinstance(split, PipeSegments):
+        return 0, split.first, split.last
     if isinstance(split, tuple):
         return 0, int(split[0]), int(split[1])
     return int(bool(split)), 0, 0

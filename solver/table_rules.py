@@ -22,7 +22,7 @@ from operator import itemgetter
 from constraints.rules import RULES, RuleInput
 from constraints.spec import Recipe
 from solver.space import SearchSpace, recipe_fields
-from solver.splits import split_choices
+from solver.splits import is_uneven, split_choices
 
 BATCH_RULES = {"global_batch_divisible", "interleaved_microbatches"}
 ACTIVATION_RULES = {"sequence_parallel_needs_tp", "sequence_parallel_divides_seq", "tp_comm_overlap_needs_sp",
@@ -94,6 +94,7 @@ FIELD_AXES = {"tp": ("tp",), "pp": ("pp",), "vpp": ("vpp",), "cp": ("cp",), "ep"
               "sequence_parallel": ("sp", "tp"), "recompute": ("rc",), "schedule": ("sched",), "dp_sharding": ("sh",),
               "overlap_param_gather": ("sh",), "account_for_embedding_in_pipeline_split": ("acc",),
               "account_for_loss_in_pipeline_split": ("acc",), "first_stage_layers": ("acc",), "last_stage_layers": ("acc",),
+              "pipeline_layout": ("acc",),
               "tp_comm_overlap": ("tpo",)}
 # The structural loop binds axes level by level; unbound axes hold placeholders no checked rule reads.
 STRUCT_LEVELS = (("tp", "pp", "cp", "mbs", "sp", "rc", "tpo"), ("sched", "vpp", "acc"), ("ep", "etp"), ("sh",))
@@ -214,7 +215,7 @@ def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple[tuple, list[
             if (pp, vpp) not in splits:
                 if False not in d.get("uneven_stages", [False]):  # --uneven-stages: only the uneven splits, so none is
                     # dropped as a duplicate of account-for's layout (which the pin excludes)
-                    splits[(pp, vpp)] = [s for s in split_choices(model, pp, vpp, [False], True) if isinstance(s, tuple)]
+                    splits[(pp, vpp)] = [s for s in split_choices(model, pp, vpp, [False], True) if is_uneven(s)]
                 else:
                     splits[(pp, vpp)] = split_choices(model, pp, vpp, d["acc_split"], uneven)
             for acc in splits[(pp, vpp)]:

@@ -1,6 +1,6 @@
 """Hybrid Mamba-2 / attention models end to end: pattern reading as Megatron's parse_hybrid_pattern does, the Mamba-2
 mixer's parameters and saved activations, Megatron's hybrid FLOP count, --hybrid-layer-pattern flags read and rendered
-back (pipes as pipeline segments, pretrain_hybrid.py), Megatron's refusals and solve's refusal. Exact totals against
+back (pipes as pipeline segments, pretrain_hybrid.py) and Megatron's refusals; solve in tests/test_solver_hybrid.py. Exact totals against
 HF's NemotronHForCausalLM are in tests/test_params.py (docs/facts/models/params.json); rule legal/illegal pairs in
 tests/test_rules.py."""
 import pytest
@@ -17,7 +17,7 @@ from hardware.profile import load_profile
 from measure.flops import megatron_flops
 from measure.layer_ops import LayerKind, layer_ops
 from measure.project import project
-from solver.space import SpaceError, build_space
+from solver.space import build_space
 from templates.megatron_args import recipe_to_megatron_args
 
 NH8 = "Nemotron-H-8B-Base-8K"
@@ -153,11 +153,12 @@ def test_projection_prices_each_layer_kind_and_mamba_context_parallel():
     assert 0.2 < base.mfu < 0.8
 
 
-def test_solve_refuses_hybrid_models_in_one_line():
-    with pytest.raises(SpaceError, match="not searched by solve") as exc:
-        build_space(load_model(NANO), JobSpec(seq_length=8192, global_batch_size=64),
-                    Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
-    assert "\n" not in str(exc.value)
+def test_solve_space_of_a_hybrid_model_never_tries_account_for_splits():
+    """Megatron refuses --account-for-embedding/loss-in-pipeline-split with a pattern; solve's answers on hybrid models
+    are tested in tests/test_solver_hybrid.py."""
+    space = build_space(load_model(NANO), JobSpec(seq_length=8192, global_batch_size=64),
+                        Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
+    assert space.domains["acc_split"] == [False]
 
 
 def test_linear_attention_is_refused_as_not_modelled():

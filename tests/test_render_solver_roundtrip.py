@@ -10,9 +10,9 @@ the recipe directly, and as the solver's own re-verification. Hypothesis then dr
 comes back and the script's argv is exactly the rendered arguments.
 
 Scenarios vary precision, CP, sharding and recompute across models so that most recipe flags are rendered
-and parsed at least once (54 answers, 87 distinct flags). Schedules are left to the solver on two thirds of
-the models, so zero-bubble answers occur (13 of 54, see _expected_recipe); the rest pin Megatron's schedules
-so that those answers are compared with the solver's own memory and step time.
+and parsed at least once (75 answers, 103 distinct flags; the hybrid Mamba models render --hybrid-layer-pattern,
+with `|` segments where they interleave, and pretrain_hybrid.py). Zero-bubble schedules are opt-in in the solver's
+space, so no answer has one today; _expected_recipe keeps their rendering rule should a scenario pin one.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from constraints.case import Case
 from constraints.launch_script import extract_argv
+from constraints.mamba import entry_script
 from constraints.models import bundled_models, load_model
 from constraints.spec import JobSpec, PipelineSchedule, Placement, Recipe
 from hardware.profile import load_profile
@@ -81,6 +82,12 @@ SCENARIOS: dict[str, Scenario] = {
     "Llama-4-Maverick-17B-128E": Scenario("gb300-nvl72", 16, {"precision": "nvfp4"},
                                           {**SMALL, "vpp": [1], "ep": [64], "tp": [1], "schedule": MEGATRON}),
     "gpt-oss-120b": Scenario("b200", 2, {"precision": "fp8-tensorwise"}, {**SMALL, "schedule": MEGATRON}),
+    # hybrid Mamba models: interleaving only through `|` segments of --hybrid-layer-pattern (rendered as pipes)
+    "Nemotron-H-8B-Base-8K": Scenario("h100-sxm-80gb", 1, {"seq_length": 8192}, {**SMALL, "pp": [2], "vpp": [2],
+                                                                                  "schedule": ["interleaved"]}),
+    "Nemotron-H-47B-Base-8K": Scenario("h100-sxm-80gb", 4, {}, {**SMALL, "schedule": MEGATRON}),
+    "Nemotron-H-56B-Base-8K": Scenario("b200", 4, {"precision": "fp8-tensorwise"}, {**SMALL, "schedule": MEGATRON}),
+    "Nemotron-3-Nano-30B-A3B": Scenario("h100-sxm-80gb", 2, {}, {**SMALL, "ep": [8], "schedule": MEGATRON}),
 }
 MODELS = sorted(SCENARIOS)
 
@@ -91,8 +98,7 @@ HOSTILE_TEXT = st.lists(st.one_of(HOSTILE_CHARS, st.text("abc/_.-0", min_size=1,
 
 
 def test_every_bundled_model_has_a_scenario():
-    """Hybrid Mamba models are refused by solve (tests/test_hybrid_mamba.py), so they have no solve scenario."""
-    assert sorted(n for n in bundled_models() if not load_model(n).is_hybrid) == MODELS
+    assert sorted(bundled_models()) == MODELS
 
 
 @functools.lru_cache(maxsize=None)
@@ -184,7 +190,7 @@ def test_hostile_site_paths_do_not_change_the_recovered_recipe(tmp_path, model_n
     text, loaded = _render_and_load(case, fmt, tmp_path, paths)
     launch = extract_argv(text)
     assert launch.script_args == recipe_to_megatron_args(case.model, case.job, case.recipe, paths)
-    assert launch.script == megatron_path + "/pretrain_gpt.py" and launch.unresolved == []
+    assert launch.script == megatron_path + "/" + entry_script(case.model) and launch.unresolved == []
     got_model, want_recipe = _normalised(case, loaded.case)
     assert (loaded.case.recipe, got_model, loaded.case.job) == (want_recipe, case.model, case.job)
     assert loaded.unknown_flags == []
