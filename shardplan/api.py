@@ -239,7 +239,7 @@ def models() -> list[ModelInfo]:
         c = param_counts(m)
         rows.append(ModelInfo(name=name, total_params=c.total, active_params=c.active if c.active is not None else c.total,
                               layers=m.num_layers, hidden_size=m.hidden_size, moe=m.is_moe, mla=m.multi_latent_attention,
-                              num_experts=m.num_experts, topk=m.moe_router_topk))
+                              num_experts=m.num_experts, topk=m.moe_router_topk, hybrid_layer_pattern=m.hybrid_layer_pattern))
     return rows
 
 

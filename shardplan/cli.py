@@ -57,7 +57,14 @@ def cli(progress) -> None:
 
 
 def _kind(row: dict) -> str:
-    return ("MoE %dx top-%d" % (row["num_experts"], row["topk"]) if row["moe"] else "dense") + (" MLA" if row["mla"] else "")
+    """dense / MoE (with MLA), or for a hybrid model its layer counts per pattern symbol (M Mamba-2, * attention,
+    - MLP, E MoE), e.g. 'hybrid Mamba-2: 24 M, 4 *, 24 -'."""
+    moe = "MoE %dx top-%d" % (row["num_experts"], row["topk"]) if row["moe"] else ""
+    pattern = row.get("hybrid_layer_pattern")
+    if pattern:
+        counts = ", ".join(f"{pattern.count(s)} {s}" for s in "M*-E" if s in pattern)
+        return f"hybrid Mamba-2{' + ' + moe if moe else ''}: {counts}"
+    return (moe or "dense") + (" MLA" if row["mla"] else "")
 
 
 MODEL_COLUMNS = (("model", "name", "{}"), ("total params", "total_params", "{:,}"), ("active params", "active_params", "{:,}"),

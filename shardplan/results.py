@@ -180,6 +180,7 @@ class ModelInfo(Result):
     mla: bool
     num_experts: Optional[int]
     topk: Optional[int]
+    hybrid_layer_pattern: Optional[str] = None  # Megatron --hybrid-layer-pattern (M Mamba-2, * attention, - MLP, E MoE)
 
 
 class HardwareInfo(Result):

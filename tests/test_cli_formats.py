@@ -35,6 +35,17 @@ def test_models_csv_has_a_row_per_bundled_model_with_exact_counts():
     assert row["total params"] == "8,030,261,248" and row["kind"] == "dense"
 
 
+def test_models_lists_hybrid_models_as_hybrid_with_their_layer_kinds():
+    """Nemotron-H-8B's pattern holds 24 Mamba-2, 4 attention and 24 MLP layers (HF hybrid_override_pattern); Nano adds
+    128-expert top-6 MoE layers in place of the MLPs."""
+    _, out = _run("models", "--format", "csv")
+    row = {r["model"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert row["Nemotron-H-8B-Base-8K"]["kind"] == "hybrid Mamba-2: 24 M, 4 *, 24 -"
+    assert row["Nemotron-3-Nano-30B-A3B"]["kind"] == "hybrid Mamba-2 + MoE 128x top-6: 23 M, 6 *, 23 E"
+    rows = {r["name"]: r for r in json.loads(_run("models", "--json")[1])}
+    assert rows["Nemotron-H-8B-Base-8K"]["hybrid_layer_pattern"].count("*") == 4 and rows["Llama-3.1-8B"]["hybrid_layer_pattern"] is None
+
+
 def test_json_and_its_alias_agree():
     assert _run("models", "--json") == _run("models", "--format", "json")
     assert [h["name"] for h in json.loads(_run("hardware", "--format", "json")[1])] == available_profiles()
