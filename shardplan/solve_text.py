@@ -88,7 +88,8 @@ def solve_rows(payload: dict, model) -> list[dict]:
                      "sp": ("ovl" if p["tp_comm_overlap"] else "on") if p["sequence_parallel"] else "off",
                      "recompute": rc["granularity"] + ("(" + ",".join(rc["modules"]) + ")" if rc["modules"] else "")
                      + (f"({rc['method']},{rc['num_layers']})" if rc["method"] else ""),
-                     "split": _extras(p, model, r["recipe"].get("pipeline_layout")), "tokens_per_s_per_gpu": pr.get("tokens_per_s_per_gpu"), "mfu": pr.get("mfu"),
+                     "split": _extras(p, model, r["recipe"].get("pipeline_layout")),
+                     "tokens_per_s_per_gpu": pr.get("tokens_per_s_per_gpu"), "mfu": pr.get("mfu"),
                      # '*': ranking closed form and simulated step differ by more than RANKING_GAP_NOTE (see the note)
                      "step_s": None if pr.get("iteration_time_s") is None
                      else f"{pr['iteration_time_s']:.3f}" + (" *" if ranking_gap(r) > RANKING_GAP_NOTE else ""),
