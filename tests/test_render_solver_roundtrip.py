@@ -10,7 +10,7 @@ the recipe directly, and as the solver's own re-verification. Hypothesis then dr
 comes back and the script's argv is exactly the rendered arguments.
 
 Scenarios vary precision, CP, sharding and recompute across models so that most recipe flags are rendered
-and parsed at least once (75 answers, 103 distinct flags; the hybrid Mamba models render --hybrid-layer-pattern,
+and parsed at least once (78 answers, 104 distinct flags; the hybrid Mamba models render --hybrid-layer-pattern,
 with `|` segments where they interleave, and pretrain_hybrid.py). Zero-bubble schedules are opt-in in the solver's
 space, so no answer has one today; _expected_recipe keeps their rendering rule should a scenario pin one.
 """
@@ -88,6 +88,8 @@ SCENARIOS: dict[str, Scenario] = {
     "Nemotron-H-47B-Base-8K": Scenario("h100-sxm-80gb", 4, {}, {**SMALL, "schedule": MEGATRON}),
     "Nemotron-H-56B-Base-8K": Scenario("b200", 4, {"precision": "fp8-tensorwise"}, {**SMALL, "schedule": MEGATRON}),
     "Nemotron-3-Nano-30B-A3B": Scenario("h100-sxm-80gb", 2, {}, {**SMALL, "ep": [8], "schedule": MEGATRON}),
+    "Nemotron-3-Super-120B-A12B": Scenario("b200", 4, {"precision": "nvfp4"}, {**SMALL, "ep": [16], "tp": [2],
+                                                                               "schedule": MEGATRON}),
 }
 MODELS = sorted(SCENARIOS)
 

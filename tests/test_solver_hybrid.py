@@ -28,11 +28,12 @@ from solver.tables import build_tables
 from solver.workflow import solve_case
 
 NH8, NH47, NH56, NANO = "Nemotron-H-8B-Base-8K", "Nemotron-H-47B-Base-8K", "Nemotron-H-56B-Base-8K", "Nemotron-3-Nano-30B-A3B"
+SUPER = "Nemotron-3-Super-120B-A12B"  # hybrid with latent MoE
 TOP_K = 5
 US_PER_S = 1_000_000
 # (model, hardware, nodes, seq, GBS): the issue's 8B case and the larger models on more GPUs
 SCENARIOS = [(NH8, "h100-sxm-80gb", 1, 8192, 256), (NH47, "h100-sxm-80gb", 4, 8192, 768),
-             (NH56, "h100-sxm-80gb", 8, 8192, 768), (NANO, "h100-sxm-80gb", 2, 8192, 768)]
+             (NH56, "h100-sxm-80gb", 8, 8192, 768), (NANO, "h100-sxm-80gb", 2, 8192, 768), (SUPER, "b200", 8, 8192, 512)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,7 +81,7 @@ def test_cpsat_and_exhaustive_return_the_same_top_k(name, nodes, pins):
     assert [r.rank_time_us for r in ex.ranked] == [r.rank_time_us for r in cp.ranked]
 
 
-@pytest.mark.parametrize("name,nodes", [(NH8, 1), (NH56, 2), (NANO, 2)])
+@pytest.mark.parametrize("name,nodes", [(NH8, 1), (NH56, 2), (NANO, 2), (SUPER, 4)])
 def test_table_peaks_and_ranking_times_equal_memory_report_and_the_closed_form(name, nodes):
     """Every kind of candidate, fitting or not: even and uneven `|` segments at VPP 1 and above, full recompute groups
     mixing Mamba, attention and MLP layers."""
