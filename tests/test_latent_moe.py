@@ -104,3 +104,18 @@ def test_flag_is_read_and_rendered():
     assert back.model.moe_latent_size == 1024
     assert param_counts(back.model).total == param_counts(model).total
     assert "--moe-latent-size" not in recipe_to_megatron_args(load_model("Nemotron-3-Nano-30B-A3B"), job, Recipe(ep=8))
+
+
+def test_transformer_latent_moe_layer_equals_megatron_theoretical_memory():
+    """megatron/training/theoretical_memory_usage.py with moe_latent_size: routed_expert_params =
+    2 L ffn E x 1.5 (SwiGLU), latent_projection_params = 2 h L, router h E, attention and norms unchanged. For
+    Qwen3-30B-A3B's MoE layer read with L = 512: routed 2 x 512 x 768 x 128 x 1.5 = 150,994,944 (a quarter of the
+    603,979,776 at h = 2048), projections 2 x 2048 x 512 = 2,097,152."""
+    model = load_model("Qwen3-30B-A3B").model_copy(update={"moe_latent_size": 512})
+    h, L, f, E = 2048, 512, 768, 128
+    routed = 2 * L * f * E * 3 // 2
+    assert routed == 150_994_944
+    lp, dense_attn = layer_params(model, True), layer_params(load_model("Qwen3-30B-A3B"), False)
+    attention_and_norms = dense_attn.total - (2 * h * 6144 * 3 // 2)  # the dense layer less its SwiGLU MLP
+    assert lp.experts == routed
+    assert lp.total == attention_and_norms + routed + 2 * h * L + h * E
