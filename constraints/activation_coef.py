@@ -109,21 +109,20 @@ def values_of(model: ModelSpec, job, recipe: Recipe) -> tuple[int, ...]:
 
 def shape_key(job, recipe: Recipe) -> tuple:
     """Everything of a recipe values_of reads besides the recomputed modules: the per-rank Shape, whether
-    checkpointed inputs are sharded over TP, and TP with the vocab multiple and loss fusion (output layer).
+    checkpointed inputs are sharded over TP, and TP with the vocab multiple (output layer).
     Why a key: the solver prices thousands of recipes that share a few hundred keys (values_at per key)."""
-    return (act.shape_of(job, recipe), act.inputs_sharded(recipe), recipe.tp, recipe.make_vocab_size_divisible_by,
-            recipe.cross_entropy_loss_fusion)
+    return (act.shape_of(job, recipe), act.inputs_sharded(recipe), recipe.tp, recipe.make_vocab_size_divisible_by)
 
 
 def values_at(model: ModelSpec, key: tuple, modules: tuple) -> tuple[int, ...]:
     """values_of from its shape_key and recomputed modules (activations.recomputed_modules) alone; a kind the
     model does not have is 0."""
-    sh, sharded, tp, vocab_multiple, fused_loss = key
+    sh, sharded, tp, vocab_multiple = key
     present = set(model.layer_kinds)
     per_kind = tuple(act.kept_layer_bytes(model, sh, k, modules) if k in present else 0 for k in kind_keys(model))
     vocab = padded_vocab_size(model, tp, vocab_multiple)
     return per_kind + (act.checkpoint_input_bytes(model, sh, sharded), act.embedding_bytes(model, sh),
-                       act.output_bytes(model, sh, vocab, fused_loss))
+                       act.output_bytes(model, sh, vocab))
 
 
 def evaluate(coef: RankCoef, values: tuple[int, ...]) -> tuple[list[int], int]:

@@ -215,13 +215,19 @@ def embedding_bytes(model: ModelSpec, sh: Shape) -> int:
     return 8 * sh.tokens + mask
 
 
-def output_bytes(model: ModelSpec, sh: Shape, padded_vocab: int, fused_loss: bool) -> int:
-    """Last stage: final-norm input, output-GEMM input, bf16 logits over V/TP and, without a fused
-    cross-entropy, the fp32 softmax copy (Megatron's PP=1 term 4sbh + 4sbV, split by what is saved)."""
+def output_bytes(model: ModelSpec, sh: Shape, padded_vocab: int) -> int:
+    """Last stage, at the loss: final-norm input, output-GEMM input, the bf16 logits over V/TP and the fp32 copy the
+    cross entropy makes of them (Megatron's PP=1 term 4sbh + 4sbV, split by what is held). Fused or not, Megatron's
+    cross entropy casts the logits to fp32 and saves that buffer (exp_logits) for backward while the bf16 logits are
+    still alive: megatron/core/tensor_parallel/cross_entropy.py calculate_logits_max (`.float()`), used by both
+    vocab_parallel_cross_entropy and fusions/fused_cross_entropy.py (--cross-entropy-fusion-impl native, the
+    default) @d98e8a6; the TE impl keeps an fp32 input gradient too (transformer_engine/pytorch/triton/
+    cross_entropy.py cross_entropy_forward, `grad_input = torch.empty_like(_input, dtype=torch.float32)` since
+    TE 01bbe3e, 2026-07-09). So 6 B per logit at the end of the forward, with or without fusion."""
     T, h = sh.tokens, model.hidden_size
     v_local = padded_vocab // sh.tp
     norm_in = _ceil_div(2 * T * h, sh.sp_div)
     gemm_in = 2 * T * h  # gathered over TP before the vocab-parallel GEMM
     logits = 2 * T * v_local
-    softmax = 0 if fused_loss else 4 * T * v_local
-    return norm_in + gemm_in + logits + softmax
+    fp32_loss_buffer = 4 * T * v_local
+    return norm_in + gemm_in + logits + fp32_loss_buffer

@@ -159,8 +159,8 @@ def chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chu
     if chunk.mtp:
         layers += chunk.mtp * (per_layer[model.moe_layers[-1]] + act.embedding_bytes(model, sh))
     emb = act.embedding_bytes(model, sh) if chunk.embedding else 0
-    out = act.output_bytes(model, sh, vocab, recipe.cross_entropy_loss_fusion) if chunk.loss else 0
-    out += chunk.mtp * act.output_bytes(model, sh, vocab, recipe.cross_entropy_loss_fusion)
+    out = act.output_bytes(model, sh, vocab) if chunk.loss else 0
+    out += chunk.mtp * act.output_bytes(model, sh, vocab)
     return layers, emb, out, working
 
 
