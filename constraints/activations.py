@@ -24,12 +24,14 @@ the SP + selective case as sbh(18 + 4*ffn/h)/t. We generalise term by term (each
   4-bit E2M1 values, two per byte, plus one E4M3 scale byte per 16-element block: 9 bytes per 16 elements
   (NVIDIA, "Pretraining LLMs with NVFP4", arXiv 2509.25149 sec. 2; cited by megatron/core/fp4_utils.py).
 - dropout masks (1 byte) only when the model trains with dropout > 0.
+- `--attention-backend local/unfused` store the s x s scores instead of the LSE: constraints/attention_scores.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
-from constraints import hybrid_pattern, mamba
+from constraints import attention_scores, hybrid_pattern, mamba
 from constraints.latent_moe import latent_activation_terms
 from constraints.spec import Activation, JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
 
@@ -44,6 +46,7 @@ class Shape:
     etp: int
     ep: int
     lin_per16: int  # bytes per 16 elements of a saved GEMM input (LIN_BYTES_PER_16: 32 bf16, 16 FP8, 9 NVFP4)
+    core_attention: Optional[attention_scores.CoreAttention] = None  # set for the backends that store the scores
 
     def lin(self, elems: int, div: int = 1) -> int:
         """Bytes of `elems` saved GEMM-input elements split over `div` ranks, rounded up."""
@@ -63,7 +66,8 @@ def lin_bytes_per16(job: JobSpec) -> int:
 def shape_of(job: JobSpec, recipe: Recipe) -> Shape:
     tokens = job.seq_length * recipe.mbs // recipe.cp
     return Shape(tokens=tokens, tp=recipe.tp, sp_div=recipe.tp if recipe.sp_active else 1,
-                 etp=recipe.etp_effective, ep=recipe.ep, lin_per16=lin_bytes_per16(job))
+                 etp=recipe.etp_effective, ep=recipe.ep, lin_per16=lin_bytes_per16(job),
+                 core_attention=attention_scores.core_attention_of(job, recipe))
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -90,7 +94,7 @@ def attention_terms(model: ModelSpec, sh: Shape) -> dict[str, int]:
             "mla_qkv_up": 2 * T * _ceil_div(a, t) * (2 * qk + model.v_head_dim),
             "attn_output": sh.lin(T * _ceil_div(a, t) * model.v_head_dim),
         })
-        return terms
+        return _with_scores(model, sh, terms, _ceil_div(a, t))  # MLA: every head has its own K and V
     d = model.kv_channels
     groups = max(model.num_query_groups // t, 1)
     terms.update({
@@ -101,6 +105,17 @@ def attention_terms(model: ModelSpec, sh: Shape) -> dict[str, int]:
     if model.qk_layernorm:  # q/k RMSNorm inputs (bf16) and rstd (fp32 per token and head), before RoPE
         heads = _ceil_div(a, t) + groups
         terms["qk_norm_input"] = 2 * T * heads * d + 4 * T * heads
+    return _with_scores(model, sh, terms, groups)
+
+
+def _with_scores(model: ModelSpec, sh: Shape, terms: dict[str, int], groups: int) -> dict[str, int]:
+    """The unfused backends keep the s x s scores and no LSE (constraints/attention_scores.py); `groups` are the
+    K/V heads per rank before the GQA expansion."""
+    if sh.core_attention is None:
+        return terms
+    heads = _ceil_div(model.num_attention_heads, sh.tp)
+    terms.pop("softmax_stats")
+    terms.update(attention_scores.score_terms(model, sh.core_attention, heads, groups))
     return terms
 
 
@@ -149,7 +164,7 @@ def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
 # Which saved tensors each selective-recompute module drops (Megatron --recompute-modules semantics:
 # the module's inside is recomputed from its input in backward).
 _DROPPED_BY: dict[RecomputeModule, tuple[str, ...]] = {
-    RecomputeModule.core_attn: ("softmax_stats",),
+    RecomputeModule.core_attn: ("softmax_stats",) + attention_scores.SCORE_TERMS,
     RecomputeModule.layernorm: ("qkv_input", "fc1_input", "router_input", "shared_fc1_input"),
     RecomputeModule.mla_up_proj: ("mla_qkv_up",),
     RecomputeModule.mlp: ("fc1_output", "act_output"),

@@ -71,4 +71,4 @@ def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model
     job = job_from_flags(raw, recipe, world_size)
     return MegatronConfig(model=model, model_missing=missing, model_name=name, job=job, recipe=recipe,
                           unknown_flags=unknown, ignored_flags=ignored, raw=raw, notes=notes,
-                          refusals=refusals(raw, unrecognized))
+                          refusals=refusals(raw, unrecognized, entry_point))

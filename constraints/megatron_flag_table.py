@@ -21,7 +21,7 @@ TABLE = """
 --apply-query-key-layer-scaling:T --apply-residual-connection-post-layernorm:T --apply-wd-to-qk-layernorm:T~
 --async-ckpt-cpu-priority:i~ --async-ckpt-io-priority:i~ --async-ckpt-use-cpu-shm:T~ --async-save:T~
 --async-strategy:s~ --attention-backend:s --attention-dropout:f --attention-output-gate:T
---attention-softmax-in-fp32:T~ --auto-detect-ckpt-format:T~ --batch-invariant-backend:s --batch-invariant-mode:T
+--attention-softmax-in-fp32:T --auto-detect-ckpt-format:T~ --batch-invariant-backend:s --batch-invariant-mode:T
 --batch-size:i --bert-embedder-type:s~ --bert-load:s --bert-no-binary-head:F --bf16:T --biencoder-projection-dim:i
 --biencoder-shared-query-context-model:T --block-data-path:s --cache-mla-latents:T~ --calc-ft-timeouts:T~
 --calculate-per-token-loss:T --chat-template:s~ --check-for-large-grads:T~ --check-for-spiky-loss:T~
@@ -180,7 +180,7 @@ TABLE = """
 --no-inference-dynamic-batching-prefix-caching:F~ --no-inference-text-gen-server-logging:F~
 --no-inference-use-synchronous-zmq-collectives:F~ --no-inference-wandb-logging:F~ --no-initialization:F~
 --no-load-optim:T~ --no-load-rng:T~ --no-log-loss-scale-to-tensorboard:F~ --no-manual-gc-eval:F~
---no-masked-softmax-fusion:F~ --no-mmap-bin-files:F~ --no-one-logger:F~ --no-overlap-p2p-communication:F
+--no-masked-softmax-fusion:F --no-mmap-bin-files:F~ --no-one-logger:F~ --no-overlap-p2p-communication:F
 --no-pad-vocab-size:F --no-persist-layer-norm:T~ --no-pin-cpu-grads:F --no-pin-cpu-params:F
 --no-position-embedding:F --no-rl-inference-logprobs-is-correction:F
 --no-rl-offload-inference-model-weights-when-idle:F --no-rl-partial-rollouts:F --no-rl-persist-cuda-graphs:F

@@ -78,6 +78,7 @@ MODELLED: frozenset[str] = frozenset("""
 --window-size --window-attn-skip-freq --no-rope-freq --qk-l2-norm --hybrid-layer-pattern --hybrid-override-pattern
 --mamba-num-heads --mamba-head-dim --mamba-state-dim --mamba-num-groups
 --use-precision-aware-optimizer --exp-avg-dtype --exp-avg-sq-dtype --main-grads-dtype
+--attention-backend --no-masked-softmax-fusion --attention-softmax-in-fp32 --apply-query-key-layer-scaling
 """.split())
 
 # Flags no spec field holds but that a rule reads: legality rules over `MegatronConfig.raw` (constraints/rules*.py),
@@ -86,7 +87,7 @@ MODELLED: frozenset[str] = frozenset("""
 # read by none is reported as not understood.
 RULE_FLAGS: frozenset[str] = frozenset("""
 --use-tp-pp-dp-mapping --moe-enable-deepep --checkpoint-activations --step-batch-size-schedule
---attention-backend --fp4-format --fp4-recipe --fp4-param-gather
+--fp4-format --fp4-recipe --fp4-param-gather
 --ckpt-format --no-gradient-accumulation-fusion
 --moe-router-pre-softmax --moe-router-score-function --moe-router-load-balancing-type
 --tensor-parallel-num-weight-shards --expert-tensor-parallel-num-weight-shards

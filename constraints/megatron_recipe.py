@@ -13,7 +13,7 @@ from constraints.megatron_errors import MegatronArgsError, MegatronRecipeIllegal
 from constraints.hybrid_flags import hybrid_split
 from constraints.megatron_patterns import layout_stages
 from constraints.spec import (
-    CpCommType, DataParallelSharding, FsdpShardingStrategy, MoeDispatcher, PipelineSchedule, Recompute, RecomputeGranularity,
+    AttentionBackend, CpCommType, DataParallelSharding, FsdpShardingStrategy, MoeDispatcher, PipelineSchedule, Recompute, RecomputeGranularity,
     RecomputeMethod, RecomputeModule,
 )
 
@@ -135,4 +135,8 @@ def recipe_fields(raw: dict[str, Any], num_layers: Optional[int]) -> dict[str, A
         moe_shared_expert_overlap=g("--moe-shared-expert-overlap", False),
         cpu_offloading_num_layers=g("--cpu-offloading-num-layers", 0),
         make_vocab_size_divisible_by=g("--make-vocab-size-divisible-by", 128),
+        attention_backend=AttentionBackend(g("--attention-backend", "auto")),
+        masked_softmax_fusion=not g("--no-masked-softmax-fusion", False),  # store_false flag, default on
+        # validate_args: --apply-query-key-layer-scaling also sets attention_softmax_in_fp32
+        attention_softmax_in_fp32=g("--attention-softmax-in-fp32", False) or g("--apply-query-key-layer-scaling", False),
     )

@@ -10,14 +10,20 @@ and never treat them as unusable input. Sources, NVIDIA/Megatron-LM @ d98e8a64:
   `--step-batch-size-schedule` with `--global-batch-size` raises ValueError; Megatron-FSDP asserts
   `--ckpt-format fsdp_dtensor` and fsdp_dtensor asserts Megatron-FSDP; torch FSDP2 asserts no gradient
   accumulation fusion (`--no-gradient-accumulation-fusion`) and --ckpt-format torch_dist or torch_dcp
-  (ckpt_format defaults to torch_dist: megatron/training/config/training_config.py).
+  (ckpt_format defaults to torch_dist: megatron/training/config/training_config.py);
+  `--attention-backend local` asserts `--spec local` ("--attention-backend local is only supported with
+  --spec local"), and pretrain_gpt.py / pretrain_hybrid.py then import args.spec as a (module, name) pair
+  (megatron/core/transformer/spec_utils.py import_module, called by megatron/training/argument_utils.py
+  gpt_config_from_args and hybrid_builders.py), which ['local'] cannot be: ValueError. So no pretrain script of
+  this commit starts with the local backend; checked only for a launch script naming its pretrain_*.py (a plain
+  argument file or a stack config, whose launcher builds the model itself, is not held to it).
 Flags of nvidia-modelopt's argument group (megatron/post_training/arguments.py add_modelopt_args) are defined
 only when modelopt is installed; they are reported as not modelled, not as an argparse exit.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 # megatron/post_training/arguments.py @ d98e8a64: option -> takes a value (nargs "+" for --finetune-data-files)
 MODELOPT_FLAGS: dict[str, object] = {
@@ -40,9 +46,24 @@ class Refusal:
     fix: str
 
 
-def refusals(raw: dict[str, Any], unrecognized: list[str]) -> list[Refusal]:
-    """Megatron's own refusals for the parsed flags; `unrecognized` are the argv words argparse would not take."""
-    out = []
+def _local_backend(raw: dict[str, Any], entry_point: Optional[str]) -> list[Refusal]:
+    """--attention-backend local from a pretrain script (module docstring)."""
+    if raw.get("--attention-backend") != "local" or not entry_point:
+        return []
+    fix = "use --attention-backend unfused (Transformer Engine's unfused attention, the same s x s scores) or auto"
+    spec = raw.get("--spec") or []
+    if not spec or spec[0] != "local":
+        return [Refusal("megatron_exits", "--attention-backend local is only supported with --spec local "
+                                          "(Megatron's validate_args asserts)", fix)]
+    return [Refusal("megatron_exits", f"{entry_point} imports --spec {' '.join(spec)} as a (module, name) pair "
+                                      "(spec_utils.import_module): Megatron stops with a ValueError before training",
+                    fix)]
+
+
+def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional[str] = None) -> list[Refusal]:
+    """Megatron's own refusals for the parsed flags; `unrecognized` are the argv words argparse would not take;
+    `entry_point` the pretrain_*.py a launch script runs (None for an argument file or a stack config)."""
+    out = _local_backend(raw, entry_point)
     if unrecognized:
         shown = " ".join(unrecognized)
         out.append(Refusal("megatron_argparse", f"Megatron's argparse exits: error: unrecognized arguments: {shown}",

@@ -23,6 +23,7 @@ _CHOICES = {
     "--position-embedding-type": ("learned_absolute", "rope", "yarn", "mrope", "relative", "none"),
     "--cp-comm-type": ("p2p", "a2a", "allgather", "a2a+p2p"), "--softmax-type": ("vanilla", "off-by-one", "learnable"),
     "--optimizer": ("adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"),
+    "--attention-backend": ("flash", "fused", "unfused", "local", "auto"),  # AttnBackend (core/transformer/enums.py)
 }
 
 

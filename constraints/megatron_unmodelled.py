@@ -1,9 +1,10 @@
 """Megatron flag values shardplan does not model and that change what a verdict would say: refused by name.
 
 Why its own module: a flag whose value changes memory or numerics in a way the memory model does not count
-must never be judged as if it were absent (an unfused attention judged as flash). Each such value is one
-line naming the flag and the fix (exit 2, unusable input), so no verdict is given for a recipe shardplan
-would misjudge. (NVFP4's --fp4-* flags are modelled: constraints/megatron_job.py, rules_fp4.py.) Values that have no effect in their context are left alone.
+must never be judged as if it were absent. Each such value is one line naming the flag and the fix (exit 2,
+unusable input), so no verdict is given for a recipe shardplan would misjudge. (NVFP4's --fp4-* flags are
+modelled: constraints/megatron_job.py, rules_fp4.py; the unfused attention backends' s x s scores are
+modelled: constraints/attention_scores.py.) Values that have no effect in their context are left alone.
 Sources: megatron/training/arguments.py @ d98e8a64 (choices and defaults named below).
 """
 from __future__ import annotations
@@ -12,16 +13,21 @@ from typing import Any
 
 from constraints.megatron_errors import MegatronArgsError
 
-# --attention-backend choices (AttnBackend: flash, fused, unfused, local, auto; default auto). flash/fused/auto
-# run a fused kernel that never stores the s x s score matrix, which is what constraints/activations.py counts.
-_FUSED_BACKENDS = ("auto", "flash", "fused")
+# --attention-backend choices (AttnBackend: flash, fused, unfused, local, auto; default auto). unfused and local store
+# the s x s scores (constraints/attention_scores.py) for a standard attention; what they keep beside a latent (MLA)
+# attention or an off-by-one softmax offset (a sink column of zeros) has not been worked out from the source.
+_SCORE_BACKENDS = ("unfused", "local")
 
 
 def not_modelled_values(raw: dict[str, Any]) -> list[str]:
     """Entries for the not-understood list; raises MegatronArgsError for values that would change the verdict."""
     backend = raw.get("--attention-backend")
-    if backend is not None and backend not in _FUSED_BACKENDS:
-        raise MegatronArgsError(f"--attention-backend {backend} stores the seq x seq attention scores, which shardplan's "
-                                "activation memory does not count; drop it (auto picks a fused kernel) to judge the "
-                                "fused recipe")
+    if backend in _SCORE_BACKENDS:
+        if raw.get("--multi-latent-attention"):
+            raise MegatronArgsError(f"--attention-backend {backend} with --multi-latent-attention: the unfused scores "
+                                    "of a latent attention are not modelled; drop --attention-backend (auto picks a "
+                                    "fused kernel) to judge the fused recipe")
+        if raw.get("--softmax-type") == "off-by-one":
+            raise MegatronArgsError(f"--attention-backend {backend} with --softmax-type off-by-one is not modelled; "
+                                    "drop --attention-backend (auto picks a fused kernel) to judge the fused recipe")
     return []

@@ -156,6 +156,22 @@ class MoeDispatcher(str, Enum):
     flex = "flex"
 
 
+class AttentionBackend(str, Enum):
+    """`--attention-backend` (Megatron AttnBackend, default auto). auto / flash / fused run a fused kernel that keeps
+    no s x s scores; unfused (Transformer Engine's UnfusedDotProductAttention) and local (Megatron's own
+    DotProductAttention) store them: constraints/attention_scores.py."""
+
+    auto = "auto"
+    flash = "flash"
+    fused = "fused"
+    unfused = "unfused"
+    local = "local"
+
+    @property
+    def stores_scores(self) -> bool:
+        return self in (AttentionBackend.unfused, AttentionBackend.local)
+
+
 class CpCommType(str, Enum):
     """`--cp-comm-type` (CLI spelling)."""
 
@@ -374,6 +390,10 @@ class Recipe(Strict):
     moe_shared_expert_overlap: bool = False
     cpu_offloading_num_layers: int = Field(0, ge=0, le=MAX_NUM_LAYERS)
     make_vocab_size_divisible_by: int = Field(128, gt=0, le=1 << 20, description="Megatron pads the vocab to a multiple of this x TP")
+    # not searched by solve (it keeps the default); read from scripts and written back by render
+    attention_backend: AttentionBackend = Field(AttentionBackend.auto, description="--attention-backend")
+    masked_softmax_fusion: bool = Field(True, description="off with --no-masked-softmax-fusion (local backend only)")
+    attention_softmax_in_fp32: bool = Field(False, description="--attention-softmax-in-fp32 (local backend only)")
 
     @property
     def etp_effective(self) -> int:

@@ -15,7 +15,7 @@ from typing import Optional
 from constraints.mamba import layout_as_segments, pattern_with_pipes
 from constraints.window import flags_from_skip_freq
 from constraints.spec import (
-    Activation, DataParallelSharding, JobSpec, ModelSpec, Precision, Recipe, RecomputeGranularity,
+    Activation, AttentionBackend, DataParallelSharding, JobSpec, ModelSpec, Precision, Recipe, RecomputeGranularity,
 )
 from boundary.errors import ShardplanError
 
@@ -185,6 +185,7 @@ def _training_args(job: JobSpec, recipe: Recipe) -> list[str]:
         args += ["--use-precision-aware-optimizer", "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"]
     if recipe.cross_entropy_loss_fusion:
         args += ["--cross-entropy-loss-fusion"]
+    args += _attention_backend_args(recipe)
     rc = recipe.recompute
     if rc.granularity == RecomputeGranularity.selective:
         # no modules listed = Megatron's default [core_attn]; written out so the script says what it recomputes
@@ -205,6 +206,17 @@ def _training_args(job: JobSpec, recipe: Recipe) -> list[str]:
         args += ["--distribute-saved-activations"]
     if recipe.cpu_offloading_num_layers:
         args += ["--cpu-offloading-num-layers", str(recipe.cpu_offloading_num_layers)]
+    return args
+
+
+def _attention_backend_args(recipe: Recipe) -> list[str]:
+    """--attention-backend and the softmax flags, only when they differ from Megatron's defaults (auto, fusion on,
+    bf16 softmax), so a default recipe renders as before and a script's choice round-trips."""
+    args = [] if recipe.attention_backend == AttentionBackend.auto else ["--attention-backend", recipe.attention_backend.value]
+    if not recipe.masked_softmax_fusion:
+        args += ["--no-masked-softmax-fusion"]
+    if recipe.attention_softmax_in_fp32:
+        args += ["--attention-softmax-in-fp32"]
     return args
 
 

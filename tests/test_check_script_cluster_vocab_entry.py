@@ -80,7 +80,9 @@ def test_what_megatron_refuses_is_an_illegal_verdict_with_its_message(tmp_path, 
     assert found and said in found[0].message
 
 
-def test_unmodelled_attention_backend_is_refused_by_name():
-    with pytest.raises(MegatronArgsError, match="--attention-backend unfused"):
-        parse_megatron_args((MODEL + " --vocab-size 32000 --attention-backend unfused").split())
+def test_an_unfused_attention_backend_not_modelled_with_its_attention_is_refused_by_name():
+    # the unfused backends are modelled for standard attention (tests/test_attention_backend_scores.py), not with an
+    # off-by-one softmax offset
+    with pytest.raises(MegatronArgsError, match="--attention-backend unfused with --softmax-type off-by-one"):
+        parse_megatron_args((MODEL + " --vocab-size 32000 --attention-backend unfused --softmax-type off-by-one").split())
     assert parse_megatron_args((MODEL + " --vocab-size 32000 --attention-backend flash").split()).model

@@ -13,7 +13,8 @@ import pytest
 
 from constraints.models import load_model
 from constraints.rules import RULES, RuleInput
-from constraints.spec import (CpCommType, DataParallelSharding, FsdpShardingStrategy, JobSpec, MoeDispatcher, PipelineSchedule, Recipe, Recompute,
+from constraints.spec import (AttentionBackend, CpCommType, DataParallelSharding, FsdpShardingStrategy, JobSpec,
+                              MoeDispatcher, PipelineSchedule, Recipe, Recompute,
                               RecomputeGranularity, RecomputeMethod, RecomputeModule)
 from hardware.profile import load_profile
 
@@ -39,6 +40,8 @@ POOLS = {
     "cp_comm_type": list(CpCommType), "hierarchical_cp_sizes": [None, (2, 2), (2,), (3,)],
     "distribute_saved_activations": [False, True], "moe_shared_expert_overlap": [False, True],
     "cpu_offloading_num_layers": [0, 1], "make_vocab_size_divisible_by": [128, 64],
+    "attention_backend": list(AttentionBackend), "masked_softmax_fusion": [True, False],
+    "attention_softmax_in_fp32": [False, True],
 }
 MODELS = ["Llama-3.1-8B", "Mixtral-8x7B-v0.1", "Moonlight-16B-A3B", "gpt-oss-20b", "GPT-3-175B", "Llama-2-13b"]
 JOBS = [JobSpec(seq_length=4096, global_batch_size=64), JobSpec(seq_length=2048, global_batch_size=48, precision="fp8-delayed"),

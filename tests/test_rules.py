@@ -89,6 +89,10 @@ CASES = {
     "mamba_fp8_width": (dict(model=NH8, precision="fp8-tensorwise"), None),
     "latent_moe_shared_expert_overlap": (dict(model=SUPER, world=64, ep=64, gbs=64),
                                          dict(model=SUPER, world=64, ep=64, gbs=64, moe_shared_expert_overlap=True)),
+    # unfused attention backends (constraints/rules_attention_backend.py)
+    "unfused_attention_without_cp": (dict(attention_backend="unfused", cp=1), dict(attention_backend="local", cp=2)),
+    "local_attention_query_groups": (dict(attention_backend="local", tp=8), dict(attention_backend="local", tp=16, world=16)),
+    "unfused_attention_projection": (dict(attention_backend="flash"), dict(attention_backend="unfused")),
     # per-layer attention variants (constraints/rules_layer_variants.py)
     "no_rope_freq": (dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 4}),
                      dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 5})),
