@@ -9,8 +9,9 @@ unpadded count, or says which flag to add when it cannot be known from the argum
 Sources: GPT2BPETokenizer reads GPT-2's encoder.json, 50,257 tokens (Radford et al. 2019; HF `gpt2` config
 vocab_size 50257); pretrain_gpt.py makes it the default (`args_defaults={'tokenizer_type': 'GPT2BPETokenizer'}`).
 NullTokenizer (null_tokenizer.py) has exactly --vocab-size tokens. A HuggingFace / SentencePiece / TikToken /
-SFT tokenizer named by --tokenizer-model: the vocabulary of the bundled model of that name (its HF config
-vocab_size), reported as such because the tokenizer file itself is not read.
+SFT tokenizer named by --tokenizer-model (and Primus's tokenizer types, all built as HuggingFace tokenizers): the
+vocabulary of the bundled model of that name, else of the HF repository constraints/tokenizer_vocab.py lists (its
+HF config vocab_size), reported as such because the tokenizer file itself is not read.
 """
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ import re
 from typing import Any, Optional
 
 from constraints.megatron_errors import MegatronArgsError
+from constraints.tokenizer_vocab import PRIMUS_HF_TOKENIZERS, hf_repo_vocab
 
 GPT2_BPE_VOCAB = 50257
 _FILE_TOKENIZERS = ("HuggingFaceTokenizer", "SFTTokenizer", "SentencePieceTokenizer", "GPTSentencePieceTokenizer",
-                    "Llama2Tokenizer", "TikTokenizer", "MultimodalTokenizer")
+                    "Llama2Tokenizer", "TikTokenizer", "MultimodalTokenizer") + PRIMUS_HF_TOKENIZERS
 
 
 def bundled_model_for(tokenizer_model: str) -> Optional[str]:
@@ -69,6 +71,11 @@ def vocab_from_tokenizer(raw: dict[str, Any], entry_default: Optional[str]) -> t
                                f"({vocab:,} in its config); Megatron uses the tokenizer's own count")
             return vocab, (f"vocabulary {vocab:,} from the bundled {hit} config (the model --tokenizer-model names; "
                            "the tokenizer file is not read)")
+        listed = hf_repo_vocab(model) if isinstance(model, str) and "\x00" not in model and "${" not in model else None
+        if listed is not None and given is None:
+            repo, vocab = listed
+            return vocab, (f"vocabulary {vocab:,} from the vocab_size of {repo}'s HF config.json (the tokenizer file is "
+                           "not read; Megatron pads len(tokenizer), which that count bounds from above)")
         if given is not None:
             return given, (f"vocabulary {given:,} from --vocab-size; Megatron takes it from the {kind} file, "
                            "which check does not read")
