@@ -54,7 +54,12 @@ def read_stack_mapping(data: dict, path: Path, environ: dict[str, str]) -> Optio
 
 def read_stack_config(path: Path, text: str, environ: dict[str, str]) -> Optional[StackConfig]:
     """The file's Megatron arguments if it is a stack config; None otherwise (the caller reads it as before).
-    Raises StackConfigError (one line) for a stack config that cannot be used."""
+    Raises StackConfigError (one line) for a stack config that cannot be used, and for a Python file: a Megatron-Bridge
+    recipe is a Python function that builds its ConfigContainer, which check would have to run (it never runs code)."""
+    if path.suffix == ".py":
+        what = "a Megatron-Bridge recipe function" if "megatron.bridge" in text or "ConfigContainer" in text else "Python"
+        raise StackConfigError(f"{path.name} is {what}, which shardplan does not run; save the ConfigContainer it builds as "
+                               "a Bridge YAML, or write its key=value overrides to a file, and check that")
     if path.suffix in (".yaml", ".yml"):
         try:
             data = load_yaml(text, "recipe", str(path))

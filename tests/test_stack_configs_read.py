@@ -211,3 +211,17 @@ def test_a_refusal_names_the_key_to_add_in_the_configs_own_terms(tmp_path):
         load_check_input(str(partial), "h100-sxm-80gb", 1, 8, model="Llama-3.1-8B")
     assert "(in the bridge config: " in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_a_megatron_bridge_recipe_function_is_refused_in_one_line_saying_it_is_not_run(tmp_path):
+    # a Bridge recipe is Python that builds a ConfigContainer (written here in that shape); check never runs code
+    recipe = tmp_path / "llama3_8b_recipe.py"
+    recipe.write_text("from megatron.bridge.recipes.llama import llama3_8b\n\n\ndef pretrain_config():\n"
+                      "    cfg = llama3_8b.pretrain_config()\n    cfg.model.tensor_model_parallel_size = 2\n    return cfg\n")
+    for command in ("check", "render"):
+        p = subprocess.run([sys.executable, "-m", "shardplan.cli", command, str(recipe), "--hardware", "h100-sxm-80gb",
+                            "--nodes", "1", "--gpus-per-node", "8"], capture_output=True, text=True, cwd=REPO)
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr.strip().splitlines() == [
+            "error: llama3_8b_recipe.py is a Megatron-Bridge recipe function, which shardplan does not run; save the "
+            "ConfigContainer it builds as a Bridge YAML, or write its key=value overrides to a file, and check that"]
