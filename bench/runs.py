@@ -18,7 +18,8 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
   names HybridEP, or DeepEP off GB200/GB300, else alltoall), `--overlap-moe-expert-parallel-comm` (the preset's
   moe_a2a_overlap) and, when the row is silent, the recompute of that release's benchmark preset whose
   TP/PP/VPP/EP/MBS match the row (bench/mbridge_presets.py; a card that names no VP takes the preset's VPP);
-  CUDA graphs, fp8 attention and fused grouped MLP of the preset have no Recipe field and are not modelled.
+  the preset's CUDA graph capture (`RunCase.cuda_graph_scope`, passed to the projection: measure/cuda_graphs.py);
+  fp8 attention and the fused grouped MLP of the preset have no Recipe field and are not modelled.
   25.09 rows and rows without a matching preset keep the defaults below.
 - `--overlap-moe-expert-parallel-comm` as the notes state it ("EP overlap on/off", card text), else as above.
 - MoE otherwise: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap; ETP = 1 on Megatron-Bridge
@@ -50,6 +51,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict
 
 from bench.mbridge_presets import preset_for
+from measure.cuda_graphs import graph_scope
 from constraints.models import load_model
 from constraints.spec import (Activation, DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, Normalization,
                               Optimizer, PipelineSchedule, Placement, Precision, Recipe, Recompute, RecomputeGranularity,
@@ -114,6 +116,9 @@ class RunCase(BaseModel):
     source: str
     assumed: tuple[str, ...] = ()
     memory_after_first_iteration: bool = False  # the measured peak was read after iteration 1 (before Adam's moments exist)
+    # kernels the run captured in CUDA graphs (measure/cuda_graphs.py), from its release's Megatron-Bridge preset;
+    # not a Recipe field, so it is passed to measure.project.project as `cuda_graph_scope`
+    cuda_graph_scope: frozenset[str] = frozenset()
 
 
 class RunSkip(BaseModel):
@@ -200,6 +205,10 @@ def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: in
     if p is None:
         return {}
     out: dict = {}
+    scope = graph_scope(p.get("cuda_graph_impl"), p.get("cuda_graph_scope"))
+    if scope:
+        out["cuda_graph_scope"] = scope
+        assumed.append(f"CUDA graphs {','.join(sorted(scope))} (preset {release})")
     if vpp_unstated and (p.get("virtual_pipeline_model_parallel_size") or 1) > 1:
         out["vpp"] = p["virtual_pipeline_model_parallel_size"]
         assumed.append(f"vpp={out['vpp']} (preset {release})")
@@ -263,6 +272,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     ep, etp = _int(r["ep"]) or 1, _int(r["etp"])
     preset = _preset_fields(r, model, tp, pp, vpp, ep, mbs, assumed)
     vpp = preset.pop("vpp", vpp)
+    graphs = preset.pop("cuda_graph_scope", frozenset())
     if etp is None and ep > 1 and tp > 1 and "Megatron-Bridge" in r["source"]:
         # Megatron-Bridge perf presets set expert_tensor_parallel_size=1 for every MoE model (e.g.
         # scripts/performance/configs/qwen/qwen3_workload_base_configs.py BASE_QWEN3_235B_A22B_CONFIG,
@@ -322,7 +332,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     oom = bool(re.search(r"(?<!not )\bOOM\b", r["notes"])) or "does-not-fit" in r["notes"]
     return RunCase(id=rid, model=model, job=job, recipe=recipe, placement=Placement(hardware=profile, num_nodes=gpus // gpn, gpus_per_node=gpn),
                    hardware=profile, measured=measured, outcome="oom" if oom else "ran", precision_published=r["precision"],
-                   source=r["source"], assumed=tuple(assumed),
+                   source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs,
                    memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
 
 

@@ -26,7 +26,9 @@ from pydantic import BaseModel, ConfigDict
 from constraints.spec import JobSpec, ModelSpec, MoeDispatcher, Placement, Recipe
 from hardware.profile import Calibration, HardwareProfile
 from measure import collectives as col
-from measure.layer_ops import LayerKind, Phase, PhaseOp, attention_key, attention_ops, block_key, block_ops
+from measure.layer_ops import (LayerKind, Phase, PhaseOp, alltoall_sort_ops, attention_key, attention_ops, block_key,
+                               block_ops)
+from measure.cuda_graphs import FULL_ITERATION, uncaptured_ops
 from measure.mamba_ops import mamba_cp_s
 from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
@@ -78,6 +80,8 @@ class LayerParts:
     cp_s: float
     dense_params: int
     expert_params: int
+    alltoall_sort_fwd_s: float = 0.0  # the alltoall dispatcher's own token re-sorts (layer_ops.alltoall_sort_ops)
+    alltoall_sort_bwd_s: float = 0.0
 
 
 def timed_ops(ops: list[PhaseOp], profile, table, fp, imbalance: float, cache: Optional[dict] = None) -> list[tuple[PhaseOp, float]]:
@@ -111,19 +115,24 @@ class _OpSums:
     n_bwd: int
     dense_params: int
     expert_params: int
+    n_by_module: dict  # module -> (forward ops, backward ops), what CUDA graph scopes capture (measure/cuda_graphs.py)
 
 
 def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
     by = {ph: 0.0 for ph in Phase}
     fwd_by_module: dict[str, float] = {}
+    n_by_module: dict[str, tuple[int, int]] = {}
     n_fwd = n_bwd = dense_p = expert_p = 0
     for p, t in timed:
         by[p.phase] += t
+        f, b = n_by_module.get(p.module, (0, 0))
         if p.phase == Phase.fwd:
             n_fwd += 1
+            n_by_module[p.module] = (f + 1, b)
             fwd_by_module[p.module] = fwd_by_module.get(p.module, 0.0) + t
         elif p.phase in (Phase.bwd_dgrad, Phase.bwd_wgrad):
             n_bwd += 1
+            n_by_module[p.module] = (f, b + 1)
         if p.phase == Phase.bwd_wgrad and p.op.kind.value in ("gemm", "grouped_gemm"):
             s = p.op.shape
             n = s[0] * s[1] * s[2] if p.op.kind.value == "grouped_gemm" else s[0] * s[1]
@@ -131,7 +140,8 @@ def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
                 expert_p += n
             else:
                 dense_p += n
-    return _OpSums(by[Phase.fwd], by[Phase.bwd_dgrad], by[Phase.bwd_wgrad], fwd_by_module, n_fwd, n_bwd, dense_p, expert_p)
+    return _OpSums(by[Phase.fwd], by[Phase.bwd_dgrad], by[Phase.bwd_wgrad], fwd_by_module, n_fwd, n_bwd, dense_p, expert_p,
+                   n_by_module)
 
 
 def _memo(cache: dict, key: tuple, make):
@@ -171,11 +181,12 @@ def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile
 
 def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
                 kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
-                op_cache: Optional[dict] = None) -> LayerParts:
+                op_cache: Optional[dict] = None, cuda_graph_scope: frozenset = frozenset()) -> LayerParts:
     """The part of a layer's cost its per-rank shape decides (reads TP, CP, EP, ETP, MBS, SP; never
     recompute, the dispatcher or the overlap flags: EP traffic is kept per dispatcher). `op_cache` may be
     shared by calls for one (model, job, placement, profile): its block entries are keyed by the recipe
-    fields the blocks read (`attention_key`, `block_key`)."""
+    fields the blocks read (`attention_key`, `block_key`). `cuda_graph_scope` (measure/cuda_graphs.py): the kernels
+    the run captures in CUDA graphs leave the host-issue floor."""
     cal = profile.calibration
     kind = LayerKind(kind)
     op_cache = {} if op_cache is None else op_cache
@@ -223,14 +234,18 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
         kv_bytes = 2 * recipe.mbs * t_tok * max(kv_heads // recipe.tp, 1) * d * 2
         ring = (recipe.cp - 1) * col.p2p_s(kv_bytes, groups.cp.num_domains > 1, profile)
         cp = max(ring - fwd_by_module.get("core_attn", 0.0), ring * cal.exposed_comm_fraction)
-    if kind.has_moe:  # dispatcher host sync per pass (see Calibration.moe_dispatch_overhead_us)
+    if kind.has_moe and FULL_ITERATION not in cuda_graph_scope:  # dispatcher host sync per pass (Calibration)
         by[Phase.fwd] += cal.moe_dispatch_overhead_us * 1e-6
         by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
-    _host_floor(by, attn.n_fwd + blk.n_fwd, attn.n_bwd + blk.n_bwd, cal.host_time_per_op_us * 1e-6)
+    n_fwd, n_bwd = uncaptured_ops(cuda_graph_scope, kind, (attn.n_fwd, attn.n_bwd), blk.n_by_module)
+    _host_floor(by, n_fwd, n_bwd, cal.host_time_per_op_us * 1e-6)
+    sort = _memo(op_cache, ("alltoall_sort",) + block_key(model, job, recipe, kind), lambda: _op_sums(timed_ops(
+        alltoall_sort_ops(model, job, recipe) if kind.has_moe else [], profile, table, fp, cal.moe_load_imbalance, op_cache)))
     return LayerParts(fwd_s=by[Phase.fwd], dgrad_s=by[Phase.bwd_dgrad], wgrad_s=by[Phase.bwd_wgrad],
                       fwd_by_module_s=fwd_by_module, tp_raw_s=tp, ep_raw_by_dispatcher_s=dict(ep), cp_s=cp,
                       dense_params=attn.dense_params + blk.dense_params,
-                      expert_params=attn.expert_params + blk.expert_params)
+                      expert_params=attn.expert_params + blk.expert_params,
+                      alltoall_sort_fwd_s=sort.fwd_s, alltoall_sort_bwd_s=sort.dgrad_s + sort.wgrad_s)
 
 
 def ep_paired_fraction(pp, vpp, m):
@@ -260,10 +275,13 @@ def finish_layer_cost(parts: LayerParts, recipe: Recipe, cal: Calibration, num_m
 def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dispatcher: MoeDispatcher, ep_overlap: bool,
                  cal: Calibration, ep_paired: float = 1.0) -> LayerCost:
     """The selective recompute's forward time over the `recomputed` layer_ops modules, the dispatcher's EP
-    traffic, and only the calibration's exposed fraction of TP (`--tp-comm-overlap`); EP under
+    traffic and its own token passes (the alltoall dispatcher's re-sorts), and only the calibration's exposed fraction of TP (`--tp-comm-overlap`); EP under
     `--overlap-moe-expert-parallel-comm` hides at most the other micro-batch's compute, on the `ep_paired` share
     of passes that have a partner (`ep_paired_fraction`; the rest stay exposed)."""
     sel = sum(t for m, t in parts.fwd_by_module_s.items() if m in recomputed)
+    alltoall = dispatcher == MoeDispatcher.alltoall
+    fwd_s = parts.fwd_s + (parts.alltoall_sort_fwd_s if alltoall else 0.0)
+    dgrad_s = parts.dgrad_s + (parts.alltoall_sort_bwd_s if alltoall else 0.0)
     tp_exp = parts.tp_raw_s * (cal.exposed_comm_fraction if tp_overlap else 1.0)
     ep_raw = parts.ep_raw_by_dispatcher_s[dispatcher]
     ep_fwd = ep_bwd = ep_raw
@@ -272,18 +290,18 @@ def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dis
         # (Megatron-LM core/pipeline_parallel/combined_1f1b.py, "EP A2A overlap"): a forward dispatch/combine hides
         # behind the other micro-batch's backward compute and a backward one behind its forward compute, so no
         # more than that compute is hidden; the calibration's exposed fraction stays visible in any case.
-        ep_fwd = max(ep_raw - (parts.dgrad_s + parts.wgrad_s), ep_raw * cal.exposed_comm_fraction)
-        ep_bwd = max(ep_raw - parts.fwd_s, ep_raw * cal.exposed_comm_fraction)
+        ep_fwd = max(ep_raw - (dgrad_s + parts.wgrad_s), ep_raw * cal.exposed_comm_fraction)
+        ep_bwd = max(ep_raw - fwd_s, ep_raw * cal.exposed_comm_fraction)
         ep_fwd = ep_paired * ep_fwd + (1.0 - ep_paired) * ep_raw
         ep_bwd = ep_paired * ep_bwd + (1.0 - ep_paired) * ep_raw
-    return LayerCost(fwd=parts.fwd_s, dgrad=parts.dgrad_s, wgrad=parts.wgrad_s, recompute_selective=sel,
+    return LayerCost(fwd=fwd_s, dgrad=dgrad_s, wgrad=parts.wgrad_s, recompute_selective=sel,
                      tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_fwd, ep_bwd=ep_bwd, cp_fwd=parts.cp_s, cp_bwd=2 * parts.cp_s,
                      dense_params=parts.dense_params, expert_params=parts.expert_params)
 
 
 def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
                kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
-               num_microbatches: int = 1) -> LayerCost:
+               num_microbatches: int = 1, cuda_graph_scope: frozenset = frozenset()) -> LayerCost:
     """A layer's cost for this recipe: `layer_parts` finished by `finish_layer_cost`."""
-    return finish_layer_cost(layer_parts(model, job, recipe, placement, profile, kind, table, fp), recipe, profile.calibration,
-                             num_microbatches)
+    parts = layer_parts(model, job, recipe, placement, profile, kind, table, fp, cuda_graph_scope=cuda_graph_scope)
+    return finish_layer_cost(parts, recipe, profile.calibration, num_microbatches)

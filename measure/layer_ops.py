@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from constraints.spec import Activation, JobSpec, ModelSpec, Recipe
+from constraints.spec import Activation, JobSpec, ModelSpec, MoeDispatcher, Recipe
 from constraints.window import mean_pair_fraction
 from measure.kernel_ops import (Phase, PhaseOp, act_dtype, gemm_dtype, gemm_ops, grouped_gemm_ops, norm_ops,
                                 pointwise_ops, rank_tokens)
@@ -159,17 +159,12 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     if latent:
         ops += gemm_ops(t_sp, latent, h, dt, "moe_latent_proj")
     # permute: gather t_sp * topk token copies into expert order (Megatron `permute`, a read and a write of each
-    # copy) before the dispatch, and again after it into local-expert order (`sort_chunks_by_idxs`)
+    # copy); the alltoall dispatcher's extra re-sort into local-expert order is `alltoall_sort_ops`
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
-    local_sort = recipe.ep > 1 and g > 1
-    if local_sort:
-        ops += pointwise_ops(OpKind.elementwise, (routed_tokens * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
     ops += grouped_gemm_ops(g, m, _fc1_width(model, f), w, dt, "moe")
     ops += _activation(model, routed_tokens, f, "moe_act")
     ops += grouped_gemm_ops(g, m, w, f, dt, "moe")
-    # unpermute: local re-sort back, then the prob-weighted scatter-add of topk copies into t_sp tokens
-    if local_sort:
-        ops += pointwise_ops(OpKind.elementwise, (routed_tokens * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+    # unpermute: the prob-weighted scatter-add of topk copies back into t_sp tokens
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)
     if latent:
         ops += gemm_ops(t_sp, h, latent, dt, "moe_latent_proj")
@@ -182,11 +177,32 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     return ops
 
 
+def alltoall_sort_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
+    """The two token passes only the alltoall dispatcher makes: after the all-to-all, `sort_chunks_by_idxs` re-sorts
+    the received copies (grouped by source rank) into local-expert order, and sorts them back before the combine
+    (Megatron-LM megatron/core/transformer/moe/token_dispatcher.py MoEAlltoAllTokenDispatcher, with EP > 1 and more
+    than one local expert). The flex dispatcher (DeepEP / HybridEP, MoEFlexTokenDispatcher) has no such pass: its
+    dispatch_preprocess only builds metadata, the dispatch kernel sends each token once per destination rank, one
+    permute orders the received tokens by expert and the combine kernel does the weighted reduction; the allgather
+    dispatcher permutes the gathered tokens once. So both make the two passes `moe_ops` prices, this pair is extra."""
+    t, t_sp = rank_tokens(job, recipe)
+    g = max(model.num_experts // recipe.ep, 1)
+    if recipe.ep <= 1 or g <= 1:
+        return []
+    routed = g * tokens_per_local_expert(model, job, recipe)
+    w = model.moe_expert_width  # the latent width for a latent MoE, else the hidden size (as moe_ops)
+    return (pointwise_ops(OpKind.elementwise, (routed * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
+            + pointwise_ops(OpKind.elementwise, (routed * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0))
+
+
 def layer_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> list[PhaseOp]:
-    """All kernels of one decoder layer, one micro-batch, one rank (fwd, dgrad, wgrad)."""
-    if LayerKind(layer_kind).is_hybrid:
-        return block_ops(model, job, recipe, layer_kind)
-    return attention_ops(model, job, recipe) + block_ops(model, job, recipe, layer_kind)
+    """All kernels of one decoder layer, one micro-batch, one rank (fwd, dgrad, wgrad), with the recipe's dispatcher's
+    own passes (`alltoall_sort_ops`)."""
+    kind = LayerKind(layer_kind)
+    ops = block_ops(model, job, recipe, kind) if kind.is_hybrid else attention_ops(model, job, recipe) + block_ops(model, job, recipe, kind)
+    if kind.has_moe and recipe.moe_dispatcher == MoeDispatcher.alltoall:
+        ops += alltoall_sort_ops(model, job, recipe)
+    return ops
 
 
 def block_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> list[PhaseOp]:

@@ -81,10 +81,11 @@ def full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:
 
 def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
             cost_table: Optional[CostLookup] = None, fingerprint: Optional[str] = None, simulate_pipeline: bool = True,
-            timeline: Optional[list] = None) -> Projection:
+            timeline: Optional[list] = None, cuda_graph_scope: frozenset = frozenset()) -> Projection:
     """Project one iteration. `cost_table` entries for `fingerprint` (default: the table's only device)
     replace roofline times; `simulate_pipeline=False` uses the closed-form schedule time (ranking). `timeline`, when
-    given, receives the simulated pipeline ops (measure.pipeline_sim.simulate's `events`)."""
+    given, receives the simulated pipeline ops (measure.pipeline_sim.simulate's `events`). `cuda_graph_scope`: what
+    the run captures in CUDA graphs (measure/cuda_graphs.py; none unless given)."""
     if cost_table is not None and fingerprint is None:
         fps = cost_table.fingerprints() if hasattr(cost_table, "fingerprints") else []
         fingerprint = fps[0] if len(fps) == 1 else None
@@ -92,7 +93,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     world = placement.world_size
     dp = max(recipe.dp(world), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
-    kinds = {k: layer_cost(model, job, recipe, placement, profile, layer_kind_of(k), cost_table, fingerprint, m)
+    kinds = {k: layer_cost(model, job, recipe, placement, profile, layer_kind_of(k), cost_table, fingerprint, m, cuda_graph_scope)
              for k in set(model.layer_kinds)}
     head = timed_ops(head_ops(model, job, recipe), profile, cost_table, fingerprint, 1.0)
     emb_fwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase == Phase.fwd)

@@ -69,6 +69,22 @@ def grouped_token_efficiency(cal: Calibration, tokens_per_group: float) -> float
     return cal.grouped_gemm_relative_efficiency * (tokens_per_group / (tokens_per_group + half) if half > 0 else 1.0)
 
 
+# FlashAttention's achieved rate grows with the head dimension: per score element the kernel does 4*d MMA FLOPs
+# (QK^T and PV) but a fixed amount of softmax work (exponent, max, rescale) on the slower non-MMA units, so the
+# MMA pipes idle for a share d_soft / (d + d_soft) of the time. FlashAttention-3 (Shah et al. 2024, arXiv
+# 2407.08608, Fig. 5, H100 BF16 forward, seqlen 16k, non-causal) reaches 497 / 648 / 756 TFLOP/s at head dim
+# 64 / 128 / 256, which d / (d + 56) reproduces (0.767 and 1.18 of head dim 128's rate against the paper's 0.767
+# and 1.167). The parts' attention microbenchmarks are head-dim-128 kernels (Llama), so 128 is the reference.
+SOFTMAX_EQUIV_HEAD_DIM = 56.0
+REFERENCE_HEAD_DIM = 128.0
+
+
+def attention_head_dim_factor(head_dim: float) -> float:
+    """Flash attention's achieved/peak at this head dimension over its value at head dim 128 (see above)."""
+    d, d0, ref = float(head_dim), SOFTMAX_EQUIV_HEAD_DIM, REFERENCE_HEAD_DIM
+    return (d / (d + d0)) / (ref / (ref + d0))
+
+
 def _grouped_tokens(pop: PhaseOp) -> int:
     """Tokens per expert of a grouped GEMM: M of fwd / dgrad (g, m, n, k), K (the reduction) of wgrad."""
     return pop.op.shape[3] if pop.phase.value == "bwd_wgrad" else pop.op.shape[1]
@@ -86,7 +102,8 @@ def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
             eff *= grouped_token_efficiency(cal, _grouped_tokens(pop))
         comp_s = pop.flops / (peak_flops(profile, pop.op.dtype) * eff)
     elif kind in _ATTENTION:
-        comp_s = pop.flops / (peak_flops(profile, "bf16") * cal.attention_efficiency)
+        eff = min(1.0, cal.attention_efficiency * attention_head_dim_factor(pop.op.shape[5]))
+        comp_s = pop.flops / (peak_flops(profile, "bf16") * eff)
     else:
         comp_s = 0.0
     return max(comp_s, mem_s) + cal.kernel_launch_us * 1e-6

@@ -7,10 +7,10 @@ import itertools
 import pytest
 
 from constraints.models import load_model
-from constraints.spec import JobSpec, Placement, Recipe
+from constraints.spec import JobSpec, MoeDispatcher, Placement, Recipe
 from hardware.profile import load_profile
 from measure.layer_cost import layer_parts, timed_ops
-from measure.layer_ops import LayerKind, Phase, layer_ops
+from measure.layer_ops import LayerKind, Phase, alltoall_sort_ops, layer_ops
 
 PROF = load_profile("h100-sxm-80gb")
 PLACE = Placement(hardware="h100-sxm-80gb", num_nodes=4, gpus_per_node=8)
@@ -39,7 +39,13 @@ def test_shared_cache_equals_fresh_and_op_sums(name, job):
             got = layer_parts(model, job, r, PLACE, PROF, kind, op_cache=shared)
             alone = layer_parts(model, job, r, PLACE, PROF, kind)
             assert got == alone, (r, kind)
-            timed = timed_ops(layer_ops(model, job, r, kind), PROF, None, None, PROF.calibration.moe_load_imbalance)
+            # layer_parts keeps the alltoall dispatcher's own re-sorts apart (alltoall_sort_*), so its phase and module
+            # sums are those of the flex dispatcher's op list, which has none
+            flex = r.model_copy(update={"moe_dispatcher": MoeDispatcher.flex})
+            timed = timed_ops(layer_ops(model, job, flex, kind), PROF, None, None, PROF.calibration.moe_load_imbalance)
+            sorts = timed_ops(alltoall_sort_ops(model, job, r) if kind == LayerKind.moe else [], PROF, None, None,
+                              PROF.calibration.moe_load_imbalance)
+            assert got.alltoall_sort_fwd_s == pytest.approx(sum(t for p, t in sorts if p.phase == Phase.fwd), rel=1e-12)
             wgrad = sum(t for p, t in timed if p.phase == Phase.bwd_wgrad)
             assert got.wgrad_s == pytest.approx(wgrad, rel=1e-12)
             for module in {p.module for p, _ in timed if p.phase == Phase.fwd}:  # every module recompute may re-run

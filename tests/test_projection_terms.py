@@ -43,6 +43,23 @@ def test_moe_layer_has_router_topk_and_two_permutes_each_way():
     one_rank = [p for p in layer_ops(QWEN_MOE, JOB, Recipe(ep=1), LayerKind.moe) if p.phase == Phase.fwd and p.op.kind == OpKind.elementwise]
     assert sum(1 for p in one_rank if p.module == "moe" and p.op.shape == (copies,)) == 2  # EP=1: no re-sort
     assert any(p.module == "router" and p.op.shape == (4096 * QWEN_MOE.num_experts,) for p in moe)
+    # the flex dispatcher (DeepEP / HybridEP) has no re-sort: one permute by expert after the dispatch, one back
+    flex = [p for p in layer_ops(QWEN_MOE, JOB, Recipe(ep=8, moe_dispatcher=MoeDispatcher.flex), LayerKind.moe)
+            if p.phase == Phase.fwd and p.op.kind == OpKind.elementwise]
+    assert sum(1 for p in flex if p.module == "moe" and p.op.shape == (copies,)) == 2
+
+
+def test_flex_dispatcher_layer_is_cheaper_by_the_alltoall_resorts():
+    """finish_parts adds the alltoall dispatcher's two re-sort passes (fwd and bwd) to its compute and nothing to flex."""
+    from measure.layer_cost import finish_parts, layer_parts
+    place = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+    parts = layer_parts(QWEN_MOE, JOB, Recipe(ep=8), place, H100, LayerKind.moe)
+    a2a = finish_parts(parts, frozenset(), False, MoeDispatcher.alltoall, False, H100.calibration)
+    flex = finish_parts(parts, frozenset(), False, MoeDispatcher.flex, False, H100.calibration)
+    copies_bytes = 2 * 4 * 4096 * QWEN_MOE.moe_router_topk * QWEN_MOE.hidden_size  # two passes, each a bf16 read + write
+    bw = H100.hbm_bandwidth_gb_per_s * 1e9 * H100.calibration.memory_bound_efficiency
+    assert a2a.fwd - flex.fwd == pytest.approx(copies_bytes / bw + 2 * H100.calibration.kernel_launch_us * 1e-6, rel=1e-6)
+    assert a2a.dgrad - flex.dgrad == pytest.approx(a2a.fwd - flex.fwd, rel=1e-6)
 
 
 def test_grouped_gemm_efficiency_saturates_in_tokens_per_expert():
@@ -108,6 +125,26 @@ def test_ep_overlap_hides_at_most_the_other_micro_batch_compute():
         off = finish_parts(parts, frozenset(), False, MoeDispatcher.alltoall, False, cal)
         on = finish_parts(parts, frozenset(), False, MoeDispatcher.alltoall, True, cal)
         assert off.ep_fwd == off.ep_bwd == raw
-        assert on.ep_fwd == pytest.approx(max(raw - parts.dgrad_s - parts.wgrad_s, raw * cal.exposed_comm_fraction))
-        assert on.ep_bwd == pytest.approx(max(raw - parts.fwd_s, raw * cal.exposed_comm_fraction))
+        # the alltoall dispatcher's compute includes its own token re-sorts (layer_ops.alltoall_sort_ops)
+        fwd_s, dgrad_s = parts.fwd_s + parts.alltoall_sort_fwd_s, parts.dgrad_s + parts.alltoall_sort_bwd_s
+        assert parts.alltoall_sort_fwd_s > 0
+        assert on.ep_fwd == pytest.approx(max(raw - dgrad_s - parts.wgrad_s, raw * cal.exposed_comm_fraction))
+        assert on.ep_bwd == pytest.approx(max(raw - fwd_s, raw * cal.exposed_comm_fraction))
     assert on.ep_fwd > raw * cal.exposed_comm_fraction  # the slow link: more than the fraction stays exposed
+
+
+def test_attention_rate_follows_flashattention3_head_dim_scaling():
+    """FlashAttention-3 (arXiv 2407.08608, Fig. 5, H100 BF16 forward, 16k, non-causal): 497 / 648 / 756 TFLOP/s at head
+    dim 64 / 128 / 256; the parts' attention microbenchmarks are head-dim-128 kernels."""
+    from measure.roofline import attention_head_dim_factor, roofline_time_s
+    assert attention_head_dim_factor(128) == pytest.approx(1.0)
+    assert attention_head_dim_factor(64) == pytest.approx(497 / 648, rel=0.01)
+    assert attention_head_dim_factor(256) == pytest.approx(756 / 648, rel=0.02)
+    # gpt-oss's head-dim-64 core attention runs at a lower rate per FLOP than Llama's head-dim-128 one
+    oss = load_model("gpt-oss-120b")
+
+    def rate(model):
+        op = next(p for p in layer_ops(model, JOB, Recipe(), LayerKind.dense if not model.is_moe else LayerKind.moe)
+                  if p.op.kind == OpKind.attention_fwd)
+        return op.flops / (roofline_time_s(op, H100) - H100.calibration.kernel_launch_us * 1e-6)
+    assert rate(oss) / rate(LLAMA8) == pytest.approx(attention_head_dim_factor(64), rel=0.02)

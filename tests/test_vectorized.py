@@ -191,7 +191,8 @@ def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, e
 
     parts = LayerParts(fwd_s=base[0], dgrad_s=base[1], wgrad_s=base[2], tp_raw_s=base[3], cp_s=base[4],
                        fwd_by_module_s={"core_attn": mods[0], "moe_act": mods[1], "mlp": mods[2], "qkv": base[5]},
-                       ep_raw_by_dispatcher_s=dict(zip(MoeDispatcher, ep_raw)), dense_params=7, expert_params=11)
+                       ep_raw_by_dispatcher_s=dict(zip(MoeDispatcher, ep_raw)), dense_params=7, expert_params=11,
+                       alltoall_sort_fwd_s=base[6], alltoall_sort_bwd_s=2 * base[6])
     cal = load_profile("h100-sxm-80gb").calibration
     recomputed = recomputed_modules([module, RecomputeModule.core_attn])
     want = finish_parts(parts, recomputed, tpo, dispatcher, epo, cal, paired)
