@@ -96,8 +96,9 @@ HARDWARE = [("A100", "a100-sxm-80gb", 8), ("H800", "h800-sxm-80gb", 8), ("H200",
             ("MI300X", "mi300x", 8), ("MI325X", "mi325x", 8), ("MI355X", "mi355x", 8)]
 MEASURED = ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "iter_time_s", "mem_per_gpu_gib")
 # Megatron-Bridge logs peak memory as torch.cuda.memory_stats()["allocated_bytes.all.peak"] / 1e9 rounded to five
-# significant digits (src/megatron/bridge/training/utils/train_utils.py MEMORY_KEYS, mem-max-allocated-gigabytes
-# @067f987d): the "GB" of its skill studies and verification cards (36.618, 62.166, 66.297) are decimal gigabytes
+# significant digits, printed after iterations 1 and 2 as "(after N iterations) memory (GB) | mem-max-allocated-
+# gigabytes: ..." (src/megatron/bridge/training/utils/train_utils.py report_memory, training_log @067f987d): the
+# values of its skill studies and verification cards (36.618, 62.166, 66.297; some docs label them GiB) are decimal GB
 BRIDGE_LOGGED_MEMORY = re.compile(r"Megatron-Bridge (skills/|examples/model_verification_card)")
 GB_PER_GIB = 2 ** 30 / 1e9
 

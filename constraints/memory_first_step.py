@@ -8,7 +8,9 @@ fused_adam.py `step`: `if len(state) == 0: self.initialize_state(...)`; torch.op
 backward has freed the activations. So iteration 1 peaks at the larger of
 - the steady-state peak without the moments (forward/backward with weights, grads, master shards), and
 - the optimizer step: all static state (moments included) plus the framework overhead, activations gone.
-Iteration 2 onward is the steady-state `MemoryReport.peak_bytes`.
+Iteration 2 onward is the steady-state `MemoryReport.peak_bytes`. (Megatron-Bridge prints memory after iterations 1
+and 2 for this reason: "Make sure the memory after the second iteration is reported to include optimizer state
+memory", src/megatron/bridge/training/utils/train_utils.py training_log @067f987d.)
 """
 from __future__ import annotations
 
