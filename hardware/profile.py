@@ -21,6 +21,7 @@ from boundary.parse import load_yaml
 from boundary.read import read_text
 from boundary.show import validation_line
 from hardware.calibration import Calibration, Microbench, derive_calibration, load_software_constants
+from hardware.typical_microbench import typical_microbench
 
 __all__ = ["Calibration", "HardwareProfile", "Microbench", "PeakTflops", "ProfileError", "available_profiles", "load_profile"]
 
@@ -88,6 +89,9 @@ class HardwareProfile(_Strict):
     supports_mxfp8: bool = False
     microbench: Optional[Microbench] = Field(None, description="published microbenchmarks; when given and `calibration` "
                                              "is not, load_profile derives the calibration from them (hardware/calibration.py)")
+    microbench_from: tuple[str, ...] = Field((), max_length=64, description="set by load_profile when the file has no "
+                                             "microbench: the bundled parts whose median fractions of peak stand in for it "
+                                             "(hardware/typical_microbench.py)")
     calibration: Calibration = Calibration()
     sources: dict[str, str] = Field(description="field name -> where the number comes from")
 
@@ -95,7 +99,10 @@ class HardwareProfile(_Strict):
     def calibrated(self) -> bool:
         """Whether the projection constants come from something measured (published microbenchmarks of this part,
         or a calibration block the user fitted) instead of the bare defaults: projections on a part with neither
-        are less certain, and the output says so."""
+        are less certain, and the output says so. Microbenchmarks taken from sibling parts (`microbench_from`) are not
+        this part's own, so they do not count."""
+        if self.microbench_from:
+            return False
         return self.microbench is not None or self.calibration != Calibration()
 
     def derived(self) -> "HardwareProfile":
@@ -159,5 +166,24 @@ def load_profile(name_or_path: str) -> HardwareProfile:
         prof = HardwareProfile(**data)
     except ValidationError as exc:
         raise ProfileError(f"--hardware: {path}: field {validation_line(exc, reasons=BOUND_REASONS)}") from None
-    # a calibration block given in the file wins (a user's own fit); otherwise derive it from the microbenchmarks
-    return prof if explicit_calibration else prof.derived()
+    # a calibration block given in the file wins (a user's own fit); otherwise derive it from the microbenchmarks,
+    # the part's own or, when the file has none, its bundled siblings' median fractions of peak
+    if explicit_calibration:
+        return prof
+    if prof.microbench is None and path.resolve().parent != PROFILES_DIR:
+        mb, names = typical_microbench(prof, bundled_profiles())
+        prof = prof.model_copy(update={"microbench": mb, "microbench_from": names})
+    return prof.derived()
+
+
+_BUNDLED: dict = {}  # (file, mtime, size) per bundled profile -> the loaded profiles
+
+
+def bundled_profiles() -> list[HardwareProfile]:
+    """Every bundled profile, loaded (each has its own microbenchmarks: tests/test_hardware_profiles.py)."""
+    paths = sorted(PROFILES_DIR.glob("*.yaml"))
+    key = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+    if key not in _BUNDLED:
+        _BUNDLED.clear()
+        _BUNDLED[key] = [load_profile(str(p)) for p in paths]
+    return _BUNDLED[key]

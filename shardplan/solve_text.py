@@ -23,8 +23,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
         lines.append(f"* the ranking closed form and the simulated step differ by more than {RANKING_GAP_NOTE:.0%} here (interleaved "
                      "schedules with unequal stages); the order follows the closed form, the step column the simulator")
     if payload["recipes"] and payload.get("projection_calibrated") is False:
-        lines.append(f"note: {placement.hardware} has neither published microbenchmarks nor a calibration block in its profile; "
-                     "its projections use the default constants and are less certain")
+        lines.append(uncalibrated_note(placement.hardware))
     lines += [f"! model config: {note}" for note in payload.get("model_notes", [])]
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
@@ -96,3 +95,19 @@ def solve_rows(payload: dict, model) -> list[dict]:
                      "bubble": pr.get("bubble_fraction"),
                      "peak_gib": m["peak_bytes"] / GIB, "free_gib": (m["usable_bytes"] - m["peak_bytes"]) / GIB})
     return rows
+
+
+def uncalibrated_note(hardware: str) -> str:
+    """Why this part's projection is less certain: no microbenchmarks of its own (sibling parts' median fractions of
+    peak stand in, hardware/typical_microbench.py) or, for a bundled profile without them, the bare defaults."""
+    from hardware.profile import load_profile
+
+    prof = load_profile(hardware)
+    if prof.microbench_from:
+        mb, peak = prof.microbench, prof.peak_tflops
+        return (f"note: {hardware} has no microbenchmarks of its own in its profile; its projection takes the median "
+                f"fractions of peak of {', '.join(prof.microbench_from)} (bf16 matmul {mb.matmul_bf16_tflops / peak.bf16:.0%}, "
+                f"attention {mb.attention_fraction:.0%}, HBM {mb.hbm_fraction:.0%}) and is less certain; add a `microbench:` "
+                "block with the part's measured numbers")
+    return (f"note: {hardware} has neither published microbenchmarks nor a calibration block in its profile; "
+            "its projections use the default constants and are less certain")
