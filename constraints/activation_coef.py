@@ -56,7 +56,7 @@ def full_recompute_key(recipe: Recipe) -> tuple:
     return (rc.method.value, rc.num_layers or 1)
 
 
-def _chunk_coef(kinds: list, chunk: Chunk, last_kind, full: tuple, keys: tuple) -> tuple[list[int], set]:
+def _chunk_coef(kinds: list, chunk: Chunk, mtp_kinds: tuple, full: tuple, keys: tuple) -> tuple[list[int], set]:
     """[n per kind..., n_inp, n_emb_layers, n_emb, n_out] and working count tuples of one chunk, mirroring
     constraints.memory.chunk_activation term by term (`kinds`: the chunk's layer kinds, `keys`: kind_keys)."""
     n, nk = len(kinds), len(keys)
@@ -80,8 +80,9 @@ def _chunk_coef(kinds: list, chunk: Chunk, last_kind, full: tuple, keys: tuple) 
                 working.add(tuple(counts(kinds[g:g + k])))
     else:
         c[:nk] = counts(kinds)
-    if chunk.mtp:                                      # each MTP block: one last-kind layer + embedding
-        c[keys.index(last_kind)] += chunk.mtp
+    if chunk.mtp:                                      # each MTP block: its layers (ModelSpec.mtp_layer_kinds) + embedding
+        for kind in mtp_kinds:
+            c[keys.index(kind)] += chunk.mtp
         c[nk + 1] += chunk.mtp
     c[nk + 2] += 1 if chunk.embedding else 0
     c[nk + 3] += (1 if chunk.loss else 0) + chunk.mtp
@@ -91,11 +92,10 @@ def _chunk_coef(kinds: list, chunk: Chunk, last_kind, full: tuple, keys: tuple) 
 def rank_coefficients(model: ModelSpec, recipe: Recipe, chunks: list[Chunk]) -> RankCoef:
     """Coefficients of one rank's chunks (recipe supplies only the full-recompute setting)."""
     kinds_all, full, keys = model.layer_kinds, full_recompute_key(recipe), kind_keys(model)
-    last_kind = kinds_all[-1] if kinds_all else keys[0]
     total = [0] * (len(keys) + 4)
     working: set = set()
     for chunk in chunks:
-        c, w = _chunk_coef([kinds_all[i] for i in chunk.layers], chunk, last_kind, full, keys)
+        c, w = _chunk_coef([kinds_all[i] for i in chunk.layers], chunk, model.mtp_layer_kinds, full, keys)
         total = [x + y for x, y in zip(total, c)]
         working |= w
     nk = len(keys)
@@ -118,7 +118,7 @@ def values_at(model: ModelSpec, key: tuple, modules: tuple) -> tuple[int, ...]:
     """values_of from its shape_key and recomputed modules (activations.recomputed_modules) alone; a kind the
     model does not have is 0."""
     sh, sharded, tp, vocab_multiple = key
-    present = set(model.layer_kinds)
+    present = set(model.layer_kinds) | set(model.mtp_layer_kinds)
     per_kind = tuple(act.kept_layer_bytes(model, sh, k, modules) if k in present else 0 for k in kind_keys(model))
     vocab = padded_vocab_size(model, tp, vocab_multiple)
     return per_kind + (act.checkpoint_input_bytes(model, sh, sharded), act.embedding_bytes(model, sh),

@@ -5,13 +5,15 @@ Why its own module: the flag readers (constraints/megatron_model.py, megatron_re
 call these two functions. Megatron's behaviour @ d98e8a64 (arguments.py validate_args, hybrid block): the pattern
 sets --num-layers (a different --num-layers only warns); both pattern flags at once is an assertion; VPP is the
 number of segments / PP when there are more segments than PP; MambaMixer / TransformerConfig defaults are
---mamba-head-dim 64, --mamba-state-dim 128, --mamba-num-groups 8, --mamba-num-heads = 2 h / head dim, conv 4.
+--mamba-head-dim 64, --mamba-state-dim 128, --mamba-num-groups 8, --mamba-num-heads = 2 h / head dim, conv 4. MTP
+depths are the pattern's `/` parts (the deprecated --mtp-hybrid-override-pattern with --mtp-num-layers N is converted to
+them, as validate_args does).
 """
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from constraints.hybrid_pattern import MOE, PIPE, HybridPatternError, split_pattern
+from constraints.hybrid_pattern import MOE, MTP_SEPARATOR, PIPE, HybridPatternError, split_pattern
 from constraints.megatron_errors import MegatronArgsError
 from constraints.megatron_patterns import moe_layer_pattern
 from constraints.window import flags_from_skip_freq
@@ -28,8 +30,10 @@ def hybrid_pattern(raw: dict[str, Any]) -> Optional[str]:
         raise MegatronArgsError("--hybrid-override-pattern and --hybrid-layer-pattern cannot both be given "
                                 "(validate_args asserts); keep --hybrid-layer-pattern")
     text = new if new is not None else old
-    if text is not None and raw.get("--mtp-hybrid-override-pattern"):
-        raise MegatronArgsError("--mtp-hybrid-override-pattern: MTP depths of a hybrid model are not modelled; drop it")
+    legacy, depth = raw.get("--mtp-hybrid-override-pattern"), raw.get("--mtp-num-layers") or 0
+    if text is not None and legacy and depth > 0 and MTP_SEPARATOR not in str(text):
+        # validate_args converts the deprecated MTP pattern to the unified form: main + ("/" + mtp) per depth
+        text = str(text) + "".join(MTP_SEPARATOR + str(legacy) for _ in range(depth))
     return None if text is None else str(text)
 
 
@@ -39,18 +43,19 @@ def hybrid_model_fields(raw: dict[str, Any], hidden_size: int) -> Optional[dict[
     if text is None:
         return None
     try:
-        main, mtp, _ = split_pattern(text)
+        main, mtp, depth = split_pattern(text)
     except HybridPatternError as exc:
         raise MegatronArgsError(str(exc)) from None
-    if mtp is not None:
-        raise MegatronArgsError(f"--hybrid-layer-pattern {text!r}: MTP depths ('/') of a hybrid model are not modelled; drop them")
     layers = main.replace(PIPE, "")
     if not layers:
         raise MegatronArgsError("--hybrid-layer-pattern has no layers; give one symbol (M, *, -, E) per layer")
     head_dim = raw.get("--mamba-head-dim", 64)
     heads = raw.get("--mamba-num-heads") or (2 * hidden_size // head_dim if head_dim > 0 else 0)
+    # validate_args infers --mtp-num-layers from the pattern's depths (a different value only warns); without an MTP
+    # pattern HybridModel builds no MTP block whatever --mtp-num-layers says
     return dict(num_layers=len(layers), hybrid_layer_pattern=layers, mamba_num_heads=heads, mamba_head_dim=head_dim,
-                mamba_state_dim=raw.get("--mamba-state-dim", 128), mamba_num_groups=raw.get("--mamba-num-groups", 8))
+                mamba_state_dim=raw.get("--mamba-state-dim", 128), mamba_num_groups=raw.get("--mamba-num-groups", 8),
+                mtp_hybrid_pattern=mtp or None, mtp_num_layers=depth if mtp else 0)
 
 
 def hybrid_moe_layers(fields: dict[str, Any]) -> tuple[bool, ...]:

@@ -55,12 +55,21 @@ def pattern_segments(main: str) -> list[str]:
 
 def check_hybrid_fields(model: ModelSpec) -> None:
     """ModelSpec validation of a hybrid model (raises ValueError, which pydantic reports as one line)."""
-    pat = model.hybrid_layer_pattern
-    bad = [ch for ch in pat if ch not in LAYER_SYMBOLS]
-    if bad:
-        raise ValueError(_bad_symbol(bad[0], pat).replace("--hybrid-layer-pattern", "hybrid_layer_pattern"))
-    if len(pat) != model.num_layers:
-        raise ValueError(f"hybrid_layer_pattern has {len(pat)} layers, num_layers says {model.num_layers}; make them equal")
+    main, mtp = model.hybrid_layer_pattern, model.mtp_hybrid_pattern or ""
+    for field, text in (("hybrid_layer_pattern", main), ("mtp_hybrid_pattern", mtp)):
+        bad = [ch for ch in text if ch not in LAYER_SYMBOLS]
+        if bad:
+            raise ValueError(_bad_symbol(bad[0], text).replace("--hybrid-layer-pattern", field))
+    if len(main) != model.num_layers:
+        raise ValueError(f"hybrid_layer_pattern has {len(main)} layers, num_layers says {model.num_layers}; make them equal")
+    if model.mtp_num_layers and not mtp:
+        # validate_args only warns ("Hybrid model with --mtp-num-layers but no MTP pattern"), and HybridModel then
+        # builds no MTP block (mtp_process needs a pattern): depths without a pattern would be priced for nothing
+        raise ValueError(f"mtp_num_layers {model.mtp_num_layers} on a hybrid model needs mtp_hybrid_pattern (the '/' part "
+                         "of --hybrid-layer-pattern, e.g. '*E'); give it or set mtp_num_layers 0")
+    if mtp and not model.mtp_num_layers:
+        raise ValueError("mtp_hybrid_pattern without mtp_num_layers; give the MTP depth or drop the pattern")
+    pat = main + mtp
     if MAMBA in pat:
         missing = [f for f in ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups") if getattr(model, f) is None]
         if missing:
@@ -70,12 +79,10 @@ def check_hybrid_fields(model: ModelSpec) -> None:
             raise ValueError(f"mamba_num_heads {model.mamba_num_heads} is not divisible by mamba_num_groups {model.mamba_num_groups}")
     if MOE in pat and model.num_experts is None:
         raise ValueError("hybrid pattern has E (MoE) layers but the model has no num_experts")
-    if model.layer_is_moe is not None and model.layer_is_moe != tuple(ch == MOE for ch in pat):
+    if model.layer_is_moe is not None and model.layer_is_moe != tuple(ch == MOE for ch in main):
         raise ValueError("layer_is_moe disagrees with hybrid_layer_pattern's E layers; drop layer_is_moe")
     if model.multi_latent_attention:
         raise ValueError("hybrid models with multi-latent attention (+/D layers) are not modelled")
-    if model.mtp_num_layers:
-        raise ValueError("MTP depths of a hybrid model ('/' in the pattern) are not modelled; drop them")
 
 
 def hybrid_moe_flags(pattern: str) -> tuple[bool, ...]:

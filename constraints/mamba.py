@@ -7,8 +7,9 @@ from `--hybrid-layer-pattern`, one symbol per layer, each layer a single pre-nor
   -  dense MLP only (linear_fc1 with the fused norm, linear_fc2)
   E  MoE only (pre_mlp_layernorm, router, experts, shared experts)
 (megatron/core/models/hybrid/hybrid_layer_allocation.py Symbols, hybrid_layer_specs.py @ d98e8a64). `|` splits
-the main pattern into pipeline segments and `/` appends MTP depths; both are recipe / MTP matters handled by
-`pattern_segments` (constraints/hybrid_pattern.py) and the flag reader. G (gated delta net), D (DSA) and + (MLA) layers are not modelled.
+the main pattern into pipeline segments (a recipe matter: `pattern_segments`, constraints/hybrid_pattern.py) and `/`
+appends MTP depths (ModelSpec.mtp_hybrid_pattern, repeated mtp_num_layers times on the last pipeline stage, each depth a
+MultiTokenPredictionLayer around a HybridStack of those layers). G (gated delta net), D (DSA) and + (MLA) layers are not modelled.
 
 Mamba-2 shapes (Dao & Gu 2024, "Transformers are SSMs", sec. 7; MambaMixer.__init__): d_inner = heads x head_dim;
 in_proj h -> [z, x, B, C, dt] = 2 d_inner + 2 groups N + heads; a depthwise causal conv over [x, B, C]
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from constraints.latent_moe import latent_projection_params
 from constraints.spec import Activation, ModelSpec, Normalization
-from constraints.hybrid_pattern import ATTENTION, MAMBA, MLP, PIPE
+from constraints.hybrid_pattern import ATTENTION, MAMBA, MLP, MTP_SEPARATOR, PIPE
 from constraints.stages import StageSplitError, expand_layout
 
 @dataclass(frozen=True)
@@ -141,16 +142,18 @@ def entry_script_problem(script: str | None, model: ModelSpec) -> str | None:
 
 
 def pattern_with_pipes(model: ModelSpec, segment_layers: list[int] | None) -> str:
-    """--hybrid-layer-pattern of `model`, with `|` after each pipeline segment of `segment_layers` (None: no pipes)."""
+    """--hybrid-layer-pattern of `model`, with `|` after each pipeline segment of `segment_layers` (None: no pipes)
+    and its MTP pattern once per depth after `/` (Megatron's unified pattern "<main>/<mtp>/<mtp>...")."""
     pat = model.hybrid_layer_pattern
+    mtp = "".join(MTP_SEPARATOR + model.mtp_hybrid_pattern for _ in range(model.mtp_num_layers)) if model.mtp_hybrid_pattern else ""
     if not segment_layers:
-        return pat
+        return pat + mtp
     out, pos = [], 0
     for n in segment_layers:
         out.append(pat[pos:pos + n])
         pos += n
     out[-1] += pat[pos:]
-    return PIPE.join(out)
+    return PIPE.join(out) + mtp
 
 
 def layout_as_segments(layout: str) -> list[int] | None:

@@ -72,9 +72,10 @@ def _chunk_params(model: ModelSpec, recipe: Recipe, chunk: Chunk, layers: list[L
         # untied: own output weight; tied with PP>1: the last stage keeps a copy of the embedding (Megatron)
         if not model.tied_embeddings or not chunk.embedding:
             dense += vocab_shard
-    if chunk.mtp:
-        lp = layer_params(model, model.moe_layers[-1])
-        per_mtp = (_ceil_div(lp.tp_sharded + 2 * h * h, tp) + lp.replicated + 3 * h, _ceil_div(lp.experts, expert_div))
+    if chunk.mtp:  # each depth: its layers (constraints.params.mtp_params), enorm, hnorm, eh_proj, final norm
+        lps = [layer_params(model, k) for k in model.mtp_layer_kinds]
+        per_mtp = (_ceil_div(sum(lp.tp_sharded for lp in lps) + 2 * h * h, tp) + sum(lp.replicated for lp in lps) + 3 * h,
+                   _ceil_div(sum(lp.experts for lp in lps), expert_div))
         dense += chunk.mtp * per_mtp[0] + (0 if chunk.embedding else vocab_shard)  # MTP shares the embedding
         expert += chunk.mtp * per_mtp[1]
     return dense, expert, biggest
@@ -157,7 +158,7 @@ def chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chu
     else:
         layers, working = sum(per_layer[f] for f in flags), 0
     if chunk.mtp:
-        layers += chunk.mtp * (per_layer[model.moe_layers[-1]] + act.embedding_bytes(model, sh))
+        layers += chunk.mtp * (sum(per_layer[k] for k in model.mtp_layer_kinds) + act.embedding_bytes(model, sh))
     emb = act.embedding_bytes(model, sh) if chunk.embedding else 0
     out = act.output_bytes(model, sh, vocab) if chunk.loss else 0
     out += chunk.mtp * act.output_bytes(model, sh, vocab)
@@ -206,7 +207,7 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
     dp = max(recipe.dp(world_size), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
     sh = act.shape_of(job, recipe)
-    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.layer_kinds)}
+    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.layer_kinds) | set(model.mtp_layer_kinds)}
     vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
     frag_ppm = round(fragmentation_fraction * PPM)
     comm = comm_buffer_bytes(model, recipe, sh)

@@ -226,7 +226,7 @@ def _nemotron_h(raw: dict, name: str) -> ModelSpec:
     """HF `nemotron_h` (Nemotron-H, Nemotron 3): hybrid_override_pattern (or layers_block_type) is Megatron's
     --hybrid-layer-pattern; Mamba-2 sizes from mamba_num_heads / mamba_head_dim / ssm_state_size / n_groups /
     conv_kernel; squared-ReLU MLPs and experts without a gate; RMSNorm; no position embedding (Megatron-Bridge
-    NemotronHBridge sets position_embedding_type none)."""
+    NemotronHBridge sets position_embedding_type none); num_nextn_predict_layers MTP depths of mtp_hybrid_override_pattern."""
     pattern = raw.get("hybrid_override_pattern")
     if pattern is None and isinstance(raw.get("layers_block_type"), list):
         unknown = [t for t in raw["layers_block_type"] if t not in _BLOCK_SYMBOLS]
@@ -235,8 +235,11 @@ def _nemotron_h(raw: dict, name: str) -> ModelSpec:
         pattern = "".join(_BLOCK_SYMBOLS[t] for t in raw["layers_block_type"])
     if not isinstance(pattern, str) or not pattern:
         raise ModelError(f"model {name}: nemotron_h config needs hybrid_override_pattern (e.g. \"M-M*-\"); copy it from the HF config.json")
-    if raw.get("num_nextn_predict_layers"):
-        raise ModelError(f"model {name}: MTP layers of a hybrid model are not modelled; set num_nextn_predict_layers to 0")
+    depth = raw.get("num_nextn_predict_layers") or 0
+    mtp_pattern = raw.get("mtp_hybrid_override_pattern") if depth else None
+    if depth and not (isinstance(mtp_pattern, str) and mtp_pattern):
+        raise ModelError(f"model {name}: num_nextn_predict_layers {depth} needs mtp_hybrid_override_pattern (the MTP layers, "
+                         "e.g. \"*E\"); copy it from the HF config.json or set num_nextn_predict_layers to 0")
     h, heads = raw["hidden_size"], raw["num_attention_heads"]
     act = raw.get("mlp_hidden_act") or raw.get("hidden_act") or "relu2"
     fields: dict[str, Any] = dict(
@@ -249,12 +252,12 @@ def _nemotron_h(raw: dict, name: str) -> ModelSpec:
         attention_bias=bool(raw.get("attention_bias", False)), mlp_bias=bool(raw.get("mlp_bias", False)),
         hybrid_layer_pattern=pattern, mamba_num_heads=raw.get("mamba_num_heads"), mamba_head_dim=raw.get("mamba_head_dim"),
         mamba_state_dim=raw.get("ssm_state_size"), mamba_num_groups=raw.get("n_groups"),
-        mamba_conv_kernel=raw.get("conv_kernel") or 4,
+        mamba_conv_kernel=raw.get("conv_kernel") or 4, mtp_num_layers=depth, mtp_hybrid_pattern=mtp_pattern,
     )
     if raw.get("use_bias") or raw.get("use_conv_bias") is False:
         raise ModelError(f"model {name}: Mamba in/out projection biases or a conv without bias are not modelled "
                          "(Megatron's MambaMixer asserts neither)")
-    if "E" in pattern:
+    if "E" in pattern + (mtp_pattern or ""):
         fields.update(num_experts=raw["n_routed_experts"], moe_router_topk=raw["num_experts_per_tok"],
                       moe_ffn_hidden_size=raw["moe_intermediate_size"],
                       moe_shared_expert_intermediate_size=raw.get("moe_shared_expert_intermediate_size"),

@@ -114,12 +114,13 @@ def all_layer_params(model: ModelSpec) -> list[LayerParams]:
 
 
 def mtp_params(model: ModelSpec) -> int:
-    """One MTP module (DeepSeek-V3 sec. 2.2): a copy of the last layer type + enorm, hnorm, eh_proj (2h -> h),
-    final norm. Embedding and output head are shared with the main model."""
+    """One MTP module (DeepSeek-V3 sec. 2.2): its layers (a copy of the last layer type; a hybrid model's MTP pattern,
+    Megatron MultiTokenPredictionLayer's HybridStack without a post norm) + enorm, hnorm, eh_proj (2h -> h), final norm.
+    Embedding and output head are shared with the main model."""
     if not model.mtp_num_layers:
         return 0
     h = model.hidden_size
-    block = layer_params(model, model.moe_layers[-1]).total + 3 * _norm(model, h) + 2 * h * h
+    block = sum(layer_params(model, k).total for k in model.mtp_layer_kinds) + 3 * _norm(model, h) + 2 * h * h
     return model.mtp_num_layers * block
 
 

@@ -242,6 +242,9 @@ class ModelSpec(Strict):
     mamba_state_dim: Optional[int] = Field(None, gt=0, le=1 << 12, description="SSM state size N")
     mamba_num_groups: Optional[int] = Field(None, gt=0, le=1 << 12, description="B/C groups")
     mamba_conv_kernel: int = Field(4, gt=0, le=64, description="depthwise causal conv width (Megatron d_conv)")
+    mtp_hybrid_pattern: Optional[str] = Field(
+        None, min_length=1, max_length=256, description="a hybrid model's MTP depth pattern (one '/' part of --hybrid-layer-pattern, "
+        "HF mtp_hybrid_override_pattern), repeated mtp_num_layers times")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelSpec":
@@ -263,6 +266,9 @@ class ModelSpec(Strict):
             raise ValueError(f"window_layers has {len(self.window_layers)} entries, expected num_layers={self.num_layers}")
         if self.hybrid_layer_pattern is not None:
             check_hybrid_fields(self)
+        elif self.mtp_hybrid_pattern is not None:
+            raise ValueError("mtp_hybrid_pattern on a model without hybrid_layer_pattern; drop it (a transformer's MTP depth "
+                             "copies its last layer)")
         if self.layer_is_moe is not None and len(self.layer_is_moe) != self.num_layers:
             raise ValueError(f"layer_is_moe has {len(self.layer_is_moe)} entries, expected num_layers={self.num_layers}")
         if self.multi_latent_attention:
@@ -298,6 +304,14 @@ class ModelSpec(Strict):
     @property
     def is_hybrid(self) -> bool:
         return self.hybrid_layer_pattern is not None
+
+    @property
+    def mtp_layer_kinds(self) -> tuple:
+        """The layer kinds of one MTP depth: a hybrid model's MTP pattern symbols, else one copy of the last layer's
+        kind (DeepSeek-V3 sec. 2.2; Megatron builds the transformer MTP layer from the decoder's last layer spec)."""
+        if self.mtp_hybrid_pattern is not None:
+            return tuple(self.mtp_hybrid_pattern)
+        return (self.layer_kinds[-1],) if self.num_layers else ()
 
     @property
     def layer_kinds(self) -> tuple:

@@ -120,6 +120,8 @@ def rank_chunks(model: ModelSpec, recipe: Recipe) -> list[list[Chunk]]:
         rank, chunk = v % pp, v // pp
         if layout:
             emb, loss, mtp = "E" in layout[v], "L" in layout[v], layout[v].count("m")
+            if model.is_hybrid:  # HybridModel puts the MTP block on the last stage (mtp_on_this_rank); pipes hold no 'm'
+                mtp = model.mtp_num_layers if loss else 0
         else:
             emb, loss = v == 0, v == n_virtual - 1
             mtp = model.mtp_num_layers if loss else 0

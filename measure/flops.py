@@ -46,7 +46,8 @@ def hybrid_flops(model: ModelSpec, seq_length: int, global_batch_size: int, padd
     (mamba_layer_flops), and the scan as 7 T d_inner N; mirrored as written, so TFLOP/s compare with Megatron's log."""
     m, h = model, model.hidden_size
     T, s2 = global_batch_size * seq_length, global_batch_size * seq_length * seq_length
-    counts = {sym: m.hybrid_layer_pattern.count(sym) for sym in "M*-E"}
+    # get_hybrid_layer_counts: the main pattern's layers, plus the MTP pattern's once per depth
+    counts = {sym: m.hybrid_layer_pattern.count(sym) + m.mtp_num_layers * (m.mtp_hybrid_pattern or "").count(sym) for sym in "M*-E"}
     scale = 1.5 if m.activation == Activation.swiglu else 1.0
     p = m.kv_channels * m.num_attention_heads / h
     attn = 4 * T * h * p * (h + h * (m.num_query_groups / m.num_attention_heads)) + 2 * s2 * h * p

@@ -94,7 +94,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     dp = max(recipe.dp(world), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
     kinds = {k: layer_cost(model, job, recipe, placement, profile, layer_kind_of(k), cost_table, fingerprint, m, cuda_graph_scope)
-             for k in set(model.layer_kinds)}
+             for k in set(model.layer_kinds) | set(model.mtp_layer_kinds)}
     head = timed_ops(head_ops(model, job, recipe), profile, cost_table, fingerprint, 1.0)
     emb_fwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase == Phase.fwd)
     emb_bwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase != Phase.fwd)
@@ -110,7 +110,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     expert_params = [0] * pp
     for r in range(pp):
         for c, chunk in enumerate(chunks[r]):
-            layer_list = [kinds[flags[i]] for i in chunk.layers] + [kinds[flags[-1]]] * chunk.mtp
+            layer_list = [kinds[flags[i]] for i in chunk.layers] + [kinds[k] for k in model.mtp_layer_kinds] * chunk.mtp
             full = full_recompute_layers(recipe, len(chunk.layers))
             rec = sum(lc.fwd + lc.tp_fwd + lc.ep_fwd for lc in layer_list[:full])
             if recipe.recompute.granularity == RecomputeGranularity.selective:

@@ -40,7 +40,7 @@ def stage_row(model: ModelSpec, recipe: Recipe, placement: Placement, profile: H
     for rank_chunks_ in chunks:
         c = [0] * width
         for ch in rank_chunks_:
-            kinds = [flags[i] for i in ch.layers] + [flags[-1]] * ch.mtp
+            kinds = [flags[i] for i in ch.layers] + list(model.mtp_layer_kinds) * ch.mtp
             full = full_recompute_layers(recipe, len(ch.layers))
             for k, key in enumerate(keys):
                 c[k] += kinds.count(key)

@@ -69,7 +69,7 @@ class Evaluator:
         self.base: Optional[Recipe] = None
         # the layer kinds in column order (the stage rows count them in the same order), and which occur
         self.kinds = [layer_kind_of(k) for k in kind_keys(model)]
-        self.present = [k in set(model.layer_kinds) for k in kind_keys(model)]
+        self.present = [k in set(model.layer_kinds) | set(model.mtp_layer_kinds) for k in kind_keys(model)]
 
     def _reset(self, base: Recipe) -> None:
         self.base = base

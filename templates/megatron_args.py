@@ -166,7 +166,7 @@ def hybrid_model_args(model: ModelSpec, recipe: Recipe, base: list[str]) -> list
     args[j + 1] = "none"
     segments = layout_as_segments(recipe.pipeline_layout) if recipe.pipeline_layout else None
     args = ["--hybrid-layer-pattern", pattern_with_pipes(model, segments)] + args
-    if "M" in model.hybrid_layer_pattern:
+    if "M" in model.hybrid_layer_pattern + (model.mtp_hybrid_pattern or ""):
         args += ["--mamba-num-heads", str(model.mamba_num_heads), "--mamba-head-dim", str(model.mamba_head_dim),
                  "--mamba-state-dim", str(model.mamba_state_dim), "--mamba-num-groups", str(model.mamba_num_groups)]
     return args

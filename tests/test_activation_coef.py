@@ -19,9 +19,9 @@ RECOMPUTES = [Recompute.none(), Recompute.selective(RecomputeModule.core_attn),
               Recompute.full(RecomputeMethod.block, 1), Recompute.full(RecomputeMethod.block, 5)]
 
 
-def _reference(model, job, recipe, chunks):
+def chunk_activation_sums(model, job, recipe, chunks):
     sh = act.shape_of(job, recipe)
-    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.layer_kinds)}
+    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.layer_kinds) | set(model.mtp_layer_kinds)}
     vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
     sums, working = [0, 0, 0], 0
     for chunk in chunks:
@@ -47,7 +47,7 @@ def test_coefficients_equal_chunk_activation(name):
         values = values_of(model, job, recipe)
         for chunks in all_chunks:
             coef = rank_coefficients(model, recipe, chunks)
-            assert evaluate(coef, values) == _reference(model, job, recipe, chunks)
+            assert evaluate(coef, values) == chunk_activation_sums(model, job, recipe, chunks)
             assert coef.vpp == len(chunks)
             checked += 1
     assert checked > 20
@@ -70,4 +70,4 @@ def test_hybrid_coefficients_count_each_pattern_symbol_under_pipe_segments(name)
         for chunks in rank_chunks(model, recipe):
             coef = rank_coefficients(model, recipe, chunks)
             assert len(coef.n_kind) == 4
-            assert evaluate(coef, values) == _reference(model, job, recipe, chunks)
+            assert evaluate(coef, values) == chunk_activation_sums(model, job, recipe, chunks)

@@ -100,8 +100,8 @@ def test_pattern_flag_sets_layers_mamba_defaults_and_pipeline_segments():
     assert c4.recipe.vpp == 2  # two segments on PP 1 are two virtual stages
     with pytest.raises(MegatronArgsError, match="cannot both"):
         parse_megatron_args(_flags("--hybrid-override-pattern", "M-M*-M-M*-"))
-    with pytest.raises(MegatronArgsError, match="not modelled"):
-        parse_megatron_args(["--hybrid-layer-pattern", "M*/M*"] + _flags()[2:])
+    mtp = parse_megatron_args(["--hybrid-layer-pattern", "M*/M*"] + _flags()[2:]).model  # MTP: tests/test_hybrid_mtp.py
+    assert (mtp.hybrid_layer_pattern, mtp.mtp_hybrid_pattern, mtp.mtp_num_layers) == ("M*", "M*", 1)
 
 
 def test_render_writes_the_pattern_with_pipes_and_reads_back_the_same_case():
