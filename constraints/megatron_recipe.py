@@ -61,6 +61,10 @@ def _recompute(raw: dict[str, Any]) -> Recompute:
         raise MegatronArgsError(f"--recompute-modules {bad[0]} is not modelled; use {', '.join(sorted(known))}")
     method = raw.get("--recompute-method")
     n = raw.get("--recompute-num-layers")
+    if gran == "full" and method == "block" and n == 0:
+        # TransformerConfig only refuses None; megatron/core/recompute.py's block method then checkpoints the first 0 layers
+        # of each stage, so every layer keeps its activations: no recompute (Primus ships Mixtral-8x22B this way)
+        return Recompute(granularity=RecomputeGranularity.none)
     if n is not None and not 0 < n <= 4096:
         raise MegatronArgsError(f"--recompute-num-layers={n}: must be between 1 and the layers per stage; fix its value")
     return Recompute(granularity=RecomputeGranularity(gran or "none"), method=RecomputeMethod(method) if method else None,

@@ -144,7 +144,7 @@ def test_unknown_and_ignored_flags_reported_and_raw_kept():
     (["--fp16"], r"--fp16 and --bf16"),
     (["--bf16=1"], r"takes no value"),
     (["--optimizer", "sgd"], r"--optimizer sgd is not modelled"),
-    (["--recompute-granularity", "full", "--recompute-num-layers", "0"], r"--recompute-num-layers=0"),
+    (["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "0"], r"--recompute-num-layers=0"),
     (["--num-experts", "4", "--moe-router-topk", "8"], r"--moe-router-topk=8 exceeds --num-experts=4"),
     (["--recompute-granularity", "selective", "--recompute-modules", "gdn_norm_out"], "not modelled"),
 ])
@@ -187,3 +187,10 @@ def test_every_expressible_runs_csv_row_parses():
     for r in cases:
         c = parse_megatron_args(r["args"], world_size=r["world"], model_name=r["model"])
         assert c.model is not None and c.unknown_flags == [], r["id"]
+
+
+def test_block_recompute_of_zero_layers_is_no_recompute():
+    # block with 0 layers checkpoints none (megatron/core/recompute.py): Megatron runs it as no recompute (Primus's
+    # Mixtral-8x22B experiments ship it); uniform with 0 never advances and stays refused (test_bad_values_...)
+    r = parse("--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers", "0").recipe
+    assert r.recompute.granularity is RecomputeGranularity.none
