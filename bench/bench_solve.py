@@ -1,4 +1,4 @@
-"""Benchmark `solve` on the five scenarios of issue 5 (a script, not a timed test).
+"""Benchmark `solve` on the five scenarios of issue 5 and two hybrid Mamba ones of issue 16 (a script, not a timed test).
 
 Reports declared space size, legal candidates, fitting candidates, the structural rows `solve` expands (solver/prune.py
 bounds the rest), its pruned table build and CP-SAT solve, the exhaustive run (every row's exact tables, then a scan),
@@ -26,6 +26,9 @@ SCENARIOS = [
     ("qwen3-235b-256xh100", "Qwen3-235B-A22B", "h100-sxm-80gb", 32, 8, 4096, 1024),
     ("deepseekv3-1024xh800", "DeepSeek-V3", "h800-sxm-80gb", 128, 8, 4096, 4096),
     ("llama405b-16384xh100", "Llama-3.1-405B", "h100-sxm-80gb", 2048, 8, 8192, 2048),
+    # hybrid Mamba-2 / attention: four layer kinds, splits as '|' segments of the pattern
+    ("nemotronh56b-64xh100", "Nemotron-H-56B-Base-8K", "h100-sxm-80gb", 8, 8, 8192, 768),
+    ("nemotron3nano-64xh100", "Nemotron-3-Nano-30B-A3B", "h100-sxm-80gb", 8, 8, 8192, 1024),
 ]
 
 
