@@ -178,6 +178,10 @@ def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
         if too_big:
             raise SpaceError(f"--{axis} {shown(too_big[0])}: above {_ceiling_words(axis, ceiling)}; give a value up "
                              f"to {ceiling}")
+    if model.is_hybrid and True in (pins or {}).get("acc_split", ()):
+        # validate_args asserts --account-for-embedding/loss-in-pipeline-split are unset with --hybrid-layer-pattern
+        raise SpaceError(f"acc_split: account-for-embedding/loss splits are refused by Megatron with the hybrid layer "
+                         f"pattern of {model.name} (True); drop the pin (solve splits hybrid models with '|' segments)")
     domains = default_domains(model, job, world)
     for axis, (lo, hi) in ranges.items():
         if axis not in domains:

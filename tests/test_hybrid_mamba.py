@@ -17,7 +17,7 @@ from hardware.profile import load_profile
 from measure.flops import megatron_flops
 from measure.layer_ops import LayerKind, layer_ops
 from measure.project import project
-from solver.space import build_space
+from solver.space import SpaceError, build_space
 from templates.megatron_args import recipe_to_megatron_args
 
 NH8 = "Nemotron-H-8B-Base-8K"
@@ -159,6 +159,10 @@ def test_solve_space_of_a_hybrid_model_never_tries_account_for_splits():
     space = build_space(load_model(NANO), JobSpec(seq_length=8192, global_batch_size=64),
                         Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
     assert space.domains["acc_split"] == [False]
+    with pytest.raises(SpaceError, match="refused by Megatron") as exc:
+        build_space(load_model(NANO), JobSpec(seq_length=8192, global_batch_size=64),
+                    Placement(hardware="b200", num_nodes=1, gpus_per_node=8), pins={"acc_split": [True]})
+    assert "\n" not in str(exc.value)
 
 
 def test_linear_attention_is_refused_as_not_modelled():
