@@ -24,6 +24,7 @@ from typing import Optional, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from constraints.megatron_flags import lookup
+from constraints.sbatch_directives import sbatch_directives
 from constraints.shell_expand import MARK, MARK_RE, Shell, unmark
 from constraints.shell_interp import LAUNCHERS, SCRIPT_RE, Interpreter
 from constraints.shell_lex import LaunchScriptError, statements as split_statements, words as split_words
@@ -50,6 +51,8 @@ class LaunchCommand(BaseModel):
     sourced: list[str] = Field(default_factory=list, description="files read on the script's path: sourced, or run as "
                                "child scripts (`bash f`, `sbatch f`), in the order read")
     warnings: list[str] = Field(default_factory=list, description="`line N: ...` for each construct not followed")
+    misread: list[str] = Field(default_factory=list, description="`line N: ...` where bash or sbatch reads a line "
+                               "otherwise than it looks: an ignored #SBATCH line, a command a broken continuation ended")
     missing: list[str] = Field(default_factory=list, description="files sourced or run that check could not read")
 
     @property
@@ -110,12 +113,15 @@ def _parse_launcher(tokens: list[str], out: dict[str, Union[int, str]]) -> tuple
     raise LaunchScriptError("no pretrain_*.py script after the launcher; write `torchrun ... pretrain_gpt.py ARGS`")
 
 
-def _sbatch(text: str, submitted: list[list[str]]) -> dict[str, Union[int, str]]:
-    """`#SBATCH --nodes=N --ntasks-per-node=G ...` lines of the script, then those of the files it submits or runs
-    and the options of its `sbatch` commands (later ones override, as sbatch's command line overrides #SBATCH)."""
+def _sbatch(text: str, submitted: list[list[str]], warnings: list[str]) -> dict[str, Union[int, str]]:
+    """`#SBATCH --nodes=N --ntasks-per-node=G ...` lines of the script that sbatch reads (those above its first
+    command: constraints.sbatch_directives; a warning for each it ignores), then those of the files it submits or
+    runs and the options of its `sbatch` commands (later ones override, as sbatch's command line overrides #SBATCH)."""
     out: dict[str, Union[int, str]] = {}
     lines = []
-    for line in re.findall(r"^\s*#SBATCH\s+(.*)$", text, re.M):
+    directives, ignored = sbatch_directives(text)
+    warnings.extend(ignored)
+    for line in directives:
         try:
             lines.append(shlex.split(line, comments=True))
         except ValueError:
@@ -235,14 +241,16 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
         raise LaunchScriptError("no `torchrun|python ... pretrain_*.py` command on the script's path; add one, or pass an "
                                 f"argument file{said}")
     tokens, prefix = run.found
-    distributed = _sbatch(text, run.sbatch)
+    sbatch_warnings: list[str] = []
+    distributed = _sbatch(text, run.sbatch, sbatch_warnings)
     launcher, k = _parse_launcher(tokens, distributed)
     args, unresolved = _resolve_args(tokens[k + 1:])
     exported = {n: run.sh.get(n) for n in run.sh.exported}
     env_out = {n: v for n, v in {**exported, **prefix}.items() if isinstance(v, str) and not MARK_RE.search(v)}
     return LaunchCommand(script_args=args, script=unmark(tokens[k]), launcher=launcher, distributed=distributed,
                          env=env_out, unresolved=sorted(set(unresolved)), env_taken=_plain(run.sh.env_taken),
-                         sourced=list(run.sourced), warnings=list(run.warnings), missing=list(run.missing))
+                         sourced=list(run.sourced), warnings=list(run.warnings), missing=list(run.missing),
+                         misread=sbatch_warnings + run.misread)
 
 
 def _plain(taken: dict) -> dict[str, str]:

@@ -23,6 +23,16 @@ class LaunchScriptError(ShardplanError):
     def __init__(self, message: str = "") -> None:
         super().__init__(" ".join(str(message).replace("\x00", "").split()))
 
+class HeredocBody(tuple):
+    """(body, delimiter_was_quoted) of one here-document; `line` is the script line its body starts on."""
+
+    line: int = 0
+
+    def __new__(cls, body: str, quoted: bool, line: int):
+        t = super().__new__(cls, (body, quoted))
+        t.line = line
+        return t
+
 class Stmt(str):
     """One statement's raw text, with the line it starts on and the script's here-document bodies."""
 
@@ -108,7 +118,7 @@ def scan(text: str, split_on: str, heredocs: Optional[list] = None) -> list[str]
             cur.append(" " if stack else "")
             if not stack:
                 emit()
-            i = _heredoc_bodies(text, i + 1, pending, heredocs)
+            i = _heredoc_bodies(text, i + 1, pending, heredocs, line + 1)
             line += 1 + sum(b[0].count("\n") + 1 for b in heredocs[-len(pending):])
             pending.clear()
             continue
@@ -166,8 +176,9 @@ def _heredoc_op(text: str, i: int, pending: list, cur: list, index: int) -> int:
     cur.append(HEREDOC_MARK.format(index))
     return k
 
-def _heredoc_bodies(text: str, i: int, pending: list, out: list) -> int:
-    """Consume the bodies of the pending here-documents, in order, starting at text[i]; index past them."""
+def _heredoc_bodies(text: str, i: int, pending: list, out: list, line: int) -> int:
+    """Consume the bodies of the pending here-documents, in order, starting at text[i] (script line `line`);
+    index past them."""
     for delim, quoted, strip in pending:
         lines = []
         while True:
@@ -180,7 +191,8 @@ def _heredoc_bodies(text: str, i: int, pending: list, out: list) -> int:
             if (ln.lstrip("\t") if strip else ln) == delim:
                 break
             lines.append(ln.lstrip("\t") if strip else ln)
-        out.append(("\n".join(lines) + ("\n" if lines else ""), quoted))
+        out.append(HeredocBody("\n".join(lines) + ("\n" if lines else ""), quoted, line))
+        line += len(lines) + 1
     return i
 
 def statements(text: str) -> list[Stmt]:

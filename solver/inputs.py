@@ -166,6 +166,7 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
                       + [_note("sourced_file", f"the script sources or runs {f}, which check cannot read: what it "
                                                "sets (e.g. CUDA_DEVICE_MAX_CONNECTIONS) is unknown here")
                          for f in launch.missing]
+                      + [_note("script_layout", w) for w in launch.misread]
                       + [_note("script_not_followed", w) for w in launch.warnings]
                       + [_note("script_world", w) for w in world_notes]
                       + [_note("argument_source", n) for n in getattr(cfg, "notes", [])],
@@ -199,6 +200,7 @@ def _note(rule: str, message: str) -> Violation:
     fixes = {"sourced_file": "check reads sourced and submitted files without running them; put them beside the "
                              "script or in the working directory",
              "script_not_followed": "write the value in the script, or set the variable it tests in the environment",
+             "script_layout": "edit the line it names: bash and sbatch run the script as the warning says, not as it looks",
              "script_world": "drop --nodes/--gpus-per-node to judge the script's own cluster",
              "argument_source": "state the value in the arguments to make it explicit",
              "stack_config": "state the value in the config file to make the verdict independent of other files"}

@@ -1,0 +1,57 @@
+"""The `#SBATCH` lines of a job script that sbatch reads, and a warning for each one it ignores.
+
+Why its own module: sbatch does not read every `#SBATCH` line. Slurm's src/sbatch/opt.c (`_opt_batch_script`,
+"Stop parsing script if not a comment") reads a line as a directive only when it starts with `#SBATCH` in
+column 0, skips comments and blank lines, and stops at the first other line; the sbatch man page: "sbatch will
+stop processing further #SBATCH directives once the first non-comment non-whitespace line has been reached in
+the script." A `#SBATCH --nodes=8` below `module load cuda` is therefore a comment to sbatch, and reading it
+would judge a different world size from the one the job gets. Lines inside here-document bodies are text some
+command reads (e.g. the job script of `sbatch <<EOF`, read on its own), not lines of this script: no warning.
+"""
+from __future__ import annotations
+
+from constraints.shell_lex import statements
+
+MAGIC = "#SBATCH"
+
+
+def _heredoc_lines(text: str) -> set[int]:
+    """Script lines inside here-document bodies (their closing delimiter line included)."""
+    stmts = statements(text)
+    bodies = stmts[0].heredocs if stmts else []
+    return {ln for body in bodies for ln in range(body.line, body.line + body[0].count("\n") + 1)}
+
+
+def sbatch_directives(text: str, where: str = "") -> tuple[list[str], list[str]]:
+    """(the option text after `#SBATCH` of each line sbatch reads, in order; a `line N: ...` warning for each
+    `#SBATCH` line it ignores). `where` prefixes the warnings (e.g. "conf/job.sh:" for a child script)."""
+    if MAGIC not in text:
+        return [], []
+    read: list[str] = []
+    warnings: list[str] = []
+    heredoc: set[int] | None = None
+    first_cmd = 0  # the line sbatch stopped reading at (0: not yet)
+    for n, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if not first_cmd:
+            if line.startswith(MAGIC):
+                read.append(line[len(MAGIC):].strip())
+            elif stripped.startswith(MAGIC):
+                warnings.append(_ignored(where, n, stripped, "it is indented, and sbatch reads #SBATCH only at the "
+                                         "start of a line; remove the indentation"))
+            elif stripped and not stripped.startswith("#"):
+                first_cmd = n
+            continue
+        if stripped.startswith(MAGIC):
+            heredoc = _heredoc_lines(text) if heredoc is None else heredoc
+            if n not in heredoc:
+                warnings.append(_ignored(where, n, stripped, f"it comes after the first command (line {first_cmd}), "
+                                         f"where sbatch stops reading #SBATCH lines; move it above line {first_cmd}"))
+    return read, warnings
+
+
+def _ignored(where: str, n: int, line: str, why: str) -> str:
+    return f"{where}line {n}: `{' '.join(line.split())[:60]}` is ignored by sbatch: {why}"
+
+
+__all__ = ["sbatch_directives"]
