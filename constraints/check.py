@@ -76,7 +76,8 @@ def model_config_warnings(model) -> list[Violation]:
     """What the model's config reader did not follow (constraints/hf_reading.py), as warnings: the verdict stands on
     the model as read, and the user learns what that reading left out."""
     return [Violation(rule="model_config", message=note, severity="warning",
-                      fix="give a model YAML or an HF config whose family shardplan reads, or accept the reading")
+                      fix="where it changes the model, write a model YAML whose fields express it (README 'Recipe "
+                          "YAML'); otherwise the verdict stands on the model as read")
             for note in model.config_notes]
 
 

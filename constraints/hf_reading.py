@@ -30,7 +30,7 @@ KEYS_READ = frozenset((
     "n_routed_experts", "num_local_experts", "num_experts", "num_experts_per_tok", "experts_per_token",
     "moe_intermediate_size", "n_shared_experts", "topk_method", "first_k_dense_replace", "moe_layer_freq",
     "decoder_sparse_step", "mlp_only_layers", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim", "num_nextn_predict_layers",
+    "v_head_dim", "num_nextn_predict_layers", "shared_expert_intermediate_size", "rope_theta", "rope_scaling",
     "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "resid_pdrop", "attn_pdrop",
 ))
 
@@ -78,7 +78,10 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
             notes.append(f"sliding_window={shown(window)} is not applied: which layers of a model_type {shown(mt)} use the "
                          "window is not known here, so every layer is priced as full attention (an upper bound on "
                          "attention time and memory); add \"layer_types\" (sliding_attention / full_attention per layer)")
-        if act not in GATED_ACTS and act not in ("gelu", "gelu_new", "relu2"):
+        if "hidden_act" not in raw:
+            notes.append(f"hidden_act is absent, so a model_type {shown(mt)} MLP is read as gated SwiGLU (three matrices); "
+                         "a plain MLP of the same width has a third fewer MLP weights and FLOPs: add \"hidden_act\"")
+        elif act not in GATED_ACTS and act not in ("gelu", "gelu_new", "relu2"):
             notes.append(f"hidden_act {shown(act)} of an unknown family is read as a gated three-matrix MLP (GeGLU, as "
                          "Gemma's); a plain MLP of the same width has a third fewer MLP weights and FLOPs")
     unread = [k for k in raw if k not in KEYS_READ and k not in KEYS_WITHOUT_COST and k not in KEYS_STATED_IN_LIMITS]
@@ -87,3 +90,19 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
         more = f" and {len(unread) - 12} more" if len(unread) > 12 else ""
         notes.append(f"config keys not read, their effect is not priced: {shown_keys}{more}")
     return tuple(notes)
+
+
+def rope_fields(raw: dict) -> dict:
+    """ModelSpec's RoPE fields from an HF config: rope_theta, and Llama 3.x's rope_scaling (rope_type "llama3"). They
+    cost nothing, but a rendered launch script without them trains another model (Megatron's --rotary-base defaults
+    to 10000, Llama 3.1 was trained at 500000 with --use-rope-scaling)."""
+    out: dict = {}
+    theta = raw.get("rope_theta")
+    if isinstance(theta, (int, float)) and not isinstance(theta, bool) and 0 < theta <= 1e12:
+        out["rotary_base"] = float(theta)
+    scaling = raw.get("rope_scaling")
+    if isinstance(scaling, dict) and (scaling.get("rope_type") or scaling.get("type")) == "llama3":
+        factor = scaling.get("factor", 8.0)
+        ok = isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1e6
+        out["llama3_rope_scaling_factor"] = float(factor) if ok else 8.0
+    return out

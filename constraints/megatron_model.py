@@ -49,15 +49,18 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
         normalization=Normalization(g("--normalization", "LayerNorm")),
         tied_embeddings=not g("--untie-embeddings-and-output-weights", False),
         learned_position_embeddings=pos == "learned_absolute" and not g("--no-position-embedding", False),
-        attention_bias=bias or bool(g("--add-qkv-bias")), mlp_bias=bias, qk_layernorm=g("--qk-layernorm", False),
+        attention_bias=bias, qkv_bias=bool(g("--add-qkv-bias")) and not bias, mlp_bias=bias, qk_layernorm=g("--qk-layernorm", False),
         attention_sinks=g("--softmax-type") == "learnable",
         hidden_dropout=g("--hidden-dropout", 0.1), attention_dropout=g("--attention-dropout", 0.1),
         mtp_num_layers=g("--mtp-num-layers") or 0, multi_latent_attention=mla,
+        rotary_base=g("--rotary-base"),
+        llama3_rope_scaling_factor=g("--rope-scaling-factor", 8.0) if g("--use-rope-scaling") else None,
     )
     if experts is not None:
         fields.update(num_experts=experts, moe_router_topk=g("--moe-router-topk", 2),
                       moe_ffn_hidden_size=g("--moe-ffn-hidden-size") or ffn,  # validate_args: defaults to ffn
                       moe_shared_expert_intermediate_size=g("--moe-shared-expert-intermediate-size"),
+                      moe_shared_expert_gate=bool(g("--moe-shared-expert-gate", False)),
                       moe_router_score_bias=g("--moe-router-enable-expert-bias", False),
                       moe_latent_size=g("--moe-latent-size"),  # latent MoE (constraints/latent_moe.py)
                       # core/transformer/moe/router.py: the router linear has a bias whenever add_bias_linear is on

@@ -17,7 +17,7 @@ from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
 
-from constraints.hf_reading import reading_notes
+from constraints.hf_reading import KNOWN_TYPES, reading_notes, rope_fields
 from constraints.spec import BOUND_REASONS, MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -54,7 +54,7 @@ _HF_INT_FIELDS = (
     "decoder_sparse_step", "num_nextn_predict_layers", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
     "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "attention_head_dim",
     "moe_shared_expert_intermediate_size", "sliding_window", "intermediate_size_mlp", "num_local_experts",
-    "interleave_moe_layer_step", "moe_latent_size",
+    "interleave_moe_layer_step", "moe_latent_size", "shared_expert_intermediate_size",
 )
 _HF_FLOAT_FIELDS = ("attention_dropout", "hidden_dropout", "resid_pdrop", "attn_pdrop")
 _HF_BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias")
@@ -132,6 +132,10 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         # No family-independent default: transformers' LlamaConfig says 11008, others 4*hidden, so guessing
         # would silently build a different model than HF does.
         if raw.get(key) is None:
+            if mt not in KNOWN_TYPES:  # the family may name it otherwise (Falcon: 4*hidden, no key): adding a key misleads
+                raise ModelError(f"model {name}: config has no {key} and model_type {shown(mt)} is not a family shardplan "
+                                 "reads by name; write a model YAML instead (num_layers, hidden_size, ffn_hidden_size, "
+                                 "num_attention_heads, num_query_groups, vocab_size: README 'Recipe YAML')")
             raise ModelError(f"model {name}: config has no {key}; add \"{key}\" from the model's HF config.json")
     num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
     mla = raw.get("kv_lora_rank") is not None
@@ -145,18 +149,24 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         normalization=Normalization.layernorm if mt == "nemotron" else Normalization.rmsnorm,
         tied_embeddings=bool(raw.get("tie_word_embeddings", False)),
         attention_bias=bool(raw.get("attention_bias", False)),
+        # transformers' Qwen2Attention / Qwen2MoeAttention build q/k/v with bias=True and o_proj without, whatever the config
+        qkv_bias=mt in ("qwen2", "qwen2_moe"),
         mlp_bias=bool(raw.get("mlp_bias", False)) or mt == "gpt_oss",
         qk_layernorm=mt in ("qwen3", "qwen3_moe"), attention_sinks=mt == "gpt_oss",
         attention_dropout=float(raw.get("attention_dropout", 0.0) or 0.0),
         hidden_dropout=float(raw.get("hidden_dropout", 0.0) or 0.0), config_notes=reading_notes(raw),
+        **rope_fields(raw),
     )
     fields.update(_sliding_window(raw, mt, layers, name))
     if num_experts:
         moe_ffn = _get(raw, "moe_intermediate_size", default=fields["ffn_hidden_size"])
         shared = raw.get("n_shared_experts") or 0
+        # Qwen2-MoE names its one shared expert's width and gates it (Qwen2MoeSparseMoeBlock.shared_expert(_gate))
+        shared_width = raw.get("shared_expert_intermediate_size") or shared * moe_ffn or None
         fields.update(
             num_experts=num_experts, moe_router_topk=_get(raw, "num_experts_per_tok", "experts_per_token"),
-            moe_ffn_hidden_size=moe_ffn, moe_shared_expert_intermediate_size=shared * moe_ffn or None,
+            moe_ffn_hidden_size=moe_ffn, moe_shared_expert_intermediate_size=shared_width,
+            moe_shared_expert_gate=bool(raw.get("shared_expert_intermediate_size")) and mt == "qwen2_moe",
             moe_router_bias=mt == "gpt_oss",
             moe_router_score_bias=raw.get("topk_method") == "noaux_tc",
             layer_is_moe=_moe_pattern(raw, layers),

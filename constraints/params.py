@@ -77,8 +77,9 @@ def attention_params(model: ModelSpec) -> tuple[int, int]:
     d, g = model.kv_channels, model.num_query_groups
     q, kv = a * d, g * d
     sharded = h * (q + 2 * kv) + q * h  # Q, K, V, O (GQA: K/V have g groups)
-    if model.attention_bias:
+    if model.attention_bias or model.qkv_bias:
         sharded += q + 2 * kv
+    if model.attention_bias:
         replicated += h  # row-parallel output bias is not split
     if model.qk_layernorm:
         replicated += 2 * d  # Qwen3 per-head q/k RMSNorm weights
@@ -104,6 +105,8 @@ def layer_params(model: ModelSpec, is_moe) -> LayerParams:
     shared = 0
     if model.moe_shared_expert_intermediate_size:
         shared = _mlp(model, model.moe_shared_expert_intermediate_size)
+    if model.moe_shared_expert_gate:  # Megatron SharedExpertMLP.gate_weight [1, hidden], not TP-split
+        router += h
     return LayerParams(attn_sharded + shared, replicated + router, per_expert * e, per_expert)
 
 

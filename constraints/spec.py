@@ -201,6 +201,8 @@ class ModelSpec(Strict):
     tied_embeddings: bool = False
     learned_position_embeddings: bool = Field(False, description="GPT-2 style wpe table (else RoPE)")
     attention_bias: bool = Field(False, description="bias on q/k/v/o projections")
+    qkv_bias: bool = Field(False, description="bias on the q/k/v projections only (Qwen2 / Qwen2-MoE attention; Megatron "
+                           "--add-qkv-bias with --disable-bias-linear)")
     mlp_bias: bool = Field(False, description="bias on dense MLP and expert linears")
     qk_layernorm: bool = Field(False, description="per-head q/k RMSNorm (Qwen3)")
     attention_sinks: bool = Field(False, description="one learned sink logit per head (gpt-oss)")
@@ -213,6 +215,13 @@ class ModelSpec(Strict):
     moe_router_topk: Optional[int] = Field(None, gt=0, le=1 << 10)
     moe_ffn_hidden_size: Optional[int] = Field(None, gt=0, le=1 << 22)
     moe_shared_expert_intermediate_size: Optional[int] = Field(None, gt=0, le=1 << 22, description="total shared expert width")
+    moe_shared_expert_gate: bool = Field(False, description="a sigmoid gate (hidden -> 1) scales the shared expert's output "
+                                         "(Qwen2-MoE shared_expert_gate; Megatron --moe-shared-expert-gate)")
+    rotary_base: Optional[float] = Field(None, gt=0, le=1e12, description="RoPE theta (HF rope_theta; Megatron --rotary-base, "
+                                         "default 10000); no cost, rendered so the launch script trains the same model")
+    llama3_rope_scaling_factor: Optional[float] = Field(None, gt=0, le=1e6, description="Llama 3.x rope_scaling (rope_type "
+                                                        "llama3; Megatron --use-rope-scaling --rope-scaling-factor, default 8); "
+                                                        "None = none; no cost, rendered")
     moe_router_bias: bool = Field(False, description="router linear has a bias (gpt-oss)")
     moe_router_score_bias: bool = Field(False, description="per-expert score correction bias (DeepSeek-V3 noaux_tc)")
     layer_is_moe: Optional[tuple[bool, ...]] = Field(None, description="per layer: MoE (True) or dense (False)")

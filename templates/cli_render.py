@@ -105,6 +105,8 @@ def render_command(recipe_file: str, fmt: Format, output: Optional[str], force: 
         sys.exit(1)
     for line in violations:
         click.echo(f"warning (--force): {line}", err=True)
+    for note in case.model.config_notes:  # what the HF config reader did not follow is rendered as read: say so
+        click.echo(f"warning: model config: {note}", err=True)
     text = render_script(case, fmt, paths)
     if output is None:
         click.echo(text, nl=False)

@@ -122,11 +122,16 @@ def _model_args(model: ModelSpec, job: JobSpec) -> list[str]:
     # Megatron's add_bias_linear (default on) covers every linear; --add-qkv-bias re-adds only the QKV bias.
     if not model.mlp_bias:
         args += ["--disable-bias-linear"]
-        if model.attention_bias:
+        if model.attention_bias or model.qkv_bias:
             args += ["--add-qkv-bias"]
     if not model.tied_embeddings:
         args += ["--untie-embeddings-and-output-weights"]
     args += ["--position-embedding-type", "learned_absolute" if model.learned_position_embeddings else "rope"]
+    if model.rotary_base is not None and not model.learned_position_embeddings:
+        args += ["--rotary-base", _num(model.rotary_base)]
+    if model.llama3_rope_scaling_factor is not None:
+        args += ["--use-rope-scaling"] + (["--rope-scaling-factor", _num(model.llama3_rope_scaling_factor)]
+                                          if model.llama3_rope_scaling_factor != 8 else [])
     if model.qk_layernorm:
         args += ["--qk-layernorm"]
     if model.attention_sinks:
@@ -285,6 +290,8 @@ def _moe_args(model: ModelSpec, recipe: Recipe) -> list[str]:
             "--moe-ffn-hidden-size", str(model.moe_ffn_hidden_size)]
     if model.moe_shared_expert_intermediate_size:
         args += ["--moe-shared-expert-intermediate-size", str(model.moe_shared_expert_intermediate_size)]
+        if model.moe_shared_expert_gate:
+            args += ["--moe-shared-expert-gate"]
     if model.moe_latent_size:  # TransformerConfig.moe_latent_size (latent projections around the routed experts)
         args += ["--moe-latent-size", str(model.moe_latent_size)]
     if not all(model.moe_layers) and not model.is_hybrid:  # a hybrid pattern's E symbols place the MoE layers

@@ -9,7 +9,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from constraints.models import bundled_models, load_model, model_from_mapping
+from constraints.models import ModelError, bundled_models, load_model, model_from_mapping
 from constraints.params import param_counts
 from shardplan.cli import cli
 
@@ -78,3 +78,86 @@ def test_check_and_solve_show_the_notes(tmp_path):
                                    "--top", "1", "--proposer", "none", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert any("attn_logit_softcapping" in n for n in json.loads(out.output)["model_notes"])
+
+
+# Qwen/Qwen2.5-0.5B config.json (huggingface.co): 494,032,768 parameters (safetensors metadata; model card "0.49B").
+# transformers' Qwen2Attention builds q/k/v with bias=True and o_proj without, which the config does not state.
+QWEN25_05B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+              "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+              "tie_word_embeddings": True, "max_position_embeddings": 32768, "max_window_layers": 21,
+              "sliding_window": 32768, "use_sliding_window": False, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06,
+              "hidden_act": "silu", "torch_dtype": "bfloat16"}
+# Qwen/Qwen2-57B-A14B config.json: one gated shared expert of shared_expert_intermediate_size beside 64 routed ones
+QWEN2_57B_A14B = {"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 3584,
+                  "intermediate_size": 18944, "moe_intermediate_size": 2560, "shared_expert_intermediate_size": 20480,
+                  "num_experts": 64, "num_experts_per_tok": 8, "num_hidden_layers": 28, "num_attention_heads": 28,
+                  "num_key_value_heads": 4, "vocab_size": 151936, "decoder_sparse_step": 1, "mlp_only_layers": [],
+                  "norm_topk_prob": False, "output_router_logits": False, "router_aux_loss_coef": 0.001,
+                  "max_position_embeddings": 32768, "max_window_layers": 28, "rms_norm_eps": 1e-06,
+                  "rope_theta": 1000000.0, "sliding_window": 65536, "use_sliding_window": False,
+                  "tie_word_embeddings": False, "hidden_act": "silu", "torch_dtype": "bfloat16"}
+
+
+def test_qwen2_attention_has_its_qkv_bias():
+    model = model_from_mapping(dict(QWEN25_05B), "Qwen2.5-0.5B")
+    assert model.qkv_bias and not model.attention_bias and model.config_notes == ()
+    assert param_counts(model).total == 494_032_768
+
+
+def test_qwen2_moe_counts_its_gated_shared_expert():
+    model = model_from_mapping(dict(QWEN2_57B_A14B), "Qwen2-57B-A14B")
+    assert model.moe_shared_expert_intermediate_size == 20480 and model.moe_shared_expert_gate
+    assert model.config_notes == ()
+    h, layers = 3584, 28
+    # per layer, the modules transformers' Qwen2MoeDecoderLayer holds (modeling_qwen2_moe.py)
+    attention = h * h + h + 2 * (h * 512 + 512) + h * h     # q (+bias), k, v (+bias, 4 KV heads x 128), o
+    moe = 64 * 3 * h * 2560 + h * 64 + 3 * h * 20480 + h   # experts, router, shared expert, shared_expert_gate
+    expected = layers * (attention + 2 * h + moe) + 2 * 151936 * h + h
+    counts = param_counts(model)
+    assert counts.total == expected == 57_408_658_944  # "57B" in the model's name
+    assert round(counts.active / 1e9, 1) == 14.2           # "A14B"
+
+
+def test_an_unknown_family_missing_a_key_is_pointed_to_a_model_yaml():
+    falcon = {"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128, "num_hidden_layers": 60,
+              "num_kv_heads": 8, "vocab_size": 65024, "new_decoder_architecture": True}
+    with pytest.raises(ModelError, match="not a family shardplan reads by name; write a model YAML instead"):
+        model_from_mapping(falcon, "falcon-40b")
+
+
+def test_rope_theta_and_llama3_scaling_reach_the_rendered_flags():
+    from constraints.spec import JobSpec, Recipe
+    from templates.megatron_args import recipe_to_megatron_args
+
+    llama = load_model("Llama-3.1-70B")
+    assert llama.rotary_base == 500000.0 and llama.llama3_rope_scaling_factor == 8.0
+    args = recipe_to_megatron_args(llama, JobSpec(seq_length=8192, global_batch_size=128), Recipe(tp=8))
+    assert args[args.index("--rotary-base") + 1] == "500000" and "--use-rope-scaling" in args
+    qwen_args = recipe_to_megatron_args(model_from_mapping(dict(QWEN25_05B), "q"),
+                                        JobSpec(seq_length=4096, global_batch_size=64), Recipe())
+    assert "--add-qkv-bias" in qwen_args and "--disable-bias-linear" in qwen_args
+
+
+def test_megatron_add_qkv_bias_adds_no_output_projection_bias():
+    from constraints.megatron_model import model_from_flags
+
+    flags = {"--num-layers": 32, "--hidden-size": 4096, "--num-attention-heads": 32, "--group-query-attention": True,
+             "--num-query-groups": 8, "--ffn-hidden-size": 14336, "--swiglu": True, "--max-position-embeddings": 4096,
+             "--vocab-size": 128256, "--disable-bias-linear": True, "--normalization": "RMSNorm",
+             "--position-embedding-type": "rope"}
+    plain, _ = model_from_flags(flags, "m")
+    biased, _ = model_from_flags({**flags, "--add-qkv-bias": True}, "m")
+    assert biased.qkv_bias and not biased.attention_bias
+    # Megatron's linear_qkv bias only (4096 + 2 x 1024 per layer); linear_proj follows add_bias_linear (off)
+    assert param_counts(biased).total - param_counts(plain).total == 32 * (4096 + 2 * 1024)
+
+
+def test_render_warns_about_what_the_model_reading_left_out(tmp_path):
+    path = tmp_path / "gemma-2-9b.json"
+    path.write_text(json.dumps(GEMMA2_9B))
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(f"model: {path}\nhardware: h100-sxm-80gb\nnodes: 1\ngpus_per_node: 8\n"
+                      "job: {seq_length: 4096, global_batch_size: 64}\nrecipe: {tp: 2, mbs: 1}\n")
+    out = CliRunner().invoke(cli, ["render", str(recipe), "--format", "torchrun"])
+    assert out.exit_code == 0, out.output
+    assert "warning: model config: model_type 'gemma2' is not a family" in out.stderr

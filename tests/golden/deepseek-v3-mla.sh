@@ -43,6 +43,7 @@ MODEL_ARGS=(
     --disable-bias-linear
     --untie-embeddings-and-output-weights
     --position-embedding-type rope
+    --rotary-base 10000
     --attention-dropout 0
     --hidden-dropout 0
     --mtp-num-layers 1

@@ -39,6 +39,8 @@ MODEL_ARGS=(
     --disable-bias-linear
     --untie-embeddings-and-output-weights
     --position-embedding-type rope
+    --rotary-base 500000
+    --use-rope-scaling
     --attention-dropout 0
     --hidden-dropout 0
 )

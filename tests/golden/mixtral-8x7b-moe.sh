@@ -37,6 +37,7 @@ MODEL_ARGS=(
     --disable-bias-linear
     --untie-embeddings-and-output-weights
     --position-embedding-type rope
+    --rotary-base 1000000
     --attention-dropout 0
     --hidden-dropout 0
 )
