@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from constraints.schedule import num_microbatches
 from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Placement, Recipe,
@@ -63,7 +63,8 @@ class Projection(BaseModel):
     model_config = ConfigDict(extra="forbid")
     iteration_time_s: float
     tokens_per_s_per_gpu: float
-    mfu: float
+    mfu: float = Field(description="model FLOPs / (step time x GPUs x the part's dense bf16 peak): one denominator for "
+                       "every precision, so precisions compare directly; fp8 and fp4 runs can exceed 1")
     model_tflops_per_gpu: float
     bubble_fraction: float
     breakdown: Breakdown
