@@ -63,12 +63,18 @@ def test_a_plain_gelu_mlp_of_an_unknown_family_is_not_called_gated():
     assert not any("gated" in n for n in notes) and not any("tie_word_embeddings" in n for n in notes)
 
 
-def test_check_and_solve_show_the_notes(tmp_path):
+def _gemma_recipe(tmp_path):
+    """(Gemma-2-9B config path, a recipe file using it) in tmp_path."""
     path = tmp_path / "gemma-2-9b.json"
     path.write_text(json.dumps(GEMMA2_9B))
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(f"model: {path}\nhardware: h100-sxm-80gb\nnodes: 1\ngpus_per_node: 8\n"
                       "job: {seq_length: 4096, global_batch_size: 64}\nrecipe: {tp: 2, mbs: 1}\n")
+    return path, recipe
+
+
+def test_check_and_solve_show_the_notes(tmp_path):
+    path, recipe = _gemma_recipe(tmp_path)
     out = CliRunner().invoke(cli, ["check", str(recipe), "--format", "json"])
     assert out.exit_code in (0, 1), out.output
     warned = [w for w in json.loads(out.output)["warnings"] if w["rule"] == "model_config"]
@@ -153,11 +159,7 @@ def test_megatron_add_qkv_bias_adds_no_output_projection_bias():
 
 
 def test_render_warns_about_what_the_model_reading_left_out(tmp_path):
-    path = tmp_path / "gemma-2-9b.json"
-    path.write_text(json.dumps(GEMMA2_9B))
-    recipe = tmp_path / "recipe.yaml"
-    recipe.write_text(f"model: {path}\nhardware: h100-sxm-80gb\nnodes: 1\ngpus_per_node: 8\n"
-                      "job: {seq_length: 4096, global_batch_size: 64}\nrecipe: {tp: 2, mbs: 1}\n")
+    _, recipe = _gemma_recipe(tmp_path)
     out = CliRunner().invoke(cli, ["render", str(recipe), "--format", "torchrun"])
     assert out.exit_code == 0, out.output
     assert "warning: model config: model_type 'gemma2' is not a family" in out.stderr
