@@ -16,7 +16,10 @@ and never treat them as unusable input. Sources, NVIDIA/Megatron-LM @ d98e8a64:
   (megatron/core/transformer/spec_utils.py import_module, called by megatron/training/argument_utils.py
   gpt_config_from_args and hybrid_builders.py), which ['local'] cannot be: ValueError. So no pretrain script of
   this commit starts with the local backend; checked only for a launch script naming its pretrain_*.py (a plain
-  argument file or a stack config, whose launcher builds the model itself, is not held to it).
+  argument file or a stack config, whose launcher builds the model itself, is not held to it);
+- argparse again: --tokenizer-type takes the names of TokenizerConfig.tokenizer_type's Literal
+  (megatron/training/config/training_config.py); Primus's own tokenizer types (Llama3Tokenizer, ...,
+  constraints/tokenizer_vocab.py) are choices only Primus adds, so a pretrain_*.py launch script naming one exits.
 Flags of nvidia-modelopt's argument group (megatron/post_training/arguments.py add_modelopt_args) are defined
 only when modelopt is installed; they are reported as not modelled, not as an argparse exit.
 """
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Optional
+
+from constraints.tokenizer_vocab import PRIMUS_HF_TOKENIZERS
 
 # megatron/post_training/arguments.py @ d98e8a64: option -> takes a value (nargs "+" for --finetune-data-files)
 MODELOPT_FLAGS: dict[str, object] = {
@@ -64,6 +69,11 @@ def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional
     """Megatron's own refusals for the parsed flags; `unrecognized` are the argv words argparse would not take;
     `entry_point` the pretrain_*.py a launch script runs (None for an argument file or a stack config)."""
     out = _local_backend(raw, entry_point)
+    kind = raw.get("--tokenizer-type")
+    if entry_point and kind in PRIMUS_HF_TOKENIZERS:
+        out.append(Refusal("megatron_argparse", f"Megatron's argparse exits: argument --tokenizer-type: invalid choice: "
+                                                f"'{kind}' (a tokenizer type only Primus adds)",
+                           "use --tokenizer-type HuggingFaceTokenizer with the same --tokenizer-model"))
     if unrecognized:
         shown = " ".join(unrecognized)
         out.append(Refusal("megatron_argparse", f"Megatron's argparse exits: error: unrecognized arguments: {shown}",

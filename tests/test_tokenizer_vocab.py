@@ -71,3 +71,20 @@ def test_a_primus_experiment_naming_only_a_tokenizer_gives_a_verdict(tmp_path):
 
     res = check(str(tmp_path / "primus-llama8b-legal.yaml"), hardware="mi300x", nodes=1, gpus_per_node=8, project=False)
     assert res.legal and any("128,256" in w.message for w in res.warnings)
+
+
+def test_a_primus_tokenizer_type_in_a_megatron_launch_script_is_megatrons_argparse_exit(tmp_path):
+    from solver.inputs import load_check_input
+
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/bash\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\ntorchrun --nproc_per_node 8 pretrain_gpt.py "
+                      f"{MODEL} --tokenizer-type Llama3Tokenizer --tokenizer-model meta-llama/Llama-3.1-8B\n")
+    loaded = load_check_input(str(script), "h100-sxm-80gb", None, None)
+    said = [v.message for v in loaded.preflight_violations if v.rule == "megatron_argparse"]
+    assert said == ["Megatron's argparse exits: argument --tokenizer-type: invalid choice: 'Llama3Tokenizer' (a "
+                    "tokenizer type only Primus adds)"]
+    ok = script.read_text().replace("Llama3Tokenizer", "HuggingFaceTokenizer")
+    script.write_text(ok)
+    loaded = load_check_input(str(script), "h100-sxm-80gb", None, None)
+    assert not [v for v in loaded.preflight_violations if v.rule == "megatron_argparse"]
+    assert loaded.case.model.vocab_size == 128256
