@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from constraints.case import Case
+from constraints.spec import AttentionBackend
 from solver.cpsat_model import axis_value
 from solver.cpsat_solve import ExactRanker, fitting_index
 from solver.space import build_space, recompute_name
@@ -27,6 +28,10 @@ _SEARCHED_FIELDS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sequ
                               "dp_sharding", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
                               "first_stage_layers", "last_stage_layers", "tp_comm_overlap", "moe_dispatcher",
                               "overlap_moe_expert_parallel_comm"})
+
+
+# searched per candidate only for MoE models: a dense model's dispatcher settings change nothing, so they are kept
+_MOE_FIELDS = frozenset({"moe_dispatcher", "overlap_moe_expert_parallel_comm"})
 
 
 def _own_values(case: Case) -> dict:
@@ -51,6 +56,12 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50, f
     for axis in ("tp", "pp", "vpp", "cp", "ep", "mbs"):
         if own[axis] not in space.domains[axis]:
             space.domains[axis] = sorted(set(space.domains[axis]) | {own[axis]})
+    backend = case.recipe.attention_backend  # not searched, so kept: look only where it is legal (rules_attention_backend)
+    if backend.stores_scores:
+        space.domains["cp"] = [1]
+        if backend == AttentionBackend.local and not case.model.multi_latent_attention:
+            divides = [t for t in space.domains["tp"] if case.model.num_query_groups % t == 0]
+            space.domains["tp"] = divides or space.domains["tp"]
     tables = build_tables(space, profile, margin_fraction)
     idx = fitting_index(tables)
     if not len(idx):
@@ -78,7 +89,8 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50, f
     changes = {k: {"from": own[k], "to": new[k]} for k in AXES if new[k] != own[k]}
     r0 = case.recipe  # MoE variants and split sizes are chosen per candidate: say when they differ
     for field in ("moe_dispatcher", "overlap_moe_expert_parallel_comm", "first_stage_layers", "last_stage_layers"):
-        _note_change(changes, r0, r1, field)
+        if case.model.is_moe or field not in _MOE_FIELDS:
+            _note_change(changes, r0, r1, field)
     for field in type(r0).model_fields:  # flags the search does not vary: the suggestion carries their defaults
         if field not in _SEARCHED_FIELDS and field not in changes:
             _note_change(changes, r0, r1, field, note="not searched")
@@ -93,7 +105,8 @@ def _verified(case: Case, ranked: list, profile, margin: float, flags, env):
     from measure.project import project
 
     r0 = case.recipe
-    keep = {f: getattr(r0, f) for f in type(r0).model_fields if f not in _SEARCHED_FIELDS}
+    searched = _SEARCHED_FIELDS if case.model.is_moe else _SEARCHED_FIELDS - _MOE_FIELDS  # a dense model keeps them
+    keep = {f: getattr(r0, f) for f in type(r0).model_fields if f not in searched}
     for cand in ranked:
         options = []
         try:

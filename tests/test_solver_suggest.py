@@ -43,3 +43,20 @@ def test_fields_not_searched_keep_the_users_values():
     assert (fixed.make_vocab_size_divisible_by, fixed.cross_entropy_loss_fusion) == (64, True)
     assert "make_vocab_size_divisible_by" not in out["changes"] and "cross_entropy_loss_fusion" not in out["changes"]
     assert check_case(case.model_copy(update={"recipe": fixed}), load_profile(PL.hardware)).ok
+
+
+def test_an_unfused_backend_is_kept_and_the_search_moves_what_makes_it_illegal():
+    # the backend is not searched, so it is kept: CP 2 (illegal with it) goes to 1, local's TP 16 to a divisor of
+    # the 8 query groups (the fastest such); a dense model's dispatcher settings are kept too (they change nothing),
+    # so exactly one axis changes
+    model, job = load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=32)
+    for recipe, axis, legal in ((Recipe(tp=4, cp=2, sequence_parallel=True, attention_backend="unfused",
+                                        moe_dispatcher="allgather"), "cp", {1}),
+                                (Recipe(tp=16, sequence_parallel=True, attention_backend="local"), "tp", {1, 2, 4, 8})):
+        placement = PL if recipe.tp < 16 else Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8)
+        case = Case(model=model, job=job, recipe=recipe, placement=placement)
+        out = suggest_fix(case)
+        assert out["found"] and list(out["changes"]) == [axis] and out["changes"][axis]["to"] in legal, out["changes"]
+        fixed = Recipe(**out["recipe"])
+        assert fixed.attention_backend == recipe.attention_backend and fixed.moe_dispatcher == recipe.moe_dispatcher
+        assert check_case(case.model_copy(update={"recipe": fixed}), load_profile(PL.hardware)).ok
