@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from constraints.megatron_flags import lookup
 from constraints.sbatch_directives import sbatch_directives
 from constraints.shell_expand import MARK, MARK_RE, Shell, unmark
+from constraints.shell_continuation import broken_continuations
 from constraints.shell_interp import LAUNCHERS, SCRIPT_RE, Interpreter
 from constraints.shell_lex import LaunchScriptError, statements as split_statements, words as split_words
 
@@ -241,8 +242,9 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
         raise LaunchScriptError("no `torchrun|python ... pretrain_*.py` command on the script's path; add one, or pass an "
                                 f"argument file{said}")
     tokens, prefix = run.found
-    sbatch_warnings: list[str] = []
-    distributed = _sbatch(text, run.sbatch, sbatch_warnings)
+    misread: list[str] = broken_continuations(text, statements)
+    distributed = _sbatch(text, run.sbatch, misread)
+    misread.sort(key=lambda w: int(w.split(":")[0].removeprefix("line ")))
     launcher, k = _parse_launcher(tokens, distributed)
     args, unresolved = _resolve_args(tokens[k + 1:])
     exported = {n: run.sh.get(n) for n in run.sh.exported}
@@ -250,7 +252,7 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
     return LaunchCommand(script_args=args, script=unmark(tokens[k]), launcher=launcher, distributed=distributed,
                          env=env_out, unresolved=sorted(set(unresolved)), env_taken=_plain(run.sh.env_taken),
                          sourced=list(run.sourced), warnings=list(run.warnings), missing=list(run.missing),
-                         misread=sbatch_warnings + run.misread)
+                         misread=misread + run.misread)
 
 
 def _plain(taken: dict) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 Why its own module: every later step (expansion, the interpreter, the launcher parser) works on these
 pieces, and the quote/nesting rules are the part easiest to get subtly wrong, so they live in one place.
-Handled: '...' and "..." quoting, backslash escapes, backquotes, `# comments`, `\\<newline>` continuations,
+Handled: '...' and "..." quoting, backslash escapes (`\\ ` at a line's end is a word of one blank, as in bash),
+backquotes, `# comments`, `\\<newline>` continuations,
 nesting of `( )` / `$( )` / `${ }` (also inside double quotes, as bash does: `"$(dirname "$X")"` is one word),
 `;;` case terminators, and here-documents (`<<EOF` / `<<-'EOF'`): the body is taken out of the text, so it is
 never read as statements (bash never runs it as the script's own lines), and kept for the command it feeds.
@@ -58,7 +59,9 @@ def scan(text: str, split_on: str, heredocs: Optional[list] = None) -> list[str]
     def emit() -> None:
         nonlocal started
         started = False
-        s = "".join(cur).strip()
+        while cur and (not cur[-1] or cur[-1].isspace()):  # trailing blanks; an escaped blank is one piece, kept
+            cur.pop()
+        s = "".join(cur).lstrip()
         if s:
             parts.append(Stmt(s, part_line, heredocs) if heredocs is not None else s)
         cur.clear()

@@ -92,7 +92,12 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_
     family = entry_family_error(launch.script)
     if family is not None:
         raise InputError(family)
-    return _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref)
+    try:
+        return _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref)
+    except InputError as exc:  # a flag or the world missing: a broken continuation or ignored #SBATCH may be why
+        if not launch.misread:
+            raise
+        raise InputError(f"{exc} ({'; '.join(launch.misread)})") from None
 
 
 def _stack_config(path: Path, text: str):
