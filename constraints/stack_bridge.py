@@ -24,6 +24,7 @@ from typing import Any
 from boundary.errors import InputRefused
 from boundary.parse import load_yaml
 from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
+from constraints.stack_field_names import unknown_bridge_key
 from constraints.stack_keys import CORE_RENAMES
 
 SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "scheduler", "logger", "checkpoint", "tokenizer",
@@ -162,6 +163,10 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
                     builder.not_understood.append(path)
                 continue
             builder.add(path, str(key), env_default(value, environ, notes, path), core_names=section == "model")
+    for path in builder.not_understood:  # a misspelt key is an error, a real field Megatron has no flag for is not
+        error = unknown_bridge_key(path)
+        if error:
+            raise StackConfigError(error)
     return StackConfig(kind="bridge", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,
                        notes=notes, env=env)
 
