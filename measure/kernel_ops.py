@@ -38,6 +38,10 @@ class PhaseOp:
     module: str
     flops: float
     bytes_moved: float
+    # whether the host issues it as an op of its own (measure/layer_cost.py's host floor counts these); a GEMM's
+    # quantisation cast is launched inside the same Transformer Engine module call as its GEMM (te.Linear /
+    # LayerNormLinear quantise their inputs in the module's forward and backward), so it adds no framework call
+    host_op: bool = True
 
     @property
     def key(self) -> str:
@@ -62,8 +66,10 @@ def _fp8_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
     (2 B), write fp8 (1 B) plus its transposed copy for the other GEMM (1 B), an amax/scale pass folded in
     (Transformer Engine `cast_transpose`, per-tensor on Hopper, 1x32 block scales on Blackwell). Weights are
     cast once per step and cached across micro-batches (TE `is_first_microbatch`), so they are not here."""
-    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), 4.0 * fwd_elems),
-            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems), 4.0 * bwd_elems)]
+    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), 4.0 * fwd_elems,
+                    host_op=False),
+            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems), 4.0 * bwd_elems,
+                    host_op=False)]
 
 
 def _fp4_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
@@ -72,8 +78,10 @@ def _fp4_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
     block scales), the amax and the 16-point random Hadamard transform of the wgrad operands folded in (TE
     NVFP4BlockScaling; arXiv 2509.25149 sec. 4). Weights are quantised once per step and cached, as for fp8."""
     per_elem = 2.0 + 2 * DTYPE_BYTES["fp4"]
-    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), per_elem * fwd_elems),
-            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems), per_elem * bwd_elems)]
+    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), per_elem * fwd_elems,
+                    host_op=False),
+            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems),
+                    per_elem * bwd_elems, host_op=False)]
 
 
 def _casts(dtype: str, fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:

@@ -126,13 +126,14 @@ def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
     for p, t in timed:
         by[p.phase] += t
         f, b = n_by_module.get(p.module, (0, 0))
+        issued = int(p.host_op)  # kernels launched inside another op's module call add no host op (kernel_ops.PhaseOp)
         if p.phase == Phase.fwd:
-            n_fwd += 1
-            n_by_module[p.module] = (f + 1, b)
+            n_fwd += issued
+            n_by_module[p.module] = (f + issued, b)
             fwd_by_module[p.module] = fwd_by_module.get(p.module, 0.0) + t
         elif p.phase in (Phase.bwd_dgrad, Phase.bwd_wgrad):
-            n_bwd += 1
-            n_by_module[p.module] = (f, b + 1)
+            n_bwd += issued
+            n_by_module[p.module] = (f, b + issued)
         if p.phase == Phase.bwd_wgrad and p.op.kind.value in ("gemm", "grouped_gemm"):
             s = p.op.shape
             n = s[0] * s[1] * s[2] if p.op.kind.value == "grouped_gemm" else s[0] * s[1]

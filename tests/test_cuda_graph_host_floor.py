@@ -43,8 +43,9 @@ def test_captured_scopes_leave_the_host_floor():
     assert part.fwd_s == pytest.approx(_counts(left)[0] * per_op_s)
     assert uncaptured_ops(scope, LayerKind.moe, _counts(attn), {"moe": (3, 5), "router": (2, 2)}) == (3, 5)
     whole = layer_parts(QWEN_MOE, JOB, r, PLACE, prof, LayerKind.moe, cuda_graph_scope=graph_scope("full_iteration", []))
+    # GPU time alone: no host time per op and no dispatcher host sync (a full-iteration graph removes both)
     gpu = layer_parts(QWEN_MOE, JOB, r, PLACE, H100.model_copy(update={"calibration": H100.calibration.model_copy(
-        update={"host_time_per_op_us": 0.0})}), LayerKind.moe)
+        update={"host_time_per_op_us": 0.0, "moe_dispatch_overhead_us": 0.0})}), LayerKind.moe)
     assert whole.fwd_s == pytest.approx(gpu.fwd_s) and whole.fwd_s < part.fwd_s < none.fwd_s
 
 
