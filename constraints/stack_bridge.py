@@ -29,7 +29,9 @@ from constraints.stack_keys import CORE_RENAMES
 
 SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "scheduler", "logger", "checkpoint", "tokenizer",
             "rng", "dist", "validation", "profiling", "comm_overlap", "mixed_precision", "env_vars", "ft",
-            "straggler", "rerun_state_machine", "peft")
+            "straggler", "rerun_state_machine", "peft",
+            # ConfigContainer's fault-tolerance, inspection and optimizer-override sections (constraints/bridge_field_table.py)
+            "nvrx_straggler", "tensor_inspect", "inprocess_restart", "optimizer_config_override_provider")
 # Bridge's registered mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py): the Megatron
 # arguments each one sets
 MIXED_PRECISION = {

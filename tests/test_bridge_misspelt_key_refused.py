@@ -61,3 +61,14 @@ def test_an_override_file_with_a_misspelt_key_is_refused(tmp_path):
     overrides.write_text((DATA / "bridge-overrides-legal.txt").read_text() + "\nddp.overlap_grad_reduse=true\n")
     with pytest.raises(InputError, match=r"ddp.overlap_grad_reduse: .*did you mean ddp.overlap_grad_reduce\?"):
         load_check_input(str(overrides), "h100-sxm-80gb", 1, 8)
+
+
+def test_every_configcontainer_section_is_read_as_bridge(tmp_path):
+    """A YAML with ConfigContainer's fault-tolerance section is still a Bridge config (it was once refused as an
+    unknown shape); the section's fields are real, so they stay "not modelled"."""
+    with_ft = tmp_path / "bridge.yaml"
+    text = (DATA / "bridge-misspelt-tp.yaml").read_text().replace("paralel", "parallel")
+    with_ft.write_text(text + "\nnvrx_straggler:\n  enabled: false\ninprocess_restart:\n  enabled: false\n")
+    loaded = load_check_input(str(with_ft), "h100-sxm-80gb", 1, 8)
+    assert loaded.case.recipe.tp == 4
+    assert {"nvrx_straggler.enabled", "inprocess_restart.enabled"} <= set(loaded.unknown_flags)
