@@ -10,6 +10,7 @@ under `solve`'s table; bundled configs read with none (tests/test_hf_config_read
 from __future__ import annotations
 
 from boundary.show import shown
+from constraints.spec import Activation
 
 # model_type -> transformers' default tie_word_embeddings for that family when config.json leaves it out
 # (each family's configuration_*.py in huggingface/transformers: LlamaConfig, MistralConfig, MixtralConfig,
@@ -55,6 +56,8 @@ KEYS_STATED_IN_LIMITS = frozenset(("n_group", "topk_group"))
 
 # hidden_act values the generic path reads as a gated MLP without doubt (SwiGLU: Llama, Mistral, Qwen, DeepSeek)
 GATED_ACTS = ("silu", "swish")
+# hidden_act values the generic path reads as a plain two-matrix MLP; every other value is read as SwiGLU
+PLAIN_MLP_ACTIVATIONS = {"relu2": Activation.squared_relu, "gelu": Activation.gelu, "gelu_new": Activation.gelu}
 
 
 def reading_notes(raw: dict) -> tuple[str, ...]:
@@ -81,7 +84,7 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
         if "hidden_act" not in raw:
             notes.append(f"hidden_act is absent, so a model_type {shown(mt)} MLP is read as gated SwiGLU (three matrices); "
                          "a plain MLP of the same width has a third fewer MLP weights and FLOPs: add \"hidden_act\"")
-        elif act not in GATED_ACTS and act not in ("gelu", "gelu_new", "relu2"):
+        elif act not in GATED_ACTS and act not in PLAIN_MLP_ACTIVATIONS:
             notes.append(f"hidden_act {shown(act)} of an unknown family is read as a gated three-matrix MLP (GeGLU, as "
                          "Gemma's); a plain MLP of the same width has a third fewer MLP weights and FLOPs")
     unread = [k for k in raw if k not in KEYS_READ and k not in KEYS_WITHOUT_COST and k not in KEYS_STATED_IN_LIMITS]

@@ -17,7 +17,7 @@ from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
 
-from constraints.hf_reading import KNOWN_TYPES, reading_notes, rope_fields
+from constraints.hf_reading import KNOWN_TYPES, PLAIN_MLP_ACTIVATIONS, reading_notes, rope_fields
 from constraints.spec import BOUND_REASONS, MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -139,8 +139,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
             raise ModelError(f"model {name}: config has no {key}; add \"{key}\" from the model's HF config.json")
     num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
     mla = raw.get("kv_lora_rank") is not None
-    act = {"relu2": Activation.squared_relu, "gelu": Activation.gelu, "gelu_new": Activation.gelu}.get(
-        raw.get("hidden_act", "silu"), Activation.swiglu)
+    act = PLAIN_MLP_ACTIVATIONS.get(raw.get("hidden_act", "silu"), Activation.swiglu)
     fields: dict[str, Any] = dict(
         name=name, num_layers=layers, hidden_size=h, ffn_hidden_size=raw["intermediate_size"],
         num_attention_heads=heads, num_query_groups=_get(raw, "num_key_value_heads", default=heads),
