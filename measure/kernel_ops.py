@@ -61,36 +61,24 @@ def act_dtype(job: JobSpec) -> str:
     return "fp16" if job.precision == Precision.fp16 else "bf16"
 
 
-def _fp8_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
-    """Quantisation of an fp8 GEMM's activation input (forward) and incoming gradient (backward): read bf16
-    (2 B), write fp8 (1 B) plus its transposed copy for the other GEMM (1 B), an amax/scale pass folded in
-    (Transformer Engine `cast_transpose`, per-tensor on Hopper, 1x32 block scales on Blackwell). Weights are
-    cast once per step and cached across micro-batches (TE `is_first_microbatch`), so they are not here."""
-    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), 4.0 * fwd_elems,
-                    host_op=False),
-            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems), 4.0 * bwd_elems,
-                    host_op=False)]
-
-
-def _fp4_casts(fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
-    """NVFP4 quantisation of a GEMM's activation input (forward) and incoming gradient (backward): read bf16
-    (2 B), write the row-wise fp4 copy and the column-wise one for the other GEMM (each 9/16 B with its E4M3
-    block scales), the amax and the 16-point random Hadamard transform of the wgrad operands folded in (TE
-    NVFP4BlockScaling; arXiv 2509.25149 sec. 4). Weights are quantised once per step and cached, as for fp8."""
-    per_elem = 2.0 + 2 * DTYPE_BYTES["fp4"]
-    return [PhaseOp(Op(OpKind.elementwise, (fwd_elems,), "bf16"), Phase.fwd, module, float(fwd_elems), per_elem * fwd_elems,
-                    host_op=False),
-            PhaseOp(Op(OpKind.elementwise, (bwd_elems,), "bf16"), Phase.bwd_dgrad, module, float(bwd_elems),
-                    per_elem * bwd_elems, host_op=False)]
+# bytes a cast pass moves per element of the tensor it quantises, by the GEMM's format:
+# - fp8: read bf16 (2 B), write fp8 (1 B) plus its transposed copy for the other GEMM (1 B), an amax/scale pass folded
+#   in (Transformer Engine `cast_transpose`, per-tensor on Hopper, 1x32 block scales on Blackwell);
+# - fp4: read bf16 (2 B), write the row-wise fp4 copy and the column-wise one for the other GEMM (each 9/16 B with its
+#   E4M3 block scales), the amax and the 16-point random Hadamard transform of the wgrad operands folded in (TE
+#   NVFP4BlockScaling; arXiv 2509.25149 sec. 4).
+CAST_BYTES_PER_ELEMENT = {"fp8": 2.0 + 2 * DTYPE_BYTES["fp8"], "fp4": 2.0 + 2 * DTYPE_BYTES["fp4"]}
 
 
 def _casts(dtype: str, fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
-    """The quantisation passes a GEMM in `dtype` adds (none in bf16/fp16)."""
-    if dtype == "fp8":
-        return _fp8_casts(fwd_elems, bwd_elems, module)
-    if dtype == "fp4":
-        return _fp4_casts(fwd_elems, bwd_elems, module)
-    return []
+    """The quantisation passes a GEMM in `dtype` adds (none in bf16/fp16): its activation input in the forward and its
+    incoming gradient in the backward. Weights are quantised once per step and cached across micro-batches (TE
+    `is_first_microbatch`), so they are not here. Each pass runs inside the GEMM's module call (host_op=False)."""
+    per_elem = CAST_BYTES_PER_ELEMENT.get(dtype)
+    if per_elem is None:
+        return []
+    return [PhaseOp(Op(OpKind.elementwise, (elems,), "bf16"), phase, module, float(elems), per_elem * elems, host_op=False)
+            for elems, phase in ((fwd_elems, Phase.fwd), (bwd_elems, Phase.bwd_dgrad))]
 
 
 def gemm_ops(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16") -> list[PhaseOp]:
