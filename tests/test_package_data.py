@@ -4,6 +4,7 @@ every projection then took the unfitted defaults). Also build the wheel and look
 from __future__ import annotations
 
 import fnmatch
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -43,9 +44,15 @@ def test_every_tracked_data_file_is_package_data():
 
 
 def test_the_built_wheel_holds_the_data_files(tmp_path):
+    # build from a copy of the tracked files, so setuptools' build/ and *.egg-info land in tmp_path, not the checkout
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    src = tmp_path / "src"
+    for name in (n for n in tracked if (REPO / n).is_file()):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, src / name)
     try:
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(REPO), "-w", str(tmp_path)],
-                       check=True, capture_output=True, timeout=240)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(src), "-w",
+                        str(tmp_path)], check=True, capture_output=True, timeout=240)
     except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"pip wheel could not build here: {exc}")
     wheel = next(tmp_path.glob("shardplan-*.whl"))
