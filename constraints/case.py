@@ -13,7 +13,7 @@ The YAML recipe file (schema in the README) is the human-written form:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from pydantic import ValidationError, model_validator
 
@@ -105,12 +105,16 @@ def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Cas
     return Case(model=model, job=job, recipe=recipe, placement=placement)
 
 
-def load_case_yaml(path: str | Path) -> Case:
+def load_case_yaml(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Case:
+    """The case of a recipe YAML; `overrides` (top-level keys such as hardware / nodes / gpus_per_node, None = keep
+    the file's) replace what the file states, as the command-line options of `check` and `render` do."""
     path = Path(path)
     try:
         data = load_yaml(read_text(path, "recipe", f"recipe file {path}"), "recipe", f"recipe file {path}")
     except InputRefused as exc:
         raise CaseError(str(exc)) from None
+    if overrides and isinstance(data, dict):
+        data = {**data, **{key: value for key, value in overrides.items() if value is not None}}
     return case_from_mapping(data, path.parent)
 
 

@@ -132,7 +132,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         if not result.ranked:
             out.explanation = _explanation(spec, job, placement, profile, pins, bounds, margin, tried)
     if render_dir and cases:
-        from templates.cli_render import render_solutions
+        from templates.render_files import render_solutions
 
         render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
     return out.for_context(spec, placement, job)
@@ -201,31 +201,33 @@ def solved_recipe(ranked, case) -> SolvedRecipe:
 
 
 def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchrun", output: Optional[str] = None,
-           force: bool = False, **paths: Any) -> RenderResult:
+           force: bool = False, hardware: Optional[str] = None, nodes: Optional[int] = None,
+           gpus_per_node: Optional[int] = None, **paths: Any) -> RenderResult:
     """A ready-to-run Megatron-LM launch script (format torchrun | slurm) or stack config (primus | bridge |
-    bridge-overrides | yaml-cfg) for a YAML recipe file or mapping. The recipe
-    is checked first: an illegal one raises ShardplanError unless force=True. `paths`: data_path, tokenizer_model,
-    checkpoint_dir, megatron_path (templates.megatron_args.RenderPaths). `output`: also write it there (atomically)."""
-    from constraints.case import case_from_mapping, load_case_yaml
-    from templates.cli_render import case_violations, write_script
+    bridge-overrides | yaml-cfg) for a recipe YAML file or mapping, or any file `check` reads (a launch script,
+    argument file or stack config). hardware / nodes / gpus_per_node override or complete what the source states.
+    The recipe is checked first: an illegal one raises RenderRefused (a ShardplanError listing every problem) unless
+    force=True. `paths`: data_path, tokenizer_model, checkpoint_dir, megatron_path (templates.megatron_args.RenderPaths).
+    `output`: also write it there (atomically). `shardplan render` is this function and nothing else."""
     from templates.megatron_args import RenderPaths
     from templates.render import RENDER_FORMATS, render_script
+    from templates.render_files import write_script
+    from templates.render_input import load_render_input, refuse_unless_forced, render_problems
 
     _choice("format", format, RENDER_FORMATS)  # stack config formats too (configs hook)
     with input_boundary():
-        case = case_from_mapping(dict(source)) if isinstance(source, Mapping) else load_case_yaml(source)
+        loaded = load_render_input(source, hardware, nodes, gpus_per_node)
         render_paths = RenderPaths(**paths)
-    problems = case_violations(case)
-    if problems and not force:
-        raise ShardplanError(f"recipe: illegal or not expressible ({len(problems)} problem(s): {problems[0]}); "
-                             "fix it or pass force=True")
-    text = render_script(case, format, render_paths)
+    problems = render_problems(loaded, force)
+    refuse_unless_forced(problems, force)
+    text = render_script(loaded.case, format, render_paths)
     if output is not None:
         try:
             write_script(output, text)
         except OSError as exc:
             raise ShardplanError(f"output: cannot write {output} ({exc.strerror}); give a writable path") from None
-    return RenderResult(format=format, script=text, path=output, problems=problems)
+    return RenderResult(format=format, script=text, path=output, problems=problems,
+                        model_notes=list(loaded.case.model.config_notes))
 
 
 def models() -> list[ModelInfo]:

@@ -14,6 +14,7 @@ import click
 
 from boundary.errors import ShardplanError
 from shardplan import api
+from shardplan.cli_errors import unusable_input
 from shardplan.completion import complete_hardware, complete_model
 from shardplan.formats import emit, format_option, resolve_format
 from shardplan.progress import configure
@@ -21,23 +22,12 @@ from shardplan.progress import configure
 EXIT_INTERNAL = 3
 
 
-class UnusableInput(click.ClickException):
-    """A ShardplanError on its way out of a command: `error: <line>` on stderr, exit status 2."""
-
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.message}", err=True)
-
-
 class ShardplanGroup(click.Group):
     """Turns ShardplanError from any subcommand into UnusableInput, so `main` and click's test runner agree."""
 
     def invoke(self, ctx):
-        try:
+        with unusable_input():
             return super().invoke(ctx)
-        except ShardplanError as exc:
-            raise UnusableInput(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
 @click.group(cls=ShardplanGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -178,7 +168,7 @@ def _register() -> None:
     """Commands living in their own modules (one owner each)."""
     import importlib
 
-    for module, attr, name in (("templates.cli_render", "render_command", "render"),
+    for module, attr, name in (("shardplan.cli_render", "render_command", "render"),
                                ("measure.cli_measure", "measure_command", "measure"),
                                ("shardplan.cli_solve", "solve_command", "solve"),
                                ("shardplan.report.cli", "report_command", "report"),

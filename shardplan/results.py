@@ -166,6 +166,8 @@ class RenderResult(Result):
     script: str
     path: Optional[str] = Field(None, description="where it was written, when asked to write it")
     problems: list[str] = Field(description="violations found by check (rendered anyway only with force=True)")
+    model_notes: list[str] = Field([], description="what the model's HF config reader did not follow (constraints/hf_reading.py); "
+                                   "the script renders the model as read")
 
 
 class ModelInfo(Result):

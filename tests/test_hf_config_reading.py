@@ -163,3 +163,7 @@ def test_render_warns_about_what_the_model_reading_left_out(tmp_path):
     out = CliRunner().invoke(cli, ["render", str(recipe), "--format", "torchrun"])
     assert out.exit_code == 0, out.output
     assert "warning: model config: model_type 'gemma2' is not a family" in out.stderr
+    import shardplan  # the API returns the same notes the command warns with
+
+    notes = shardplan.render(recipe).model_notes
+    assert len(notes) == 5 and [f"warning: model config: {n}" for n in notes] == out.stderr.splitlines()

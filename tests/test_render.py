@@ -19,7 +19,8 @@ from constraints.launch_script import extract_argv
 from constraints.megatron_args import parse_megatron_args
 from constraints.models import bundled_models, load_model
 from constraints.spec import JobSpec, Placement, Recipe, Recompute, RecomputeMethod, RecomputeModule
-from templates.cli_render import render_command, render_solutions
+from shardplan.cli_render import render_command
+from templates.render_files import render_solutions
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args
 from templates.render import FORMATS, RenderError, render_script
 
@@ -84,7 +85,7 @@ def test_every_golden_is_valid_bash():
 
 
 def test_golden_cases_pass_check():
-    from templates.cli_render import case_violations
+    from templates.render_input import case_violations
 
     for name in GOLDEN_CASES:
         assert case_violations(golden_case(name)) == [], name

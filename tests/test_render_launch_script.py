@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from solver.inputs import load_check_input
-from templates.cli_render import render_command
+from shardplan.cli_render import render_command
 
 SHAPES = Path(__file__).parent / "data" / "scripts" / "shapes"
 

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 from constraints.case import load_case_yaml
 from solver.inputs import LoadedCase, load_check_input
 from solver.report import check_and_project
-from templates.cli_render import render_command
+from shardplan.cli_render import render_command
 from templates.render import RenderError, render_script
 from tests.conftest import REPO, make_case
 

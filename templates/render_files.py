@@ -1,0 +1,69 @@
+"""Rendered scripts as files: one executable script (`write_script`), and the folder `solve --render DIR` writes
+(one script per ranked answer plus SUMMARY.md, `render_solutions`).
+
+Why apart from templates/render.py: that module turns a case into text and touches no file; this one owns the
+names, modes and atomic writes of what lands on disk. The single-recipe flow (read, check, refuse or warn, render)
+is shardplan.api.render, which `shardplan render` calls.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Sequence
+
+from constraints.case import Case, atomic_write_text
+from templates.megatron_args import RenderPaths
+from templates.render import Format, render_script, unsupported_features
+
+SUFFIX = {"torchrun": ".sh", "slurm": ".sbatch"}
+
+
+def write_script(path: str | Path, text: str) -> None:
+    """Atomic write of an executable launch script, so `./script.sh` works."""
+    atomic_write_text(path, text, executable=True)
+
+
+def script_name(rank: int, case: Case, fmt: Format) -> str:
+    """e.g. `01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sh`: sortable by rank, safe in any shell."""
+    r = case.recipe
+    model = re.sub(r"[^A-Za-z0-9._-]", "_", case.model.name)[:48] or "model"
+    return f"{rank:02d}-{model}-tp{r.tp}-pp{r.pp}-vpp{r.vpp}-cp{r.cp}-ep{r.ep}-mbs{r.mbs}{SUFFIX[fmt]}"
+
+
+def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format = "torchrun",
+                     paths: RenderPaths | None = None, notes: Sequence[str] | None = None) -> list[Path]:
+    """One script per case (in the given rank order) plus SUMMARY.md; `notes` adds one free-text column per
+    case (e.g. the projected step time). Returns the script paths. Cases are assumed already checked.
+
+    A case pretrain_gpt.py cannot express (a zero-bubble schedule) gets no script, only a SUMMARY row saying
+    why: the script would run another schedule, whose memory and time were never checked (it may not fit)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if notes is not None and len(notes) != len(cases):
+        raise ValueError(f"render_solutions: {len(notes)} notes for {len(cases)} cases; give one per case")
+    written: list[Path] = []
+    rows = ["| rank | script | TP | PP | VPP | CP | EP | ETP | DP | MBS | SP | recompute | DP sharding | note |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for i, case in enumerate(cases, start=1):
+        note = (notes[i - 1] if notes is not None else "").replace("|", "/").replace("\n", " ")
+        unsupported = unsupported_features(case)
+        if unsupported:
+            script = "not rendered"
+            note = "; ".join([note] * bool(note) + [u.replace("|", "/") for u in unsupported])
+        else:
+            path = directory / script_name(i, case, fmt)
+            write_script(path, render_script(case, fmt, paths))
+            written.append(path)
+            script = path.name
+        r = case.recipe
+        rows.append(f"| {i} | {script} | {r.tp} | {r.pp} | {r.vpp} | {r.cp} | {r.ep} | {r.etp_effective} | "
+                    f"{r.dp(case.world_size)} | {r.mbs} | {'yes' if r.sp_active else 'no'} | {r.recompute.granularity.value} | "
+                    f"{r.dp_sharding.value} | {note} |")
+    header = [f"# shardplan: {len(written)} of {len(cases)} recipe(s) rendered, format {fmt}", ""]
+    if cases:
+        c = cases[0]
+        header += [f"Model {c.model.name} on {c.placement.num_nodes} x {c.placement.gpus_per_node} "
+                   f"{c.placement.hardware}, seq {c.job.seq_length}, global batch {c.job.global_batch_size}, "
+                   f"{c.job.precision.value}.", ""]
+    atomic_write_text(directory / "SUMMARY.md", "\n".join(header + rows) + "\n")
+    return written
