@@ -1,16 +1,26 @@
-"""The text `check` prints: verdict, violations with fixes, memory by term, projection, and `--suggest`'s answer.
-JSON is the result itself (shardplan.results.CheckResult.to_json)."""
+"""The text `check` prints (`--format table`): verdict, violations and warnings with their fixes, memory by term,
+projection by part, and `--suggest`'s answer. JSON is the result itself (shardplan.results.CheckResult.to_json).
+
+Why tables: like `solve`'s view (shardplan/solve_text.py), each list is drawn by rich through formats.to_table, so it
+fits the terminal's width (long messages fold inside their cell, numbers never wrap) and the one-line facts (recipe,
+verdict, peak, step time) stay plain lines above their table.
+"""
 from __future__ import annotations
+
+from typing import Optional
+
+from shardplan.formats import to_table
 
 GIB = 1024 ** 3
 
+REASON_COLUMNS = (("kind", "kind", "{}"), ("rule", "rule", "{}"), ("what", "message", "{}"), ("fix", "fix", "{}"))
+MEMORY_COLUMNS = (("memory term", "term", "{}"), ("GiB", "gib", "{:.2f}"), ("bytes", "bytes", "{:,}"))
+TIME_COLUMNS = (("time part", "part", "{}"), ("s/iteration", "s", "{:.3f}"))
 
-def _gib(n: int) -> str:
-    return f"{n / GIB:8.2f} GiB"
 
-
-def format_check(result) -> str:
-    """The human table of a shardplan.results.CheckResult: verdict, violations with fixes, memory by term, projection."""
+def format_check(result, width: Optional[int] = None) -> str:
+    """The human view of a shardplan.results.CheckResult: verdict, reasons with fixes, memory by term, projection;
+    tables fit `width` (default: the terminal's, formats.to_table)."""
     case, report = result.case, result
     r = case.recipe
     lines = [
@@ -24,28 +34,32 @@ def format_check(result) -> str:
         f"verdict: {'LEGAL' if report.legal else 'ILLEGAL'}, "
         f"{'FITS' if report.fits else 'DOES NOT FIT' if report.memory is not None else 'FIT UNKNOWN (no layer split to price)'}",
     ]
-    for v in report.violations:
-        lines.append(f"  x {v.rule}: {v.message}\n      fix: {v.fix}")
-    for v in report.warnings:
-        lines.append(f"  ! {v.rule}: {v.message}  ({v.fix})")
+    reasons = reason_rows(report.violations, report.warnings)
+    if reasons:
+        lines.append(to_table(reasons, REASON_COLUMNS, width=width))
     if result.unknown_flags:
-        lines.append("  ! not understood by shardplan (not modelled): " + " ".join(result.unknown_flags))
+        lines.append("! not understood by shardplan (not modelled): " + " ".join(result.unknown_flags))
     mem = report.memory
     if mem is not None:
         lines.append(f"memory (pipeline rank {mem.stage}, M={mem.num_microbatches} micro-batches): "
                      f"peak {mem.peak_bytes / GIB:.2f} GiB of {mem.usable_bytes / GIB:.2f} GiB usable "
                      f"({mem.capacity_bytes / GIB:.2f} GiB HBM)")
-        for name, value in mem.terms.items():
-            if value:
-                lines.append(f"  {name:<24}{_gib(value)}  ({value:,} B)")
+        lines.append(to_table([{"term": name, "gib": value / GIB, "bytes": value} for name, value in mem.terms.items() if value],
+                              MEMORY_COLUMNS, width=width))
     proj = result.to_json()["projection"]
     if proj:
         lines.append(f"projection: {proj['iteration_time_s']:.3f} s/iteration, {proj['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, "
                      f"MFU {100 * proj['mfu']:.1f}%, {proj['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU")
-        lines.append("  " + "  ".join(f"{k}={v:.3f}s" for k, v in proj["breakdown"].items()))
+        lines.append(to_table([{"part": part, "s": seconds} for part, seconds in proj["breakdown"].items()], TIME_COLUMNS, width=width))
     if result.suggestion is not None:
-        lines += format_suggestion(result.suggestion)
+        lines += format_suggestion(result.suggestion, width)
     return "\n".join(lines)
+
+
+def reason_rows(violations, warnings) -> list[dict]:
+    """One row per violation, then per warning: kind, rule, what is wrong, the fix."""
+    return ([{"kind": "violation", "rule": v.rule, "message": v.message, "fix": v.fix} for v in violations]
+            + [{"kind": "warning", "rule": v.rule, "message": v.message, "fix": v.fix} for v in warnings])
 
 
 # recipe axis -> the Megatron-LM flag a user edits in the script (solver.suggest.AXES names)
@@ -62,9 +76,13 @@ def _value(v) -> str:
     return {True: "on", False: "off", None: "unset"}.get(v, str(v)) if isinstance(v, (bool, type(None))) else str(v)
 
 
-def format_suggestion(sug) -> list[str]:
-    """`check --suggest` in text mode: the nearest legal recipe as one line per changed field, with its peak and step
-    time (solver.suggest.suggest_fix), or why none was found."""
+SUGGEST_COLUMNS = (("field", "field", "{}"), ("Megatron flag", "flag", "{}"), ("now", "from", "{}"), ("suggested", "to", "{}"))
+NOTE_COLUMN = ("note", "note", "{}")
+
+
+def format_suggestion(sug, width: Optional[int] = None) -> list[str]:
+    """`check --suggest` in text mode: the nearest legal recipe as a table of changed fields under a line with its peak
+    and step time (solver.suggest.suggest_fix), or why none was found."""
     if not sug:
         return []
     if not sug.get("found"):
@@ -79,7 +97,10 @@ def format_suggestion(sug) -> list[str]:
     if proj:
         tail.append(f"{proj['iteration_time_s']:.3f} s/iteration, MFU {100 * proj['mfu']:.1f}%")
     lines = [head + (" (" + ", ".join(tail) + ")" if tail else "")]
-    for field, ch in changes.items():
-        note = f"  ({ch['note']}: the suggestion is priced with the default)" if ch.get("note") else ""
-        lines.append(f"  {field} ({_SUGGEST_FLAGS.get(field, field)}): {_value(ch['from'])} -> {_value(ch['to'])}{note}")
+    rows = [{"field": field, "flag": _SUGGEST_FLAGS.get(field, field), "from": _value(ch["from"]), "to": _value(ch["to"]),
+             "note": f"{ch['note']}: the suggestion is priced with the default" if ch.get("note") else None}
+            for field, ch in changes.items()]
+    if rows:
+        columns = SUGGEST_COLUMNS + ((NOTE_COLUMN,) if any(row["note"] for row in rows) else ())
+        lines.append(to_table(rows, columns, width=width))
     return lines
