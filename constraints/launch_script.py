@@ -25,10 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from constraints.megatron_flags import lookup
 from constraints.sbatch_directives import sbatch_directives
+from constraints.script_notes import LineNote
 from constraints.shell_expand import MARK, MARK_RE, Shell, unmark
 from constraints.shell_continuation import broken_continuations
 from constraints.shell_interp import LAUNCHERS, SCRIPT_RE, Interpreter
-from constraints.shell_lex import LaunchScriptError, statements as split_statements, words as split_words
+from constraints.shell_lex import LaunchScriptError, Stmt, statements as split_statements, words as split_words
 
 __all__ = ["LaunchCommand", "LaunchScriptError", "extract_argv"]
 
@@ -114,14 +115,15 @@ def _parse_launcher(tokens: list[str], out: dict[str, Union[int, str]]) -> tuple
     raise LaunchScriptError("no pretrain_*.py script after the launcher; write `torchrun ... pretrain_gpt.py ARGS`")
 
 
-def _sbatch(text: str, submitted: list[list[str]], warnings: list[str]) -> dict[str, Union[int, str]]:
+def _sbatch(text: str, stmts: list[Stmt], submitted: list[list[str]], notes: list[LineNote]) -> dict[str, Union[int, str]]:
     """`#SBATCH --nodes=N --ntasks-per-node=G ...` lines of the script that sbatch reads (those above its first
-    command: constraints.sbatch_directives; a warning for each it ignores), then those of the files it submits or
-    runs and the options of its `sbatch` commands (later ones override, as sbatch's command line overrides #SBATCH)."""
+    command: constraints.sbatch_directives, given the script's statements; a note for each it ignores), then those of
+    the files it submits or runs and the options of its `sbatch` commands (later ones override, as sbatch's command
+    line overrides #SBATCH)."""
     out: dict[str, Union[int, str]] = {}
     lines = []
-    directives, ignored = sbatch_directives(text)
-    warnings.extend(ignored)
+    directives, ignored = sbatch_directives(text, stmts)
+    notes.extend(ignored)
     for line in directives:
         try:
             lines.append(shlex.split(line, comments=True))
@@ -242,9 +244,9 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
         raise LaunchScriptError("no `torchrun|python ... pretrain_*.py` command on the script's path; add one, or pass an "
                                 f"argument file{said}")
     tokens, prefix = run.found
-    misread: list[str] = broken_continuations(text, statements)
-    distributed = _sbatch(text, run.sbatch, misread)
-    misread.sort(key=lambda w: int(w.split(":")[0].removeprefix("line ")))
+    notes = broken_continuations(text, statements)
+    distributed = _sbatch(text, statements, run.sbatch, notes)
+    misread = [str(note) for note in sorted(notes, key=lambda note: note.line) + run.misread]  # child scripts' last
     launcher, k = _parse_launcher(tokens, distributed)
     args, unresolved = _resolve_args(tokens[k + 1:])
     exported = {n: run.sh.get(n) for n in run.sh.exported}
@@ -252,7 +254,7 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
     return LaunchCommand(script_args=args, script=unmark(tokens[k]), launcher=launcher, distributed=distributed,
                          env=env_out, unresolved=sorted(set(unresolved)), env_taken=_plain(run.sh.env_taken),
                          sourced=list(run.sourced), warnings=list(run.warnings), missing=list(run.missing),
-                         misread=misread + run.misread)
+                         misread=misread)
 
 
 def _plain(taken: dict) -> dict[str, str]:

@@ -7,28 +7,34 @@ stop processing further #SBATCH directives once the first non-comment non-whites
 the script." A `#SBATCH --nodes=8` below `module load cuda` is therefore a comment to sbatch, and reading it
 would judge a different world size from the one the job gets. Lines inside here-document bodies are text some
 command reads (e.g. the job script of `sbatch <<EOF`, read on its own), not lines of this script: no warning.
+Which lines those are comes from the statements the caller already lexed (shell_lex.statements), so the script is
+lexed once.
 """
 from __future__ import annotations
 
-from constraints.shell_lex import statements
+from typing import Sequence
+
+from constraints.script_notes import LineNote
+from constraints.shell_lex import Stmt
 
 MAGIC = "#SBATCH"
 
 
-def _heredoc_lines(text: str) -> set[int]:
-    """Script lines inside here-document bodies (their closing delimiter line included)."""
-    stmts = statements(text)
+def _heredoc_lines(stmts: Sequence[Stmt]) -> set[int]:
+    """Script lines inside here-document bodies (their closing delimiter line included); the bodies are shared by all
+    statements of one text (Stmt.heredocs)."""
     bodies = stmts[0].heredocs if stmts else []
     return {ln for body in bodies for ln in range(body.line, body.line + body[0].count("\n") + 1)}
 
 
-def sbatch_directives(text: str, where: str = "") -> tuple[list[str], list[str]]:
-    """(the option text after `#SBATCH` of each line sbatch reads, in order; a `line N: ...` warning for each
-    `#SBATCH` line it ignores). `where` prefixes the warnings (e.g. "conf/job.sh:" for a child script)."""
+def sbatch_directives(text: str, stmts: Sequence[Stmt], where: str = "") -> tuple[list[str], list[LineNote]]:
+    """(the option text after `#SBATCH` of each line sbatch reads, in order; a note for each `#SBATCH` line it
+    ignores). `stmts` are the statements of `text` (shell_lex.statements), which say where here-documents lie;
+    `where` names the file of a child script in the notes (e.g. "conf/job.sh:")."""
     if MAGIC not in text:
         return [], []
     read: list[str] = []
-    warnings: list[str] = []
+    warnings: list[LineNote] = []
     heredoc: set[int] | None = None
     first_cmd = 0  # the line sbatch stopped reading at (0: not yet)
     for n, line in enumerate(text.split("\n"), start=1):
@@ -43,15 +49,15 @@ def sbatch_directives(text: str, where: str = "") -> tuple[list[str], list[str]]
                 first_cmd = n
             continue
         if stripped.startswith(MAGIC):
-            heredoc = _heredoc_lines(text) if heredoc is None else heredoc
+            heredoc = _heredoc_lines(stmts) if heredoc is None else heredoc
             if n not in heredoc:
                 warnings.append(_ignored(where, n, stripped, f"it comes after the first command (line {first_cmd}), "
                                          f"where sbatch stops reading #SBATCH lines; move it above line {first_cmd}"))
     return read, warnings
 
 
-def _ignored(where: str, n: int, line: str, why: str) -> str:
-    return f"{where}line {n}: `{' '.join(line.split())[:60]}` is ignored by sbatch: {why}"
+def _ignored(where: str, n: int, line: str, why: str) -> LineNote:
+    return LineNote(line=n, where=where, message=f"`{' '.join(line.split())[:60]}` is ignored by sbatch: {why}")
 
 
 __all__ = ["sbatch_directives"]

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import re
 
+from constraints.script_notes import LineNote
 from constraints.shell_lex import Stmt, words as split_words
 
 _FLAG_RE = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9_.-]*(=.*)?$", re.S)  # a `case` pattern `--tp)` is not one
 
 
-def broken_continuations(text: str, stmts: list[Stmt]) -> list[str]:
-    """A `line N: ...` warning for each statement of `text` (its top-level `stmts`) that begins with a `--flag`,
-    naming what ended the command above it."""
+def broken_continuations(text: str, stmts: list[Stmt]) -> list[LineNote]:
+    """A note on each statement of `text` (its top-level `stmts`) that begins with a `--flag`, naming what ended the
+    command above it."""
     lines = text.split("\n")
     out = []
     for s in stmts:
@@ -30,8 +31,8 @@ def broken_continuations(text: str, stmts: list[Stmt]) -> list[str]:
             continue
         prev_no = s.line - 1
         prev = lines[prev_no - 1] if prev_no - 1 < len(lines) else ""
-        head = f"line {s.line}: bash runs `{first.split('=')[0]}` as a command of its own (command not found), so the " \
-               "flags from there on never reach the command above"
+        head = f"bash runs `{first.split('=')[0]}` as a command of its own (command not found), so the flags from there " \
+               "on never reach the command above"
         if prev.lstrip().startswith("#") or re.search(r"\s#.*\\\s*$", prev):
             k = prev_no  # the first of a run of comment lines is the one that ended the command
             while k > 1 and lines[k - 2].lstrip().startswith("#"):
@@ -45,7 +46,7 @@ def broken_continuations(text: str, stmts: list[Stmt]) -> list[str]:
             why = f"the blank line {prev_no} ends the command; delete it"
         else:
             why = f"line {prev_no} does not end in `\\`; end it with `\\` to continue the command"
-        out.append(f"{head}: {why}")
+        out.append(LineNote(line=s.line, message=f"{head}: {why}"))
     return out
 
 

@@ -20,6 +20,7 @@ import re
 from typing import Callable, Optional
 
 from constraints.sbatch_directives import sbatch_directives
+from constraints.script_notes import LineNote
 from constraints.shell_blocks import (
     ASSIGN_RE, SCRIPT_RE, Blocks, LoopBreak, LoopContinue, ScriptExit, ScriptReturn,
 )
@@ -42,7 +43,7 @@ class Interpreter(Blocks):
         self.exited = ""  # where the taken path reached `exit`, if it did
         self.missing: list[str] = []  # "where:line N: PATH" of files sourced or run that could not be read
         self.warnings: list[str] = []  # "line N: what was not followed, and what became unknown"
-        self.misread: list[str] = []  # "line N: ..." where bash or sbatch reads a line otherwise than it looks
+        self.misread: list[LineNote] = []  # where sbatch reads a line of a child script otherwise than it looks
         self.functions: dict[str, list[Stmt]] = {}
         self.files: dict[str, tuple[str, str]] = {}  # files written by `cat > f <<EOF`: name -> (text, shown)
         self.sbatch: list[list[str]] = []  # options of `sbatch` submissions and of #SBATCH lines of child scripts
@@ -224,7 +225,7 @@ class Interpreter(Blocks):
         child.sh.vars.update(marks)
         child.where = f"{shown}:" if shown else self.where
         child.steps = self.steps
-        directives, ignored = sbatch_directives(text, child.where)
+        directives, ignored = sbatch_directives(text, stmts, child.where)
         child.sbatch += [scan(line, " \t") for line in directives]
         child.misread += ignored
         child.run(stmts)

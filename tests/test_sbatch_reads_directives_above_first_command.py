@@ -4,6 +4,7 @@ from pathlib import Path
 
 from constraints.launch_script import extract_argv
 from constraints.sbatch_directives import sbatch_directives
+from constraints.shell_lex import statements
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 
@@ -31,11 +32,12 @@ def test_directives_of_a_submitted_here_document_are_read_from_its_own_top():
     assert cmd.gpus_per_node is None  # --ntasks-per-node=4 sits below `echo start`
     assert [w.split(": `")[0] for w in cmd.misread] == ["sbatch here-document (line 3):line 4",
                                                        "sbatch here-document (line 3):line 5"]
-    assert sbatch_directives(text)[1] == []  # the outer script: lines 5-8 are the here-document's, not its own
+    assert sbatch_directives(text, statements(text))[1] == []  # the outer script: lines 5-8 are the here-document's, not its own
 
 
 def test_blank_and_comment_lines_do_not_end_the_directives():
-    read, ignored = sbatch_directives("#!/bin/bash\n\n# job\n#SBATCH -N 2\n\t\n##SBATCH -N 9\n#SBATCH --gpus-per-node=8\nhostname\n")
+    text = "#!/bin/bash\n\n# job\n#SBATCH -N 2\n\t\n##SBATCH -N 9\n#SBATCH --gpus-per-node=8\nhostname\n"
+    read, ignored = sbatch_directives(text, statements(text))
     assert read == ["-N 2", "--gpus-per-node=8"] and ignored == []
 
 
