@@ -31,8 +31,8 @@ DATA = Path(__file__).with_name("mbridge_presets.json")
 RELEASE_TAGS = {"25.11": "v0.2.1", "26.02": "v0.3.0", "26.02.01": "v0.4.0", "26.04": "v0.4.1",
                 "26.04.01": "v0.4.2", "26.06": "v0.5.0", "26.06.01": "v0.5.1", "26.08": "v0.6.0",
                 "card@067f987d": "067f987df03b8355b03192d88d70f1709fedf51a"}
-# families with a bundled model (constraints/models); the others (Nemotron-H, VL, WAN) would only bloat the file
-FAMILIES = ("deepseek", "gpt_oss", "kimi", "llama", "llama3", "llama31", "qwen", "qwen3")
+# families with a bundled model (constraints/models); the others (VL, WAN) would only bloat the file
+FAMILIES = ("deepseek", "gpt_oss", "kimi", "llama", "llama3", "llama31", "nemotronh", "qwen", "qwen3")
 FLAGS = ("moe_flex_dispatcher_backend", "moe_a2a_overlap", "recompute_modules", "recompute_num_layers",
          "cuda_graph_impl", "cuda_graph_scope", "cutedsl_fused_grouped_mlp", "fp8_dot_product_attention")
 SHAPE = ("num_gpus", "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
@@ -205,8 +205,15 @@ def _load() -> dict:
 _GPU = (("GB300", "GB300"), ("GB200", "GB200"), ("B300", "B300"), ("B200", "B200"), ("H100", "H100"))
 
 
+# runs.csv model names whose preset prefix is not their upper-cased name: the Nemotron 3 presets are named by family
+# and size class (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py, perf_recipes/nemotronh)
+PRESET_STEMS = {"Nemotron3-Super": "NEMOTRON_3_SUPER", "Nemotron3-Nano-30B-A3B": "NEMOTRON_3_NANO"}
+
+
 def _stem(model_name: str) -> str:
     """Megatron-Bridge preset prefix of a model: upper case, non-alphanumerics as '_', no '-Instruct' suffix."""
+    if model_name in PRESET_STEMS:
+        return PRESET_STEMS[model_name]
     return re.sub(r"[^A-Z0-9]+", "_", re.sub(r"-instruct$", "", model_name, flags=re.I).upper()).strip("_")
 
 
@@ -220,7 +227,7 @@ def preset_for(release: str, model_name: str, hardware: str, precision: str, tp:
     if rel is None or gpu is None:
         return None
     p = precision.upper()
-    prec = "FP8_MX" if ("MXFP8" in p or "FP8-MX" in p) else "FP8_CS" if "FP8" in p else "BF16"
+    prec = "FP8_MX" if ("MXFP8" in p or "FP8-MX" in p) else "FP8_CS" if "FP8" in p else "NVFP4" if "NVFP4" in p else "BF16"
     head = f"{_stem(model_name)}_PRETRAIN_CONFIG_{gpu}_{prec}_"
     named = [(k, v) for k, v in rel["presets"].items() if k.startswith(head)]
     if any(re.search(r"_V\d+$", k) for k, _ in named):  # the numbered variants are the published ones; DEV,

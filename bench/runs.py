@@ -74,8 +74,18 @@ MODEL_FILES = {
     "Nemotron3-Nano-30B-A3B": "Nemotron-3-Nano-30B-A3B", "NemotronH-8B": "Nemotron-H-8B-Base-8K",
     "NemotronH-47B": "Nemotron-H-47B-Base-8K", "NemotronH-56B": "Nemotron-H-56B-Base-8K",
     "Llama4-Scout": "Llama-4-Scout-17B-16E", "Llama4-Maverick": "Llama-4-Maverick-17B-128E", "Mistral-7B": "Mistral-7B-v0.1",
-    "Moonlight-16B": "Moonlight-16B-A3B",
+    "Moonlight-16B": "Moonlight-16B-A3B", "Nemotron3-Super": "Nemotron-3-Super-120B-A12B",
 }
+# What Megatron-Bridge's recipes of a model train beyond its HF config, for rows that ran them (source Megatron-Bridge):
+# Nemotron 3 Super trains two MTP depths through one shared layer (mtp_num_layers 2, mtp_use_repeated_layer True over
+# the HF config's one MTP layer: src/megatron/bridge/recipes/nemotronh/nemotron_3_super.py @v0.4.1 .. @v0.5.1 and
+# recipes/nemotronh/h100/nemotron_3_super.py @067f987d, the base every Super perf recipe and card starts from)
+BRIDGE_MODEL_TRAINING = {"Nemotron-3-Super-120B-A12B": {"mtp_num_layers": 2, "mtp_repeated_layer": True}}
+# (first, last) decoder layers a model's Megatron-Bridge NVFP4 recipes keep in bf16 (--first-last-layers-bf16): Super's
+# last 14, none at the start (set_nemotron_3_super_common_configs in scripts/performance/configs/nemotronh/
+# nemotron_3_llm_pretrain.py @v0.4.1 .. @v0.5.0, nemotron_3_super_bf16_with_nvfp4_mixed in training/mixed_precision.py
+# @v0.5.1 .. @067f987d; MixedPrecisionConfig.num_layers_at_start_in_bf16 defaults to 0)
+BRIDGE_NVFP4_BF16_LAYERS = {"Nemotron-3-Super-120B-A12B": (0, 14)}
 # Megatron-Bridge H100 recipes that train with the precision-aware optimizer, bf16 main grads and bf16 Adam moments
 # (src/megatron/bridge/recipes/moonlight/h100/moonlight_16b.py moonlight_16b_pretrain_8gpu_h100_bf16_config and
 # deepseek/h100/deepseek_v3.py deepseek_v3_pretrain_*_h100_bf16_config @ Bridge HEAD 2026-08): rows of Bridge
@@ -269,6 +279,14 @@ def row_case(r: dict) -> RunCase | RunSkip:
     model = _row_model(r)
     if model is None:
         return skip(f"model {name} not bundled and row has no shape")
+    bridge = "Megatron-Bridge" in r["source"]
+    training = BRIDGE_MODEL_TRAINING.get(MODEL_FILES.get(name, "")) if bridge else None
+    if training:
+        model = ModelSpec.model_validate({**model.model_dump(), **training})
+        assumed.append(", ".join(f"{k}={v}" for k, v in training.items()) + " (Megatron-Bridge recipe)")
+    bf16_layers = BRIDGE_NVFP4_BF16_LAYERS.get(MODEL_FILES.get(name, "")) if bridge and precision == Precision.nvfp4 else None
+    if bf16_layers:
+        assumed.append(f"first/last {bf16_layers[0]}/{bf16_layers[1]} layers in bf16 (Megatron-Bridge NVFP4 recipe)")
     vpp = _int(r["vpp"]) or 1
     ep, etp = _int(r["ep"]) or 1, _int(r["etp"])
     preset = _preset_fields(r, model, tp, pp, vpp, ep, mbs, assumed)
@@ -319,7 +337,8 @@ def row_case(r: dict) -> RunCase | RunSkip:
                         overlap_param_gather=sharding != DataParallelSharding.torch_fsdp2,
                         schedule=PipelineSchedule.interleaved if vpp > 1 else PipelineSchedule.one_f_one_b, **extra, **preset)
         job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer,
-                      optimizer_moments_bf16=bf16_optimizer)
+                      optimizer_moments_bf16=bf16_optimizer,
+                      **(dict(bf16_layers_at_start=bf16_layers[0], bf16_layers_at_end=bf16_layers[1]) if bf16_layers else {}))
     except ValueError as exc:
         return skip(f"invalid spec: {str(exc).splitlines()[0]}")
     profile, gpn = hw

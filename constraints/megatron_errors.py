@@ -47,6 +47,7 @@ FIELD_FLAGS = {
     "num_distributed_optimizer_instances": "--num-distributed-optimizer-instances",
     "cpu_offloading_num_layers": "--cpu-offloading-num-layers", "hierarchical_cp_sizes": "--hierarchical-context-parallel-sizes",
     "make_vocab_size_divisible_by": "--make-vocab-size-divisible-by", "num_layers_recompute": "--recompute-num-layers",
+    "bf16_layers_at_start": "--num-layers-at-start-in-bf16", "bf16_layers_at_end": "--num-layers-at-end-in-bf16",
 }
 
 

@@ -79,6 +79,7 @@ MODELLED: frozenset[str] = frozenset("""
 --mamba-num-heads --mamba-head-dim --mamba-state-dim --mamba-num-groups
 --use-precision-aware-optimizer --exp-avg-dtype --exp-avg-sq-dtype --main-grads-dtype
 --attention-backend --no-masked-softmax-fusion --attention-softmax-in-fp32 --apply-query-key-layer-scaling
+--mtp-use-repeated-layer --first-last-layers-bf16 --num-layers-at-start-in-bf16 --num-layers-at-end-in-bf16
 """.split())
 
 # Flags no spec field holds but that a rule reads: legality rules over `MegatronConfig.raw` (constraints/rules*.py),

@@ -42,6 +42,16 @@ def _precision(raw: dict[str, Any]) -> Precision:
     raise MegatronArgsError("neither --bf16 nor --fp16 is set, so Megatron would train in fp32, which shardplan does not model; add --bf16")
 
 
+def _bf16_layers(raw: dict[str, Any], precision: Precision) -> dict[str, int]:
+    """--first-last-layers-bf16 with --num-layers-at-start/end-in-bf16 (TransformerConfig defaults 1 and 1). Without
+    an fp8 / fp4 autocast the flag changes nothing (fp8_utils / fp4_utils only read it inside their contexts).
+    Megatron's own range and delayed-scaling refusals are rules (constraints/rules_bf16_layers.py)."""
+    if not raw.get("--first-last-layers-bf16") or not (precision.is_fp8 or precision.is_fp4):
+        return {}
+    return dict(bf16_layers_at_start=raw.get("--num-layers-at-start-in-bf16", 1),
+                bf16_layers_at_end=raw.get("--num-layers-at-end-in-bf16", 1))
+
+
 def job_from_flags(raw: dict[str, Any], recipe: Recipe, world_size: Optional[int]) -> JobSpec:
     """JobSpec for the parsed flags; `world_size` is needed only when --global-batch-size is absent."""
     seq = raw.get("--seq-length", raw.get("--encoder-seq-length"))  # validate_args: either one names the sequence
@@ -57,8 +67,9 @@ def job_from_flags(raw: dict[str, Any], recipe: Recipe, world_size: Optional[int
         raise MegatronArgsError(f"--optimizer {optimizer} is not modelled; use adam or muon")
     moments_bf16 = bool(raw.get("--use-precision-aware-optimizer")) and raw.get("--exp-avg-dtype") == "bf16" \
         and raw.get("--exp-avg-sq-dtype") == "bf16"
-    job_fields = dict(seq_length=seq, global_batch_size=gbs, precision=_precision(raw), optimizer=_OPTIMIZERS[optimizer],
-                      optimizer_moments_bf16=moments_bf16)
+    precision = _precision(raw)
+    job_fields = dict(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=_OPTIMIZERS[optimizer],
+                      optimizer_moments_bf16=moments_bf16, **_bf16_layers(raw, precision))
     try:
         return JobSpec(**job_fields)
     except ValidationError as e:

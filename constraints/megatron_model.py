@@ -52,7 +52,8 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
         attention_bias=bias, qkv_bias=bool(g("--add-qkv-bias")) and not bias, mlp_bias=bias, qk_layernorm=g("--qk-layernorm", False),
         attention_sinks=g("--softmax-type") == "learnable",
         hidden_dropout=g("--hidden-dropout", 0.1), attention_dropout=g("--attention-dropout", 0.1),
-        mtp_num_layers=g("--mtp-num-layers") or 0, multi_latent_attention=mla,
+        mtp_num_layers=g("--mtp-num-layers") or 0, mtp_repeated_layer=bool(g("--mtp-use-repeated-layer", False)),
+        multi_latent_attention=mla,
         rotary_base=g("--rotary-base"),
         llama3_rope_scaling_factor=g("--rope-scaling-factor", 8.0) if g("--use-rope-scaling") else None,
     )

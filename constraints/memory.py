@@ -9,12 +9,14 @@ Activations: constraints/activations.py times the schedule's in-flight count (co
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 from pydantic import Field
 
 from constraints import activations as act
 from constraints.nvfp4_weights import QuantisedWeights, rank_quantised_weights
-from constraints.params import LayerParams, all_layer_params, layer_params, padded_vocab_size
+from constraints.params import LayerParams, all_layer_params, layer_params, mtp_weight_depths, padded_vocab_size
 from constraints.schedule import inflight_chunks, num_microbatches
 from constraints.spec import (DataParallelSharding, FsdpShardingStrategy, JobSpec, ModelSpec, Optimizer, Precision, Recipe, RecomputeGranularity,
                               RecomputeMethod, Strict)
@@ -76,8 +78,9 @@ def _chunk_params(model: ModelSpec, recipe: Recipe, chunk: Chunk, layers: list[L
         lps = [layer_params(model, k) for k in model.mtp_layer_kinds]
         per_mtp = (_ceil_div(sum(lp.tp_sharded for lp in lps) + 2 * h * h, tp) + sum(lp.replicated for lp in lps) + 3 * h,
                    _ceil_div(sum(lp.experts for lp in lps), expert_div))
-        dense += chunk.mtp * per_mtp[0] + (0 if chunk.embedding else vocab_shard)  # MTP shares the embedding
-        expert += chunk.mtp * per_mtp[1]
+        blocks = mtp_weight_depths(model, chunk.mtp)  # one shared block with --mtp-use-repeated-layer
+        dense += blocks * per_mtp[0] + (0 if chunk.embedding else vocab_shard)  # MTP shares the embedding
+        expert += blocks * per_mtp[1]
     return dense, expert, biggest
 
 
@@ -97,7 +100,8 @@ def static_terms(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int
     """Weights, gradients, optimizer state (and FSDP working set) of one pipeline rank."""
     quantised = None
     if recipe.fp4_param_gather and job.precision.is_fp4:  # NVFP4 compute weights (constraints/nvfp4_weights.py)
-        layers = [i for chunk in chunks for i in chunk.layers]
+        bf16 = job.bf16_layer_indices(model.num_layers)  # --first-last-layers-bf16 layers are built outside get_fp4_context
+        layers = [i for chunk in chunks for i in chunk.layers if i not in bf16]
         quantised = rank_quantised_weights(model, layers, recipe.tp, recipe.ep, recipe.etp_effective)
     return static_from_params(job, recipe, world_size, *rank_params(model, recipe, chunks), quantised=quantised)
 
@@ -139,24 +143,27 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
 
 
 def chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chunk,
-                      per_layer: dict[bool, int], vocab: int) -> tuple[int, int, int, int]:
-    """(layer activations, embedding, output, recompute working set) of one micro-batch in one chunk."""
-    flags = [model.layer_kinds[i] for i in chunk.layers]
+                      per_layer: dict[bool, int], vocab: int, per_layer_bf16: Optional[dict] = None,
+                      bf16_layers: frozenset[int] = frozenset()) -> tuple[int, int, int, int]:
+    """(layer activations, embedding, output, recompute working set) of one micro-batch in one chunk. Layers in
+    `bf16_layers` (--first-last-layers-bf16) take their bytes from `per_layer_bf16`: their GEMM inputs are saved
+    in bf16, not fp8 / NVFP4."""
+    sizes = [(per_layer_bf16 if i in bf16_layers else per_layer)[model.layer_kinds[i]] for i in chunk.layers]
     rc = recipe.recompute
-    n = len(flags)
+    n = len(sizes)
     if rc.granularity == RecomputeGranularity.full and n:
         inp = act.layer_input_bytes(model, sh, recipe)
         k = min(rc.num_layers or 1, n)
         if rc.method == RecomputeMethod.block:
             # first k layers keep only their input; the rest keep everything (Megatron "block")
-            layers = k * inp + sum(per_layer[f] for f in flags[k:])
-            working = max(per_layer[f] for f in flags[:k])
+            layers = k * inp + sum(sizes[k:])
+            working = max(sizes[:k])
         else:
             # groups of k layers keep one input each; backward rebuilds one group at a time ("uniform")
             layers = _ceil_div(n, k) * inp
-            working = max(sum(per_layer[f] for f in flags[g:g + k]) for g in range(0, n, k))
+            working = max(sum(sizes[g:g + k]) for g in range(0, n, k))
     else:
-        layers, working = sum(per_layer[f] for f in flags), 0
+        layers, working = sum(sizes), 0
     if chunk.mtp:
         layers += chunk.mtp * (sum(per_layer[k] for k in model.mtp_layer_kinds) + act.embedding_bytes(model, sh))
     emb = act.embedding_bytes(model, sh) if chunk.embedding else 0
@@ -207,7 +214,13 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
     dp = max(recipe.dp(world_size), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
     sh = act.shape_of(job, recipe)
-    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in set(model.layer_kinds) | set(model.mtp_layer_kinds)}
+    kinds = set(model.layer_kinds) | set(model.mtp_layer_kinds)
+    per_layer = {f: act.layer_bytes(model, sh, f, recipe) for f in kinds}
+    bf16_layers = job.bf16_layer_indices(model.num_layers)
+    per_layer_bf16 = None
+    if bf16_layers:
+        sh_bf16 = act.shape_of(job.in_bf16(), recipe)
+        per_layer_bf16 = {f: act.layer_bytes(model, sh_bf16, f, recipe) for f in kinds}
     vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
     frag_ppm = round(fragmentation_fraction * PPM)
     comm = comm_buffer_bytes(model, recipe, sh)
@@ -218,7 +231,7 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
         sums = [0, 0, 0]
         working = 0
         for chunk in chunks:
-            layers, emb, out, work = chunk_activation(model, recipe, sh, chunk, per_layer, vocab)
+            layers, emb, out, work = chunk_activation(model, recipe, sh, chunk, per_layer, vocab, per_layer_bf16, bf16_layers)
             sums[0], sums[1], sums[2] = sums[0] + layers, sums[1] + emb, sums[2] + out
             working = max(working, work)
         terms.update(rank_activation_terms(sums, working, len(chunks), inflight, comm, frag_ppm, framework_overhead_bytes))

@@ -29,8 +29,8 @@ routed and shared experts, a latent MoE's projections, Mamba in_proj / out_proj)
 TransformerConfig.fp4_param), norms, the router (a plain nn.Parameter in TopKRouter), Mamba's conv / A_log /
 D / dt_bias / gated norm, embeddings and the output layer (built outside the context), and MTP depths
 (multi_token_prediction.py builds them under get_fp8_context only). --first-last-layers-bf16 keeps the first
-and last N decoder layers out of the context (N = --num-layers-at-start/end-in-bf16, default 1): shardplan does
-not read that flag (check lists it as not understood), so those layers are priced as NVFP4.
+and last N decoder layers out of the context (N = --num-layers-at-start/end-in-bf16, default 1): their weights stay
+bf16 (constraints/memory.py static_terms leaves JobSpec.bf16_layer_indices out).
 """
 from __future__ import annotations
 

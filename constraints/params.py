@@ -119,12 +119,19 @@ def all_layer_params(model: ModelSpec) -> list[LayerParams]:
 def mtp_params(model: ModelSpec) -> int:
     """One MTP module (DeepSeek-V3 sec. 2.2): its layers (a copy of the last layer type; a hybrid model's MTP pattern,
     Megatron MultiTokenPredictionLayer's HybridStack without a post norm) + enorm, hnorm, eh_proj (2h -> h), final norm.
-    Embedding and output head are shared with the main model."""
+    Embedding and output head are shared with the main model. With --mtp-use-repeated-layer one block serves every
+    depth (megatron/core/transformer/multi_token_prediction.py MultiTokenPredictionBlock._build_layers)."""
     if not model.mtp_num_layers:
         return 0
     h = model.hidden_size
     block = sum(layer_params(model, k).total for k in model.mtp_layer_kinds) + 3 * _norm(model, h) + 2 * h * h
-    return model.mtp_num_layers * block
+    return mtp_weight_depths(model, model.mtp_num_layers) * block
+
+
+def mtp_weight_depths(model: ModelSpec, depths_here: int) -> int:
+    """How many MTP blocks of weights a rank holding `depths_here` MTP depths keeps: one when the depths share a
+    repeated layer (--mtp-use-repeated-layer), else one per depth."""
+    return min(depths_here, 1) if model.mtp_repeated_layer else depths_here
 
 
 def padded_vocab_size(model: ModelSpec, tp: int, divisible_by: int = 128) -> int:

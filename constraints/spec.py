@@ -237,6 +237,9 @@ class ModelSpec(Strict):
     v_head_dim: Optional[int] = Field(None, gt=0, le=1 << 14)
     # --- MTP ---
     mtp_num_layers: int = Field(0, ge=0, le=16, description="multi-token-prediction depth (DeepSeek-V3: 1)")
+    mtp_repeated_layer: bool = Field(False, description="one MTP block's weights run at every depth (Megatron "
+                                     "--mtp-use-repeated-layer, MultiTokenPredictionBlock: 'only 1 layer is created and "
+                                     "applied mtp_num_layers times'); weights once, activations and FLOPs per depth")
     # --- sliding-window attention (Megatron --window-size (W, 0), --window-attn-skip-freq; constraints/window.py) ---
     window_size: Optional[int] = Field(None, ge=0, le=MAX_SEQ_LENGTH, description="left window W: each query sees itself and W earlier tokens")
     window_layers: Optional[tuple[bool, ...]] = Field(None, description="per layer: sliding window (True) or full attention; None = all")
@@ -338,6 +341,38 @@ class JobSpec(Strict):
     optimizer: Optimizer = Optimizer.adam
     optimizer_moments_bf16: bool = Field(False, description="--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype "
                                          "bf16: Adam moments (Muon momentum) held in bf16; the fp32 master copy stays")
+    # --first-last-layers-bf16 (TransformerConfig.first_last_layers_bf16; megatron/core/fp8_utils.py
+    # is_first_last_bf16_layer, fp4_utils.py get_fp4_context): these decoder layers run outside the fp8 / fp4 autocast
+    bf16_layers_at_start: int = Field(0, ge=0, le=MAX_NUM_LAYERS, description="--num-layers-at-start-in-bf16: the first N "
+                                      "decoder layers keep bf16 GEMMs under an fp8 / NVFP4 precision (0 = none)")
+    bf16_layers_at_end: int = Field(0, ge=0, le=MAX_NUM_LAYERS, description="--num-layers-at-end-in-bf16: the last N "
+                                    "decoder layers keep bf16 GEMMs under an fp8 / NVFP4 precision (0 = none)")
+
+    @model_validator(mode="after")
+    def _bf16_layers_need_a_quantised_precision(self) -> "JobSpec":
+        if (self.bf16_layers_at_start or self.bf16_layers_at_end) and not (self.precision.is_fp8 or self.precision.is_fp4):
+            raise ValueError(f"bf16_layers_at_start / bf16_layers_at_end keep layers out of fp8 / NVFP4, but the precision "
+                             f"is {self.precision.value}; set them to 0 or pick an fp8 / nvfp4 precision")
+        return self
+
+    @property
+    def has_bf16_layers(self) -> bool:
+        return bool(self.bf16_layers_at_start or self.bf16_layers_at_end)
+
+    def layer_in_bf16(self, index: int, num_layers: int) -> bool:
+        """Whether decoder layer `index` (0-based, of `num_layers`) runs in bf16 (fp8_utils.is_first_last_bf16_layer:
+        layer_no < start or layer_no >= num_layers - end, global indices, whatever the pipeline split)."""
+        return index < self.bf16_layers_at_start or index >= num_layers - self.bf16_layers_at_end
+
+    def bf16_layer_indices(self, num_layers: int) -> frozenset[int]:
+        """The decoder layers --first-last-layers-bf16 keeps out of fp8 / NVFP4."""
+        if not self.has_bf16_layers:
+            return frozenset()
+        return frozenset(i for i in range(num_layers) if self.layer_in_bf16(i, num_layers))
+
+    def in_bf16(self) -> "JobSpec":
+        """The same job with its GEMMs in bf16: how its bf16 layers are priced."""
+        return self.model_copy(update={"precision": Precision.bf16, "bf16_layers_at_start": 0, "bf16_layers_at_end": 0})
 
 
 class Recompute(Strict):

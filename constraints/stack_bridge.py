@@ -32,7 +32,9 @@ SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "scheduler", "logge
             "straggler", "rerun_state_machine", "peft",
             # ConfigContainer's fault-tolerance, inspection and optimizer-override sections (constraints/bridge_field_table.py)
             "nvrx_straggler", "tensor_inspect", "inprocess_restart", "optimizer_config_override_provider")
-# Bridge's registered mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py): the Megatron
+_BF16_LAYERS_1_1 = ("--first-last-layers-bf16", "--num-layers-at-start-in-bf16", "1", "--num-layers-at-end-in-bf16", "1")
+_BF16_LAYERS_2_2 = ("--first-last-layers-bf16", "--num-layers-at-start-in-bf16", "2", "--num-layers-at-end-in-bf16", "2")
+# Bridge's registered mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py @067f987d): the Megatron
 # arguments each one sets
 MIXED_PRECISION = {
     "bf16_mixed": ["--bf16"],
@@ -42,12 +44,23 @@ MIXED_PRECISION = {
     "bf16_with_mxfp8_mixed": ["--bf16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
     "fp16_with_mxfp8_mixed": ["--fp16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
     "bf16_with_fp8_current_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise",
-                                            "--first-last-layers-bf16"],
+                                            *_BF16_LAYERS_1_1, "--fp8-param-gather"],
     "fp16_with_fp8_current_scaling_mixed": ["--fp16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise",
-                                            "--first-last-layers-bf16"],
+                                            *_BF16_LAYERS_1_1, "--fp8-param-gather"],
+    "nemotron_h_bf16_with_fp8_current_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise",
+                                                       *_BF16_LAYERS_2_2, "--fp8-param-gather"],
+    "nanov2_bf16_with_fp8_current_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise",
+                                                   *_BF16_LAYERS_2_2, "--fp8-param-gather"],
     "bf16_with_fp8_subchannel_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise"],
     "fp16_with_fp8_subchannel_scaling_mixed": ["--fp16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise"],
+    "bf16_with_nvfp4_mixed": ["--bf16", "--fp4-format", "e2m1", "--fp4-recipe", "nvfp4", "--fp4-param-gather"],
+    "nemotron_3_super_bf16_with_nvfp4_mixed": ["--bf16", "--fp4-format", "e2m1", "--fp4-recipe", "nvfp4",
+                                               "--fp4-param-gather", "--first-last-layers-bf16",
+                                               "--num-layers-at-start-in-bf16", "0", "--num-layers-at-end-in-bf16", "14"],
 }
+# MixedPrecisionConfig's num_layers_at_start/end_in_bf16 default to 0, where Megatron's flags default to 1, so a mapping
+# that turns first_last_layers_bf16 on without the counts keeps no layer in bf16 (mixed_precision.py @067f987d)
+BRIDGE_BF16_LAYER_DEFAULTS = {"num_layers_at_start_in_bf16": 0, "num_layers_at_end_in_bf16": 0}
 # Megatron-Bridge ConfigContainer sections other than `model` (src/megatron/bridge/training/config.py)
 BRIDGE_SECTIONS = {
     "train": ("micro_batch_size", "global_batch_size", "train_iters", "eval_iters", "eval_interval"),
@@ -126,6 +139,10 @@ def _mixed_precision(value: Any, builder: ArgvBuilder, environ, notes) -> None:
     for k, v in value.items():
         path = f"mixed_precision.{k}"
         builder.add(path, str(k), env_default(v, environ, notes, path), core_names=True)
+    if value.get("first_last_layers_bf16"):
+        for k, v in BRIDGE_BF16_LAYER_DEFAULTS.items():
+            if k not in value:
+                builder.add(f"mixed_precision.{k}", k, v, core_names=True)
 
 
 def _groups(args: list[str]) -> list[list[str]]:

@@ -96,6 +96,9 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
     kinds = {k: layer_cost(model, job, recipe, placement, profile, layer_kind_of(k), cost_table, fingerprint, m, cuda_graph_scope)
              for k in set(model.layer_kinds) | set(model.mtp_layer_kinds)}
+    bf16_layers = job.bf16_layer_indices(model.num_layers)  # --first-last-layers-bf16: these layers' GEMMs run in bf16
+    kinds_bf16 = {k: layer_cost(model, job.in_bf16(), recipe, placement, profile, layer_kind_of(k), cost_table, fingerprint, m,
+                                cuda_graph_scope) for k in {model.layer_kinds[i] for i in bf16_layers}}
     head = timed_ops(head_ops(model, job, recipe), profile, cost_table, fingerprint, 1.0)
     emb_fwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase == Phase.fwd)
     emb_bwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase != Phase.fwd)
@@ -111,7 +114,8 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     expert_params = [0] * pp
     for r in range(pp):
         for c, chunk in enumerate(chunks[r]):
-            layer_list = [kinds[flags[i]] for i in chunk.layers] + [kinds[k] for k in model.mtp_layer_kinds] * chunk.mtp
+            layer_list = [(kinds_bf16 if i in bf16_layers else kinds)[flags[i]] for i in chunk.layers] \
+                + [kinds[k] for k in model.mtp_layer_kinds] * chunk.mtp
             full = full_recompute_layers(recipe, len(chunk.layers))
             rec = sum(lc.fwd + lc.tp_fwd + lc.ep_fwd for lc in layer_list[:full])
             if recipe.recompute.granularity == RecomputeGranularity.selective:

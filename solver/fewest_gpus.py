@@ -29,6 +29,7 @@ from boundary.numbers import bounded_float
 from constraints import memory as mem
 from constraints.spec import Recompute
 from boundary.errors import ShardplanError
+from solver.space import SpaceError, bf16_layers_error
 
 
 class TargetError(ShardplanError):
@@ -44,6 +45,9 @@ class CountScreen:
 
     def __init__(self, model, job, profile, margin_fraction: float = 0.0, pins: Optional[dict] = None,
                  ranges: Optional[dict] = None) -> None:
+        error = bf16_layers_error(job)  # its bounds size memory without --first-last-layers-bf16 layers
+        if error:
+            raise SpaceError(error)
         self.model, self.job, self.profile = model, job, profile
         self.pins, self.ranges = dict(pins or {}), dict(ranges or {})
         # the solver's usable bytes, same arithmetic as solver/tables.build_tables

@@ -233,8 +233,7 @@ def _stated_model_flags(raw: dict[str, Any], m: ModelSpec) -> list[tuple[str, An
         ("--moe-ffn-hidden-size", "moe_ffn_hidden_size"),
         ("--moe-shared-expert-intermediate-size", "moe_shared_expert_intermediate_size"),
         ("--q-lora-rank", "q_lora_rank"), ("--kv-lora-rank", "kv_lora_rank"), ("--qk-head-dim", "qk_head_dim"),
-        ("--qk-pos-emb-head-dim", "qk_pos_emb_head_dim"), ("--v-head-dim", "v_head_dim"),
-        ("--mtp-num-layers", "mtp_num_layers")) if f in raw]
+        ("--qk-pos-emb-head-dim", "qk_pos_emb_head_dim"), ("--v-head-dim", "v_head_dim")) if f in raw]
     if "--kv-channels" in raw and not m.multi_latent_attention:
         pairs.append(("--kv-channels", raw["--kv-channels"], m.kv_channels))
     if "--max-position-embeddings" in raw and m.learned_position_embeddings:
@@ -281,4 +280,21 @@ def _choose_model(cfg, model_ref: Optional[str]) -> ModelSpec:
                 fix = f"add --group-query-attention --num-query-groups {expected}"  # without it Megatron uses MHA
             raise InputError(f"--model {model_ref}: the arguments {said}; drop --model to judge the arguments' model, "
                              f"or {fix}")
-    return model
+    return _with_trained_mtp(model, raw, model_ref)
+
+
+def _with_trained_mtp(model: ModelSpec, raw: dict[str, Any], model_ref: str) -> ModelSpec:
+    """The MTP depth is a training choice, not part of the checkpoint's shape: Megatron trains the depth its
+    arguments give (--mtp-num-layers, --mtp-use-repeated-layer), and Megatron-Bridge recipes set it over the HF
+    config's num_nextn_predict_layers (Nemotron 3 Super: HF 1, recipe 2 repeated). So stated MTP flags replace the
+    model's."""
+    if "--mtp-num-layers" not in raw and "--mtp-use-repeated-layer" not in raw:
+        return model
+    fields = model.model_dump()
+    fields.update(mtp_num_layers=raw.get("--mtp-num-layers", model.mtp_num_layers) or 0,
+                  mtp_repeated_layer=bool(raw.get("--mtp-use-repeated-layer", False)))
+    try:
+        return ModelSpec.model_validate(fields)
+    except ValidationError as exc:
+        raise InputError(f"--model {model_ref}: --mtp-num-layers {fields['mtp_num_layers']}: "
+                         f"{exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None

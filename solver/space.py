@@ -148,13 +148,24 @@ def _restrict(name: str, values: list, allowed: Iterable) -> list:
     return kept
 
 
+def bf16_layers_error(job: JobSpec) -> Optional[str]:
+    """The search tables price every decoder layer in the job's precision (measure/vectorized.py keys layers by kind,
+    not index), so a job with --first-last-layers-bf16 layers is refused rather than ranked and sized without them;
+    `check` prices those layers in bf16."""
+    if not job.has_bf16_layers:
+        return None
+    return (f"job bf16_layers_at_start {job.bf16_layers_at_start} / bf16_layers_at_end {job.bf16_layers_at_end}: "
+            "solve and sweep price every layer in the job's precision; set both to 0 to search, then `check` the "
+            "answer with --first-last-layers-bf16")
+
+
 def build_space(model: ModelSpec, job: JobSpec, placement: Placement,
                 pins: Optional[dict[str, Sequence]] = None, ranges: Optional[dict[str, tuple]] = None) -> SearchSpace:
     """Default domains, then `pins` (axis -> allowed values) and `ranges` (axis -> (lo, hi), ends may be None).
 
     A range may widen a capped default (e.g. tp 1..16 adds 16 where the world size allows it)."""
     world = placement.world_size
-    error = magnitude_error(model, job)
+    error = magnitude_error(model, job) or bf16_layers_error(job)
     if error:
         raise SpaceError(error)
     ranges = dict(ranges or {})

@@ -139,6 +139,8 @@ def _model_args(model: ModelSpec, job: JobSpec) -> list[str]:
     args += ["--attention-dropout", _num(model.attention_dropout), "--hidden-dropout", _num(model.hidden_dropout)]
     if model.mtp_num_layers:
         args += ["--mtp-num-layers", str(model.mtp_num_layers)]
+        if model.mtp_repeated_layer:
+            args += ["--mtp-use-repeated-layer"]
     if model.no_rope_layers is not None:  # NoPE layers (Llama 4): N when every N-th layer, else the 0/1 list
         n = next((k for k in range(1, len(model.no_rope_layers) + 1)
                   if model.no_rope_layers == tuple((i + 1) % k == 0 for i in range(len(model.no_rope_layers)))), None)
@@ -323,6 +325,9 @@ def _precision_args(job: JobSpec, recipe: Recipe) -> list[str]:
             args += ["--fp8-amax-history-len", "1024", "--fp8-amax-compute-algo", "max"]
     if job.precision.is_fp4:  # TransformerConfig: fp4 Literal['e2m1'], fp4_recipe 'nvfp4' (TE NVFP4BlockScaling)
         args += ["--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"]
+    if job.has_bf16_layers:  # both counts written: Megatron's defaults (1, 1) are not Megatron-Bridge's (0, 0)
+        args += ["--first-last-layers-bf16", "--num-layers-at-start-in-bf16", str(job.bf16_layers_at_start),
+                 "--num-layers-at-end-in-bf16", str(job.bf16_layers_at_end)]
     if recipe.fp8_param_gather:  # written even where check finds it illegal (--force), so check sees it again
         args += ["--fp8-param-gather"]
     if recipe.fp4_param_gather:

@@ -40,7 +40,7 @@ def test_super_with_its_mtp_layer_has_the_release_tensor_count():
     assert (m.mtp_num_layers, m.mtp_hybrid_pattern, m.mtp_layer_kinds) == (1, "*E", ("*", "E"))
     assert mtp_params(m) == 2_942_324_736
     assert param_counts(m, include_mtp=True).total == 123_611_012_096
-    assert param_counts(m).total == param_counts(load_model(SUPER)).total == 120_668_687_360  # HF builds no MTP layers
+    assert param_counts(m).total == param_counts(_super_with_mtp(0)).total == 120_668_687_360  # HF builds no MTP layers
 
 
 def test_hf_and_model_fields_need_the_mtp_pattern_with_a_depth():
@@ -48,7 +48,8 @@ def test_hf_and_model_fields_need_the_mtp_pattern_with_a_depth():
     with pytest.raises(ModelError, match="needs mtp_hybrid_override_pattern"):
         model_from_mapping({**{k: v for k, v in raw.items() if k != "mtp_hybrid_override_pattern"},
                             "num_nextn_predict_layers": 1}, "x")
-    assert load_model(SUPER).mtp_num_layers == 0 and load_model(SUPER).mtp_hybrid_pattern is None
+    # the bundled config keeps the release's num_nextn_predict_layers 1 (HF config.json)
+    assert (load_model(SUPER).mtp_num_layers, load_model(SUPER).mtp_hybrid_pattern) == (1, "*E")
     with pytest.raises(ValueError, match="without hybrid_layer_pattern"):
         ModelSpec.model_validate({**load_model("Llama-3.1-8B").model_dump(), "mtp_hybrid_pattern": "*"})
 
@@ -91,7 +92,7 @@ def test_mtp_sits_on_the_last_stage_of_a_pipe_split_and_renders_back():
     recipe = Recipe(tp=2, pp=2, ep=16, sequence_parallel=True, pipeline_layout=layout)
     prof = load_profile("b200")
     rep = memory_report(m, job, recipe, 64, prof.hbm_capacity_bytes)
-    base = memory_report(load_model(SUPER), job, recipe, 64, prof.hbm_capacity_bytes)
+    base = memory_report(_super_with_mtp(0), job, recipe, 64, prof.hbm_capacity_bytes)
     assert rep.stages[0].total_bytes == base.stages[0].total_bytes  # the first stage holds no MTP
     assert rep.stages[1].terms["weights"] > base.stages[1].terms["weights"]
     assert rep.stages[1].terms["activations"] > base.stages[1].terms["activations"]

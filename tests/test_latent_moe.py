@@ -65,12 +65,13 @@ def test_nvfp4_weights_of_a_latent_moe_layer():
 def test_flops_follow_megatron_latent_formula():
     """training.py moe_layer_flops with moe_latent_size: routed 4 T L ffn k (squared ReLU, scale 1) plus 4 T h L for
     the projections, instead of 4 T h ffn k. Per token and MoE layer the forward differs by
-    4 x 2688 x 22 x (1024 - 4096) + 4 x 4096 x 1024 = -709,885,952; x 3 (fwd + bwd) x 40 MoE layers."""
+    4 x 2688 x 22 x (1024 - 4096) + 4 x 4096 x 1024 = -709,885,952; x 3 (fwd + bwd) x 41 MoE layers (40 in the
+    decoder, one in the release's MTP depth "*E")."""
     model = load_model(SUPER)
     plain = model.model_copy(update={"moe_latent_size": None})
     seq, gbs, vocab = 8192, 2, 131072
     delta = megatron_flops(model, seq, gbs, vocab) - megatron_flops(plain, seq, gbs, vocab)
-    assert delta == 3 * 40 * seq * gbs * -709_885_952
+    assert delta == 3 * 41 * seq * gbs * -709_885_952
 
 
 def test_flops_of_a_transformer_latent_moe():

@@ -14,9 +14,11 @@ SUPER = "Nemotron-3-Super-120B-A12B"
 
 
 def rin(model="Llama-3.1-8B", world=8, seq=4096, gbs=64, precision="bf16", optimizer="adam", profile=H100, flags=None, env=None,
-        **recipe):
-    return RuleInput(model=load_model(model), job=JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer),
-                     recipe=Recipe(**recipe), world_size=world, profile=profile, flags=flags or {}, env=env)
+        bf16_layers=(0, 0), **recipe):
+    job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer,
+                  bf16_layers_at_start=bf16_layers[0], bf16_layers_at_end=bf16_layers[1])
+    return RuleInput(model=load_model(model), job=job, recipe=Recipe(**recipe), world_size=world, profile=profile,
+                     flags=flags or {}, env=env)
 
 
 # rule name -> (legal input kwargs, illegal input kwargs)
@@ -80,6 +82,10 @@ CASES = {
                           dict(precision="nvfp4", profile=B200, tp=2, flags={"--tensor-parallel-num-weight-shards": 4})),
     "nvfp4_hardware": (dict(precision="nvfp4", profile=B200), dict(precision="nvfp4", profile=H100)),
     "fp4_transformer_engine": (dict(precision="mxfp8", profile=B200), dict(precision="nvfp4", profile=B200)),
+    # --first-last-layers-bf16 (constraints/rules_bf16_layers.py); Llama-3.1-8B has 32 layers
+    "bf16_layers_delayed_scaling": (dict(precision="fp8-tensorwise", bf16_layers=(1, 1)), dict(precision="fp8-delayed", bf16_layers=(1, 1))),
+    "bf16_layers_per_stage": (dict(precision="fp8-tensorwise", pp=4, bf16_layers=(8, 8)),
+                              dict(precision="fp8-tensorwise", pp=4, bf16_layers=(1, 9))),
     # hybrid Mamba (constraints/rules_hybrid.py); mamba_fp8_width's illegal case needs a non-bundled shape: tests/test_hybrid_mamba.py
     "hybrid_pipeline_flags": (dict(model=NH8, pp=2, pipeline_layout="Et*26|t*26L"),
                               dict(model=NH8, pp=2, pipeline_layout="Et*26|t*26L", flags={"--pipeline-model-parallel-layout": "Et*26|t*26L"})),

@@ -1,0 +1,61 @@
+"""--mtp-use-repeated-layer: one MTP block's weights run at every depth (Megatron-LM @ d98e8a64
+megatron/core/transformer/multi_token_prediction.py MultiTokenPredictionBlock._build_layers: "only 1 layer is created
+and applied mtp_num_layers times"). Nemotron 3 Super's Megatron-Bridge recipes train it so (mtp_num_layers 2,
+mtp_use_repeated_layer True over the HF config's one MTP layer): weights, gradients and optimizer state hold one block,
+while activations and FLOPs count every depth."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from constraints.megatron_args import parse_megatron_args
+from constraints.memory import memory_report
+from constraints.models import MODELS_DIR, model_from_mapping
+from constraints.params import mtp_params, param_counts
+from constraints.spec import JobSpec, Recipe
+from hardware.profile import load_profile
+from measure.flops import megatron_flops
+from templates.megatron_args import recipe_to_megatron_args
+
+SUPER = "Nemotron-3-Super-120B-A12B"
+MTP_BLOCK_PARAMS = 2_942_324_736  # the release's MTP layer tensors (tests/test_hybrid_mtp.py)
+
+
+def _super(depth: int, repeated: bool):
+    raw = json.loads((MODELS_DIR / f"{SUPER}.json").read_text())
+    m = model_from_mapping({**raw, "num_nextn_predict_layers": depth}, f"{SUPER}-mtp{depth}")
+    return m.model_copy(update={"mtp_repeated_layer": repeated})
+
+
+def test_a_repeated_layer_holds_one_block_of_weights_at_any_depth():
+    assert mtp_params(_super(2, True)) == mtp_params(_super(1, False)) == MTP_BLOCK_PARAMS
+    assert mtp_params(_super(2, False)) == 2 * MTP_BLOCK_PARAMS
+    assert param_counts(_super(2, True), include_mtp=True).total == 123_611_012_096  # the release's tensors, once
+
+
+@pytest.mark.parametrize("tp,ep", [(1, 8), (2, 64)])
+def test_memory_keeps_one_block_of_weights_and_every_depth_of_activations(tp, ep):
+    job = JobSpec(seq_length=8192, global_batch_size=512)
+    recipe = Recipe(tp=tp, ep=ep, etp=1, sequence_parallel=tp > 1)
+    cap = load_profile("gb200-nvl72").hbm_capacity_bytes
+    one, two_shared, two = (memory_report(_super(d, r), job, recipe, 64, cap).terms for d, r in ((1, False), (2, True), (2, False)))
+    for term in ("weights", "gradients", "optimizer_state"):
+        assert two_shared[term] == one[term] < two[term]
+    assert two_shared["activations"] == two["activations"] > one["activations"]
+
+
+def test_flops_count_every_depth_of_a_repeated_layer():
+    def flops(m):
+        return megatron_flops(m, 8192, 512, 131072)
+    assert flops(_super(2, True)) == flops(_super(2, False)) > flops(_super(1, False))
+
+
+def test_the_flag_is_read_and_rendered_back():
+    m = _super(2, True)
+    job, recipe = JobSpec(seq_length=8192, global_batch_size=512), Recipe(tp=1, ep=64, etp=1)
+    argv = recipe_to_megatron_args(m, job, recipe)
+    assert "--mtp-use-repeated-layer" in argv and argv[argv.index("--mtp-num-layers") + 1] == "2"
+    back = parse_megatron_args(argv, world_size=64).model
+    assert (back.mtp_num_layers, back.mtp_repeated_layer, back.mtp_hybrid_pattern) == (2, True, "*E")
+    assert "--mtp-use-repeated-layer" not in recipe_to_megatron_args(_super(2, False), job, recipe)
