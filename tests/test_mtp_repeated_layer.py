@@ -59,3 +59,19 @@ def test_the_flag_is_read_and_rendered_back():
     back = parse_megatron_args(argv, world_size=64).model
     assert (back.mtp_num_layers, back.mtp_repeated_layer, back.mtp_hybrid_pattern) == (2, True, "*E")
     assert "--mtp-use-repeated-layer" not in recipe_to_megatron_args(_super(2, False), job, recipe)
+
+
+def test_a_scripts_mtp_flags_override_the_models_depth(tmp_path):
+    """--model completes a script's shape, but the MTP depth is the script's training choice (Megatron-Bridge trains
+    Super at 2 repeated depths over the HF config's 1): stated MTP flags replace the model's, they are not a conflict."""
+    from solver.inputs import load_check_input
+
+    args = tmp_path / "args.txt"
+    args.write_text("--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 64 "
+                    "--expert-tensor-parallel-size 1 --micro-batch-size 1 --global-batch-size 512 --seq-length 8192 "
+                    "--bf16 --mtp-num-layers 2 --mtp-use-repeated-layer\n")
+    model = load_check_input(str(args), "gb200-nvl72", 16, 4, model=SUPER).case.model
+    assert (model.mtp_num_layers, model.mtp_repeated_layer, model.mtp_hybrid_pattern) == (2, True, "*E")
+    args.write_text(args.read_text().replace(" --mtp-num-layers 2 --mtp-use-repeated-layer", ""))
+    model = load_check_input(str(args), "gb200-nvl72", 16, 4, model=SUPER).case.model
+    assert (model.mtp_num_layers, model.mtp_repeated_layer) == (1, False)  # silent script: the model's own depth
