@@ -17,6 +17,9 @@ projects the left-out rows. Groupings (bench/run_slices.py):
   microbenchmarks (they are known before anyone trains on it); only the software constants are refitted.
 - family: the model family.
 
+Each table also gives issue 16's families as slices (NVFP4, hybrid Mamba, sliding-window, Llama 4 rows:
+bench/family_slices.py), every row at its held-out error under that table's grouping.
+
 Models: `transfer` (default; per-part microbenchmarks + shared software constants, bench.fit_software) and
 `per-part` (the earlier per-part fit, bench.fit_calibration._Fit; a held-out part falls back to the defaults).
 Rows from torch-native stacks are a separate slice that the headline excludes (see bench/run_slices.py); no
@@ -33,6 +36,7 @@ from typing import Callable, Optional
 
 from bench.fit_calibration import fit_profiles
 from bench.fit_software import fit_transfer_profiles
+from bench.family_slices import family_slices
 from bench.run_slices import is_torch_native, model_family, source_group, throughput_cases
 from bench.runs import RunCase
 from measure.project import project
@@ -105,6 +109,12 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
     for c in meg:
         groups[key(c)].append(errs[c.id])
     lines += [stat_row(f"{label}{g}", v) for g, v in sorted(groups.items())]
+    # issue 16's families (bench/family_slices.py), each row at its held-out error under this grouping
+    slices: dict[str, list[float]] = defaultdict(list)
+    for c in meg:
+        for s in family_slices(c.model, c.job):
+            slices[s].append(errs[c.id])
+    lines += [stat_row(f"slice: {s}", v) for s, v in sorted(slices.items())]
     native = [errs[c.id] for c in cases if is_torch_native(c)]
     if native:
         lines.append(stat_row("torch-native (FSDP2) rows, excluded above", native))
