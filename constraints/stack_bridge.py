@@ -23,6 +23,8 @@ from typing import Any
 
 from boundary.errors import InputRefused
 from boundary.parse import load_yaml
+from constraints.bridge_precision import ALIASES as PRECISION_ALIASES, RESOLVED as PRECISION_FIELDS
+from constraints.bridge_precision import BridgePrecisionError, precision_args, resolve as resolve_precision
 from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
 from constraints.stack_field_names import unknown_bridge_key
 from constraints.stack_keys import CORE_RENAMES
@@ -32,35 +34,6 @@ SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "scheduler", "logge
             "straggler", "rerun_state_machine", "peft",
             # ConfigContainer's fault-tolerance, inspection and optimizer-override sections (constraints/bridge_field_table.py)
             "nvrx_straggler", "tensor_inspect", "inprocess_restart", "optimizer_config_override_provider")
-_BF16_LAYERS_1_1 = ("--first-last-layers-bf16", "--num-layers-at-start-in-bf16", "1", "--num-layers-at-end-in-bf16", "1")
-_BF16_LAYERS_2_2 = ("--first-last-layers-bf16", "--num-layers-at-start-in-bf16", "2", "--num-layers-at-end-in-bf16", "2")
-# Bridge's registered mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py @067f987d): the Megatron
-# arguments each one sets
-MIXED_PRECISION = {
-    "bf16_mixed": ["--bf16"],
-    "fp16_mixed": ["--fp16"],
-    "bf16_with_fp8_delayed_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "delayed"],
-    "fp16_with_fp8_delayed_scaling_mixed": ["--fp16", "--fp8-format", "hybrid", "--fp8-recipe", "delayed"],
-    "bf16_with_mxfp8_mixed": ["--bf16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
-    "fp16_with_mxfp8_mixed": ["--fp16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
-    "bf16_with_fp8_current_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise",
-                                            *_BF16_LAYERS_1_1, "--fp8-param-gather"],
-    "fp16_with_fp8_current_scaling_mixed": ["--fp16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise",
-                                            *_BF16_LAYERS_1_1, "--fp8-param-gather"],
-    "nemotron_h_bf16_with_fp8_current_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise",
-                                                       *_BF16_LAYERS_2_2, "--fp8-param-gather"],
-    "nanov2_bf16_with_fp8_current_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise",
-                                                   *_BF16_LAYERS_2_2, "--fp8-param-gather"],
-    "bf16_with_fp8_subchannel_scaling_mixed": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise"],
-    "fp16_with_fp8_subchannel_scaling_mixed": ["--fp16", "--fp8-format", "hybrid", "--fp8-recipe", "blockwise"],
-    "bf16_with_nvfp4_mixed": ["--bf16", "--fp4-format", "e2m1", "--fp4-recipe", "nvfp4", "--fp4-param-gather"],
-    "nemotron_3_super_bf16_with_nvfp4_mixed": ["--bf16", "--fp4-format", "e2m1", "--fp4-recipe", "nvfp4",
-                                               "--fp4-param-gather", "--first-last-layers-bf16",
-                                               "--num-layers-at-start-in-bf16", "0", "--num-layers-at-end-in-bf16", "14"],
-}
-# MixedPrecisionConfig's num_layers_at_start/end_in_bf16 default to 0, where Megatron's flags default to 1, so a mapping
-# that turns first_last_layers_bf16 on without the counts keeps no layer in bf16 (mixed_precision.py @067f987d)
-BRIDGE_BF16_LAYER_DEFAULTS = {"num_layers_at_start_in_bf16": 0, "num_layers_at_end_in_bf16": 0}
 # Megatron-Bridge ConfigContainer sections other than `model` (src/megatron/bridge/training/config.py)
 BRIDGE_SECTIONS = {
     "train": ("micro_batch_size", "global_batch_size", "train_iters", "eval_iters", "eval_interval"),
@@ -122,45 +95,30 @@ def mapping_from_overrides(tokens: list[str], load_value) -> dict:
     return out
 
 
-def _mixed_precision(value: Any, builder: ArgvBuilder, environ, notes) -> None:
-    if value is None:
-        return
-    if isinstance(value, str):
-        args = MIXED_PRECISION.get(value.replace("-", "_"))
-        if args is None:
-            raise StackConfigError(f"mixed_precision: {value} is not a recipe shardplan knows; use one of "
-                                   f"{', '.join(MIXED_PRECISION)}, or a mapping of its fields (bf16, fp8, fp8_recipe)")
-        for flag_and_values in _groups(args):
-            builder.add("mixed_precision", flag_and_values[0][2:].replace("-", "_"),
-                        flag_and_values[1] if len(flag_and_values) > 1 else True)
-        return
-    if not isinstance(value, dict):
-        raise StackConfigError(f"mixed_precision: a recipe name or a mapping ({value!r}); give bf16_mixed or a mapping")
-    for k, v in value.items():
+def _mixed_precision(resolved, builder: ArgvBuilder, environ, notes) -> None:
+    """The section's Megatron arguments (constraints/bridge_precision.py); a mapping's other keys as fields."""
+    fields, rest = resolved
+    builder.add_args("mixed_precision", precision_args(fields))
+    for k, v in rest.items():
         path = f"mixed_precision.{k}"
-        builder.add(path, str(k), env_default(v, environ, notes, path), core_names=True)
-    if value.get("first_last_layers_bf16"):
-        for k, v in BRIDGE_BF16_LAYER_DEFAULTS.items():
-            if k not in value:
-                builder.add(f"mixed_precision.{k}", k, v, core_names=True)
+        builder.add(path, k, env_default(v, environ, notes, path), core_names=True)
 
 
-def _groups(args: list[str]) -> list[list[str]]:
-    groups: list[list[str]] = []
-    for a in args:
-        if a.startswith("--"):
-            groups.append([a])
-        else:
-            groups[-1].append(a)
-    return groups
+# sections whose fields MixedPrecisionConfig.setup overwrites (model, optimizer and DDP configs)
+_PRECISION_TARGETS = ("model", "optimizer", "ddp")
 
 
 def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
     builder, notes, ignored = ArgvBuilder(), [], []
     env = None
+    try:
+        precision = resolve_precision(data.get("mixed_precision"))
+    except BridgePrecisionError as exc:
+        raise StackConfigError(str(exc)) from None
     for section, body in data.items():
         if section == "mixed_precision":
-            _mixed_precision(body, builder, environ, notes)
+            if precision is not None:
+                _mixed_precision(precision, builder, environ, notes)
             continue
         if section == "env_vars":
             if not isinstance(body, dict):
@@ -177,6 +135,16 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
             if key == "_target_":
                 ignored.append(path)
                 continue
+            if key in PRECISION_FIELDS and section in _PRECISION_TARGETS:
+                if precision is not None:  # Bridge copies mixed_precision's value over this one
+                    said = precision[0][PRECISION_ALIASES.get(key, key)]
+                    if value != said:
+                        notes.append(f"{path}: {value!r} is replaced by mixed_precision's {said!r} (Megatron-Bridge "
+                                     "MixedPrecisionConfig.setup copies its fields onto the model, optimizer and DDP configs)")
+                    continue
+                if key == "grad_reduce_in_fp32":
+                    builder.add_args(path, [] if value in (None, True) else ["--grad-reduce-in-bf16"])
+                    continue
             if isinstance(value, dict):
                 if not (section == "model" and key == "activation_func" and _activation_agrees(value, body)):
                     builder.not_understood.append(path)

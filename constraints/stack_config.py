@@ -51,6 +51,10 @@ class ArgvBuilder:
         if args is None:
             self.not_understood.append(path)
             return
+        self.add_args(path, args)
+
+    def add_args(self, path: str, args: list[str]) -> None:
+        """Megatron arguments `path` sets, with the same conflict check as `add`."""
         for group in _split(args):
             flag = group[0]
             before = self._args.get(flag)

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from constraints.bridge_precision import PRECISION_DESTS, fields_from_dests, recipe_name
 from constraints.case import Case
 from constraints.stack_bridge import BRIDGE_SECTIONS
 from constraints.stack_keys import CORE_RENAMES, dests_from_args
@@ -31,9 +32,6 @@ _LANGUAGE_PREFIXES = ("num_layers", "hidden_size", "ffn_hidden_size", "num_atten
                       "window_size", "window_attn_skip_freq", "no_rope_freq", "layernorm_", "softmax_type",
                       "activation_func", "cross_entropy_loss_fusion", "attention_backend", "mamba_",
                       "hybrid_", "apply_layernorm_1p")
-# Bridge's registered mixed-precision recipe for exactly these Megatron precision arguments
-# (constraints.stack_bridge.MIXED_PRECISION); other combinations are written as a mapping of fields
-_PRECISION_DESTS = ("bf16", "fp16", "fp8", "fp8_recipe")
 
 
 class StackRenderError(ValueError):
@@ -83,7 +81,9 @@ def render_primus(case: Case, paths: RenderPaths | None = None) -> str:
 def _bridge_sections(case: Case, paths: RenderPaths | None) -> dict[str, Any]:
     dests = _dests(case, paths)
     sections: dict[str, Any] = {"model": {}}
-    precision = {k: dests.pop(k) for k in _PRECISION_DESTS if k in dests}
+    # every precision field lives in mixed_precision: Bridge copies that section over the model and DDP configs
+    # (constraints/bridge_precision.py), so a value left in `model` would be overwritten by the recipe's
+    precision = {k: dests.pop(k) for k in list(dests) if k in PRECISION_DESTS}
     for dest, value in dests.items():
         homes = [s for s, keys in BRIDGE_SECTIONS.items() if dest in keys]
         for home in homes:
@@ -97,19 +97,9 @@ def _bridge_sections(case: Case, paths: RenderPaths | None) -> dict[str, Any]:
     if model.pop("untie_embeddings_and_output_weights", False):
         model["share_embeddings_and_output_weights"] = False
     sections["model"] = model
-    sections["mixed_precision"] = _mixed_precision_name(precision) or _core(precision)
+    fields = fields_from_dests(precision)
+    sections["mixed_precision"] = recipe_name(fields) or fields  # a registered recipe when one is exactly these
     return sections
-
-
-def _mixed_precision_name(precision: dict[str, Any]) -> str | None:
-    from constraints.stack_bridge import MIXED_PRECISION
-
-    args: list[str] = []
-    for dest in _PRECISION_DESTS:
-        if dest in precision:
-            flag = "--fp8-format" if dest == "fp8" else "--" + dest.replace("_", "-")
-            args += [flag] if precision[dest] is True else [flag, str(precision[dest])]
-    return next((name for name, named in MIXED_PRECISION.items() if named == args), None)
 
 
 def render_bridge(case: Case, paths: RenderPaths | None = None) -> str:

@@ -26,10 +26,13 @@ def test_a_misspelt_model_field_is_exit_2_naming_the_real_one():
 
 def test_a_real_field_without_a_megatron_flag_stays_not_modelled(tmp_path):
     fixed = tmp_path / "bridge.yaml"
-    fixed.write_text((DATA / "bridge-misspelt-tp.yaml").read_text().replace("paralel", "parallel"))
+    fixed.write_text((DATA / "bridge-misspelt-tp.yaml").read_text().replace("paralel", "parallel")
+                     .replace("grad_reduce_in_fp32: true", "grad_reduce_in_fp32: true\n  average_in_collective: true"))
     loaded = load_check_input(str(fixed), "h100-sxm-80gb", 1, 8)
     assert loaded.case.recipe.tp == 4
-    assert "ddp.grad_reduce_in_fp32" in loaded.unknown_flags  # DistributedDataParallelConfig's, Megatron has no dest
+    # DistributedDataParallelConfig's; Megatron's flag is --ddp-average-in-collective, another dest
+    assert "ddp.average_in_collective" in loaded.unknown_flags
+    assert "ddp.grad_reduce_in_fp32" not in loaded.unknown_flags  # read: mixed_precision decides it (bridge_precision.py)
 
 
 @pytest.mark.parametrize("path,message", [

@@ -89,7 +89,8 @@ def test_bridge_yaml_reads_sections_precision_and_env_vars():
     assert loaded.case.job.precision.value == "bf16"  # mixed_precision: bf16_mixed
     assert loaded.case.model.num_query_groups == 8  # num_query_groups implies GQA in Megatron-Core
     assert loaded.env == {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
-    assert "ddp.grad_reduce_in_fp32" in loaded.unknown_flags
+    # ddp.grad_reduce_in_fp32 is read, and bf16_mixed (grad_reduce_in_fp32 True) decides it (bridge_precision.py)
+    assert "ddp.grad_reduce_in_fp32" not in loaded.unknown_flags and not r.grad_reduce_in_bf16
     assert "model._target_" in loaded.ignored_flags
 
 
