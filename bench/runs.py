@@ -30,7 +30,11 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - precision: FP8 / FP8-CS -> fp8-tensorwise, MXFP8 / FP8-MX -> mxfp8, blockwise -> fp8-blockwise,
   empty -> bf16, NVFP4 -> nvfp4.
 - Rows of Megatron-Bridge performance recipes (performance summaries, cards' pretrain_performance / weak-scaling items,
-  perf-* skill studies): bf16 main grads, as every such recipe sets grad_reduce_in_fp32 False (`BRIDGE_PERF_SOURCE`).
+  perf-* skill studies): bf16 main grads, as every such recipe sets grad_reduce_in_fp32 False (`BRIDGE_PERF_SOURCE`);
+  fp8 weights for the param gather under MXFP8 / FP8-CS, NVFP4 weights under NVFP4 from 26.06 on
+  (`BRIDGE_FP8_PARAM_GATHER`, `BRIDGE_FP4_PARAM_GATHER_RELEASES`).
+- Nemotron 3 Super rows of Megatron-Bridge: two MTP depths through one repeated layer, and under NVFP4 the last 14
+  layers in bf16 (`BRIDGE_MODEL_TRAINING`, `BRIDGE_NVFP4_BF16_LAYERS`).
 - Peak memory of Megatron-Bridge skill studies and cards is logged in decimal GB (`BRIDGE_LOGGED_MEMORY`) and converted
   to GiB; a peak read "after iteration 1" is flagged (`RunCase.memory_after_first_iteration`).
 - Muon optimizer where the notes say so (Kimi-K2); Adam otherwise. Megatron-Bridge skill-study and verification-card
@@ -86,6 +90,17 @@ BRIDGE_MODEL_TRAINING = {"Nemotron-3-Super-120B-A12B": {"mtp_num_layers": 2, "mt
 # nemotron_3_llm_pretrain.py @v0.4.1 .. @v0.5.0, nemotron_3_super_bf16_with_nvfp4_mixed in training/mixed_precision.py
 # @v0.5.1 .. @067f987d; MixedPrecisionConfig.num_layers_at_start_in_bf16 defaults to 0)
 BRIDGE_NVFP4_BF16_LAYERS = {"Nemotron-3-Super-120B-A12B": (0, 14)}
+# Megatron-Bridge performance recipes keep fp8 weights for the param all-gather: _perf_precision / get_precision_config
+# take bf16_with_mxfp8_mixed and bf16_with_fp8_current_scaling_mixed, both fp8_param_gather True (training/
+# mixed_precision.py @v0.2.1 .. @067f987d); their NVFP4 recipe gathers NVFP4 weights from v0.5.0 (26.06) on
+# (bf16_with_nvfp4_mixed fp4_param_gather True since Bridge #3364). Families whose perf recipes turn these off, or set
+# them per GPU, keep the defaults (off): gpt-oss (gpt_oss_llm_pretrain.py / perf_recipes/gpt_oss/common.py both
+# False), Kimi (MXFP8 WAR in kimi_llm_pretrain.py), DeepSeek (per GPU in perf_recipes/deepseek/*), Nemotron 3 Super's
+# fp4 ("Disabled until MCore PR 4358 lands", perf_recipes/nemotronh/common.py)
+BRIDGE_FP8_PARAM_GATHER = (Precision.mxfp8, Precision.fp8_tensorwise)
+BRIDGE_FP4_PARAM_GATHER_RELEASES = ("26.06", "26.06.01", "26.08", "card@067f987d")
+BRIDGE_OWN_PARAM_GATHER = ("gpt-oss-120b", "gpt-oss-20b", "Kimi-K2-Instruct", "DeepSeek-V3")
+BRIDGE_NO_FP4_PARAM_GATHER = BRIDGE_OWN_PARAM_GATHER + ("Nemotron-3-Super-120B-A12B",)
 # Megatron-Bridge H100 recipes that train with the precision-aware optimizer, bf16 main grads and bf16 Adam moments
 # (src/megatron/bridge/recipes/moonlight/h100/moonlight_16b.py moonlight_16b_pretrain_8gpu_h100_bf16_config and
 # deepseek/h100/deepseek_v3.py deepseek_v3_pretrain_*_h100_bf16_config @ Bridge HEAD 2026-08): rows of Bridge
@@ -201,17 +216,22 @@ def even_layout(num_layers: int, mtp_layers: int, stages: int) -> str:
     return "|".join(out)
 
 
-def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: int, mbs: int, assumed: list) -> dict:
-    """Recipe fields an MBR row leaves empty, from its release's Megatron-Bridge benchmark preset (see module doc)."""
+def _bridge_release(r: dict) -> Optional[str]:
+    """The Megatron-Bridge release (performance-summary rows) or card commit (`card@<sha>`) a row ran, if any."""
     m = re.search(r"release (\S+)", r["notes"]) if "docs/performance-summary" in r["source"] else None
     # verification cards: the tuned "canonical" recipe (pretrain_performance and its weak-scaling points) at the
     # commit the card cites; plain `pretrain` items are functional runs, not the benchmark preset
     card = re.search(r"model_verification_cards/.*@([0-9a-f]{8}) \[items\.pretrain_(performance|weak_scaling)", r["source"])
-    release = m.group(1) if m else f"card@{card.group(1)}" if card else None
+    return m.group(1) if m else f"card@{card.group(1)}" if card else None
+
+
+def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: int, mbs: int, assumed: list) -> dict:
+    """Recipe fields an MBR row leaves empty, from its release's Megatron-Bridge benchmark preset (see module doc)."""
+    release = _bridge_release(r)
     if release is None:
         return {}
     # a card's text that names no VP leaves the canonical recipe's virtual stages unstated: take the preset's
-    vpp_unstated = bool(card) and not r["vpp"] and pp > 1
+    vpp_unstated = release.startswith("card@") and not r["vpp"] and pp > 1
     p = preset_for(release, r["model"], r["hardware"], r["precision"], tp, pp, None if vpp_unstated else vpp, ep, mbs)
     if p is None:
         return {}
@@ -329,6 +349,14 @@ def row_case(r: dict) -> RunCase | RunSkip:
     elif BRIDGE_PERF_SOURCE.search(r["source"]) and precision != Precision.fp16:
         preset["grad_reduce_in_bf16"] = True
         assumed.append("bf16 main grads (Bridge performance recipe, grad_reduce_in_fp32 False)")
+    if BRIDGE_PERF_SOURCE.search(r["source"]):
+        if precision in BRIDGE_FP8_PARAM_GATHER and MODEL_FILES.get(name) not in BRIDGE_OWN_PARAM_GATHER:
+            preset["fp8_param_gather"] = True
+            assumed.append("fp8 param gather (Bridge performance precision)")
+        elif precision == Precision.nvfp4 and MODEL_FILES.get(name) not in BRIDGE_NO_FP4_PARAM_GATHER \
+                and _bridge_release(r) in BRIDGE_FP4_PARAM_GATHER_RELEASES:
+            preset["fp4_param_gather"] = True
+            assumed.append("fp4 param gather (Bridge performance precision)")
     try:
         recipe = Recipe(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, mbs=mbs, sequence_parallel=sp,
                         recompute=preset.pop("recompute", None) or _recompute(r["recompute"]), dp_sharding=sharding,

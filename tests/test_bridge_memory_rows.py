@@ -32,3 +32,13 @@ def test_moonlight_study_rows_load_with_their_recompute_modules(rows):
     assert mods == {(), ("core_attn",), ("mla_up_proj",), ("mla_up_proj", "mlp"), ("moe_act",), ("layernorm", "moe_act")}
     assert all(c.job.optimizer_moments_bf16 and c.recipe.etp == 1 and c.recipe.ep == 8 for c in study.values())
     assert RecomputeModule.moe_act in rows["MBSKILL-605"].recipe.recompute.modules
+
+
+def test_bridge_performance_precisions_gather_quantised_weights_as_their_recipes_do(rows):
+    """_perf_precision: MXFP8 / FP8-CS keep fp8 weights for the param gather (all releases); NVFP4 gathers NVFP4
+    weights from 26.06 on; Nemotron 3 Super's NVFP4 recipe and gpt-oss's recipes turn it off (bench/runs.py)."""
+    assert rows["MBSKILL-514"].recipe.fp8_param_gather  # Llama-3.1-70B FP8-CS SFT perf config
+    assert rows["MBR-035"].recipe.fp4_param_gather and not rows["MBR-083"].recipe.fp4_param_gather  # 26.06 vs 26.04.01
+    assert not any(c.recipe.fp4_param_gather for c in rows.values() if c.model.name.startswith("Nemotron-3-Super"))
+    assert not any(c.recipe.fp8_param_gather for c in rows.values() if c.model.name.startswith("gpt-oss"))
+    assert not any(c.recipe.fp8_param_gather or c.recipe.fp4_param_gather for c in rows.values() if c.id.startswith("NEMO2"))
