@@ -162,8 +162,13 @@ def legal_looking(rng: random.Random) -> tuple[str, str, int, int, JobSpec, Reci
         recipe["fp4_param_gather"] = True
     if rng.random() < 0.1:
         recipe["cross_entropy_loss_fusion"] = False
+    bf16_layers = {}
+    if (precision.is_fp8 or precision.is_fp4) and precision != Precision.fp8_delayed and rng.random() < 0.25:
+        cap = max(m.num_layers // pp, 1)  # Megatron's per-stage bound (rules_bf16_layers.py)
+        bf16_layers = dict(bf16_layers_at_start=min(rng.choice([0, 1, 1, 2]), cap),
+                           bf16_layers_at_end=min(rng.choice([0, 1, 2, 14]), cap))
     job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision,
-                  optimizer=Optimizer.muon if rng.random() < 0.03 else Optimizer.adam)
+                  optimizer=Optimizer.muon if rng.random() < 0.03 else Optimizer.adam, **bf16_layers)
     return name, hw, nodes, gpn, job, Recipe(**recipe)
 
 
@@ -175,7 +180,7 @@ def _break(rng: random.Random, m: ModelSpec, world: int, job: JobSpec, r: Recipe
                        "vpp_pp1", "ep_overlap", "dist_saved", "cpu_offload", "flex", "shared_overlap", "hier_cp",
                        "world", "mbs_big", "etp", "moe_act_nogg", "selective_method", "a2a_heads", "sp_seq",
                        "vpp_nooverlap_p2p", "micro_group", "fsdp2_tied", "dist_opt_instances", "recompute_moe_dense",
-                       "env", "precision_hw", "mtp_uniform"])
+                       "env", "precision_hw", "mtp_uniform", "bf16_layers_delayed", "bf16_layers_many"])
     jobu: dict[str, Any] = {}
     if kind == "tp_heads":
         u["tp"] = rng.choice([3, 5, 6, 12, 16])
@@ -241,8 +246,10 @@ def _break(rng: random.Random, m: ModelSpec, world: int, job: JobSpec, r: Recipe
         jobu["seq_length"] = job.seq_length + 1
     elif kind == "vpp_nooverlap_p2p":
         u.update(pp=2, vpp=2, schedule=PipelineSchedule.interleaved, overlap_p2p_comm=False)
-    elif kind == "micro_group":
+    elif kind == "micro_group":  # aims at the interleaved schedule's check; a zero-bubble draw renders as interleaved
         u["microbatch_group_size"] = rng.choice([1, r.pp + 1, 1000])
+        if r.schedule in (PipelineSchedule.zb_h1, PipelineSchedule.zbv):
+            u.update(schedule=PipelineSchedule.interleaved if r.vpp > 1 else PipelineSchedule.one_f_one_b)
     elif kind == "fsdp2_tied":
         u.update(dp_sharding=DataParallelSharding.torch_fsdp2, overlap_param_gather=False)
     elif kind == "dist_opt_instances":
@@ -253,6 +260,10 @@ def _break(rng: random.Random, m: ModelSpec, world: int, job: JobSpec, r: Recipe
         jobu["precision"] = rng.choice([Precision.mxfp8, Precision.fp8_tensorwise])
     elif kind == "mtp_uniform":
         u["recompute"] = Recompute.full(RecomputeMethod.uniform, 2)
+    elif kind == "bf16_layers_delayed":  # TransformerConfig: delayed scaling refuses first / last layers in bf16
+        jobu.update(precision=Precision.fp8_delayed, bf16_layers_at_start=1, bf16_layers_at_end=1)
+    elif kind == "bf16_layers_many":  # more bf16 layers than a pipeline stage holds
+        jobu.update(precision=Precision.fp8_tensorwise, bf16_layers_at_start=0, bf16_layers_at_end=m.num_layers // r.pp + 1)
     # "env": the launch environment is flipped in draw_case
     return kind, job.model_copy(update=jobu), Recipe(**{**r.model_dump(), **u})
 
@@ -276,12 +287,17 @@ def draw_case(rng: random.Random, case_id: str) -> dict:
     """One drawn recipe: shardplan's verdict and rules, its rendered args and what the validator needs."""
     name, hw, nodes, gpn, job, recipe = legal_looking(rng)
     m, prof = _model(name), _profile(hw)
+    if m.mtp_num_layers and rng.random() < 0.5:  # the MTP depth is a training choice; one layer may serve every depth
+        m = m.model_copy(update={"mtp_num_layers": rng.choice([1, 2, 3]), "mtp_repeated_layer": rng.random() < 0.5})
     breaks = []
     if rng.random() < ILLEGAL_SHARE:
         for _ in range(rng.choice([1, 1, 2])):
             kind, job, recipe = _break(rng, m, nodes * gpn, job, recipe)
             breaks.append(kind)
-    case = Case(model=m, job=job, recipe=recipe, placement=Placement(hardware=hw, num_nodes=nodes, gpus_per_node=gpn))
+    try:
+        case = Case(model=m, job=job, recipe=recipe, placement=Placement(hardware=hw, num_nodes=nodes, gpus_per_node=gpn))
+    except ValueError:  # past shardplan's magnitude bounds (a huge GBS x sequence): not a recipe to compare; draw again
+        return draw_case(rng, case_id)
     row: dict[str, Any] = {"id": case_id, "model": name, "hardware": hw, "nodes": nodes, "gpus_per_node": gpn,
                            "world": nodes * gpn, "sm": sm_of(prof), "breaks": breaks,
                            "job": job.model_dump(mode="json"), "recipe": recipe.model_dump(mode="json", exclude_defaults=True)}

@@ -94,7 +94,8 @@ def flex_dispatcher_group(x: RuleInput) -> Optional[Violation]:
 @rule(reads="overlap_moe_expert_parallel_comm ep moe_dispatcher pp vpp recompute moe_shared_expert_overlap")
 def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
     """[26] --overlap-moe-expert-parallel-comm: EP>1, alltoall/flex dispatcher, VPP set when PP>1, no full
-    recompute and no 'moe' recompute module, bf16/fp16 training, no --moe-shared-expert-overlap
+    recompute and no 'moe' recompute module, bf16/fp16 training, no --moe-shared-expert-overlap, at most one MTP
+    layer ("MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm", repeated or not)
     (TransformerConfig.__post_init__ asserts)."""
     r = x.recipe
     if not r.overlap_moe_expert_parallel_comm:
@@ -110,6 +111,8 @@ def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
         problems.append("no full or 'moe' recompute")
     if r.moe_shared_expert_overlap:
         problems.append("no --moe-shared-expert-overlap")
+    if x.model.mtp_num_layers > 1:
+        problems.append(f"at most one MTP layer (--mtp-num-layers is {x.model.mtp_num_layers})")
     if not problems:
         return None
     return violation("ep_comm_overlap", "--overlap-moe-expert-parallel-comm needs " + ", ".join(problems),

@@ -75,3 +75,18 @@ def test_a_scripts_mtp_flags_override_the_models_depth(tmp_path):
     args.write_text(args.read_text().replace(" --mtp-num-layers 2 --mtp-use-repeated-layer", ""))
     model = load_check_input(str(args), "gb200-nvl72", 16, 4, model=SUPER).case.model
     assert (model.mtp_num_layers, model.mtp_repeated_layer) == (1, False)  # silent script: the model's own depth
+
+
+def test_ep_overlap_allows_at_most_one_mtp_layer():
+    """TransformerConfig.__post_init__ @ d98e8a64: 'MTP supports at most one layer when enabling
+    overlap_moe_expert_parallel_comm' (mtp_num_layers in (None, 0, 1)), a repeated layer included; found by the
+    Megatron differential (bench/megatron_diff.py, seed 7)."""
+    from constraints.rules import RuleInput, check_rules
+
+    job = JobSpec(seq_length=8192, global_batch_size=512)
+    recipe = Recipe(tp=1, ep=64, etp=1, overlap_moe_expert_parallel_comm=True)
+
+    def said(model):
+        return [v.message for v in check_rules(RuleInput(model, job, recipe, 64)) if v.rule == "ep_comm_overlap"]
+    assert said(_super(1, False)) == []
+    assert said(_super(2, True)) == ["--overlap-moe-expert-parallel-comm needs at most one MTP layer (--mtp-num-layers is 2)"]
