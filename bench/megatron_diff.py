@@ -58,6 +58,8 @@ KNOWN = {
     "expert_grid": ("iii init", "parallel_state.initialize_model_parallel: world % (ETP*EP*PP); validate_args does not check it"),
     "experts_divisible_by_ep": ("ii-lossy", "a dense model's EP was not rendered before templates/megatron_args.py wrote it (kept for old caches)"),
     "flex_dispatcher_group": ("iii build", "moe/token_dispatcher.py MoEFlexTokenDispatcher asserts TP x EP > 1"),
+    "latent_moe_shared_expert_overlap": ("iii runtime", "moe/moe_layer.py MoELayer.preprocess raises in training; "
+                                                        "validate_args does not check it"),
     "interleaved_microbatches": ("iii runtime", "pipeline_parallel/schedules.py micro-batch group check"),
     "cp_a2a_heads": ("iii runtime", "Transformer Engine a2a context parallelism splits heads"),
     "distributed_optimizer_instances": ("iii init", "parallel_state.initialize_model_parallel asserts (DP*CP) and expert-DP % n"),
