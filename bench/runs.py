@@ -145,6 +145,9 @@ class RunCase(BaseModel):
     # kernels the run captured in CUDA graphs (measure/cuda_graphs.py), from its release's Megatron-Bridge preset;
     # not a Recipe field, so it is passed to measure.project.project as `cuda_graph_scope`
     cuda_graph_scope: frozenset[str] = frozenset()
+    # the preset sets fp8_dot_product_attention (core attention in fp8, measure/roofline.py); not a Recipe field either,
+    # passed to measure.project.project as `fp8_attention`
+    fp8_attention: bool = False
 
 
 class RunSkip(BaseModel):
@@ -159,6 +162,12 @@ def _int(x: Optional[str]) -> Optional[int]:
         return int(float(x))
     except (TypeError, ValueError):
         return None
+
+
+def precision_fp8(text: str) -> bool:
+    """The row trains its linears in an fp8 format (what Transformer Engine's fp8_dot_product_attention needs)."""
+    p = _precision(text)
+    return p is not None and p.is_fp8
 
 
 def _precision(text: str) -> Optional[Precision]:
@@ -240,6 +249,9 @@ def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: in
     if scope:
         out["cuda_graph_scope"] = scope
         assumed.append(f"CUDA graphs {','.join(sorted(scope))} (preset {release})")
+    if p.get("fp8_dot_product_attention") and precision_fp8(r["precision"]):
+        out["fp8_attention"] = True
+        assumed.append(f"fp8 dot-product attention (preset {release})")
     if vpp_unstated and (p.get("virtual_pipeline_model_parallel_size") or 1) > 1:
         out["vpp"] = p["virtual_pipeline_model_parallel_size"]
         assumed.append(f"vpp={out['vpp']} (preset {release})")
@@ -312,6 +324,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     preset = _preset_fields(r, model, tp, pp, vpp, ep, mbs, assumed)
     vpp = preset.pop("vpp", vpp)
     graphs = preset.pop("cuda_graph_scope", frozenset())
+    fp8_attention = preset.pop("fp8_attention", False)
     if etp is None and ep > 1 and tp > 1 and "Megatron-Bridge" in r["source"]:
         # Megatron-Bridge perf presets set expert_tensor_parallel_size=1 for every MoE model (e.g.
         # scripts/performance/configs/qwen/qwen3_workload_base_configs.py BASE_QWEN3_235B_A22B_CONFIG,
@@ -380,7 +393,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     oom = bool(re.search(r"(?<!not )\bOOM\b", r["notes"])) or "does-not-fit" in r["notes"]
     return RunCase(id=rid, model=model, job=job, recipe=recipe, placement=Placement(hardware=profile, num_nodes=gpus // gpn, gpus_per_node=gpn),
                    hardware=profile, measured=measured, outcome="oom" if oom else "ran", precision_published=r["precision"],
-                   source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs,
+                   source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs, fp8_attention=fp8_attention,
                    memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
 
 

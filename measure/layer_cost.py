@@ -182,20 +182,22 @@ def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile
 
 def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
                 kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
-                op_cache: Optional[dict] = None, cuda_graph_scope: frozenset = frozenset()) -> LayerParts:
+                op_cache: Optional[dict] = None, cuda_graph_scope: frozenset = frozenset(),
+                fp8_attention: bool = False) -> LayerParts:
     """The part of a layer's cost its per-rank shape decides (reads TP, CP, EP, ETP, MBS, SP; never
     recompute, the dispatcher or the overlap flags: EP traffic is kept per dispatcher). `op_cache` may be
     shared by calls for one (model, job, placement, profile): its block entries are keyed by the recipe
     fields the blocks read (`attention_key`, `block_key`). `cuda_graph_scope` (measure/cuda_graphs.py): the kernels
-    the run captures in CUDA graphs leave the host-issue floor."""
+    the run captures in CUDA graphs leave the host-issue floor. `fp8_attention`: the run sets Transformer Engine's
+    fp8_dot_product_attention (`layer_ops.attention_ops`)."""
     cal = profile.calibration
     kind = LayerKind(kind)
     op_cache = {} if op_cache is None else op_cache
     if kind.is_hybrid:  # a hybrid layer is its one block (measure/mamba_ops.py)
         attn = _memo(op_cache, ("no attention",), lambda: _op_sums([]))
     else:
-        attn = _memo(op_cache, attention_key(recipe), lambda: _op_sums(timed_ops(
-            attention_ops(model, job, recipe), profile, table, fp, cal.moe_load_imbalance, op_cache)))
+        attn = _memo(op_cache, attention_key(recipe) + (fp8_attention,), lambda: _op_sums(timed_ops(
+            attention_ops(model, job, recipe, fp8_attention), profile, table, fp, cal.moe_load_imbalance, op_cache)))
     blk = _memo(op_cache, block_key(model, job, recipe, kind), lambda: _op_sums(timed_ops(
         block_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance, op_cache)))
     by = {Phase.fwd: attn.fwd_s + blk.fwd_s, Phase.bwd_dgrad: attn.dgrad_s + blk.dgrad_s,
@@ -302,7 +304,9 @@ def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dis
 
 def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
                kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
-               num_microbatches: int = 1, cuda_graph_scope: frozenset = frozenset()) -> LayerCost:
+               num_microbatches: int = 1, cuda_graph_scope: frozenset = frozenset(),
+               fp8_attention: bool = False) -> LayerCost:
     """A layer's cost for this recipe: `layer_parts` finished by `finish_layer_cost`."""
-    parts = layer_parts(model, job, recipe, placement, profile, kind, table, fp, cuda_graph_scope=cuda_graph_scope)
+    parts = layer_parts(model, job, recipe, placement, profile, kind, table, fp, cuda_graph_scope=cuda_graph_scope,
+                        fp8_attention=fp8_attention)
     return finish_layer_cost(parts, recipe, profile.calibration, num_microbatches)

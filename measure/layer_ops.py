@@ -80,9 +80,12 @@ def _fc1_width(model: ModelSpec, ffn: int) -> int:
     return 2 * ffn if model.activation == Activation.swiglu else ffn
 
 
-def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
-    """Norm, QKV (or MLA projections), core attention, output projection and residual add."""
+def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention: bool = False) -> list[PhaseOp]:
+    """Norm, QKV (or MLA projections), core attention, output projection and residual add. `fp8_attention`: the run
+    sets Transformer Engine's `fp8_dot_product_attention` (Megatron `--fp8-dot-product-attention`), so an fp8 job's
+    core attention runs cuDNN's FP8 fused attention (QK^T and PV in fp8; measure/roofline.py prices it)."""
     tp, dt, act = recipe.tp, gemm_dtype(job), act_dtype(job)
+    core = "fp8" if fp8_attention and job.precision.is_fp8 else act
     t, t_sp = rank_tokens(job, recipe)
     h, nh = model.hidden_size, model.num_attention_heads
     ops = norm_ops(model, t_sp, h)
@@ -114,8 +117,8 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseO
     attn_flops = 4.0 * b * heads * s_q * s_kv * head_dim / 2 * mean_pair_fraction(model, job.seq_length)
     io_bytes = b * s_q * heads * head_dim * 2 * 4 + b * s_kv * kv_heads * head_dim * 2 * 2
     shape = (b, heads, kv_heads, s_q, s_kv, head_dim, 1)
-    ops.append(PhaseOp(Op(OpKind.attention_fwd, shape, act), Phase.fwd, "core_attn", attn_flops, io_bytes))
-    ops.append(PhaseOp(Op(OpKind.attention_bwd, shape, act), Phase.bwd_dgrad, "core_attn", 2.5 * attn_flops, 2 * io_bytes))
+    ops.append(PhaseOp(Op(OpKind.attention_fwd, shape, core), Phase.fwd, "core_attn", attn_flops, io_bytes))
+    ops.append(PhaseOp(Op(OpKind.attention_bwd, shape, core), Phase.bwd_dgrad, "core_attn", 2.5 * attn_flops, 2 * io_bytes))
     ops += gemm_ops(t, h, out_k, dt, "proj")
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, flops_per_elem=1.0, bwd_factor=1.0)
     return ops
