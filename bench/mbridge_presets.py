@@ -218,10 +218,13 @@ def _stem(model_name: str) -> str:
 
 
 def preset_for(release: str, model_name: str, hardware: str, precision: str, tp: int, pp: int, vpp: Optional[int],
-               ep: int, mbs: int) -> Optional[dict]:
+               ep: int, mbs: int, gbs: Optional[int] = None) -> Optional[dict]:
     """The release's preset for this model, GPU and precision whose parallel sizes match the row (None if no
     preset, or if matching variants disagree on a flag; vpp None matches any). precision: the row's published
-    text. The result has the FLAGS and the preset's virtual_pipeline_model_parallel_size."""
+    text. The result has the FLAGS and the preset's virtual_pipeline_model_parallel_size. `gbs`, the row's published
+    global batch, picks among variants of the same parallel sizes: a release's V1 and V2 presets often differ only in
+    GBS and flags (26.02.01 GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V1: GBS 512, no EP overlap; _V2: GBS 1280, EP overlap
+    and HybridEP), and the table publishes which one ran; variants of another GBS are dropped when one matches."""
     rel = _load().get(release)
     gpu = next((g for key, g in _GPU if key in hardware.upper()), None)
     if rel is None or gpu is None:
@@ -236,6 +239,8 @@ def preset_for(release: str, model_name: str, hardware: str, precision: str, tp:
             if (v.get("tensor_model_parallel_size"), v.get("pipeline_model_parallel_size"),
                  v.get("expert_model_parallel_size"), v.get("micro_batch_size")) == (tp, pp, ep, mbs)
             and (vpp is None or (v.get("virtual_pipeline_model_parallel_size") or 1) == vpp)]
+    if gbs is not None and any(v.get("global_batch_size") == gbs for v in hits):
+        hits = [v for v in hits if v.get("global_batch_size") == gbs]
     keys = FLAGS + ("virtual_pipeline_model_parallel_size",)
     flags = {tuple((k, json.dumps(h.get(k))) for k in keys) for h in hits}
     return {k: hits[0].get(k) for k in keys} if len(flags) == 1 else None

@@ -241,7 +241,8 @@ def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: in
         return {}
     # a card's text that names no VP leaves the canonical recipe's virtual stages unstated: take the preset's
     vpp_unstated = release.startswith("card@") and not r["vpp"] and pp > 1
-    p = preset_for(release, r["model"], r["hardware"], r["precision"], tp, pp, None if vpp_unstated else vpp, ep, mbs)
+    p = preset_for(release, r["model"], r["hardware"], r["precision"], tp, pp, None if vpp_unstated else vpp, ep, mbs,
+                   _int(r["gbs"]))
     if p is None:
         return {}
     out: dict = {}

@@ -34,3 +34,16 @@ def test_rows_take_their_release_preset():
     assert r26_06.overlap_moe_expert_parallel_comm and not r26_04.overlap_moe_expert_parallel_comm
     assert cases["MBSKILL-536"].recipe.overlap_moe_expert_parallel_comm  # notes: "EP overlap on"
     assert not cases["MBSKILL-535"].recipe.overlap_moe_expert_parallel_comm  # notes: "EP overlap off"
+
+
+def test_published_global_batch_picks_the_preset_variant():
+    """Megatron-Bridge v0.4.0 (26.02.01) scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py: the GB200
+    BF16 V1 (GBS 512) and V2 (GBS 1280) presets share TP1/PP1/EP64/MBS4 and differ in EP overlap and the dispatcher; the
+    table's row publishes GBS 1280, so it ran V2 (without the GBS the two disagree and no preset applies)."""
+    assert preset_for("26.02.01", "GPT-OSS-120B", "GB200", "BF16", 1, 1, 1, 64, 4) is None
+    v2 = preset_for("26.02.01", "GPT-OSS-120B", "GB200", "BF16", 1, 1, 1, 64, 4, gbs=1280)
+    assert v2["moe_a2a_overlap"] is True and v2["moe_flex_dispatcher_backend"] == "hybridep"
+    assert v2["recompute_modules"] == ["layernorm", "moe_act"]
+    assert preset_for("26.02.01", "GPT-OSS-120B", "GB200", "BF16", 1, 1, 1, 64, 4, gbs=512)["moe_a2a_overlap"] is False
+    case = {c.id: c for c in load_runs()}["MBR-183"]  # GPT-OSS-120B GB200 BF16 GBS 1280, release 26.02.01
+    assert case.recipe.overlap_moe_expert_parallel_comm and case.recipe.moe_dispatcher == MoeDispatcher.flex
