@@ -17,9 +17,11 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
   (MBCARD pretrain_performance / weak scaling, at the card's commit): the MoE dispatcher (flex when the preset
   names HybridEP, or DeepEP off GB200/GB300, else alltoall), `--overlap-moe-expert-parallel-comm` (the preset's
   moe_a2a_overlap) and, when the row is silent, the recompute of that release's benchmark preset whose
-  TP/PP/VPP/EP/MBS match the row (bench/mbridge_presets.py; a card that names no VP takes the preset's VPP);
-  the preset's CUDA graph capture (`RunCase.cuda_graph_scope`, passed to the projection: measure/cuda_graphs.py);
-  fp8 attention and the fused grouped MLP of the preset have no Recipe field and are not modelled.
+  TP/PP/VPP/EP/MBS (and the published GBS, which picks between V1/V2 variants) match the row
+  (bench/mbridge_presets.py; a card that names no VP takes the preset's VPP); the preset's CUDA graph capture
+  (`RunCase.cuda_graph_scope`, passed to the projection: measure/cuda_graphs.py) and, on fp8 rows, its
+  fp8_dot_product_attention (`RunCase.fp8_attention`, measure/roofline.py); the fused grouped MLP of the preset is
+  not modelled (priced, it made the held-out figures worse: README Limits).
   25.09 rows and rows without a matching preset keep the defaults below.
 - `--overlap-moe-expert-parallel-comm` as the notes state it ("EP overlap on/off", card text), else as above.
 - MoE otherwise: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap; ETP = 1 on Megatron-Bridge

@@ -19,13 +19,14 @@ FP8 = JobSpec(seq_length=4096, global_batch_size=256, precision=Precision.mxfp8)
 
 
 def test_fp8_attention_speedup_matches_flashattention3_at_head_dim_256():
-    """FlashAttention-3 (arXiv 2407.08608) on H100 (989 / 1979 dense bf16 / fp8 TFLOP/s): close to 1.2 PFLOP/s in FP8 at
-    head dim 256 against 756 TFLOP/s in bf16, a 1.59x speed-up; the MMA-share split gives 312 / 184 = 1.70x."""
+    """FlashAttention-3 (arXiv 2407.08608) on H100 (989 / 1979 dense bf16 / fp8 TFLOP/s), forward at seqlen 16k: 1171
+    TFLOP/s in FP8 at head dim 256 against 756 TFLOP/s in bf16, a 1.55x speed-up; the MMA-share split gives 312 / 184 =
+    1.70x, within 10 %."""
     bf16, fp8 = H100.peak_tflops.bf16, H100.peak_tflops.fp8
     assert fp8 == pytest.approx(2 * bf16, rel=0.01)
     speedup = 1.0 / fp8_attention_time_factor(256, bf16, fp8)
     assert speedup == pytest.approx((256 + 56) / (128 + 56), rel=0.01)
-    assert speedup == pytest.approx(1200 / 756, rel=0.10)
+    assert speedup == pytest.approx(1171 / 756, rel=0.10)
     # head dim 128 (Llama, Qwen): (64 + 56) / (128 + 56) of the bf16 time; no fp8 rate -> the bf16 time
     assert fp8_attention_time_factor(128, bf16, fp8) == pytest.approx(120 / 184, rel=0.01)
     assert fp8_attention_time_factor(128, bf16, None) == 1.0
