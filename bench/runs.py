@@ -314,12 +314,13 @@ def row_case(r: dict) -> RunCase | RunSkip:
     model = _row_model(r)
     if model is None:
         return skip(f"model {name} not bundled and row has no shape")
+    stem = MODEL_FILES.get(name)  # the bundled config the row runs, if any
     bridge = "Megatron-Bridge" in r["source"]
-    training = BRIDGE_MODEL_TRAINING.get(MODEL_FILES.get(name, "")) if bridge else None
+    training = BRIDGE_MODEL_TRAINING.get(stem) if bridge else None
     if training:
         model = ModelSpec.model_validate({**model.model_dump(), **training})
         assumed.append(", ".join(f"{k}={v}" for k, v in training.items()) + " (Megatron-Bridge recipe)")
-    bf16_layers = BRIDGE_NVFP4_BF16_LAYERS.get(MODEL_FILES.get(name, "")) if bridge and precision == Precision.nvfp4 else None
+    bf16_layers = BRIDGE_NVFP4_BF16_LAYERS.get(stem) if bridge and precision == Precision.nvfp4 else None
     if bf16_layers:
         assumed.append(f"first/last {bf16_layers[0]}/{bf16_layers[1]} layers in bf16 (Megatron-Bridge NVFP4 recipe)")
     vpp = _int(r["vpp"]) or 1
@@ -357,7 +358,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     if not r["recompute"] and "recompute" not in preset:
         assumed.append("recompute none")
     optimizer = Optimizer.muon if "muon" in r["notes"].lower() else Optimizer.adam
-    bf16_optimizer = ((MODEL_FILES.get(name, name), hw[0]) in BRIDGE_BF16_OPTIMIZER and precision == Precision.bf16
+    bf16_optimizer = ((stem or name, hw[0]) in BRIDGE_BF16_OPTIMIZER and precision == Precision.bf16
                       and re.search(r"Megatron-Bridge (skills|examples/model_verification_card)", r["source"]) is not None)
     if bf16_optimizer:
         preset["grad_reduce_in_bf16"] = True
@@ -366,10 +367,10 @@ def row_case(r: dict) -> RunCase | RunSkip:
         preset["grad_reduce_in_bf16"] = True
         assumed.append("bf16 main grads (Bridge performance recipe, grad_reduce_in_fp32 False)")
     if BRIDGE_PERF_SOURCE.search(r["source"]):
-        if precision in BRIDGE_FP8_PARAM_GATHER and MODEL_FILES.get(name) not in BRIDGE_OWN_PARAM_GATHER:
+        if precision in BRIDGE_FP8_PARAM_GATHER and stem not in BRIDGE_OWN_PARAM_GATHER:
             preset["fp8_param_gather"] = True
             assumed.append("fp8 param gather (Bridge performance precision)")
-        elif precision == Precision.nvfp4 and MODEL_FILES.get(name) not in BRIDGE_NO_FP4_PARAM_GATHER \
+        elif precision == Precision.nvfp4 and stem not in BRIDGE_NO_FP4_PARAM_GATHER \
                 and _bridge_release(r) in BRIDGE_FP4_PARAM_GATHER_RELEASES:
             preset["fp4_param_gather"] = True
             assumed.append("fp4 param gather (Bridge performance precision)")

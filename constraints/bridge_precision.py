@@ -28,14 +28,15 @@ ALIASES = {"fp8_param": "fp8_param_gather", "fp4_param": "fp4_param_gather"}  # 
 RESOLVED = frozenset(DEFAULTS) | frozenset(ALIASES)
 
 
-def _recipe(base: str, **fields: Any) -> dict[str, Any]:
-    out = dict(RECIPES[base]) if base in RECIPES else dict(DEFAULTS)
-    out.update(fields)
-    return out
-
-
 # Bridge's registered recipes (the @register functions of mixed_precision.py @067f987d), as field values
 RECIPES: dict[str, dict[str, Any]] = {}
+
+
+def _recipe(base: str, **fields: Any) -> dict[str, Any]:
+    """A registered recipe built, as Bridge builds it, from `base` with some fields changed."""
+    return {**RECIPES[base], **fields}
+
+
 RECIPES["bf16_mixed"] = {**DEFAULTS, "bf16": True, "grad_reduce_in_fp32": True}
 RECIPES["fp16_mixed"] = {**DEFAULTS, "fp16": True, "grad_reduce_in_fp32": False}
 for _base in ("bf16", "fp16"):

@@ -359,16 +359,12 @@ class JobSpec(Strict):
     def has_bf16_layers(self) -> bool:
         return bool(self.bf16_layers_at_start or self.bf16_layers_at_end)
 
-    def layer_in_bf16(self, index: int, num_layers: int) -> bool:
-        """Whether decoder layer `index` (0-based, of `num_layers`) runs in bf16 (fp8_utils.is_first_last_bf16_layer:
-        layer_no < start or layer_no >= num_layers - end, global indices, whatever the pipeline split)."""
-        return index < self.bf16_layers_at_start or index >= num_layers - self.bf16_layers_at_end
-
     def bf16_layer_indices(self, num_layers: int) -> frozenset[int]:
-        """The decoder layers --first-last-layers-bf16 keeps out of fp8 / NVFP4."""
-        if not self.has_bf16_layers:
-            return frozenset()
-        return frozenset(i for i in range(num_layers) if self.layer_in_bf16(i, num_layers))
+        """The decoder layers (0-based, of `num_layers`) --first-last-layers-bf16 keeps out of fp8 / NVFP4
+        (fp8_utils.is_first_last_bf16_layer: layer_no < start or layer_no >= num_layers - end, global indices,
+        whatever the pipeline split)."""
+        start = min(self.bf16_layers_at_start, num_layers)
+        return frozenset(range(start)) | frozenset(range(max(num_layers - self.bf16_layers_at_end, 0), num_layers))
 
     def in_bf16(self) -> "JobSpec":
         """The same job with its GEMMs in bf16: how its bf16 layers are priced."""
