@@ -296,5 +296,5 @@ def _with_trained_mtp(model: ModelSpec, raw: dict[str, Any], model_ref: str) -> 
     try:
         return ModelSpec.model_validate(fields)
     except ValidationError as exc:
-        raise InputError(f"--model {model_ref}: --mtp-num-layers {fields['mtp_num_layers']}: "
-                         f"{exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+        line = validation_line(exc, rename={"mtp_num_layers": "--mtp-num-layers"}).removeprefix("value: Value error, ")
+        raise InputError(f"--model {model_ref}: {line}; fix --mtp-num-layers") from None

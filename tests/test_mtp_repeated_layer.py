@@ -90,3 +90,13 @@ def test_ep_overlap_allows_at_most_one_mtp_layer():
         return [v.message for v in check_rules(RuleInput(model, job, recipe, 64)) if v.rule == "ep_comm_overlap"]
     assert said(_super(1, False)) == []
     assert said(_super(2, True)) == ["--overlap-moe-expert-parallel-comm needs at most one MTP layer (--mtp-num-layers is 2)"]
+
+
+def test_an_mtp_depth_past_the_bound_is_one_line_naming_the_flag(tmp_path):
+    from solver.inputs import InputError, load_check_input
+
+    args = tmp_path / "args.txt"
+    args.write_text("--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 64 "
+                    "--micro-batch-size 1 --global-batch-size 512 --seq-length 8192 --bf16 --mtp-num-layers 20\n")
+    with pytest.raises(InputError, match=r"^--model Nemotron-3-Super-120B-A12B: --mtp-num-layers: .* \(got 20\); fix --mtp-num-layers$"):
+        load_check_input(str(args), "gb200-nvl72", 16, 4, model=SUPER)
