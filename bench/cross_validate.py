@@ -17,6 +17,9 @@ projects the left-out rows. Groupings (bench/run_slices.py):
   microbenchmarks (they are known before anyone trains on it); only the software constants are refitted.
 - family: the model family.
 
+Above the tables, the release-blind reference (bench/release_spread.py): how far the same configuration moves between
+Megatron-Bridge releases, which no projection from the configuration alone can remove.
+
 Each table also gives issue 16's families as slices (NVFP4, hybrid Mamba, sliding-window, Llama 4 rows:
 bench/family_slices.py), every row at its held-out error under that table's grouping.
 
@@ -37,7 +40,8 @@ from typing import Callable, Optional
 from bench.fit_calibration import fit_profiles
 from bench.fit_software import fit_transfer_profiles
 from bench.family_slices import family_slices
-from bench.run_slices import is_torch_native, model_family, source_group, throughput_cases
+from bench.release_spread import summary_line
+from bench.run_slices import is_headline, is_torch_native, model_family, published_regression, source_group, throughput_cases
 from bench.runs import RunCase
 from measure.project import project
 
@@ -56,15 +60,15 @@ _FOLD: dict = {}  # what the forked fold workers read: cases, key, fit
 
 
 def _fold(group: str) -> dict[str, float]:
-    """Fit without `group` (and without torch-native rows), project the group's rows."""
+    """Fit without `group` (and without torch-native or publisher-flagged rows), project the group's rows."""
     cases, key, fit = _FOLD["cases"], _FOLD["key"], _FOLD["fit"]
-    profile_for = fit([c for c in cases if not is_torch_native(c) and key(c) != group])
+    profile_for = fit([c for c in cases if is_headline(c) and key(c) != group])
     return {c.id: _err(c, profile_for(c.hardware)) for c in cases if key(c) == group}
 
 
 def held_out(cases: list[RunCase], key: Callable[[RunCase], str], fit=fit_transfer_profiles, jobs: int = 1) -> dict[str, float]:
     """Row id -> signed error of tokens/s/GPU, each group projected with constants fitted without it.
-    Torch-native rows are never fitted on; they are projected in the fold of their own group. `jobs` > 1 runs
+    Torch-native and publisher-flagged rows are never fitted on; they are projected in the fold of their own group. `jobs` > 1 runs
     the folds in forked worker processes (each fold is independent; results are identical)."""
     _FOLD.update(cases=cases, key=key, fit=fit)
     groups = sorted({key(c) for c in cases})
@@ -77,8 +81,8 @@ def held_out(cases: list[RunCase], key: Callable[[RunCase], str], fit=fit_transf
 
 
 def in_sample(cases: list[RunCase], fit=fit_transfer_profiles) -> dict[str, float]:
-    """Row id -> signed error with constants fitted on every Megatron row (what the stored profiles hold)."""
-    profile_for = fit([c for c in cases if not is_torch_native(c)])
+    """Row id -> signed error with constants fitted on every headline row (what the stored profiles hold)."""
+    profile_for = fit([c for c in cases if is_headline(c)])
     return {c.id: _err(c, profile_for(c.hardware)) for c in cases}
 
 
@@ -103,8 +107,9 @@ HEADER = ["| slice | n | median % | mean % | p90 % | worst % | median signed % |
 
 def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase], str], title: str,
           label: str = "held out: ") -> list[str]:
-    """Headline (Megatron rows) then one line per group (`label` + group), then the torch-native slice."""
-    meg = [c for c in cases if not is_torch_native(c)]
+    """Headline (Megatron rows) then one line per group (`label` + group), then the excluded slices: torch-native
+    rows and rows whose publisher flags a known regression (bench/run_slices.py)."""
+    meg = [c for c in cases if is_headline(c)]
     lines = [f"**{title}**", ""] + HEADER + [stat_row("all Megatron-stack rows", [errs[c.id] for c in meg])]
     groups: dict[str, list[float]] = defaultdict(list)
     for c in meg:
@@ -119,6 +124,9 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
     native = [errs[c.id] for c in cases if is_torch_native(c)]
     if native:
         lines.append(stat_row("torch-native (FSDP2) rows, excluded above", native))
+    flagged = [errs[c.id] for c in cases if not is_torch_native(c) and published_regression(c)]
+    if flagged:
+        lines.append(stat_row("publisher-flagged regressions, excluded above", flagged))
     return lines + [""]
 
 
@@ -138,6 +146,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     fit = MODELS[args.model]
     print(f"Model: {args.model}. Held-out |error| of tokens/s/GPU (simulated schedule); every row projected with "
           "constants fitted without its group.\n", flush=True)
+    print(summary_line(cases) + "\n", flush=True)
     for name in names:
         key = GROUPINGS[name]
         errs = held_out(cases, key, fit, max(args.jobs, 1))

@@ -18,7 +18,7 @@ from typing import Optional
 
 from bench.cross_validate import GROUPINGS, held_out, table
 from bench.fit_software import SharedFit, profile_with
-from bench.run_slices import is_torch_native, throughput_cases
+from bench.run_slices import is_headline, throughput_cases
 from hardware.calibration import Calibration
 from hardware.profile import bundled_profiles, load_profile
 from hardware.typical_microbench import typical_microbench
@@ -62,7 +62,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         print("\n".join(table(cases, errs, key, title)), flush=True)
         if args.rows:
             for c in cases:
-                if not is_torch_native(c):
+                if is_headline(c):
                     print(f"  {c.id:<16} {c.hardware:<15} {c.model.name:<20} {100 * errs[c.id]:+.1f}%")
 
 

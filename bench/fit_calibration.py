@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.run_slices import is_torch_native, throughput_cases
+from bench.run_slices import is_headline, throughput_cases
 from bench.runs import RunCase
 from bench.fit_software import SharedFit
 from hardware.calibration import SOFTWARE_CONSTANTS_PATH, SoftwareConstants
@@ -153,8 +153,9 @@ def write_software_constants(sw: SoftwareConstants, note: str, path: Path = SOFT
 
 
 def training_cases() -> list[RunCase]:
-    """The rows every fit uses: ran, measured tokens/s/GPU, Megatron stack (torch-native rows are a separate slice)."""
-    return [c for c in throughput_cases() if not is_torch_native(c)]
+    """The rows every fit uses: ran, measured tokens/s/GPU, Megatron stack, not a publisher-flagged regression
+    (torch-native and flagged rows are separate slices, bench/run_slices.py)."""
+    return [c for c in throughput_cases() if is_headline(c)]
 
 
 def main() -> None:

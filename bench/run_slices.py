@@ -8,9 +8,14 @@
 - `is_torch_native`: NeMo AutoModel / torchtitan rows (torch FSDP2 stacks). Their step is FSDP2's own
   prefetch/overlap and eager or `torch.compile` kernels, not the Megatron-LM stack the projection prices, so
   no fit uses them and every validation reports them as their own slice.
+- `published_regression`: rows whose publisher marks the figure itself as a known performance regression of a
+  kernel library (PUBLISHED_REGRESSIONS). The projection prices the configuration; a library bug that the next
+  release fixes is not an input it has, so no fit uses these rows and every validation reports them as their own
+  slice, like the torch-native ones. `is_headline` is what is left: the rows fits and headlines use.
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from bench.runs import RunCase, load_runs
@@ -33,6 +38,34 @@ def model_family(case: RunCase) -> str:
 
 def is_torch_native(case: RunCase) -> bool:
     return case.recipe.dp_sharding == DataParallelSharding.torch_fsdp2 or source_group(case) in ("AUTOMODEL", "TTITAN")
+
+
+# (Megatron-Bridge release, model family) -> the publisher's own statement that the release's figures for that model
+# are a known regression. Keyed by release and family, never by row: every row of that table is covered.
+PUBLISHED_REGRESSIONS: dict[tuple[str, str], str] = {
+    ("26.06.01", "gpt-oss"): (
+        "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @067f987d, 26.06.01 GPT OSS 120B table, "
+        "footnote [^gpt-oss-note]: 'Performance regression in GPT-OSS 120B pre-training is a known issue "
+        "(NVIDIA/cudnn-frontend#256). It will be resolved with the next container release.' cudnn-frontend#256: "
+        "grouped_gemm_dglu_wrapper_sm100 (the MoE grouped GEMM + dGeGLU backward) 10x slower from cudnn-frontend 1.24.0"),
+}
+
+
+def bridge_release(case: RunCase) -> Optional[str]:
+    """The Megatron-Bridge release of a performance-summary row ('26.06.01'), from its source's table label."""
+    m = re.search(r"docs/performance-summary\S*\.md @\S+ \[(\S+) ", case.source)
+    return m.group(1) if m else None
+
+
+def published_regression(case: RunCase) -> Optional[str]:
+    """The publisher's note when the row's release flags its model's figures as a known regression, else None."""
+    release = bridge_release(case)
+    return PUBLISHED_REGRESSIONS.get((release, model_family(case))) if release else None
+
+
+def is_headline(case: RunCase) -> bool:
+    """A row the fits and headline figures use: Megatron stack, and not a publisher-flagged regression."""
+    return not is_torch_native(case) and published_regression(case) is None
 
 
 def throughput_cases(cases: Optional[list[RunCase]] = None) -> list[RunCase]:

@@ -1,0 +1,74 @@
+"""How far one configuration's throughput moves between software releases: the floor under any release-blind projection.
+
+Usage: `.venv/bin/python -m bench.release_spread [--rows]`.
+
+Why: the Megatron-Bridge performance summary re-measures the same configuration (model, system, precision, GPUs,
+global and micro batch, TP/PP/VP/CP/EP) in release after release, and the figure moves as kernels, presets and
+libraries change. shardplan's inputs are the configuration and the hardware, not the container version, so this
+spread is error no projection of ours can remove. It is measured here as a predictor that knows everything but
+the release: each row is predicted by the median of the same configuration's measurements in the other releases
+(leave-one-release-out inside a configuration). bench.cross_validate prints it above its tables, as the reference
+its held-out errors are read against.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import defaultdict
+from typing import Optional
+
+from bench.run_slices import bridge_release, throughput_cases
+from bench.runs import RunCase
+
+
+def configuration(case: RunCase) -> tuple:
+    """What a performance-summary table publishes for a row, the release aside."""
+    r, job = case.recipe, case.job
+    return (case.model.name, case.hardware, job.precision.value, job.seq_length, job.global_batch_size,
+            case.placement.world_size, r.tp, r.pp, r.vpp, r.cp, r.ep, r.mbs)
+
+
+def release_blind_errors(cases: list[RunCase]) -> dict[str, float]:
+    """Row id -> signed error of predicting the row by the median of its configuration's other releases
+    (performance-summary rows whose configuration was measured in two releases or more)."""
+    groups: dict[tuple, list[RunCase]] = defaultdict(list)
+    for c in cases:
+        if bridge_release(c) is not None:
+            groups[configuration(c)].append(c)
+    out: dict[str, float] = {}
+    for rows in groups.values():
+        if len({bridge_release(c) for c in rows}) < 2:
+            continue
+        for c in rows:
+            others = [o.measured["tokens_per_s_per_gpu"] for o in rows if bridge_release(o) != bridge_release(c)]
+            out[c.id] = statistics.median(others) / c.measured["tokens_per_s_per_gpu"] - 1
+    return out
+
+
+def summary_line(cases: list[RunCase]) -> str:
+    errs = release_blind_errors(cases)
+    if not errs:
+        return "Release-blind reference: no configuration is measured in two releases."
+    a = sorted(100 * abs(e) for e in errs.values())
+    p90 = a[min(len(a) - 1, round(0.9 * (len(a) - 1)))]
+    n_cfg = len({configuration(c) for c in cases if c.id in errs})
+    return (f"Release-blind reference (bench.release_spread): {len(a)} performance-summary rows in {n_cfg} configurations "
+            f"measured in two releases or more, each predicted by the median of its configuration's other releases: "
+            f"median {statistics.median(a):.1f} %, p90 {p90:.1f} %, worst {a[-1]:.1f} %.")
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", action="store_true", help="print every row's release-blind error")
+    args = ap.parse_args(argv)
+    cases = throughput_cases()
+    print(summary_line(cases))
+    if args.rows:
+        errs = release_blind_errors(cases)
+        for c in sorted((c for c in cases if c.id in errs), key=configuration):
+            print(f"  {c.id:<10} {bridge_release(c):<9} {c.model.name:<26} {c.hardware:<14} "
+                  f"{c.measured['tokens_per_s_per_gpu']:>9.0f} {100 * errs[c.id]:+.1f}%")
+
+
+if __name__ == "__main__":
+    main()
