@@ -9,6 +9,8 @@ under `solve`'s table; bundled configs read with none (tests/test_hf_config_read
 """
 from __future__ import annotations
 
+import math
+
 from boundary.show import shown
 from constraints.spec import Activation
 
@@ -98,7 +100,8 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
 def rope_fields(raw: dict) -> dict:
     """ModelSpec's RoPE fields from an HF config: rope_theta, and Llama 3.x's rope_scaling (rope_type "llama3"). They
     cost nothing, but a rendered launch script without them trains another model (Megatron's --rotary-base defaults
-    to 10000, Llama 3.1 was trained at 500000 with --use-rope-scaling)."""
+    to 10000, Llama 3.1 was trained at 500000 with --use-rope-scaling). A YaRN rope_scaling gives `rope_mscale`, which
+    costs time when it is not 1 (TE's fused RoPE cannot apply it)."""
     out: dict = {}
     theta = raw.get("rope_theta")
     if isinstance(theta, (int, float)) and not isinstance(theta, bool) and 0 < theta <= 1e12:
@@ -108,4 +111,26 @@ def rope_fields(raw: dict) -> dict:
         factor = scaling.get("factor", 8.0)
         ok = isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1e6
         out["llama3_rope_scaling_factor"] = float(factor) if ok else 8.0
+    if isinstance(scaling, dict) and (scaling.get("rope_type") or scaling.get("type")) == "yarn":
+        out["rope_mscale"] = yarn_concentration_factor(scaling)
     return out
+
+
+def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """Megatron-LM yarn_rotary_pos_embedding._yarn_get_mscale (DeepSeek-V2's formula)."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def yarn_concentration_factor(scaling: dict) -> float:
+    """The factor YaRN multiplies cos and sin by, as Megatron-LM computes it from the HF rope_scaling block
+    (yarn_rotary_pos_embedding._yarn_get_concentration_factor; Megatron-Bridge passes HF's factor, mscale and
+    mscale_all_dim, or None for the last two when HF has none, as gpt-oss's Bridge does): without both mscales,
+    0.1 ln(factor) + 1 (gpt-oss: factor 32 -> 1.3466); with both, their ratio (DeepSeek-V3, Kimi-K2: 1.0 / 1.0 -> 1)."""
+    def num(key):
+        v = scaling.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1e6 else None
+    factor = num("factor") or 1.0
+    mscale, mscale_all_dim = num("mscale"), num("mscale_all_dim")
+    if mscale is None or mscale_all_dim is None:
+        return _yarn_mscale(factor)
+    return _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all_dim)

@@ -222,6 +222,11 @@ class ModelSpec(Strict):
     llama3_rope_scaling_factor: Optional[float] = Field(None, gt=0, le=1e6, description="Llama 3.x rope_scaling (rope_type "
                                                         "llama3; Megatron --use-rope-scaling --rope-scaling-factor, default 8); "
                                                         "None = none; no cost, rendered")
+    rope_mscale: float = Field(1.0, gt=0, le=100.0, description="YaRN's concentration factor (Megatron "
+                               "yarn_rotary_pos_embedding._yarn_get_concentration_factor: 0.1 ln(factor) + 1 without HF "
+                               "mscale / mscale_all_dim, else their ratio); RoPE multiplies cos and sin by it, and TE's fused "
+                               "RoPE takes only 1, so any other value runs Megatron's unfused RoPE (rope_utils.py); 1 = plain "
+                               "RoPE; no memory cost, priced in time (measure/layer_ops.py)")
     moe_router_bias: bool = Field(False, description="router linear has a bias (gpt-oss)")
     moe_router_score_bias: bool = Field(False, description="per-expert score correction bias (DeepSeek-V3 noaux_tc)")
     layer_is_moe: Optional[tuple[bool, ...]] = Field(None, description="per layer: MoE (True) or dense (False)")

@@ -75,6 +75,33 @@ def _activation(model: ModelSpec, tokens: int, width: int, module: str) -> list[
     return pointwise_ops(kind, (tokens, width), module, reads, 1, flops_per_elem=8.0)
 
 
+def unfused_rope_ops(model: ModelSpec, tokens: int, heads: int, kv_heads: int, rot_dim: int) -> list[PhaseOp]:
+    """Megatron's unfused RoPE on Q and K, which runs when YaRN's concentration factor is not 1 (`rope_mscale`; TE's
+    fused RoPE takes none: megatron/core/models/common/embeddings/rope_utils.py apply_rotary_pos_emb falls back to
+    `_apply_rotary_pos_emb_bshd`). That function makes, per tensor, `t * cos` (a read and a write), `_rotate_half`
+    (the negated half and a concatenation: 1.5 reads, 1.5 writes), `* sin` (1, 1), the sum (2, 1) and the final
+    concatenation with the empty pass-through part (1, 1): about 6 reads and 5 writes of the tensor forward, and
+    about as many backward (the products' gradients, rotate_half's, the sum). Fused (factor 1), RoPE is a small
+    part of TE's attention input kernel and is not priced."""
+    if model.rope_mscale == 1.0:
+        return []
+    return (pointwise_ops(OpKind.elementwise, (tokens * heads * rot_dim,), "qkv", 6, 5, flops_per_elem=3.0, bwd_factor=1.0)
+            + pointwise_ops(OpKind.elementwise, (tokens * kv_heads * rot_dim,), "qkv", 6, 5, flops_per_elem=3.0, bwd_factor=1.0))
+
+
+def expert_bias_ops(model: ModelSpec, routed_tokens: int, width: int) -> list[PhaseOp]:
+    """The experts' output bias as Megatron's TEGroupedMLP adds it when the experts have biases (gpt-oss;
+    megatron/core/transformer/moe/experts.py `_apply_bias`: FC2 runs with skip_bias_add, then per local expert
+    `t + b * p` over its split of the output and one `torch.cat`, in eager PyTorch; FC1's bias is inside TE's
+    grouped GEMM and costs nothing extra). Forward: `b * p` writes a copy, the sum reads two and writes one, the
+    concatenation reads and writes one: 3 reads and 3 writes of the routed tokens x width. Backward: the gradients of
+    b and p, each a product with the incoming gradient and a reduction: about as many bytes. Priced at bf16 bytes
+    (with the flex dispatcher the probabilities are fp32 and the product passes wider: a lower bound there)."""
+    if not model.mlp_bias:
+        return []
+    return pointwise_ops(OpKind.elementwise, (routed_tokens * width,), "moe", 3, 3, flops_per_elem=2.0, bwd_factor=1.0)
+
+
 def _fc1_width(model: ModelSpec, ffn: int) -> int:
     """SwiGLU stacks gate and up projections (Megatron `--swiglu`: fc1 is h -> 2*ffn)."""
     return 2 * ffn if model.activation == Activation.swiglu else ffn
@@ -110,6 +137,7 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
         ops += gemm_ops(t, (heads + 2 * kv_heads) * d, h, dt, "qkv")
         if model.qk_layernorm:
             ops += norm_ops(model, t * (heads + kv_heads), d, "qkv")
+        ops += unfused_rope_ops(model, t, heads, kv_heads, d)
         head_dim, out_k = d, heads * d
     b, s_q, s_kv = recipe.mbs, job.seq_length // recipe.cp, job.seq_length
     # causal: half of the s_q x s_kv scores; CP load-balancing keeps that half per rank; a sliding window keeps the
@@ -167,6 +195,7 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     ops += grouped_gemm_ops(g, m, _fc1_width(model, f), w, dt, "moe")
     ops += _activation(model, routed_tokens, f, "moe_act")
     ops += grouped_gemm_ops(g, m, w, f, dt, "moe")
+    ops += expert_bias_ops(model, routed_tokens, w)
     # unpermute: the prob-weighted scatter-add of topk copies back into t_sp tokens
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)
     if latent:

@@ -77,11 +77,17 @@ def _compute_capability(hardware: str) -> float | None:
 
 
 def unsupported_features(case: Case) -> list[str]:
-    """Recipe choices pretrain_gpt.py has no flag for: the script would run something else, so say so."""
+    """Recipe and model choices pretrain_gpt.py has no flag for: the script would run something else, so say so."""
+    notes = []
     if case.recipe.schedule in (PipelineSchedule.zb_h1, PipelineSchedule.zbv):
         fallback = "interleaved 1F1B" if case.recipe.vpp > 1 else "1F1B"
-        return [f"schedule {case.recipe.schedule.value} has no Megatron-LM pretrain_gpt.py flag; this script runs {fallback}"]
-    return []
+        notes.append(f"schedule {case.recipe.schedule.value} has no Megatron-LM pretrain_gpt.py flag; this script runs {fallback}")
+    if case.model.rope_mscale != 1.0:
+        # gpt_model.py builds YaRN from config.yarn_rotary_scaling_factor / yarn_mscale ..., TransformerConfig fields
+        # Megatron-Bridge's providers set and Megatron-LM's arguments do not (d98e8a64)
+        notes.append(f"YaRN RoPE (concentration factor {case.model.rope_mscale:.4g}) has no Megatron-LM pretrain_gpt.py flag "
+                     "for a GPT model (Megatron-Bridge sets it); this script trains plain RoPE")
+    return notes
 
 
 def _header(case: Case) -> list[str]:

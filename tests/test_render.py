@@ -236,6 +236,10 @@ def same_run(case: Case, parsed) -> tuple:
         # KNOWN GAP (constraints/megatron_args.py): Megatron's TopKRouter has a bias whenever add_bias_linear is on
         # (megatron/core/transformer/moe/router.py), so no --disable-bias-linear implies the gpt-oss router bias.
         update["moe_router_bias"] = model.moe_router_bias
+    if model.rope_mscale != 1.0:
+        # KNOWN GAP (templates/render.py unsupported_features): pretrain_gpt.py has no YaRN flags for a GPT model, so the
+        # script trains plain RoPE and its header says so (test_render_notes_yarn_rope_it_cannot_write)
+        update["rope_mscale"] = model.rope_mscale
     got_model = parsed.model.model_copy(update=update)
     rc = recipe.recompute
     if rc.granularity.value == "selective" and not rc.modules:  # Megatron's default module list
@@ -306,3 +310,14 @@ def test_render_solutions_does_not_write_what_pretrain_gpt_cannot_run(tmp_path):
     assert "1.4 s/step; schedule zbv has no Megatron-LM pretrain_gpt.py flag; this script runs interleaved 1F1B" in summary
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sbatch",
                                                                     "SUMMARY.md"]
+
+
+def test_render_notes_yarn_rope_it_cannot_write():
+    model = load_model("gpt-oss-120b")  # YaRN factor 32 without mscale: concentration factor 1.3466
+    case = Case(model=model, job=JobSpec(seq_length=4096, global_batch_size=128), recipe=Recipe(tp=1, ep=8),
+                placement=Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
+    script = render_script(case, "torchrun")
+    assert "# NOTE: YaRN RoPE (concentration factor 1.347) has no Megatron-LM pretrain_gpt.py flag" in script
+    assert "--position-embedding-type rope" in " ".join(extract_argv(script).script_args)
+    llama = case.model_copy(update={"model": load_model("Llama-3.1-8B"), "recipe": Recipe(tp=1)})
+    assert "YaRN" not in render_script(llama, "torchrun")

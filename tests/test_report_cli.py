@@ -26,7 +26,10 @@ def test_report_check_writes_page_and_trace(tmp_path):
     assert page.startswith("<!DOCTYPE html>") and "LEGAL, FITS" in page
     assert "<script" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")  # nothing fetched
     events = json.loads(trace.read_text())["traceEvents"]
-    assert sum(e["ph"] == "X" for e in events) == 4 * (2 * 64 * 5 + 2)  # PP4: 64 micro-batches x VPP5 x F/B + DP + optimizer
+    # PP4: 64 micro-batches x VPP5 x F/B per rank, then the optimizer on every rank and the exposed DP tail if any
+    blocks = [e for e in events if e["ph"] == "X"]
+    tail = [e for e in blocks if e["cat"] not in ("forward", "backward")]
+    assert len(blocks) - len(tail) == 4 * 2 * 64 * 5 and 4 <= len(tail) <= 8
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temp file
 
 

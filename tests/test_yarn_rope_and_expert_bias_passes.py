@@ -1,0 +1,51 @@
+"""Two eager PyTorch paths Megatron-LM takes for gpt-oss and the projection prices (measure/layer_ops.py): RoPE with
+YaRN's concentration factor (TE's fused RoPE cannot apply it) and the experts' output bias (TEGroupedMLP._apply_bias)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from constraints.hf_reading import yarn_concentration_factor
+from constraints.models import load_model
+from constraints.spec import JobSpec, Precision, Recipe
+from measure.kernel_ops import Phase
+from measure.layer_ops import attention_ops, expert_bias_ops, moe_ops, tokens_per_local_expert, unfused_rope_ops
+
+
+def test_yarn_concentration_factor_follows_megatron():
+    # gpt-oss-120b config.json rope_scaling: yarn, factor 32, no mscale -> 0.1 ln 32 + 1 (Megatron _yarn_get_mscale)
+    assert load_model("gpt-oss-120b").rope_mscale == pytest.approx(0.1 * math.log(32) + 1)
+    assert load_model("gpt-oss-120b").rope_mscale == pytest.approx(1.3466, abs=1e-4)
+    # DeepSeek-V3: yarn factor 40 with mscale = mscale_all_dim = 1.0 -> ratio 1, TE's fused RoPE runs
+    assert load_model("DeepSeek-V3").rope_mscale == 1.0
+    assert yarn_concentration_factor({"rope_type": "yarn", "factor": 40, "mscale": 0.707, "mscale_all_dim": 1.0}) == \
+        pytest.approx((0.1 * 0.707 * math.log(40) + 1) / (0.1 * math.log(40) + 1))
+    assert load_model("Llama-3.1-8B").rope_mscale == 1.0
+
+
+JOB = JobSpec(seq_length=4096, global_batch_size=1280, precision=Precision.bf16)
+RECIPE = Recipe(tp=1, pp=1, ep=64, mbs=4)
+
+
+def test_unfused_rope_moves_eleven_passes_of_q_and_k_each_way():
+    oss = load_model("gpt-oss-120b")
+    ops = unfused_rope_ops(oss, 4 * 4096, 64, 8, 64)
+    # 16,384 tokens x (64 query + 8 kv heads) x head dim 64, bf16, 6 reads + 5 writes forward, as many backward
+    fwd = sum(o.bytes_moved for o in ops if o.phase == Phase.fwd)
+    assert fwd == 11 * 16384 * 72 * 64 * 2 == 1_660_944_384
+    assert sum(o.bytes_moved for o in ops if o.phase == Phase.bwd_dgrad) == fwd
+    assert len([o for o in ops if o.phase == Phase.fwd]) == 2  # Q and K: two calls, two host ops
+    assert ops[0] in attention_ops(oss, JOB, RECIPE)
+    assert unfused_rope_ops(load_model("Llama-3.1-8B"), 16384, 32, 8, 128) == []
+
+
+def test_expert_output_bias_is_three_reads_and_three_writes_of_the_routed_tokens():
+    oss = load_model("gpt-oss-120b")
+    routed = (128 // 64) * tokens_per_local_expert(oss, JOB, RECIPE)
+    assert routed == 4 * 4096 * 4  # every token to its top 4 experts under forced balance
+    ops = expert_bias_ops(oss, routed, oss.hidden_size)
+    assert sum(o.bytes_moved for o in ops if o.phase == Phase.fwd) == 6 * 65536 * 2880 * 2
+    assert ops[0] in moe_ops(oss, JOB, RECIPE)
+    qwen = load_model("Qwen3-30B-A3B")
+    assert expert_bias_ops(qwen, routed, qwen.hidden_size) == []
