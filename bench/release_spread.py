@@ -50,7 +50,8 @@ def summary_line(cases: list[RunCase]) -> str:
     if not errs:
         return "Release-blind reference: no configuration is measured in two releases."
     a = sorted(100 * abs(e) for e in errs.values())
-    p90 = a[min(len(a) - 1, round(0.9 * (len(a) - 1)))]
+    # interpolated between ranks over n - 1 intervals, as bench.cross_validate's pct
+    p90 = statistics.quantiles(a, n=10, method="inclusive")[8] if len(a) > 1 else a[0]
     n_cfg = len({configuration(c) for c in cases if c.id in errs})
     return (f"Release-blind reference (bench.release_spread): {len(a)} performance-summary rows in {n_cfg} configurations "
             f"measured in two releases or more, each predicted by the median of its configuration's other releases: "
