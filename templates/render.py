@@ -77,17 +77,24 @@ def _compute_capability(hardware: str) -> float | None:
 
 
 def unsupported_features(case: Case) -> list[str]:
-    """Recipe and model choices pretrain_gpt.py has no flag for: the script would run something else, so say so."""
-    notes = []
+    """Recipe choices pretrain_gpt.py has no flag for: the script would run another schedule than the one ranked, so
+    render refuses it unless forced, and says so."""
     if case.recipe.schedule in (PipelineSchedule.zb_h1, PipelineSchedule.zbv):
         fallback = "interleaved 1F1B" if case.recipe.vpp > 1 else "1F1B"
-        notes.append(f"schedule {case.recipe.schedule.value} has no Megatron-LM pretrain_gpt.py flag; this script runs {fallback}")
+        return [f"schedule {case.recipe.schedule.value} has no Megatron-LM pretrain_gpt.py flag; this script runs {fallback}"]
+    return []
+
+
+def model_caveats(case: Case) -> list[str]:
+    """Model details pretrain_gpt.py has no flag for, which leave the recipe's layout and memory as checked: the
+    script is written with a NOTE saying what it trains instead (never refused: the parallel recipe is the same)."""
     if case.model.rope_mscale != 1.0:
         # gpt_model.py builds YaRN from config.yarn_rotary_scaling_factor / yarn_mscale ..., TransformerConfig fields
         # Megatron-Bridge's providers set and Megatron-LM's arguments do not (d98e8a64)
-        notes.append(f"YaRN RoPE (concentration factor {case.model.rope_mscale:.4g}) has no Megatron-LM pretrain_gpt.py flag "
-                     "for a GPT model (Megatron-Bridge sets it); this script trains plain RoPE")
-    return notes
+        return [f"YaRN RoPE (concentration factor {case.model.rope_mscale:.4g}) has no Megatron-LM pretrain_gpt.py flag "
+                "for a GPT model (Megatron-Bridge sets it); this script trains plain RoPE, and the unfused RoPE passes "
+                "shardplan priced for YaRN do not run"]
+    return []
 
 
 def _header(case: Case) -> list[str]:
@@ -100,7 +107,7 @@ def _header(case: Case) -> list[str]:
         f"hardware: {case.placement.hardware}, {case.placement.num_nodes} node(s) x {case.placement.gpus_per_node} GPU(s)"
         f" = {world} ranks",
         f"recipe: {parallel}, seq {case.job.seq_length}, {case.job.precision.value}",
-        *[f"NOTE: {note}" for note in unsupported_features(case)],
+        *[f"NOTE: {note}" for note in unsupported_features(case) + model_caveats(case)],
     )]
 
 

@@ -22,7 +22,7 @@ from constraints.spec import JobSpec, Placement, Recipe, Recompute, RecomputeMet
 from shardplan.cli_render import render_command
 from templates.render_files import render_solutions
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args
-from templates.render import FORMATS, RenderError, render_script
+from templates.render import FORMATS, RenderError, model_caveats, render_script, unsupported_features
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 EXAMPLE = Path(__file__).resolve().parents[1] / "constraints" / "examples" / "llama3-70b-h100.yaml"
@@ -319,5 +319,20 @@ def test_render_notes_yarn_rope_it_cannot_write():
     script = render_script(case, "torchrun")
     assert "# NOTE: YaRN RoPE (concentration factor 1.347) has no Megatron-LM pretrain_gpt.py flag" in script
     assert "--position-embedding-type rope" in " ".join(extract_argv(script).script_args)
+    # a caveat, not a refusal: the parallel recipe is the one checked (tests/test_render_solver_roundtrip.py)
+    assert unsupported_features(case) == [] and model_caveats(case)
     llama = case.model_copy(update={"model": load_model("Llama-3.1-8B"), "recipe": Recipe(tp=1)})
     assert "YaRN" not in render_script(llama, "torchrun")
+
+
+def test_render_writes_gpt_oss_without_force(tmp_path):
+    """YaRN RoPE is a caveat of the model, not a problem of the recipe: `render` writes the script, its NOTE says what
+    it trains (the CLI refused it before, as it refuses a zero-bubble schedule)."""
+    src = tmp_path / "oss.yaml"
+    src.write_text("model: gpt-oss-120b\nhardware: b200\nnodes: 8\ngpus_per_node: 8\n"
+                   "job: {seq_length: 4096, global_batch_size: 1280, precision: bf16}\n"
+                   "recipe: {tp: 1, pp: 1, ep: 8, mbs: 1, recompute: {granularity: selective, modules: [core_attn, moe_act]}}\n")
+    out = tmp_path / "train.sh"
+    res = CliRunner().invoke(render_command, [str(src), "--format", "torchrun", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "# NOTE: YaRN RoPE (concentration factor 1.347)" in out.read_text()

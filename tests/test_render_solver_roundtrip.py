@@ -35,7 +35,7 @@ from solver.workflow import solve_case
 from solver.inputs import LoadedCase, load_check_input
 from solver.report import check_and_project
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args
-from templates.render import FORMATS, render_script, unsupported_features
+from templates.render import FORMATS, model_caveats, render_script, unsupported_features
 from tests.test_render import same_run
 
 BASH = shutil.which("bash")
@@ -173,14 +173,14 @@ def test_solver_answers_round_trip_through_render_and_check(model_name, fmt, tmp
         got = _verdict(loaded)
         assert got == _direct_verdict(model_name, rank), where
         # what the script runs is what the solver ranked (a zero-bubble schedule and YaRN RoPE are not written)
-        if case.recipe.schedule not in ZERO_BUBBLE and case.model.rope_mscale == 1.0:
+        if case.recipe.schedule not in ZERO_BUBBLE and not model_caveats(case):
             assert got["legal"] and got["fits"], where
             assert got["memory"]["peak_bytes"] == ranked.check.memory.peak_bytes, where
             assert round(got["projection"]["iteration_time_s"] * US_PER_S) == ranked.time_us, where
         elif case.recipe.schedule in ZERO_BUBBLE:  # runs another schedule, never checked by the solver (it may not fit):
             assert unsupported_features(case) and "# NOTE: schedule" in text, where  # said, and not batch-rendered
         else:  # trains plain RoPE: legal and fitting as ranked (RoPE holds no memory), priced without YaRN's passes
-            assert "# NOTE: YaRN RoPE" in text and got["legal"] and got["fits"], where
+            assert model_caveats(case) and "# NOTE: YaRN RoPE" in text and got["legal"] and got["fits"], where
             assert got["memory"]["peak_bytes"] == ranked.check.memory.peak_bytes, where
 
 
