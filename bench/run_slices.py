@@ -41,7 +41,9 @@ def is_torch_native(case: RunCase) -> bool:
 
 
 # (Megatron-Bridge release, model family) -> the publisher's own statement that the release's figures for that model
-# are a known regression. Keyed by release and family, never by row: every row of that table is covered.
+# are a known regression. Keyed by release and family, never by row: every row of that table is covered. The family
+# key also covers gpt-oss-20b, which the footnote does not name; cudnn-frontend#256 reports the regressed kernel on
+# GPT-OSS-20B and DeepSeek-V3 workloads, and runs.csv has no 26.06.01 gpt-oss-20b row.
 PUBLISHED_REGRESSIONS: dict[tuple[str, str], str] = {
     ("26.06.01", "gpt-oss"): (
         "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @067f987d, 26.06.01 GPT OSS 120B table, "

@@ -9,10 +9,8 @@ under `solve`'s table; bundled configs read with none (tests/test_hf_config_read
 """
 from __future__ import annotations
 
-import math
-
 from boundary.show import shown
-from constraints.spec import Activation
+from constraints.spec import Activation, YarnRope
 
 # model_type -> transformers' default tie_word_embeddings for that family when config.json leaves it out
 # (each family's configuration_*.py in huggingface/transformers: LlamaConfig, MistralConfig, MixtralConfig,
@@ -112,25 +110,24 @@ def rope_fields(raw: dict) -> dict:
         ok = isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1e6
         out["llama3_rope_scaling_factor"] = float(factor) if ok else 8.0
     if isinstance(scaling, dict) and (scaling.get("rope_type") or scaling.get("type")) == "yarn":
-        out["rope_mscale"] = yarn_concentration_factor(scaling)
+        out["yarn"] = yarn_rope(scaling)
     return out
 
 
-def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
-    """Megatron-LM yarn_rotary_pos_embedding._yarn_get_mscale (DeepSeek-V2's formula)."""
-    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
-
-
-def yarn_concentration_factor(scaling: dict) -> float:
-    """The factor YaRN multiplies cos and sin by, as Megatron-LM computes it from the HF rope_scaling block
-    (yarn_rotary_pos_embedding._yarn_get_concentration_factor; Megatron-Bridge passes HF's factor, mscale and
-    mscale_all_dim, or None for the last two when HF has none, as gpt-oss's Bridge does): without both mscales,
-    0.1 ln(factor) + 1 (gpt-oss: factor 32 -> 1.3466); with both, their ratio (DeepSeek-V3, Kimi-K2: 1.0 / 1.0 -> 1)."""
-    def num(key):
+def yarn_rope(scaling: dict) -> YarnRope:
+    """An HF `rope_scaling` YaRN block as Megatron trains it. Megatron-Bridge passes HF's factor, original context,
+    betas and `truncate` (correction range rounded to integers), and its mscales or None for both when HF has not both;
+    None gives 0.1 ln(factor) + 1 (yarn_rotary_pos_embedding._yarn_get_concentration_factor), which Megatron-LM's
+    command-line defaults --mscale 1 --mscale-all-dim 0 also give, so a missing pair is stored as (1, 0): the rendered
+    script (templates/megatron_args.py) then trains the same factor. DeepSeek-V3 and Kimi-K2 give (1, 1): factor 1."""
+    def num(key, default, low=0.0):
         v = scaling.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1e6 else None
-    factor = num("factor") or 1.0
-    mscale, mscale_all_dim = num("mscale"), num("mscale_all_dim")
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and low <= v <= 1e6 else default
+    mscale, mscale_all_dim = num("mscale", None), num("mscale_all_dim", None)
     if mscale is None or mscale_all_dim is None:
-        return _yarn_mscale(factor)
-    return _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all_dim)
+        mscale, mscale_all_dim = 1.0, 0.0
+    return YarnRope(scaling_factor=num("factor", 1.0, low=1e-6),
+                    original_max_position_embeddings=int(num("original_max_position_embeddings", 4096, low=1)),
+                    beta_fast=num("beta_fast", 32.0, low=1e-6), beta_slow=num("beta_slow", 1.0, low=1e-6),
+                    correction_range_round_to_int=bool(scaling.get("truncate", True)),
+                    mscale=mscale, mscale_all_dim=mscale_all_dim)

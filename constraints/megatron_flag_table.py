@@ -163,7 +163,7 @@ TABLE = """
 --moe-shared-expert-gate:T --moe-shared-expert-glu-interleave-size:i --moe-shared-expert-intermediate-size:i
 --moe-shared-expert-overlap:T --moe-single-grouped-bias:T --moe-single-grouped-weight:T
 --moe-token-dispatcher-type:s --moe-token-drop-policy:s --moe-upcycling-granularity:i --moe-use-grouped-tensor:T
---moe-use-upcycling:T --moe-z-loss-coeff:f~ --mrope-section:i+ --mscale-all-dim:f~ --mscale:f~ --mtp-detach-heads:T
+--moe-use-upcycling:T --moe-z-loss-coeff:f~ --mrope-section:i+ --mscale-all-dim:f --mscale:f --mtp-detach-heads:T
 --mtp-hsm:T --mtp-hybrid-override-pattern:s --mtp-loss-scaling-factor:f~ --mtp-num-layers:i --mtp-standalone:T
 --mtp-use-repeated-layer:T --multi-latent-attention:T --multiple-validation-sets:T~ --muon-coefficient-type:s~
 --muon-extra-scale-factor:f~ --muon-fp32-matmul-prec:s --muon-momentum:f~ --muon-nesterov:T~ --muon-no-split-qkv:F
@@ -190,7 +190,7 @@ TABLE = """
 --no-tokenizer-sentencepiece-ignore-extra-whitespaces:F~ --no-tp-comm-bulk-dgrad:F --no-tp-comm-bulk-wgrad:F
 --no-tp-comm-overlap-ag:F --no-tp-comm-overlap-rs:F --no-tp-comm-split-ag:F --no-tp-comm-split-rs:F
 --no-use-layer-wise-param-layout:F --no-use-tokenizer-model-from-checkpoint-args:F~ --no-weight-decay-cond-type:s~
---no-yarn-correction-range-round-to-int:F~ --non-persistent-ckpt-type:s~ --non-persistent-global-ckpt-dir:s~
+--no-yarn-correction-range-round-to-int:F --non-persistent-ckpt-type:s~ --non-persistent-global-ckpt-dir:s~
 --non-persistent-local-ckpt-algo:s~ --non-persistent-local-ckpt-dir:s~ --non-persistent-save-interval:i~
 --norm-epsilon:f~ --normalization:s --null-tokenizer-eod-id:i~ --null-tokenizer-pad-id:i~ --num-attention-heads:i
 --num-channels:i --num-classes:i --num-dataset-builder-threads:i~ --num-distributed-optimizer-instances:i
@@ -227,7 +227,7 @@ TABLE = """
 --rl-sequence-packing-algo:s --rl-sequence-packing-max-sequences-per-bin:i --rl-skip-bos-token:T
 --rl-submission-granularity:s --rl-training-cuda-graphs:T --rl-use-sequence-packing:T
 --rl-verify-model-weights-swap:T --rope-scaling-factor:f~ --rope-type:s~ --rotary-base:i~ --rotary-interleaved:T~
---rotary-percent:f~ --rotary-scaling-factor:f~ --rotary-seq-len-interpolation-factor:i~
+--rotary-percent:f~ --rotary-scaling-factor:f --rotary-seq-len-interpolation-factor:i~
 --run-workload-inspector-server:T~ --sample-rate:f~ --save-activations-interval:i~ --save-dgrads-interval:i~
 --save-interval:i~ --save-params-interval:i~ --save-retain-interval:i~ --save-tokens-per-expert-interval:i~
 --save-wgrads-interval:i~ --save:s~ --seed:i~ --seq-length:i --sequence-parallel:T --sft-tokenizer-prompt-format:s
@@ -256,6 +256,6 @@ TABLE = """
 --vision-pretraining-type:s --vision-pretraining:T --vocab-extra-ids:i~ --vocab-file:s~ --vocab-size:i
 --wandb-entity:s~ --wandb-exp-name:s~ --wandb-project:s~ --wandb-save-dir:s~ --warmup:i~
 --weight-decay-incr-style:s~ --weight-decay:f~ --wgrad-deferral-limit:i --window-attn-skip-freq:s --window-size:s
---yaml-cfg:s --yarn-beta-fast:f~ --yarn-beta-slow:f~ --yarn-correction-range-round-to-int:T~
---yarn-original-max-position-embeddings:i~
+--yaml-cfg:s --yarn-beta-fast:f --yarn-beta-slow:f --yarn-correction-range-round-to-int:T
+--yarn-original-max-position-embeddings:i
 """

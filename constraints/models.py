@@ -156,6 +156,8 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         hidden_dropout=float(raw.get("hidden_dropout", 0.0) or 0.0), config_notes=reading_notes(raw),
         **rope_fields(raw),
     )
+    if mla:  # MLA applies its YaRN inside its own attention (Megatron --rope-type yarn); `yarn` describes GPTModel's
+        fields.pop("yarn", None)
     fields.update(_sliding_window(raw, mt, layers, name))
     if num_experts:
         moe_ffn = _get(raw, "moe_intermediate_size", default=fields["ffn_hidden_size"])

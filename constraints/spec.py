@@ -6,6 +6,7 @@ The cluster lives in `hardware.profile` (it is hardware data plus counts).
 """
 from __future__ import annotations
 
+import math
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -181,6 +182,33 @@ class CpCommType(str, Enum):
     a2a_p2p = "a2a+p2p"
 
 
+class YarnRope(Strict):
+    """YaRN rotary embeddings of a non-MLA GPT model, in Megatron-LM's terms (arguments.py `--position-embedding-type
+    yarn`, `--rotary-scaling-factor`, `--yarn-original-max-position-embeddings`, `--yarn-beta-fast/-slow`,
+    `--[no-]yarn-correction-range-round-to-int`, `--mscale`, `--mscale-all-dim`; argument_utils.py
+    _apply_yarn_config_from_args maps them onto TransformerConfig's yarn_* fields, with these defaults). Why it matters
+    beyond the model's numerics: `concentration_factor` multiplies cos and sin, and TE's fused RoPE cannot apply it,
+    so any value but 1 runs Megatron's unfused RoPE (rope_utils.py), which the projection prices."""
+
+    scaling_factor: float = Field(1.0, gt=0, le=1e6)
+    original_max_position_embeddings: int = Field(4096, gt=0, le=1 << 30)
+    beta_fast: float = Field(32.0, gt=0, le=1e6)
+    beta_slow: float = Field(1.0, gt=0, le=1e6)
+    correction_range_round_to_int: bool = True
+    mscale: float = Field(1.0, ge=0, le=1e6)
+    mscale_all_dim: float = Field(0.0, ge=0, le=1e6)
+
+    @property
+    def concentration_factor(self) -> float:
+        """Megatron-LM yarn_rotary_pos_embedding._yarn_get_concentration_factor with both mscales given:
+        _yarn_get_mscale(f, mscale) / _yarn_get_mscale(f, mscale_all_dim), where _yarn_get_mscale(f, m) = 0.1 m ln f + 1
+        (1 for f <= 1). Megatron-LM's defaults (1, 0) give 0.1 ln f + 1, the value Megatron-Bridge gets when the HF
+        config has no mscales (it passes None for both, gpt-oss: f = 32 -> 1.3466)."""
+        def m(scale: float) -> float:
+            return 1.0 if self.scaling_factor <= 1 else 0.1 * scale * math.log(self.scaling_factor) + 1.0
+        return m(self.mscale) / m(self.mscale_all_dim)
+
+
 class ModelSpec(Strict):
     """A decoder-only transformer, with optional GQA, MLA, MoE (routed + shared experts), MTP.
 
@@ -222,11 +250,9 @@ class ModelSpec(Strict):
     llama3_rope_scaling_factor: Optional[float] = Field(None, gt=0, le=1e6, description="Llama 3.x rope_scaling (rope_type "
                                                         "llama3; Megatron --use-rope-scaling --rope-scaling-factor, default 8); "
                                                         "None = none; no cost, rendered")
-    rope_mscale: float = Field(1.0, gt=0, le=100.0, description="YaRN's concentration factor (Megatron "
-                               "yarn_rotary_pos_embedding._yarn_get_concentration_factor: 0.1 ln(factor) + 1 without HF "
-                               "mscale / mscale_all_dim, else their ratio); RoPE multiplies cos and sin by it, and TE's fused "
-                               "RoPE takes only 1, so any other value runs Megatron's unfused RoPE (rope_utils.py); 1 = plain "
-                               "RoPE; no memory cost, priced in time (measure/layer_ops.py)")
+    yarn: Optional[YarnRope] = Field(None, description="YaRN rotary embeddings (Megatron --position-embedding-type yarn) "
+                                     "of a non-MLA model; None = plain RoPE (or learned positions); MLA's own YaRN (--rope-type "
+                                     "yarn) is not read here")
     moe_router_bias: bool = Field(False, description="router linear has a bias (gpt-oss)")
     moe_router_score_bias: bool = Field(False, description="per-expert score correction bias (DeepSeek-V3 noaux_tc)")
     layer_is_moe: Optional[tuple[bool, ...]] = Field(None, description="per layer: MoE (True) or dense (False)")
@@ -296,6 +322,12 @@ class ModelSpec(Strict):
         if error:
             raise ValueError(error)
         return self
+
+    @property
+    def rope_mscale(self) -> float:
+        """YaRN's concentration factor (`YarnRope.concentration_factor`); 1 when TE's fused RoPE runs (no YaRN, or MLA,
+        whose YaRN path Megatron applies inside its own attention and this field does not describe)."""
+        return self.yarn.concentration_factor if self.yarn is not None and not self.multi_latent_attention else 1.0
 
     @property
     def is_moe(self) -> bool:

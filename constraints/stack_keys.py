@@ -91,6 +91,11 @@ CORE_RENAMES = {
     "num_moe_experts": "num_experts",
     "virtual_pipeline_model_parallel_size": "num_virtual_stages_per_pipeline_rank",
     "fp8_param": "fp8_param_gather",
+    # GPTModelProvider's YaRN fields; Megatron-LM's command line spells them without the prefix
+    # (megatron/training/argument_utils.py _apply_yarn_config_from_args)
+    "yarn_rotary_scaling_factor": "rotary_scaling_factor",
+    "yarn_mscale": "mscale",
+    "yarn_mscale_all_dim": "mscale_all_dim",
 }
 _ACTIVATIONS = {"swiglu": ["--swiglu"], "squaredrelu": ["--squared-relu"], "gelu": []}
 

@@ -78,11 +78,14 @@ def _activation(model: ModelSpec, tokens: int, width: int, module: str) -> list[
 def unfused_rope_ops(model: ModelSpec, tokens: int, heads: int, kv_heads: int, rot_dim: int) -> list[PhaseOp]:
     """Megatron's unfused RoPE on Q and K, which runs when YaRN's concentration factor is not 1 (`rope_mscale`; TE's
     fused RoPE takes none: megatron/core/models/common/embeddings/rope_utils.py apply_rotary_pos_emb falls back to
-    `_apply_rotary_pos_emb_bshd`). That function makes, per tensor, `t * cos` (a read and a write), `_rotate_half`
-    (the negated half and a concatenation: 1.5 reads, 1.5 writes), `* sin` (1, 1), the sum (2, 1) and the final
-    concatenation with the empty pass-through part (1, 1): about 6 reads and 5 writes of the tensor forward, and
-    about as many backward (the products' gradients, rotate_half's, the sum). Fused (factor 1), RoPE is a small
-    part of TE's attention input kernel and is not priced."""
+    `_apply_rotary_pos_emb_bshd`, the same at Megatron-LM 2edffadb and d98e8a64). That function makes, per tensor,
+    `t * cos` (a read and a write), `_rotate_half` (the negated half and a concatenation: 1.5 reads, 1.5 writes),
+    `* sin` (1, 1), the sum (2, 1) and the final concatenation with the empty pass-through part (1, 1): 6.5 reads and
+    5.5 writes forward, priced as 6 and 5 (`pointwise_ops` counts whole passes: about 8 % under). The backward is
+    priced as many bytes again; it is not derived op by op (autograd's cat / slice / accumulation passes may make it
+    larger). Each call counts as one host op, as every priced module call does: the host floor's unit is a fitted
+    framework call, not a CUDA launch. Fused (factor 1), RoPE is a small part of TE's attention input kernel and is
+    not priced."""
     if model.rope_mscale == 1.0:
         return []
     return (pointwise_ops(OpKind.elementwise, (tokens * heads * rot_dim,), "qkv", 6, 5, flops_per_elem=3.0, bwd_factor=1.0)
@@ -91,12 +94,16 @@ def unfused_rope_ops(model: ModelSpec, tokens: int, heads: int, kv_heads: int, r
 
 def expert_bias_ops(model: ModelSpec, routed_tokens: int, width: int) -> list[PhaseOp]:
     """The experts' output bias as Megatron's TEGroupedMLP adds it when the experts have biases (gpt-oss;
-    megatron/core/transformer/moe/experts.py `_apply_bias`: FC2 runs with skip_bias_add, then per local expert
-    `t + b * p` over its split of the output and one `torch.cat`, in eager PyTorch; FC1's bias is inside TE's
-    grouped GEMM and costs nothing extra). Forward: `b * p` writes a copy, the sum reads two and writes one, the
-    concatenation reads and writes one: 3 reads and 3 writes of the routed tokens x width. Backward: the gradients of
-    b and p, each a product with the incoming gradient and a reduction: about as many bytes. Priced at bf16 bytes
-    (with the flex dispatcher the probabilities are fp32 and the product passes wider: a lower bound there)."""
+    megatron/core/transformer/moe/experts.py `_apply_bias` at Megatron-LM 2edffadb, the commit Megatron-Bridge 26.04.01
+    pins: FC2 runs with skip_bias_add, then per local expert `t + b * p` over its split of the output and one
+    `torch.cat`, in eager PyTorch; FC1's bias is inside TE's grouped GEMM and costs nothing extra). Forward: `b * p`
+    writes a copy, the sum reads two and writes one, the concatenation reads and writes one: 3 reads and 3 writes of
+    the routed tokens x width. Backward: the gradients of b and p, each a product with the incoming gradient and a
+    reduction: about as many bytes. Priced at bf16 bytes, a lower bound where the pass is wider: with the flex
+    dispatcher the probabilities are fp32, and at d98e8a64 `_apply_packed_bias` works in fp32. Priced on every row,
+    also where Transformer Engine's fused grouped MLP adds the bias inside its kernels (Megatron-Bridge 26.06 MXFP8
+    presets; the fused MLP is not priced, README Limits), and counted as one host op however many experts it loops
+    over (see `unfused_rope_ops`)."""
     if not model.mlp_bias:
         return []
     return pointwise_ops(OpKind.elementwise, (routed_tokens * width,), "moe", 3, 3, flops_per_elem=2.0, bwd_factor=1.0)

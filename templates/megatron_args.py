@@ -126,7 +126,15 @@ def _model_args(model: ModelSpec, job: JobSpec) -> list[str]:
             args += ["--add-qkv-bias"]
     if not model.tied_embeddings:
         args += ["--untie-embeddings-and-output-weights"]
-    args += ["--position-embedding-type", "learned_absolute" if model.learned_position_embeddings else "rope"]
+    yarn = model.yarn if not model.multi_latent_attention else None
+    args += ["--position-embedding-type", "learned_absolute" if model.learned_position_embeddings else "yarn" if yarn else "rope"]
+    if yarn is not None:  # megatron/training/argument_utils.py _apply_yarn_config_from_args reads these for GPTModel
+        args += ["--rotary-scaling-factor", _num(yarn.scaling_factor),
+                 "--yarn-original-max-position-embeddings", str(yarn.original_max_position_embeddings),
+                 "--yarn-beta-fast", _num(yarn.beta_fast), "--yarn-beta-slow", _num(yarn.beta_slow),
+                 "--yarn-correction-range-round-to-int" if yarn.correction_range_round_to_int
+                 else "--no-yarn-correction-range-round-to-int",
+                 "--mscale", _num(yarn.mscale), "--mscale-all-dim", _num(yarn.mscale_all_dim)]
     if model.rotary_base is not None and not model.learned_position_embeddings:
         args += ["--rotary-base", _num(model.rotary_base)]
     if model.llama3_rope_scaling_factor is not None:

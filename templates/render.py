@@ -85,17 +85,6 @@ def unsupported_features(case: Case) -> list[str]:
     return []
 
 
-def model_caveats(case: Case) -> list[str]:
-    """Model details pretrain_gpt.py has no flag for, which leave the recipe's layout and memory as checked: the
-    script is written with a NOTE saying what it trains instead (never refused: the parallel recipe is the same)."""
-    if case.model.rope_mscale != 1.0:
-        # gpt_model.py builds YaRN from config.yarn_rotary_scaling_factor / yarn_mscale ..., TransformerConfig fields
-        # Megatron-Bridge's providers set and Megatron-LM's arguments do not (d98e8a64)
-        return [f"YaRN RoPE (concentration factor {case.model.rope_mscale:.4g}) has no Megatron-LM pretrain_gpt.py flag "
-                "for a GPT model (Megatron-Bridge sets it); this script trains plain RoPE, and the unfused RoPE passes "
-                "shardplan priced for YaRN do not run"]
-    return []
-
 
 def _header(case: Case) -> list[str]:
     r, world = case.recipe, case.world_size
@@ -107,7 +96,7 @@ def _header(case: Case) -> list[str]:
         f"hardware: {case.placement.hardware}, {case.placement.num_nodes} node(s) x {case.placement.gpus_per_node} GPU(s)"
         f" = {world} ranks",
         f"recipe: {parallel}, seq {case.job.seq_length}, {case.job.precision.value}",
-        *[f"NOTE: {note}" for note in unsupported_features(case) + model_caveats(case)],
+        *[f"NOTE: {note}" for note in unsupported_features(case)],
     )]
 
 

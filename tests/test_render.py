@@ -5,6 +5,7 @@ Regenerate goldens after an intended change with `SHARDPLAN_UPDATE_GOLDEN=1 pyte
 from __future__ import annotations
 
 import os
+import math
 import shutil
 import stat
 import subprocess
@@ -22,7 +23,7 @@ from constraints.spec import JobSpec, Placement, Recipe, Recompute, RecomputeMet
 from shardplan.cli_render import render_command
 from templates.render_files import render_solutions
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args
-from templates.render import FORMATS, RenderError, model_caveats, render_script, unsupported_features
+from templates.render import FORMATS, RenderError, render_script, unsupported_features
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 EXAMPLE = Path(__file__).resolve().parents[1] / "constraints" / "examples" / "llama3-70b-h100.yaml"
@@ -236,10 +237,6 @@ def same_run(case: Case, parsed) -> tuple:
         # KNOWN GAP (constraints/megatron_args.py): Megatron's TopKRouter has a bias whenever add_bias_linear is on
         # (megatron/core/transformer/moe/router.py), so no --disable-bias-linear implies the gpt-oss router bias.
         update["moe_router_bias"] = model.moe_router_bias
-    if model.rope_mscale != 1.0:
-        # KNOWN GAP (templates/render.py unsupported_features): pretrain_gpt.py has no YaRN flags for a GPT model, so the
-        # script trains plain RoPE and its header says so (test_render_notes_yarn_rope_it_cannot_write)
-        update["rope_mscale"] = model.rope_mscale
     got_model = parsed.model.model_copy(update=update)
     rc = recipe.recompute
     if rc.granularity.value == "selective" and not rc.modules:  # Megatron's default module list
@@ -312,22 +309,23 @@ def test_render_solutions_does_not_write_what_pretrain_gpt_cannot_run(tmp_path):
                                                                     "SUMMARY.md"]
 
 
-def test_render_notes_yarn_rope_it_cannot_write():
-    model = load_model("gpt-oss-120b")  # YaRN factor 32 without mscale: concentration factor 1.3466
+def test_render_writes_yarn_and_reads_it_back():
+    model = load_model("gpt-oss-120b")  # HF rope_scaling: yarn, factor 32, original 4096, betas 32 / 1, truncate false
     case = Case(model=model, job=JobSpec(seq_length=4096, global_batch_size=128), recipe=Recipe(tp=1, ep=8),
                 placement=Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
-    script = render_script(case, "torchrun")
-    assert "# NOTE: YaRN RoPE (concentration factor 1.347) has no Megatron-LM pretrain_gpt.py flag" in script
-    assert "--position-embedding-type rope" in " ".join(extract_argv(script).script_args)
-    # a caveat, not a refusal: the parallel recipe is the one checked (tests/test_render_solver_roundtrip.py)
-    assert unsupported_features(case) == [] and model_caveats(case)
-    llama = case.model_copy(update={"model": load_model("Llama-3.1-8B"), "recipe": Recipe(tp=1)})
-    assert "YaRN" not in render_script(llama, "torchrun")
+    argv = extract_argv(render_script(case, "torchrun")).script_args
+    text = " ".join(argv)
+    # megatron/training/argument_utils.py _apply_yarn_config_from_args maps these onto GPTModel's yarn_* config fields
+    assert ("--position-embedding-type yarn --rotary-scaling-factor 32 --yarn-original-max-position-embeddings 4096 "
+            "--yarn-beta-fast 32 --yarn-beta-slow 1 --no-yarn-correction-range-round-to-int --mscale 1 --mscale-all-dim 0") in text
+    parsed = parse_megatron_args(argv)
+    assert parsed.model.yarn == model.yarn and parsed.model.rope_mscale == pytest.approx(0.1 * math.log(32) + 1)
+    assert unsupported_features(case) == []
 
 
 def test_render_writes_gpt_oss_without_force(tmp_path):
-    """YaRN RoPE is a caveat of the model, not a problem of the recipe: `render` writes the script, its NOTE says what
-    it trains (the CLI refused it before, as it refuses a zero-bubble schedule)."""
+    """A gpt-oss recipe renders without --force, YaRN written as Megatron-LM's flags (a first version of this release
+    refused it, taking YaRN for something pretrain_gpt.py cannot express)."""
     src = tmp_path / "oss.yaml"
     src.write_text("model: gpt-oss-120b\nhardware: b200\nnodes: 8\ngpus_per_node: 8\n"
                    "job: {seq_length: 4096, global_batch_size: 1280, precision: bf16}\n"
@@ -335,4 +333,4 @@ def test_render_writes_gpt_oss_without_force(tmp_path):
     out = tmp_path / "train.sh"
     res = CliRunner().invoke(render_command, [str(src), "--format", "torchrun", "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert "# NOTE: YaRN RoPE (concentration factor 1.347)" in out.read_text()
+    assert "--position-embedding-type yarn" in out.read_text() and "NOTE" not in out.read_text()

@@ -35,7 +35,7 @@ from solver.workflow import solve_case
 from solver.inputs import LoadedCase, load_check_input
 from solver.report import check_and_project
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args
-from templates.render import FORMATS, model_caveats, render_script, unsupported_features
+from templates.render import FORMATS, render_script, unsupported_features
 from tests.test_render import same_run
 
 BASH = shutil.which("bash")
@@ -150,11 +150,8 @@ def _verdict(loaded) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _direct_verdict(model_name: str, rank: int) -> dict:
-    """check's verdict on the case as the script trains it: pretrain_gpt.py has no YaRN flags for a GPT model, so a
-    rendered gpt-oss script trains plain RoPE (its header NOTE says so; tests/test_render.py)."""
     case = solved(model_name)[rank][1]
-    trained = case.model.model_copy(update={"rope_mscale": 1.0})
-    return _verdict(LoadedCase(case=case.model_copy(update={"recipe": _expected_recipe(case), "model": trained})))
+    return _verdict(LoadedCase(case=case.model_copy(update={"recipe": _expected_recipe(case)})))
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -172,16 +169,12 @@ def test_solver_answers_round_trip_through_render_and_check(model_name, fmt, tmp
         assert loaded.unknown_flags == [], where
         got = _verdict(loaded)
         assert got == _direct_verdict(model_name, rank), where
-        # what the script runs is what the solver ranked (a zero-bubble schedule and YaRN RoPE are not written)
-        if case.recipe.schedule not in ZERO_BUBBLE and not model_caveats(case):
+        if case.recipe.schedule not in ZERO_BUBBLE:  # what the script runs is what the solver ranked
             assert got["legal"] and got["fits"], where
             assert got["memory"]["peak_bytes"] == ranked.check.memory.peak_bytes, where
             assert round(got["projection"]["iteration_time_s"] * US_PER_S) == ranked.time_us, where
-        elif case.recipe.schedule in ZERO_BUBBLE:  # runs another schedule, never checked by the solver (it may not fit):
-            assert unsupported_features(case) and "# NOTE: schedule" in text, where  # said, and not batch-rendered
-        else:  # trains plain RoPE: legal and fitting as ranked (RoPE holds no memory), priced without YaRN's passes
-            assert model_caveats(case) and "# NOTE: YaRN RoPE" in text and got["legal"] and got["fits"], where
-            assert got["memory"]["peak_bytes"] == ranked.check.memory.peak_bytes, where
+        else:  # runs another schedule, never checked by the solver (it may not fit): said, and not batch-rendered
+            assert unsupported_features(case) and "# NOTE: schedule" in text, where
 
 
 @pytest.mark.skipif(BASH is None, reason="bash not installed")

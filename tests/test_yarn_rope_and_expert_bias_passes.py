@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from constraints.hf_reading import yarn_concentration_factor
+from constraints.hf_reading import yarn_rope
 from constraints.models import load_model
 from constraints.spec import JobSpec, Precision, Recipe
 from measure.kernel_ops import Phase
@@ -19,8 +19,13 @@ def test_yarn_concentration_factor_follows_megatron():
     assert load_model("gpt-oss-120b").rope_mscale == pytest.approx(1.3466, abs=1e-4)
     # DeepSeek-V3: yarn factor 40 with mscale = mscale_all_dim = 1.0 -> ratio 1, TE's fused RoPE runs
     assert load_model("DeepSeek-V3").rope_mscale == 1.0
-    assert yarn_concentration_factor({"rope_type": "yarn", "factor": 40, "mscale": 0.707, "mscale_all_dim": 1.0}) == \
+    assert yarn_rope({"rope_type": "yarn", "factor": 40, "mscale": 0.707, "mscale_all_dim": 1.0}).concentration_factor == \
         pytest.approx((0.1 * 0.707 * math.log(40) + 1) / (0.1 * math.log(40) + 1))
+    # one mscale without the other: Megatron-Bridge passes None for both -> 0.1 ln f + 1, stored as the CLI's (1, 0)
+    assert yarn_rope({"rope_type": "yarn", "factor": 32, "mscale": 0.5}).concentration_factor == pytest.approx(1.3466, abs=1e-4)
+    # mscale_all_dim 0 is a value, not a missing one (Megatron-LM's --mscale-all-dim default)
+    assert yarn_rope({"rope_type": "yarn", "factor": 32, "mscale": 2.0, "mscale_all_dim": 0}).concentration_factor == \
+        pytest.approx(0.2 * math.log(32) + 1)
     assert load_model("Llama-3.1-8B").rope_mscale == 1.0
 
 
@@ -49,3 +54,19 @@ def test_expert_output_bias_is_three_reads_and_three_writes_of_the_routed_tokens
     assert ops[0] in moe_ops(oss, JOB, RECIPE)
     qwen = load_model("Qwen3-30B-A3B")
     assert expert_bias_ops(qwen, routed, qwen.hidden_size) == []
+
+
+def test_a_script_or_bridge_config_that_runs_yarn_is_priced_as_yarn():
+    from constraints.megatron_args import parse_megatron_args
+    from constraints.stack_keys import flags_for_core_field
+    base = ["--num-layers", "2", "--hidden-size", "2880", "--num-attention-heads", "64", "--group-query-attention",
+            "--num-query-groups", "8", "--kv-channels", "64", "--max-position-embeddings", "131072", "--vocab-size", "201088",
+            "--seq-length", "4096", "--micro-batch-size", "1", "--global-batch-size", "8", "--bf16"]
+    # Megatron-LM's defaults for the rest (argument_utils._apply_yarn_config_from_args): --mscale 1, --mscale-all-dim 0
+    yarn = parse_megatron_args(base + ["--position-embedding-type", "yarn", "--rotary-scaling-factor", "32"]).model
+    assert yarn.rope_mscale == pytest.approx(0.1 * math.log(32) + 1)
+    assert parse_megatron_args(base + ["--position-embedding-type", "rope"]).model.rope_mscale == 1.0
+    # Megatron-Bridge GPTModelProvider spells them yarn_*: mapped onto Megatron-LM's flags
+    assert flags_for_core_field("yarn_rotary_scaling_factor", 32.0, "model.yarn_rotary_scaling_factor", True) == \
+        ["--rotary-scaling-factor", "32.0"]
+    assert flags_for_core_field("yarn_mscale_all_dim", 0.0, "model.yarn_mscale_all_dim", True) == ["--mscale-all-dim", "0.0"]
