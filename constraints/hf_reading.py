@@ -98,8 +98,8 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
 def rope_fields(raw: dict) -> dict:
     """ModelSpec's RoPE fields from an HF config: rope_theta, and Llama 3.x's rope_scaling (rope_type "llama3"). They
     cost nothing, but a rendered launch script without them trains another model (Megatron's --rotary-base defaults
-    to 10000, Llama 3.1 was trained at 500000 with --use-rope-scaling). A YaRN rope_scaling gives `rope_mscale`, which
-    costs time when it is not 1 (TE's fused RoPE cannot apply it)."""
+    to 10000, Llama 3.1 was trained at 500000 with --use-rope-scaling). A YaRN rope_scaling gives `yarn`, whose
+    concentration factor costs time when it is not 1 (TE's fused RoPE cannot apply it; ModelSpec.rope_mscale)."""
     out: dict = {}
     theta = raw.get("rope_theta")
     if isinstance(theta, (int, float)) and not isinstance(theta, bool) and 0 < theta <= 1e12:
@@ -120,14 +120,15 @@ def yarn_rope(scaling: dict) -> YarnRope:
     None gives 0.1 ln(factor) + 1 (yarn_rotary_pos_embedding._yarn_get_concentration_factor), which Megatron-LM's
     command-line defaults --mscale 1 --mscale-all-dim 0 also give, so a missing pair is stored as (1, 0): the rendered
     script (templates/megatron_args.py) then trains the same factor. DeepSeek-V3 and Kimi-K2 give (1, 1): factor 1."""
-    def num(key, default, low=0.0):
+    def num(key, low=0.0):
         v = scaling.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and low <= v <= 1e6 else default
-    mscale, mscale_all_dim = num("mscale", None), num("mscale_all_dim", None)
-    if mscale is None or mscale_all_dim is None:
-        mscale, mscale_all_dim = 1.0, 0.0
-    return YarnRope(scaling_factor=num("factor", 1.0, low=1e-6),
-                    original_max_position_embeddings=int(num("original_max_position_embeddings", 4096, low=1)),
-                    beta_fast=num("beta_fast", 32.0, low=1e-6), beta_slow=num("beta_slow", 1.0, low=1e-6),
-                    correction_range_round_to_int=bool(scaling.get("truncate", True)),
-                    mscale=mscale, mscale_all_dim=mscale_all_dim)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and low <= v <= 1e6 else None
+    fields = {"scaling_factor": num("factor", 1e-6), "beta_fast": num("beta_fast", 1e-6), "beta_slow": num("beta_slow", 1e-6)}
+    original = num("original_max_position_embeddings", 1)
+    fields["original_max_position_embeddings"] = None if original is None else int(original)
+    mscale, mscale_all_dim = num("mscale"), num("mscale_all_dim")
+    if mscale is not None and mscale_all_dim is not None:  # else YarnRope's defaults (1, 0), as said above
+        fields.update(mscale=mscale, mscale_all_dim=mscale_all_dim)
+    # an absent or unusable value takes YarnRope's default, which is Megatron-LM's
+    return YarnRope(correction_range_round_to_int=bool(scaling.get("truncate", True)),
+                    **{k: v for k, v in fields.items() if v is not None})

@@ -29,6 +29,9 @@ class MegatronRecipeIllegal(MegatronArgsError):
 
 # Spec field -> the Megatron flag that sets it, to word pydantic errors in the user's terms.
 FIELD_FLAGS = {
+    # ModelSpec.yarn (YarnRope) fields, named by the flags argument_utils._apply_yarn_config_from_args reads
+    "scaling_factor": "--rotary-scaling-factor", "original_max_position_embeddings": "--yarn-original-max-position-embeddings",
+    "beta_fast": "--yarn-beta-fast", "beta_slow": "--yarn-beta-slow", "mscale": "--mscale", "mscale_all_dim": "--mscale-all-dim",
     "num_layers": "--num-layers", "hidden_size": "--hidden-size", "ffn_hidden_size": "--ffn-hidden-size",
     "num_attention_heads": "--num-attention-heads", "num_query_groups": "--num-query-groups",
     "kv_channels": "--kv-channels", "vocab_size": "--vocab-size", "max_position_embeddings": "--max-position-embeddings",

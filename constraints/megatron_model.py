@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from constraints.megatron_errors import MegatronArgsError, error_from_validation
 from constraints.hybrid_flags import hybrid_model_fields, hybrid_moe_layers, no_rope_fields, window_fields
 from constraints.megatron_patterns import moe_layer_pattern
-from constraints.spec import Activation, ModelSpec, Normalization, YarnRope
+from constraints.spec import Activation, ModelSpec, Normalization
 
 # Model flags Megatron needs before it can build the network; without them there is no ModelSpec.
 REQUIRED_MODEL_FLAGS = ("--num-layers", "--hidden-size", "--num-attention-heads", "--max-position-embeddings",
@@ -61,12 +61,13 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
         # one dest, store_true / store_false (default None -> True); a script giving both is read as off (argparse
         # takes the later one; the order is not kept here; it changes the RoPE frequencies, not cost or memory)
         round_to_int = bool(g("--yarn-correction-range-round-to-int", True)) and not g("--no-yarn-correction-range-round-to-int", False)
-        fields["yarn"] = YarnRope(
-            scaling_factor=g("--rotary-scaling-factor", 1.0),
-            original_max_position_embeddings=g("--yarn-original-max-position-embeddings") or 4096,
-            beta_fast=g("--yarn-beta-fast") or 32.0, beta_slow=g("--yarn-beta-slow") or 1.0,
-            correction_range_round_to_int=round_to_int,
-            mscale=g("--mscale", 1.0), mscale_all_dim=g("--mscale-all-dim", 0.0))
+        given = {"scaling_factor": g("--rotary-scaling-factor"), "mscale": g("--mscale"), "mscale_all_dim": g("--mscale-all-dim"),
+                 # Megatron's None -> default for these three: 0 is read as unset, as _apply_yarn_config_from_args's `or`
+                 "original_max_position_embeddings": g("--yarn-original-max-position-embeddings") or None,
+                 "beta_fast": g("--yarn-beta-fast") or None, "beta_slow": g("--yarn-beta-slow") or None}
+        # an absent flag takes YarnRope's default, which is Megatron-LM's; validated with the ModelSpec below, so a
+        # value out of range is the one-line error naming its flag
+        fields["yarn"] = {"correction_range_round_to_int": round_to_int, **{k: v for k, v in given.items() if v is not None}}
     if experts is not None:
         fields.update(num_experts=experts, moe_router_topk=g("--moe-router-topk", 2),
                       moe_ffn_hidden_size=g("--moe-ffn-hidden-size") or ffn,  # validate_args: defaults to ffn

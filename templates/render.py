@@ -85,7 +85,6 @@ def unsupported_features(case: Case) -> list[str]:
     return []
 
 
-
 def _header(case: Case) -> list[str]:
     r, world = case.recipe, case.world_size
     layout = f"layout {r.pipeline_layout}" if r.pipeline_layout else f"VPP={r.vpp}"

@@ -70,3 +70,16 @@ def test_a_script_or_bridge_config_that_runs_yarn_is_priced_as_yarn():
     assert flags_for_core_field("yarn_rotary_scaling_factor", 32.0, "model.yarn_rotary_scaling_factor", True) == \
         ["--rotary-scaling-factor", "32.0"]
     assert flags_for_core_field("yarn_mscale_all_dim", 0.0, "model.yarn_mscale_all_dim", True) == ["--mscale-all-dim", "0.0"]
+
+
+def test_a_yarn_flag_out_of_range_is_one_line_naming_the_flag():
+    from constraints.megatron_args import parse_megatron_args
+    from constraints.megatron_errors import MegatronArgsError
+    base = ["--num-layers", "2", "--hidden-size", "2880", "--num-attention-heads", "64", "--max-position-embeddings",
+            "131072", "--vocab-size", "201088", "--seq-length", "4096", "--micro-batch-size", "1", "--global-batch-size", "8",
+            "--bf16", "--position-embedding-type", "yarn"]
+    with pytest.raises(MegatronArgsError) as err:
+        parse_megatron_args(base + ["--rotary-scaling-factor", "0"])
+    assert str(err.value) == "--rotary-scaling-factor=0: Input should be greater than 0; fix the value of --rotary-scaling-factor"
+    with pytest.raises(MegatronArgsError, match=r"^--mscale-all-dim=-1: "):
+        parse_megatron_args(base + ["--mscale-all-dim", "-1"])
