@@ -51,8 +51,7 @@ MODELS = {"transfer": fit_transfer_profiles, "per-part": fit_profiles}
 
 
 def _err(case: RunCase, profile) -> float:
-    p = project(case.model, case.job, case.recipe, case.placement, profile, cuda_graph_scope=case.cuda_graph_scope,
-                fp8_attention=case.fp8_attention)
+    p = project(case.model, case.job, case.recipe, case.placement, profile, **case.run_options())
     return p.tokens_per_s_per_gpu / case.measured["tokens_per_s_per_gpu"] - 1.0
 
 

@@ -62,8 +62,7 @@ def calibration_from(params: dict, base: Calibration) -> Calibration:
 def _log_errs(cases: list[RunCase], profile: HardwareProfile, simulate: bool = False) -> list[float]:
     out = []
     for c in cases:
-        p = project(c.model, c.job, c.recipe, c.placement, profile, simulate_pipeline=simulate, cuda_graph_scope=c.cuda_graph_scope,
-                    fp8_attention=c.fp8_attention)
+        p = project(c.model, c.job, c.recipe, c.placement, profile, simulate_pipeline=simulate, **c.run_options())
         out.append(abs(math.log(p.tokens_per_s_per_gpu / c.measured["tokens_per_s_per_gpu"])))
     return out
 

@@ -79,8 +79,7 @@ class SharedFit:
         key = (c.id, cal)
         hit = self._memo.get(key)
         if hit is None:
-            p = project(c.model, c.job, c.recipe, c.placement, prof, simulate_pipeline=False, cuda_graph_scope=c.cuda_graph_scope,
-                        fp8_attention=c.fp8_attention)
+            p = project(c.model, c.job, c.recipe, c.placement, prof, simulate_pipeline=False, **c.run_options())
             hit = self._memo[key] = abs(math.log(p.tokens_per_s_per_gpu / c.measured["tokens_per_s_per_gpu"]))
         return hit
 

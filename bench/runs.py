@@ -151,6 +151,11 @@ class RunCase(BaseModel):
     # passed to measure.project.project as `fp8_attention`
     fp8_attention: bool = False
 
+    def run_options(self) -> dict:
+        """measure.project.project's keyword arguments that describe how the run executed, not its recipe: every
+        bench that projects a row passes these, so a run option added here reaches all of them."""
+        return {"cuda_graph_scope": self.cuda_graph_scope, "fp8_attention": self.fp8_attention}
+
 
 class RunSkip(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -65,8 +65,7 @@ def evaluate(cases: list[RunCase], profiles: Optional[dict[str, HardwareProfile]
         if c.outcome != "ran" or not any(k in c.measured for k in METRICS):
             continue
         prof = profiles.get(c.hardware) or load_profile(c.hardware)
-        p = project(c.model, c.job, c.recipe, c.placement, prof, cuda_graph_scope=c.cuda_graph_scope,
-                    fp8_attention=c.fp8_attention)
+        p = project(c.model, c.job, c.recipe, c.placement, prof, **c.run_options())
         rec = {"id": c.id, "model": c.model.name, "hardware": c.hardware, "precision": c.job.precision.value, "case": c,
                "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "tflops_per_gpu": p.model_tflops_per_gpu}
         for k in METRICS:
