@@ -15,7 +15,6 @@
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from bench.runs import RunCase, load_runs
@@ -54,9 +53,10 @@ PUBLISHED_REGRESSIONS: dict[tuple[str, str], str] = {
 
 
 def bridge_release(case: RunCase) -> Optional[str]:
-    """The Megatron-Bridge release of a performance-summary row ('26.06.01'), from its source's table label."""
-    m = re.search(r"docs/performance-summary\S*\.md @\S+ \[(\S+) ", case.source)
-    return m.group(1) if m else None
+    """The Megatron-Bridge release of a performance-summary row ('26.06.01'); None for a verification card (its
+    commit, not a release table) and for other sources."""
+    release = case.bridge_release
+    return None if release is None or release.startswith("card@") else release
 
 
 def published_regression(case: RunCase) -> Optional[str]:

@@ -150,6 +150,9 @@ class RunCase(BaseModel):
     # the preset sets fp8_dot_product_attention (core attention in fp8, measure/roofline.py); not a Recipe field either,
     # passed to measure.project.project as `fp8_attention`
     fp8_attention: bool = False
+    # the Megatron-Bridge release of a performance-summary row ('26.06.01') or the commit of a verification card
+    # ('card@067f987d'), None for other sources (`_bridge_release`)
+    bridge_release: Optional[str] = None
 
     def run_options(self) -> dict:
         """measure.project.project's keyword arguments that describe how the run executed, not its recipe: every
@@ -241,9 +244,10 @@ def _bridge_release(r: dict) -> Optional[str]:
     return m.group(1) if m else f"card@{card.group(1)}" if card else None
 
 
-def _preset_fields(r: dict, model: ModelSpec, tp: int, pp: int, vpp: int, ep: int, mbs: int, assumed: list) -> dict:
-    """Recipe fields an MBR row leaves empty, from its release's Megatron-Bridge benchmark preset (see module doc)."""
-    release = _bridge_release(r)
+def _preset_fields(r: dict, release: Optional[str], model: ModelSpec, tp: int, pp: int, vpp: int, ep: int, mbs: int,
+                   assumed: list) -> dict:
+    """Recipe fields an MBR row leaves empty, from its release's Megatron-Bridge benchmark preset (see module doc);
+    `release`: `_bridge_release(r)`."""
     if release is None:
         return {}
     # a card's text that names no VP leaves the canonical recipe's virtual stages unstated: take the preset's
@@ -330,7 +334,8 @@ def row_case(r: dict) -> RunCase | RunSkip:
         assumed.append(f"first/last {bf16_layers[0]}/{bf16_layers[1]} layers in bf16 (Megatron-Bridge NVFP4 recipe)")
     vpp = _int(r["vpp"]) or 1
     ep, etp = _int(r["ep"]) or 1, _int(r["etp"])
-    preset = _preset_fields(r, model, tp, pp, vpp, ep, mbs, assumed)
+    release = _bridge_release(r)
+    preset = _preset_fields(r, release, model, tp, pp, vpp, ep, mbs, assumed)
     vpp = preset.pop("vpp", vpp)
     graphs = preset.pop("cuda_graph_scope", frozenset())
     fp8_attention = preset.pop("fp8_attention", False)
@@ -376,7 +381,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
             preset["fp8_param_gather"] = True
             assumed.append("fp8 param gather (Bridge performance precision)")
         elif precision == Precision.nvfp4 and stem not in BRIDGE_NO_FP4_PARAM_GATHER \
-                and _bridge_release(r) in BRIDGE_FP4_PARAM_GATHER_RELEASES:
+                and release in BRIDGE_FP4_PARAM_GATHER_RELEASES:
             preset["fp4_param_gather"] = True
             assumed.append("fp4 param gather (Bridge performance precision)")
     try:
@@ -403,6 +408,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     return RunCase(id=rid, model=model, job=job, recipe=recipe, placement=Placement(hardware=profile, num_nodes=gpus // gpn, gpus_per_node=gpn),
                    hardware=profile, measured=measured, outcome="oom" if oom else "ran", precision_published=r["precision"],
                    source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs, fp8_attention=fp8_attention,
+                   bridge_release=release,
                    memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
 
 
