@@ -178,7 +178,8 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     # data-parallel gradient reduction and parameter gather (bf16), on the heaviest rank
     rank_dp = max(range(pp), key=lambda r: dense_params[r] + expert_params[r])
     dpb, epb = dense_params[rank_dp] * 2, expert_params[rank_dp] * 2
-    dp_t = dp_comm_s(recipe.dp_sharding, dpb, epb, m, groups, profile, recipe.overlap_grad_reduce)
+    dp_t = dp_comm_s(recipe.dp_sharding, dpb, epb, m, groups, profile, recipe.overlap_grad_reduce, recipe.overlap_param_gather,
+                     fwd_window_s=sum(f_s[rank_dp]), bwd_window_s=sum(b_s[rank_dp]) + sum(w_s[rank_dp]))
     sharded = recipe.dp_sharding != DataParallelSharding.none
     owned = (dense_params[rank_dp] / (dp * recipe.cp) + expert_params[rank_dp] / max(recipe.expert_dp(world), 1)) if sharded \
         else dense_params[rank_dp] + expert_params[rank_dp]

@@ -27,7 +27,7 @@ from measure.factor_table import Axis as _Axis, Factor as _Factor
 from measure.flops import flops_per_iteration
 from constraints.activation_coef import kind_keys
 from measure.layer_ops import LayerKind, Phase, head_ops, layer_kind_of, optimizer_ops
-from measure.dp_comm import FSDP_SHARDINGS
+from measure.dp_comm import FSDP_SHARDINGS, exposed_dp_s
 from measure.layer_columns import KIND_COLS, RECOMPUTE_MODULE_COLS, RAW_WIDTH, finish_columns, raw_cols
 from measure.layer_cost import LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
 from measure.measured_tables import bundled_table
@@ -287,8 +287,8 @@ class Evaluator:
         dense = per_kind(n_k, "P") + voc * head["vocab_rows"][:, None]
         expert = per_kind(n_k, "E")
         rank_dp = np.argmax(np.where(mult > 0, dense + expert, -1.0), axis=1)[:, None]
-        dense_p, expert_p = (np.take_along_axis(x, rank_dp, axis=1)[:, 0] for x in (dense, expert))
-        return {"step": step, "bubble": bubble, "valid": valid, "dense_p": dense_p, "expert_p": expert_p, "D": D, "E": E,
+        dense_p, expert_p, fwd_w, bwd_w = (np.take_along_axis(x, rank_dp, axis=1)[:, 0] for x in (dense, expert, f, b + w))
+        return {"fwd_window": fwd_w, "bwd_window": bwd_w, "step": step, "bubble": bubble, "valid": valid, "dense_p": dense_p, "expert_p": expert_p, "D": D, "E": E,
                 "m": m, "dp_cp": dp * cp, "edp": np.maximum(world // (etp * ep * pp), 1), "flops": head["flops"],
                 "rs_d": one_pass_np(dense_p * 2, D), "rs_e": one_pass_np(expert_p * 2, E)}
 
@@ -299,12 +299,11 @@ class Evaluator:
         dense_p, expert_p, m = st["dense_p"], st["expert_p"], st["m"]
         sharded = shard_idx != SHARDINGS.index(DataParallelSharding.none)
         fsdp = np.isin(shard_idx, [SHARDINGS.index(s) for s in FSDP_SHARDINGS])
-        passes = np.where(fsdp, 3 * m, 2)  # measure.project.dp_comm_s: FSDP gathers and reduces per micro-batch
-        # all-gather costs what reduce-scatter does; unsharded DP all-reduces
-        dp_t = np.where(sharded, passes * (st["rs_d"] + st["rs_e"]),
-                        all_reduce_np(dense_p * 2, st["D"]) + all_reduce_np(expert_p * 2, st["E"]))
-        if self.base.overlap_grad_reduce:
-            dp_t = dp_t * cal.exposed_comm_fraction
+        # measure.dp_comm.exposed_dp_s: all-gather costs what reduce-scatter does; unsharded DP all-reduces
+        dp_t = exposed_dp_s(sharded, fsdp, st["rs_d"] + st["rs_e"],
+                            all_reduce_np(dense_p * 2, st["D"]) + all_reduce_np(expert_p * 2, st["E"]), m,
+                            st["fwd_window"], st["bwd_window"], cal.exposed_comm_fraction, self.base.overlap_grad_reduce,
+                            self.base.overlap_param_gather)
         owned = np.where(sharded, dense_p / st["dp_cp"] + expert_p / st["edp"], dense_p + expert_p)
         opt = self._optimizer_s(np.maximum(np.nan_to_num(owned).astype(np.int64), 1))
         total = st["step"] + dp_t + opt + cal.step_overhead_s

@@ -96,7 +96,7 @@ def test_fsdp_gathers_and_reduces_every_micro_batch():
     """ZeRO-3 pays 3 passes per micro-batch against the distributed optimizer's 2 per step."""
     place = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
     job = JobSpec(seq_length=8192, global_batch_size=64, precision=Precision.bf16)
-    base = Recipe(tp=1, overlap_grad_reduce=False)
+    base = Recipe(tp=1, overlap_grad_reduce=False, overlap_param_gather=False)
     dist = project(LLAMA8, job, base, place, H100).breakdown.dp_comm
     fsdp = project(LLAMA8, job, base.model_copy(update={"dp_sharding": DataParallelSharding.megatron_fsdp}), place, H100).breakdown.dp_comm
     m = 64 // 8
