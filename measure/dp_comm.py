@@ -12,8 +12,11 @@ all-gather is waited on bucket by bucket in the next step's forward pre-hooks
 A rank holding many parameters per GPU (experts over a narrow expert-DP group across nodes, few micro-batches)
 therefore shows the part of its traffic that does not fit its window; the calibrated share
 (`Calibration.exposed_comm_fraction`: the last bucket's reduce and the first bucket's gather always wait) is the
-floor. FSDP gathers before each micro-batch's forward and backward and reduces after each backward (Zhao et al.
-2023, "PyTorch FSDP", sec. 3.2), each pass behind its own micro-batch's forward or backward.
+floor. FSDP keeps the calibrated share alone: it is priced as gathering before each micro-batch's forward and
+backward and reducing after each backward (Zhao et al. 2023, "PyTorch FSDP", sec. 3.2), and whether a torch-native
+stack does that under gradient accumulation is its own setting (NeMo AutoModel's GPT-OSS-120B on 64 H100 at EP 1
+measured 4.3 s a step for 4 micro-batches, less than one all-gather of its 234 GB of bf16 params per micro-batch
+would take over InfiniBand), so a window over a pass count that may not be the run's is not applied (README Limits).
 """
 from __future__ import annotations
 
@@ -40,15 +43,14 @@ def exposed_dp_s(sharded, fsdp, one_pass_s, all_reduce_s, num_microbatches, fwd_
     `measure.vectorized`). `one_pass_s`: one reduce-scatter (= one all-gather) of the rank's bf16 params over DP and
     expert-DP; `all_reduce_s`: their all-reduce (unsharded DDP); windows: one micro-batch's forward and backward
     (with weight gradients) on that rank. DDP: the all-reduce behind the last backward. Distributed optimizer: the
-    reduce-scatter behind the last backward, the all-gather behind the first forward. FSDP: per micro-batch, a
-    gather behind its forward, a gather and a reduce-scatter behind its backward."""
+    reduce-scatter behind the last backward, the all-gather behind the first forward. FSDP: three passes per
+    micro-batch at the calibrated share (see the module docstring)."""
     f = exposed_fraction
     ddp = hidden_behind(all_reduce_s, bwd_window_s, f, overlap_grad_reduce)
     dist_opt = hidden_behind(one_pass_s, bwd_window_s, f, overlap_grad_reduce) \
         + hidden_behind(one_pass_s, fwd_window_s, f, overlap_param_gather)
-    per_mb = hidden_behind(one_pass_s, fwd_window_s, f, overlap_grad_reduce) \
-        + hidden_behind(2 * one_pass_s, bwd_window_s, f, overlap_grad_reduce)
-    return np.where(sharded, np.where(fsdp, num_microbatches * per_mb, dist_opt), ddp)
+    fsdp_s = 3 * num_microbatches * one_pass_s * np.where(overlap_grad_reduce, f, 1.0)
+    return np.where(sharded, np.where(fsdp, fsdp_s, dist_opt), ddp)
 
 
 def dp_comm_s(sharding: DataParallelSharding, dense_bytes: float, expert_bytes: float, num_microbatches: int, groups: Groups,

@@ -28,8 +28,9 @@ def test_each_sharding_pays_its_passes_behind_their_windows():
     assert exposed_dp_s(True, False, one, ar, 4, fwd, bwd, frac, True, False) == pytest.approx(0.3 + 1.0)
     # DDP: one all-reduce behind the last backward
     assert exposed_dp_s(False, False, one, ar, 4, fwd, bwd, frac, True, True) == pytest.approx(1.8 - 0.7)
-    # FSDP: per micro-batch a gather behind the forward, a gather and a reduce-scatter behind the backward
-    assert exposed_dp_s(True, True, one, ar, 4, fwd, bwd, frac, True, True) == pytest.approx(4 * ((1.0 - 0.3) + (2.0 - 0.7)))
+    # FSDP: three passes per micro-batch at the calibrated share (no window: its pass count is the stack's setting)
+    assert exposed_dp_s(True, True, one, ar, 4, fwd, bwd, frac, True, True) == pytest.approx(3 * 4 * 1.0 * 0.1)
+    assert exposed_dp_s(True, True, one, ar, 4, fwd, bwd, frac, False, False) == pytest.approx(3 * 4 * 1.0)
 
 
 def test_gpt_oss_experts_over_eight_b200_nodes_show_what_one_micro_batch_cannot_hide():
