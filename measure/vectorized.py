@@ -288,7 +288,8 @@ class Evaluator:
         expert = per_kind(n_k, "E")
         rank_dp = np.argmax(np.where(mult > 0, dense + expert, -1.0), axis=1)[:, None]
         dense_p, expert_p, fwd_w, bwd_w = (np.take_along_axis(x, rank_dp, axis=1)[:, 0] for x in (dense, expert, f, b + w))
-        return {"fwd_window": fwd_w, "bwd_window": bwd_w, "step": step, "bubble": bubble, "valid": valid, "dense_p": dense_p, "expert_p": expert_p, "D": D, "E": E,
+        return {"step": step, "bubble": bubble, "valid": valid, "dense_p": dense_p, "expert_p": expert_p, "D": D, "E": E,
+                "fwd_window": fwd_w, "bwd_window": bwd_w,
                 "m": m, "dp_cp": dp * cp, "edp": np.maximum(world // (etp * ep * pp), 1), "flops": head["flops"],
                 "rs_d": one_pass_np(dense_p * 2, D), "rs_e": one_pass_np(expert_p * 2, E)}
 
