@@ -3,6 +3,7 @@
 - `source_group`: the publication a row comes from, its `source_id` prefix. All releases of the Megatron-Bridge
   performance summary (MBR) are one publication: its releases re-measure the same configurations, so leaving
   out one release would leave its configurations in the fit.
+- `release_group`: the same, but the performance summary split by release (a weaker fold, reported beside it).
 - `model_family`: Llama, Qwen, DeepSeek-style MLA (DeepSeek, Moonlight, Kimi), gpt-oss, Nemotron, GPT-3,
   Mixtral, other.
 - `is_torch_native`: NeMo AutoModel / torchtitan rows (torch FSDP2 stacks). Their step is FSDP2's own
@@ -28,6 +29,15 @@ _FAMILIES = [("llama", "Llama"), ("qwen", "Qwen"), ("deepseek", "DeepSeek/MLA"),
 
 def source_group(case: RunCase) -> str:
     return case.id.split("-")[0]
+
+
+def release_group(case: RunCase) -> str:
+    """The publication, and for the Megatron-Bridge performance summary its release ("MBR 26.04.01"): the issue's
+    "every publication or release left out" read release by release. Weaker than `source_group` as a test of
+    transfer, since a release's configurations are re-measured in the others that stay in the fit; reported beside
+    it, never instead of it."""
+    group = source_group(case)
+    return f"{group} {case.bridge_release}" if group == "MBR" and case.bridge_release else group
 
 
 def model_family(case: RunCase) -> str:
