@@ -42,12 +42,17 @@ def build_gpt(model: ModelSpec, recipe: Recipe, dev, dtype):
 
     h, nh, kv, d = model.hidden_size, model.num_attention_heads, model.num_query_groups, model.kv_channels
     norm_cls = nn.RMSNorm if model.normalization == Normalization.rmsnorm else nn.LayerNorm
-    fc1_width = 2 * model.ffn_hidden_size if model.activation == Activation.swiglu else model.ffn_hidden_size
+    fc1_width = 2 * model.ffn_hidden_size if model.activation.gated else model.ffn_hidden_size
 
     def act(x):
         if model.activation == Activation.swiglu:
             gate, up = x.chunk(2, dim=-1)
             return F.silu(gate) * up
+        if model.activation == Activation.quick_geglu:  # gpt-oss (constraints/spec.py Activation)
+            gate, up = x.chunk(2, dim=-1)
+            if model.glu_clamp is not None:
+                gate, up = gate.clamp(max=model.glu_clamp), up.clamp(-model.glu_clamp, model.glu_clamp)
+            return gate * torch.sigmoid(1.702 * gate) * (up + model.glu_linear_offset)
         if model.activation == Activation.gelu:
             return F.gelu(x, approximate="tanh")
         return torch.square(F.relu(x))

@@ -84,7 +84,10 @@ def _canonical(name: str) -> Optional[str]:
 _RECIPE_NAME = re.compile(r"^(.+)_pretrain_\d+gpu_(gb300|gb200|b300|b200|h100)_(bf16|fp8cs|fp8mx|fp8sc|nvfp4)(_[a-z0-9_]+)?_config$")
 _RECIPE_PREC = {"bf16": "BF16", "fp8cs": "FP8_CS", "fp8mx": "FP8_MX", "fp8sc": "FP8_SC", "nvfp4": "NVFP4"}
 # recipe attribute (cfg.model.* / cfg.train.* / cfg.comm_overlap.*) -> preset field
+# (Bridge's own scripts/performance/utils/utils.py reads cutedsl_fused_grouped_mlp back from the model's
+# use_transformer_engine_op_fuser, and overrides.py sets the one from the other)
 _RECIPE_FIELDS = {"overlap_moe_expert_parallel_comm": "moe_a2a_overlap", "fp8_dot_product_attention": "fp8_dot_product_attention",
+                  "use_transformer_engine_op_fuser": "cutedsl_fused_grouped_mlp",
                   **{k: k for k in SHAPE + FLAGS + ("recompute_granularity", "moe_token_dispatcher_type")}}
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Optional
 
 from constraints.schedule import num_microbatches
-from constraints.spec import (Activation, DataParallelSharding, JobSpec, ModelSpec, Normalization, PipelineSchedule,
+from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Normalization, PipelineSchedule,
                               Recipe, RecomputeGranularity)
 from measure.layer_ops import padded_vocab
 
@@ -30,7 +30,7 @@ from measure.layer_ops import padded_vocab
 def _params(model: ModelSpec, recipe: Recipe, world: int, dp: int) -> float:
     """Weight + optimizer bytes of the most loaded shard (compute_weight_and_optimizer_memory)."""
     h = model.hidden_size
-    glu = 1.5 if model.activation == Activation.swiglu else 1.0
+    glu = 1.5 if model.activation.gated else 1.0
     norm = 1 if model.normalization == Normalization.rmsnorm else 2
     heads = model.num_attention_heads
     if model.multi_latent_attention:

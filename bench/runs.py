@@ -20,8 +20,10 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
   TP/PP/VPP/EP/MBS (and the published GBS, which picks between V1/V2 variants) match the row
   (bench/mbridge_presets.py; a card that names no VP takes the preset's VPP); the preset's CUDA graph capture
   (`RunCase.cuda_graph_scope`, passed to the projection: measure/cuda_graphs.py) and, on fp8 rows, its
-  fp8_dot_product_attention (`RunCase.fp8_attention`, measure/roofline.py); the fused grouped MLP of the preset is
-  not modelled (priced, it made the held-out figures worse: README Limits).
+  fp8_dot_product_attention (`RunCase.fp8_attention`, measure/roofline.py); the preset's fused grouped MLP
+  (`RunCase.fused_grouped_mlp`) removes the eager activation clamp and expert-bias passes it replaces
+  (measure/layer_ops.moe_ops); its own kernel speed is not modelled (priced, it made the held-out figures worse:
+  README Limits).
   25.09 rows and rows without a matching preset keep the defaults below.
 - `--overlap-moe-expert-parallel-comm` as the notes state it ("EP overlap on/off", card text), else as above.
 - MoE otherwise: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap; ETP = 1 on Megatron-Bridge
@@ -150,6 +152,8 @@ class RunCase(BaseModel):
     # the preset sets fp8_dot_product_attention (core attention in fp8, measure/roofline.py); not a Recipe field either,
     # passed to measure.project.project as `fp8_attention`
     fp8_attention: bool = False
+    # the preset's cutedsl_fused_grouped_mlp (Transformer Engine's fused grouped MLP for the experts)
+    fused_grouped_mlp: bool = False
     # the Megatron-Bridge release of a performance-summary row ('26.06.01') or the commit of a verification card
     # ('card@067f987d'), None for other sources (`_bridge_release`)
     bridge_release: Optional[str] = None
@@ -157,7 +161,8 @@ class RunCase(BaseModel):
     def run_options(self) -> dict:
         """measure.project.project's keyword arguments that describe how the run executed, not its recipe: every
         bench that projects a row passes these, so a run option added here reaches all of them."""
-        return {"cuda_graph_scope": self.cuda_graph_scope, "fp8_attention": self.fp8_attention}
+        return {"cuda_graph_scope": self.cuda_graph_scope, "fp8_attention": self.fp8_attention,
+                "fused_grouped_mlp": self.fused_grouped_mlp}
 
 
 class RunSkip(BaseModel):
@@ -264,6 +269,9 @@ def _preset_fields(r: dict, release: Optional[str], model: ModelSpec, tp: int, p
     if p.get("fp8_dot_product_attention") and precision_fp8(r["precision"]):
         out["fp8_attention"] = True
         assumed.append(f"fp8 dot-product attention (preset {release})")
+    if p.get("cutedsl_fused_grouped_mlp") and model.is_moe:
+        out["fused_grouped_mlp"] = True
+        assumed.append(f"fused grouped MLP (preset {release})")
     if vpp_unstated and (p.get("virtual_pipeline_model_parallel_size") or 1) > 1:
         out["vpp"] = p["virtual_pipeline_model_parallel_size"]
         assumed.append(f"vpp={out['vpp']} (preset {release})")
@@ -339,6 +347,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     vpp = preset.pop("vpp", vpp)
     graphs = preset.pop("cuda_graph_scope", frozenset())
     fp8_attention = preset.pop("fp8_attention", False)
+    fused_grouped_mlp = preset.pop("fused_grouped_mlp", False)
     if etp is None and ep > 1 and tp > 1 and "Megatron-Bridge" in r["source"]:
         # Megatron-Bridge perf presets set expert_tensor_parallel_size=1 for every MoE model (e.g.
         # scripts/performance/configs/qwen/qwen3_workload_base_configs.py BASE_QWEN3_235B_A22B_CONFIG,
@@ -408,6 +417,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     return RunCase(id=rid, model=model, job=job, recipe=recipe, placement=Placement(hardware=profile, num_nodes=gpus // gpn, gpus_per_node=gpn),
                    hardware=profile, measured=measured, outcome="oom" if oom else "ran", precision_published=r["precision"],
                    source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs, fp8_attention=fp8_attention,
+                   fused_grouped_mlp=fused_grouped_mlp,
                    bridge_release=release,
                    memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
 

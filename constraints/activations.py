@@ -33,7 +33,7 @@ from typing import Optional
 
 from constraints import attention_scores, hybrid_pattern, mamba
 from constraints.latent_moe import latent_activation_terms
-from constraints.spec import Activation, JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
+from constraints.spec import JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def _with_scores(model: ModelSpec, sh: Shape, terms: dict[str, int], groups: int
 
 
 def _fc1_width(model: ModelSpec, ffn: int) -> int:
-    return 2 * ffn if model.activation == Activation.swiglu else ffn
+    return 2 * ffn if model.activation.gated else ffn
 
 
 def dense_mlp_terms(model: ModelSpec, sh: Shape, ffn: int, prefix: str, tokens: int, div: int) -> dict[str, int]:

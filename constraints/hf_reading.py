@@ -32,7 +32,7 @@ KEYS_READ = frozenset((
     "moe_intermediate_size", "n_shared_experts", "topk_method", "first_k_dense_replace", "moe_layer_freq",
     "decoder_sparse_step", "mlp_only_layers", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
     "v_head_dim", "num_nextn_predict_layers", "shared_expert_intermediate_size", "rope_theta", "rope_scaling",
-    "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "resid_pdrop", "attn_pdrop",
+    "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "resid_pdrop", "attn_pdrop", "swiglu_limit",
 ))
 
 # keys that change neither a tensor shape nor the work of a training step at the level shardplan prices:
@@ -45,7 +45,7 @@ KEYS_WITHOUT_COST = frozenset((
     "rope_theta", "rope_scaling", "rope_parameters", "rope_interleave", "partial_rotary_factor", "initial_context_length",
     "use_cache", "pretraining_tp", "num_logits_to_keep", "quantization_config", "ep_size", "max_window_layers",
     "output_router_logits", "router_aux_loss_coef", "aux_loss_alpha", "seq_aux", "router_jitter_noise",
-    "norm_topk_prob", "routed_scaling_factor", "scoring_func", "swiglu_limit", "embd_pdrop", "n_ctx",
+    "norm_topk_prob", "routed_scaling_factor", "scoring_func", "embd_pdrop", "n_ctx",
     "activation_function", "is_decoder", "tokenizer_class", "summary_type", "summary_use_proj", "summary_activation",
     "summary_proj_to_labels", "summary_first_dropout", "scale_attn_weights", "reorder_and_upcast_attn",
     "scale_attn_by_inverse_layer_idx", "task_specific_params",

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from constraints.latent_moe import latent_projection_params
-from constraints.spec import Activation, ModelSpec, Normalization
+from constraints.spec import ModelSpec, Normalization
 from constraints.hybrid_pattern import ATTENTION, MAMBA, MLP, MTP_SEPARATOR, PIPE
 from constraints.stages import StageSplitError, expand_layout
 
@@ -73,7 +73,7 @@ def mlp_params(model: ModelSpec, ffn: int, width: int | None = None) -> int:
     """A dense MLP h -> ffn -> h (SwiGLU doubles fc1), with biases when the model has them; a latent MoE's routed
     experts read and write the latent width instead of h (constraints/latent_moe.py)."""
     h = width or model.hidden_size
-    fc1 = 2 * ffn if model.activation == Activation.swiglu else ffn
+    fc1 = 2 * ffn if model.activation.gated else ffn
     return h * fc1 + ffn * h + ((fc1 + h) if model.mlp_bias else 0)
 
 

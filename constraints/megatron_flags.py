@@ -57,7 +57,8 @@ FLAGS: dict[str, FlagInfo] = _parse_table(TABLE)
 MODELLED: frozenset[str] = frozenset("""
 --num-layers --data-parallel-sharding-strategy --hidden-size --ffn-hidden-size --num-attention-heads --group-query-attention --num-query-groups
 --kv-channels --max-position-embeddings --position-embedding-type --no-position-embedding
---use-rotary-position-embeddings --normalization --swiglu --squared-relu --disable-bias-linear --add-qkv-bias
+--use-rotary-position-embeddings --normalization --swiglu --squared-relu --quick-geglu --activation-func-clamp-value
+--glu-linear-offset --disable-bias-linear --add-qkv-bias
 --untie-embeddings-and-output-weights --hidden-dropout --attention-dropout --qk-layernorm --vocab-size
 --make-vocab-size-divisible-by --seq-length --encoder-seq-length
 --num-experts --moe-router-topk --moe-ffn-hidden-size --moe-shared-expert-intermediate-size --moe-layer-freq --moe-latent-size

@@ -45,7 +45,10 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
         num_query_groups=g("--num-query-groups", 1) if g("--group-query-attention") else heads,
         kv_channels=g("--kv-channels") or (h // heads if heads > 0 else 0), vocab_size=g("--vocab-size"),
         max_position_embeddings=g("--max-position-embeddings"),
-        activation=Activation.swiglu if swiglu else (Activation.squared_relu if g("--squared-relu") else Activation.gelu),
+        # argument_utils.py: --swiglu (SiLU GLU), --quick-geglu (gated quick-GELU), --squared-relu, else GELU
+        activation=Activation.swiglu if swiglu else (Activation.quick_geglu if g("--quick-geglu") else (
+            Activation.squared_relu if g("--squared-relu") else Activation.gelu)),
+        glu_clamp=g("--activation-func-clamp-value"), glu_linear_offset=g("--glu-linear-offset", 0.0),
         normalization=Normalization(g("--normalization", "LayerNorm")),
         tied_embeddings=not g("--untie-embeddings-and-output-weights", False),
         learned_position_embeddings=pos == "learned_absolute" and not g("--no-position-embedding", False),

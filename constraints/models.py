@@ -140,6 +140,11 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
     num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
     mla = raw.get("kv_lora_rank") is not None
     act = PLAIN_MLP_ACTIVATIONS.get(raw.get("hidden_act", "silu"), Activation.swiglu)
+    glu: dict[str, Any] = {}
+    if mt == "gpt_oss":  # transformers GptOssExperts: gate * sigmoid(1.702 gate) * (up + 1), both halves clamped at
+        # swiglu_limit, whatever hidden_act says; Megatron-Bridge's gpt-oss bridge: quick_gelu GLU, clamp, offset 1
+        act = Activation.quick_geglu
+        glu = {"glu_linear_offset": 1.0, "glu_clamp": _get(raw, "swiglu_limit", default=7.0)}
     fields: dict[str, Any] = dict(
         name=name, num_layers=layers, hidden_size=h, ffn_hidden_size=raw["intermediate_size"],
         num_attention_heads=heads, num_query_groups=_get(raw, "num_key_value_heads", default=heads),
@@ -154,7 +159,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         qk_layernorm=mt in ("qwen3", "qwen3_moe"), attention_sinks=mt == "gpt_oss",
         attention_dropout=float(raw.get("attention_dropout", 0.0) or 0.0),
         hidden_dropout=float(raw.get("hidden_dropout", 0.0) or 0.0), config_notes=reading_notes(raw),
-        **rope_fields(raw),
+        **rope_fields(raw), **glu,
     )
     if mla:  # MLA applies its YaRN inside its own attention (Megatron --rope-type yarn); `yarn` describes GPTModel's
         fields.pop("yarn", None)

@@ -40,7 +40,7 @@ from typing import Iterable
 from constraints.hybrid_pattern import ATTENTION, MAMBA, MLP, MOE
 from constraints.latent_moe import latent_projection_shapes
 from constraints.mamba import mamba_dims
-from constraints.spec import Activation, ModelSpec
+from constraints.spec import ModelSpec
 
 NVFP4_BLOCK = 16          # elements per E4M3 scale (TE NVFP4_BLOCK_SCALING_SIZE)
 SCALE_TILE_OUTER = 128    # scale rows padded to a multiple of 128 (NVFP4Quantizer.get_scale_shape)
@@ -86,7 +86,7 @@ def _split(width: int, parts: int) -> int:
 
 
 def _fc1_width(model: ModelSpec, ffn: int) -> int:
-    return 2 * ffn if model.activation == Activation.swiglu else ffn
+    return 2 * ffn if model.activation.gated else ffn
 
 
 def _mlp_shapes(model: ModelSpec, ffn: int, tp: int, n: int = 1, width: int | None = None) -> list[tuple[int, int, int]]:

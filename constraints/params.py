@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from constraints.latent_moe import latent_projection_params
 from constraints.mamba import hybrid_layer_split
-from constraints.spec import Activation, ModelSpec, Normalization
+from constraints.spec import ModelSpec, Normalization
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def _norm(model: ModelSpec, width: int) -> int:
 
 def _fc1_width(model: ModelSpec, ffn: int) -> int:
     # SwiGLU has gate and up projections (2*ffn); GeLU / squared-ReLU one (Shazeer 2020)
-    return 2 * ffn if model.activation == Activation.swiglu else ffn
+    return 2 * ffn if model.activation.gated else ffn
 
 
 def _mlp(model: ModelSpec, ffn: int, width: int | None = None) -> int:

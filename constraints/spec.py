@@ -46,11 +46,20 @@ class Strict(BaseModel):
 
 
 class Activation(str, Enum):
-    """MLP non-linearity; decides fc1 width (SwiGLU doubles it) — Megatron `--swiglu` / `--squared-relu`."""
+    """MLP non-linearity; decides fc1 width (the gated ones double it) — Megatron `--swiglu` / `--quick-geglu` /
+    `--squared-relu`. `quick_geglu` is gpt-oss's gate: x * sigmoid(1.702 x) on the gate half times the up half
+    (HF transformers GptOssExperts; Megatron `fused_bias_geglu.quick_geglu`, which Megatron-Bridge's gpt-oss bridge
+    selects with `activation_func = quick_gelu` and `gated_linear_unit`)."""
 
     swiglu = "swiglu"
+    quick_geglu = "quick_geglu"
     gelu = "gelu"
     squared_relu = "squared_relu"
+
+    @property
+    def gated(self) -> bool:
+        """fc1 stacks the gate and up projections (h -> 2 x ffn)."""
+        return self in (Activation.swiglu, Activation.quick_geglu)
 
 
 class Normalization(str, Enum):
@@ -234,6 +243,10 @@ class ModelSpec(Strict):
     mlp_bias: bool = Field(False, description="bias on dense MLP and expert linears")
     qk_layernorm: bool = Field(False, description="per-head q/k RMSNorm (Qwen3)")
     attention_sinks: bool = Field(False, description="one learned sink logit per head (gpt-oss)")
+    glu_clamp: Optional[float] = Field(None, gt=0, le=1e6, description="a gated activation's input clamp: gate <= c, "
+                                       "-c <= up <= c (gpt-oss 7.0: HF swiglu_limit; Megatron --activation-func-clamp-value)")
+    glu_linear_offset: float = Field(0.0, ge=-1e6, le=1e6, description="added to a gated activation's up half (gpt-oss 1.0; "
+                                     "Megatron --glu-linear-offset)")
     hidden_dropout: float = Field(0.0, ge=0, lt=1, description="Megatron --hidden-dropout; >0 stores dropout masks")
     attention_dropout: float = Field(0.0, ge=0, lt=1)
     config_notes: tuple[str, ...] = Field((), description="what the HF config reader did not follow (constraints/"
@@ -314,6 +327,9 @@ class ModelSpec(Strict):
                              "copies its last layer)")
         if self.layer_is_moe is not None and len(self.layer_is_moe) != self.num_layers:
             raise ValueError(f"layer_is_moe has {len(self.layer_is_moe)} entries, expected num_layers={self.num_layers}")
+        if not self.activation.gated and (self.glu_clamp is not None or self.glu_linear_offset):
+            raise ValueError(f"glu_clamp / glu_linear_offset act on a gated activation's halves; activation {self.activation.value} "
+                             "has none: drop them or use swiglu / quick_geglu")
         if self.multi_latent_attention:
             for f in ("kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"):
                 if getattr(self, f) is None:

@@ -46,6 +46,12 @@ def captures_whole_layer(scope: frozenset[str]) -> bool:
     return bool(scope & {FULL_ITERATION, WHOLE_LAYER})
 
 
+def captures_experts(scope: frozenset[str]) -> bool:
+    """The run captures the MoE experts (whole layers, the whole iteration, or the `moe` block), so no host
+    synchronisation can remain in them (a graph cannot wait on the CPU)."""
+    return captures_whole_layer(scope) or "moe" in scope
+
+
 def uncaptured_ops(scope: frozenset[str], kind, attn_counts: tuple[int, int],
                    block_counts_by_module: dict[str, tuple[int, int]]) -> tuple[int, int]:
     """(forward, backward) ops of one layer the host still issues one by one: the attention block's

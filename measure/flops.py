@@ -9,7 +9,7 @@ counted except the MLA "+1" norm terms and the MTP norm terms Megatron includes.
 """
 from __future__ import annotations
 
-from constraints.spec import Activation, JobSpec, ModelSpec, Recipe
+from constraints.spec import JobSpec, ModelSpec, Recipe
 from measure.layer_ops import padded_vocab
 
 FWD_BWD = 3  # fwd + dgrad + wgrad (training.py: forward_backward_expansion_factor)
@@ -48,7 +48,7 @@ def hybrid_flops(model: ModelSpec, seq_length: int, global_batch_size: int, padd
     T, s2 = global_batch_size * seq_length, global_batch_size * seq_length * seq_length
     # get_hybrid_layer_counts: the main pattern's layers, plus the MTP pattern's once per depth
     counts = {sym: m.hybrid_layer_pattern.count(sym) + m.mtp_num_layers * (m.mtp_hybrid_pattern or "").count(sym) for sym in "M*-E"}
-    scale = 1.5 if m.activation == Activation.swiglu else 1.0
+    scale = 1.5 if m.activation.gated else 1.0
     p = m.kv_channels * m.num_attention_heads / h
     attn = 4 * T * h * p * (h + h * (m.num_query_groups / m.num_attention_heads)) + 2 * s2 * h * p
     mlp = 4 * scale * T * h * m.ffn_hidden_size
@@ -82,7 +82,7 @@ def megatron_flops(model: ModelSpec, seq_length: int, global_batch_size: int, pa
     num_moe += last_is_moe * mtp
     num_dense += (1 - last_is_moe) * mtp
     num_layers = m.num_layers + mtp
-    ffn_factor = 3 if m.activation == Activation.swiglu else 2
+    ffn_factor = 3 if m.activation.gated else 2
     moe_ffn = m.moe_ffn_hidden_size or m.ffn_hidden_size
     shared = m.moe_shared_expert_intermediate_size or 0
     attn_linear, attn_core = _attention_per_token(m)

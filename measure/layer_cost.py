@@ -27,8 +27,8 @@ from constraints.spec import JobSpec, ModelSpec, MoeDispatcher, Placement, Recip
 from hardware.profile import Calibration, HardwareProfile
 from measure import collectives as col
 from measure.layer_ops import (LayerKind, Phase, PhaseOp, alltoall_sort_ops, attention_key, attention_ops, block_key,
-                               block_ops)
-from measure.cuda_graphs import FULL_ITERATION, uncaptured_ops
+                               block_ops, expert_activation_host_syncs)
+from measure.cuda_graphs import FULL_ITERATION, captures_experts, uncaptured_ops
 from measure.mamba_ops import mamba_cp_s
 from measure.roofline import CostLookup, op_time_s
 from measure.topology import recipe_groups
@@ -183,13 +183,14 @@ def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile
 def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
                 kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
                 op_cache: Optional[dict] = None, cuda_graph_scope: frozenset = frozenset(),
-                fp8_attention: bool = False) -> LayerParts:
+                fp8_attention: bool = False, fused_grouped_mlp: bool = False) -> LayerParts:
     """The part of a layer's cost its per-rank shape decides (reads TP, CP, EP, ETP, MBS, SP; never
     recompute, the dispatcher or the overlap flags: EP traffic is kept per dispatcher). `op_cache` may be
     shared by calls for one (model, job, placement, profile): its block entries are keyed by the recipe
     fields the blocks read (`attention_key`, `block_key`). `cuda_graph_scope` (measure/cuda_graphs.py): the kernels
     the run captures in CUDA graphs leave the host-issue floor. `fp8_attention`: the run sets Transformer Engine's
-    fp8_dot_product_attention (`layer_ops.attention_ops`)."""
+    fp8_dot_product_attention (`layer_ops.attention_ops`). `fused_grouped_mlp`: its experts run Transformer Engine's
+    fused grouped MLP (`layer_ops.moe_ops`), which makes no eager activation pass and no host sync in them."""
     cal = profile.calibration
     kind = LayerKind(kind)
     op_cache = {} if op_cache is None else op_cache
@@ -198,8 +199,8 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
     else:
         attn = _memo(op_cache, attention_key(recipe) + (fp8_attention,), lambda: _op_sums(timed_ops(
             attention_ops(model, job, recipe, fp8_attention), profile, table, fp, cal.moe_load_imbalance, op_cache)))
-    blk = _memo(op_cache, block_key(model, job, recipe, kind), lambda: _op_sums(timed_ops(
-        block_ops(model, job, recipe, kind), profile, table, fp, cal.moe_load_imbalance, op_cache)))
+    blk = _memo(op_cache, block_key(model, job, recipe, kind) + (fused_grouped_mlp,), lambda: _op_sums(timed_ops(
+        block_ops(model, job, recipe, kind, fused_grouped_mlp), profile, table, fp, cal.moe_load_imbalance, op_cache)))
     by = {Phase.fwd: attn.fwd_s + blk.fwd_s, Phase.bwd_dgrad: attn.dgrad_s + blk.dgrad_s,
           Phase.bwd_wgrad: attn.wgrad_s + blk.wgrad_s}
     fwd_by_module = dict(attn.fwd_by_module_s)
@@ -240,6 +241,11 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
     if kind.has_moe and FULL_ITERATION not in cuda_graph_scope:  # dispatcher host sync per pass (Calibration)
         by[Phase.fwd] += cal.moe_dispatch_overhead_us * 1e-6
         by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
+    syncs = expert_activation_host_syncs(model) if kind.has_moe and not (fused_grouped_mlp or captures_experts(cuda_graph_scope)) else 0
+    if syncs:  # each costs what the dispatcher's does; kept under moe_act so that its recompute pays it again
+        sync_s = syncs * cal.moe_dispatch_overhead_us * 1e-6
+        by[Phase.fwd] += sync_s
+        fwd_by_module["moe_act"] = fwd_by_module.get("moe_act", 0.0) + sync_s
     n_fwd, n_bwd = uncaptured_ops(cuda_graph_scope, kind, (attn.n_fwd, attn.n_bwd), blk.n_by_module)
     _host_floor(by, n_fwd, n_bwd, cal.host_time_per_op_us * 1e-6)
     sort = _memo(op_cache, ("alltoall_sort",) + block_key(model, job, recipe, kind), lambda: _op_sums(timed_ops(
@@ -305,8 +311,8 @@ def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dis
 def layer_cost(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
                kind: LayerKind, table: Optional[CostLookup] = None, fp: Optional[str] = None,
                num_microbatches: int = 1, cuda_graph_scope: frozenset = frozenset(),
-               fp8_attention: bool = False) -> LayerCost:
+               fp8_attention: bool = False, fused_grouped_mlp: bool = False) -> LayerCost:
     """A layer's cost for this recipe: `layer_parts` finished by `finish_layer_cost`."""
     parts = layer_parts(model, job, recipe, placement, profile, kind, table, fp, cuda_graph_scope=cuda_graph_scope,
-                        fp8_attention=fp8_attention)
+                        fp8_attention=fp8_attention, fused_grouped_mlp=fused_grouped_mlp)
     return finish_layer_cost(parts, recipe, profile.calibration, num_microbatches)

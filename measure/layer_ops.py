@@ -70,9 +70,35 @@ def padded_vocab(model: ModelSpec, recipe: Recipe) -> int:
 
 
 def _activation(model: ModelSpec, tokens: int, width: int, module: str) -> list[PhaseOp]:
-    kind = {Activation.swiglu: OpKind.swiglu, Activation.gelu: OpKind.gelu, Activation.squared_relu: OpKind.squared_relu}[model.activation]
-    reads = 2 if model.activation == Activation.swiglu else 1
+    """One fused pass: the gated kinds read both halves (Megatron's weighted SwiGLU / quick-GEGLU fusions)."""
+    kind = OpKind.gelu if model.activation == Activation.gelu else (
+        OpKind.squared_relu if model.activation == Activation.squared_relu else OpKind.swiglu)
+    reads = 2 if model.activation.gated else 1
     return pointwise_ops(kind, (tokens, width), module, reads, 1, flops_per_elem=8.0)
+
+
+def expert_glu_clamp_ops(model: ModelSpec, routed_tokens: int, width: int) -> list[PhaseOp]:
+    """gpt-oss's clamped quick-GEGLU in the experts: Megatron's TEGroupedMLP.bias_act_func calls
+    `fused_bias_geglu.weighted_bias_quick_geglu_impl` (bias_activation_fusion, which Megatron-Bridge's gpt-oss bridge
+    sets and Megatron's CLI defaults to), which before its fused function clamps the two halves of FC1's output in eager
+    PyTorch and concatenates them again (`x_glu.clamp(max=c)`, `x_linear.clamp(-c, c)`, `torch.cat`; Megatron-LM
+    2edffadb and d98e8a64): forward 2 reads and 2 writes of the (routed tokens x 2 ffn) tensor; backward the clamps'
+    masked gradients (a read of the gradient and of the input and a write, per half: 3 passes) and autograd's
+    concatenation of the two halves' gradients for `chunk` (2): 5 passes, 1.25 of the forward's 4. Under `moe_act`
+    recompute it runs again in the backward (module "moe_act"). One host op, as every priced module call."""
+    if model.activation != Activation.quick_geglu or model.glu_clamp is None:
+        return []
+    return pointwise_ops(OpKind.elementwise, (routed_tokens * 2 * width,), "moe_act", 2, 2, flops_per_elem=1.0,
+                         bwd_factor=1.25)
+
+
+def expert_activation_host_syncs(model: ModelSpec) -> int:
+    """Host synchronisations the experts' activation makes per forward call: `weighted_bias_quick_geglu_impl` builds
+    `torch.tensor(linear_offset, device=input.device)` on every call (Megatron-LM 2edffadb / d98e8a64
+    fused_bias_geglu.py), a blocking host-to-device copy, which PyTorch issues as cudaMemcpyAsync followed by
+    cudaStreamSynchronize (ATen/native/cuda/Copy.cu, non_blocking=False -> `at::cuda::memcpy_and_sync`). One for a
+    quick-GEGLU MoE (gpt-oss), whose recompute under `moe_act` makes it again in the backward; none otherwise."""
+    return 1 if model.is_moe and model.activation == Activation.quick_geglu else 0
 
 
 def unfused_rope_ops(model: ModelSpec, tokens: int, heads: int, kv_heads: int, rot_dim: int) -> list[PhaseOp]:
@@ -111,7 +137,7 @@ def expert_bias_ops(model: ModelSpec, routed_tokens: int, width: int) -> list[Ph
 
 def _fc1_width(model: ModelSpec, ffn: int) -> int:
     """SwiGLU stacks gate and up projections (Megatron `--swiglu`: fc1 is h -> 2*ffn)."""
-    return 2 * ffn if model.activation == Activation.swiglu else ffn
+    return 2 * ffn if model.activation.gated else ffn
 
 
 def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention: bool = False) -> list[PhaseOp]:
@@ -178,8 +204,12 @@ def tokens_per_local_expert(model: ModelSpec, job: JobSpec, recipe: Recipe) -> i
     return max(-(-routed // model.num_experts), 1)
 
 
-def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
-    """Norm, router, permute, grouped expert GEMMs, expert activation, unpermute, shared experts."""
+def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fused_grouped_mlp: bool = False) -> list[PhaseOp]:
+    """Norm, router, permute, grouped expert GEMMs, expert activation, unpermute, shared experts. `fused_grouped_mlp`:
+    the run uses Transformer Engine's fused grouped MLP (Megatron-Bridge `cutedsl_fused_grouped_mlp`): TEGroupedMLP's
+    fused forward then applies the activation and the experts' biases inside its kernels, so the eager clamp and bias
+    passes (`expert_glu_clamp_ops`, `expert_bias_ops`) do not run. Its GEMM and activation speed is not priced (no
+    published rate per shape: README Limits)."""
     dt = gemm_dtype(job)
     t, t_sp = rank_tokens(job, recipe)
     h, E = model.hidden_size, model.num_experts
@@ -200,9 +230,10 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     # copy); the alltoall dispatcher's extra re-sort into local-expert order is `alltoall_sort_ops`
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
     ops += grouped_gemm_ops(g, m, _fc1_width(model, f), w, dt, "moe")
+    ops += [] if fused_grouped_mlp else expert_glu_clamp_ops(model, routed_tokens, f)
     ops += _activation(model, routed_tokens, f, "moe_act")
     ops += grouped_gemm_ops(g, m, w, f, dt, "moe")
-    ops += expert_bias_ops(model, routed_tokens, w)
+    ops += [] if fused_grouped_mlp else expert_bias_ops(model, routed_tokens, w)
     # unpermute: the prob-weighted scatter-add of topk copies back into t_sp tokens
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)
     if latent:
@@ -244,8 +275,10 @@ def layer_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerK
     return ops
 
 
-def block_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str) -> list[PhaseOp]:
-    """The kernels after attention: the MLP of a dense layer or the MoE block of an MoE layer."""
+def block_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerKind | str,
+              fused_grouped_mlp: bool = False) -> list[PhaseOp]:
+    """The kernels after attention: the MLP of a dense layer or the MoE block of an MoE layer (`moe_ops` for
+    `fused_grouped_mlp`)."""
     kind = LayerKind(layer_kind)
     if kind == LayerKind.mamba:
         return mamba_ops(model, job, recipe)
@@ -254,10 +287,10 @@ def block_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, layer_kind: LayerK
     if kind == LayerKind.mlp:
         return mlp_ops(model, job, recipe)
     if kind == LayerKind.moe_block:
-        return moe_ops(model, job, recipe)
+        return moe_ops(model, job, recipe, fused_grouped_mlp)
     if kind == LayerKind.moe and not model.is_moe:
         raise ValueError(f"layer_kind=moe: model {model.name} has no experts; use layer_kind=dense")
-    return (moe_ops if kind == LayerKind.moe else mlp_ops)(model, job, recipe)
+    return moe_ops(model, job, recipe, fused_grouped_mlp) if kind == LayerKind.moe else mlp_ops(model, job, recipe)
 
 
 def attention_key(recipe: Recipe) -> tuple:

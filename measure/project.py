@@ -83,12 +83,14 @@ def full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:
 def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
             cost_table: Optional[CostLookup] = None, fingerprint: Optional[str] = None, simulate_pipeline: bool = True,
             timeline: Optional[list] = None, cuda_graph_scope: frozenset = frozenset(),
-            fp8_attention: bool = False) -> Projection:
+            fp8_attention: bool = False, fused_grouped_mlp: bool = False) -> Projection:
     """Project one iteration. `cost_table` entries for `fingerprint` (default: the table's only device)
     replace roofline times; `simulate_pipeline=False` uses the closed-form schedule time (ranking). `timeline`, when
     given, receives the simulated pipeline ops (measure.pipeline_sim.simulate's `events`). `cuda_graph_scope`: what
     the run captures in CUDA graphs (measure/cuda_graphs.py; none unless given). `fp8_attention`: the run sets Transformer
-    Engine's fp8_dot_product_attention (an fp8 job's core attention in fp8; measure/layer_ops.attention_ops)."""
+    Engine's fp8_dot_product_attention (an fp8 job's core attention in fp8; measure/layer_ops.attention_ops).
+    `fused_grouped_mlp`: the run uses Transformer Engine's fused grouped MLP for its experts (measure/layer_ops.moe_ops;
+    not for layers kept in bf16)."""
     if cost_table is not None and fingerprint is None:
         fps = cost_table.fingerprints() if hasattr(cost_table, "fingerprints") else []
         fingerprint = fps[0] if len(fps) == 1 else None
@@ -97,7 +99,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     dp = max(recipe.dp(world), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
     kinds = {k: layer_cost(model, job, recipe, placement, profile, layer_kind_of(k), cost_table, fingerprint, m, cuda_graph_scope,
-                           fp8_attention)
+                           fp8_attention, fused_grouped_mlp)
              for k in set(model.layer_kinds) | set(model.mtp_layer_kinds)}
     bf16_layers = job.bf16_layer_indices(model.num_layers)  # --first-last-layers-bf16: these layers' GEMMs run in bf16
     kinds_bf16 = {k: layer_cost(model, job.in_bf16(), recipe, placement, profile, layer_kind_of(k), cost_table, fingerprint, m,

@@ -243,7 +243,8 @@ def _stated_model_flags(raw: dict[str, Any], m: ModelSpec) -> list[tuple[str, An
         groups = raw.get("--num-query-groups", 1) if raw.get("--group-query-attention") else raw["--num-attention-heads"]
         pairs.append(("--num-query-groups", groups, m.num_query_groups))
     shape_stated = any(f in raw for f in ("--num-layers", "--hidden-size", "--num-attention-heads"))
-    for flag, model_value in (("--swiglu", m.activation == Activation.swiglu), ("--qk-layernorm", m.qk_layernorm),
+    for flag, model_value in (("--swiglu", m.activation == Activation.swiglu),
+                              ("--quick-geglu", m.activation == Activation.quick_geglu), ("--qk-layernorm", m.qk_layernorm),
                               ("--multi-latent-attention", m.multi_latent_attention),
                               ("--untie-embeddings-and-output-weights", not m.tied_embeddings),
                               ("--disable-bias-linear", not m.mlp_bias)):

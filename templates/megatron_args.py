@@ -116,8 +116,14 @@ def _model_args(model: ModelSpec, job: JobSpec) -> list[str]:
     args += ["--seq-length", str(job.seq_length), "--max-position-embeddings", str(max_positions)]
     if model.activation == Activation.swiglu:
         args += ["--swiglu"]
+    elif model.activation == Activation.quick_geglu:
+        args += ["--quick-geglu"]
     elif model.activation == Activation.squared_relu:
         args += ["--squared-relu"]
+    if model.glu_clamp is not None:  # TransformerConfig activation_func_clamp_value / glu_linear_offset (gpt-oss)
+        args += ["--activation-func-clamp-value", _num(model.glu_clamp)]
+    if model.glu_linear_offset:
+        args += ["--glu-linear-offset", _num(model.glu_linear_offset)]
     args += ["--normalization", model.normalization.value]
     # Megatron's add_bias_linear (default on) covers every linear; --add-qkv-bias re-adds only the QKV bias.
     if not model.mlp_bias:
