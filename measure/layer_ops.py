@@ -126,10 +126,9 @@ def expert_bias_ops(model: ModelSpec, routed_tokens: int, width: int) -> list[Ph
     writes a copy, the sum reads two and writes one, the concatenation reads and writes one: 3 reads and 3 writes of
     the routed tokens x width. Backward: the gradients of b and p, each a product with the incoming gradient and a
     reduction: about as many bytes. Priced at bf16 bytes, a lower bound where the pass is wider: with the flex
-    dispatcher the probabilities are fp32, and at d98e8a64 `_apply_packed_bias` works in fp32. Priced on every row,
-    also where Transformer Engine's fused grouped MLP adds the bias inside its kernels (Megatron-Bridge 26.06 MXFP8
-    presets; the fused MLP is not priced, README Limits), and counted as one host op however many experts it loops
-    over (see `unfused_rope_ops`)."""
+    dispatcher the probabilities are fp32, and at d98e8a64 `_apply_packed_bias` works in fp32. Not run (and not priced)
+    where Transformer Engine's fused grouped MLP adds the bias inside its kernels (`moe_ops(fused_grouped_mlp=True)`),
+    and counted as one host op however many experts it loops over (see `unfused_rope_ops`)."""
     if not model.mlp_bias:
         return []
     return pointwise_ops(OpKind.elementwise, (routed_tokens * width,), "moe", 3, 3, flops_per_elem=2.0, bwd_factor=1.0)

@@ -1,0 +1,90 @@
+"""gpt-oss's expert activation as Megatron-LM runs it: a gated quick-GELU (`--quick-geglu`) with its inputs clamped at
+7 and 1 added to the up half (HF GptOssExperts; Megatron-Bridge's gpt-oss bridge), whose fused path
+(`fused_bias_geglu.weighted_bias_quick_geglu_impl`) clamps and concatenates in eager PyTorch and builds a device tensor
+on every call (a blocking host-to-device copy, i.e. a stream synchronisation); Transformer Engine's fused grouped MLP
+replaces all of it (measure/layer_ops.py)."""
+from __future__ import annotations
+
+import pytest
+
+from bench.runs import load_all
+from constraints.case import Case
+from constraints.launch_script import extract_argv
+from constraints.megatron_args import parse_megatron_args
+from constraints.models import load_model
+from constraints.spec import Activation, JobSpec, ModelSpec, Placement, Precision, Recipe
+from hardware.profile import load_profile
+from measure.kernel_ops import Phase
+from measure.layer_cost import layer_parts
+from measure.layer_ops import LayerKind, expert_activation_host_syncs, expert_glu_clamp_ops, moe_ops
+from templates.render import render_script
+
+JOB = JobSpec(seq_length=4096, global_batch_size=1280, precision=Precision.bf16)
+RECIPE = Recipe(tp=1, pp=1, ep=64, mbs=4)
+PLACE = Placement(hardware="gb200-nvl72", num_nodes=16, gpus_per_node=4)
+
+
+def test_hf_gpt_oss_reads_as_clamped_quick_geglu():
+    oss = load_model("gpt-oss-120b")  # config.json: hidden_act "silu", swiglu_limit 7.0 (the modelling code decides)
+    assert oss.activation == Activation.quick_geglu and oss.activation.gated
+    assert (oss.glu_clamp, oss.glu_linear_offset) == (7.0, 1.0)
+    assert load_model("Qwen3-30B-A3B").activation == Activation.swiglu
+
+
+def test_render_writes_quick_geglu_and_reads_it_back():
+    model = load_model("gpt-oss-120b")
+    case = Case(model=model, job=JobSpec(seq_length=4096, global_batch_size=128), recipe=Recipe(tp=1, ep=8),
+                placement=Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
+    argv = extract_argv(render_script(case, "torchrun")).script_args
+    text = " ".join(argv)
+    assert "--quick-geglu --activation-func-clamp-value 7 --glu-linear-offset 1" in text and "--swiglu" not in text
+    parsed = parse_megatron_args(argv)
+    assert (parsed.model.activation, parsed.model.glu_clamp, parsed.model.glu_linear_offset) == (Activation.quick_geglu, 7.0, 1.0)
+
+
+def test_clamp_without_a_gate_is_refused():
+    with pytest.raises(ValueError, match="glu_clamp / glu_linear_offset act on a gated activation"):
+        ModelSpec(name="x", num_layers=2, hidden_size=64, ffn_hidden_size=128, num_attention_heads=4, num_query_groups=4,
+                  kv_channels=16, vocab_size=100, max_position_embeddings=128, activation=Activation.gelu, glu_clamp=7.0)
+
+
+def test_clamp_and_concatenation_bytes():
+    """EP 64, MBS 4 x 4096 tokens, top-4: the rank's 2 experts receive 65,536 token copies; FC1's output is 2 x 2880
+    wide. Forward: two clamps (a read and a write of each half) and the concatenation (a read and a write of the
+    whole): 4 passes of 65,536 x 5,760 bf16 = 3,019,898,880 B; backward 5 passes."""
+    oss = load_model("gpt-oss-120b")
+    ops = expert_glu_clamp_ops(oss, 65_536, 2880)
+    assert sum(o.bytes_moved for o in ops if o.phase == Phase.fwd) == 4 * 65_536 * 5_760 * 2 == 3_019_898_880
+    assert sum(o.bytes_moved for o in ops if o.phase != Phase.fwd) == 5 * 65_536 * 5_760 * 2
+    assert all(o.module == "moe_act" for o in ops)  # recomputed with moe_act
+    assert expert_glu_clamp_ops(load_model("Qwen3-30B-A3B"), 65_536, 768) == []
+
+
+def test_fused_grouped_mlp_drops_the_eager_passes():
+    oss = load_model("gpt-oss-120b")
+    eager = moe_ops(oss, JOB, RECIPE)
+    fused = moe_ops(oss, JOB, RECIPE, fused_grouped_mlp=True)
+    assert len(eager) - len(fused) == 4  # clamp + cat and the output bias, forward and backward each
+    assert sum(o.bytes_moved for o in eager) > sum(o.bytes_moved for o in fused)
+
+
+def test_one_host_sync_per_forward_priced_like_the_dispatchers():
+    oss, prof = load_model("gpt-oss-120b"), load_profile("gb200-nvl72")
+    assert expert_activation_host_syncs(oss) == 1 and expert_activation_host_syncs(load_model("Qwen3-30B-A3B")) == 0
+    sync_s = prof.calibration.moe_dispatch_overhead_us * 1e-6
+    eager = layer_parts(oss, JOB, RECIPE, PLACE, prof, LayerKind.moe)
+    fused = layer_parts(oss, JOB, RECIPE, PLACE, prof, LayerKind.moe, fused_grouped_mlp=True)
+    no_fused_ops = layer_parts(oss, JOB, RECIPE, PLACE, prof, LayerKind.moe, cuda_graph_scope=frozenset({"moe"}))
+    clamp_fwd_s = eager.fwd_by_module_s["moe_act"] - no_fused_ops.fwd_by_module_s["moe_act"]
+    assert clamp_fwd_s == pytest.approx(sync_s)  # a captured MoE block keeps the clamp, loses the sync
+    # the sync is in the forward and under moe_act, so selective recompute of moe_act pays it again
+    assert eager.fwd_s > fused.fwd_s + sync_s
+
+
+def test_published_presets_carry_the_fused_grouped_mlp():
+    by_id = {c.id: c for c in load_all()[0]}
+    # Megatron-Bridge 26.06 GB200 MXFP8 V2 preset: cutedsl_fused_grouped_mlp True; 26.08 perf recipe:
+    # use_transformer_engine_op_fuser = True (perf_recipes/gpt_oss/common.py); BF16 presets: off
+    assert by_id["MBR-045"].fused_grouped_mlp and by_id["MBR-005"].fused_grouped_mlp
+    assert not by_id["MBR-139"].fused_grouped_mlp and not by_id["MBR-046"].fused_grouped_mlp
+    assert by_id["MBR-045"].run_options()["fused_grouped_mlp"] is True
