@@ -27,7 +27,7 @@ from constraints.bridge_precision import ALIASES as PRECISION_ALIASES, RESOLVED 
 from constraints.bridge_precision import BridgePrecisionError, precision_args, resolve as resolve_precision
 from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
 from constraints.stack_field_names import unknown_bridge_key
-from constraints.stack_keys import CORE_RENAMES
+from constraints.stack_keys import CORE_RENAMES, QUICK_GELU_TARGET
 
 SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "scheduler", "logger", "checkpoint", "tokenizer",
             "rng", "dist", "validation", "profiling", "comm_overlap", "mixed_precision", "env_vars", "ft",
@@ -145,6 +145,9 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
                 if key == "grad_reduce_in_fp32":
                     builder.add_args(path, [] if value in (None, True) else ["--grad-reduce-in-bf16"])
                     continue
+            if section == "model" and key == "gated_linear_unit" and _quick_geglu(body):
+                builder.add_args(path, ["--quick-geglu"])  # not --swiglu: the gate is quick_gelu
+                continue
             if isinstance(value, dict):
                 if not (section == "model" and key == "activation_func" and _activation_agrees(value, body)):
                     builder.not_understood.append(path)
@@ -160,9 +163,17 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
 
 def _activation_agrees(value: dict, model: dict) -> bool:
     """A provider's `activation_func: {_target_: torch.nn.functional.silu}` is what Megatron's --swiglu builds with
-    gated_linear_unit (SiLU GLU), and gelu without it is Megatron's default MLP; any other pairing is not modelled."""
-    gated = bool(model.get("gated_linear_unit"))
-    return value.get("_target_") == ("torch.nn.functional.silu" if gated else "torch.nn.functional.gelu")
+    gated_linear_unit (SiLU GLU), quick_gelu with it is --quick-geglu (gpt-oss), and gelu without it is Megatron's
+    default MLP; any other pairing is not modelled."""
+    if model.get("gated_linear_unit"):
+        return value.get("_target_") in ("torch.nn.functional.silu", QUICK_GELU_TARGET)
+    return value.get("_target_") == "torch.nn.functional.gelu"
+
+
+def _quick_geglu(model: dict) -> bool:
+    """The model section builds Megatron's --quick-geglu: quick_gelu as a gated linear unit."""
+    act = model.get("activation_func")
+    return bool(model.get("gated_linear_unit")) and isinstance(act, dict) and act.get("_target_") == QUICK_GELU_TARGET
 
 
 def load_override_value(text: str, key: str) -> Any:

@@ -98,6 +98,9 @@ CORE_RENAMES = {
     "yarn_mscale_all_dim": "mscale_all_dim",
 }
 _ACTIVATIONS = {"swiglu": ["--swiglu"], "squaredrelu": ["--squared-relu"], "gelu": []}
+# the callable a Bridge provider names for gpt-oss's gate (models/gpt_oss/gpt_oss_bridge.py imports it from here);
+# with gated_linear_unit it is Megatron's --quick-geglu
+QUICK_GELU_TARGET = "megatron.core.fusions.fused_bias_geglu.quick_gelu"
 
 
 class StackKeyError(ValueError):

@@ -13,8 +13,9 @@ import yaml
 
 from constraints.bridge_precision import PRECISION_DESTS, fields_from_dests, recipe_name
 from constraints.case import Case
+from constraints.spec import Activation
 from constraints.stack_bridge import BRIDGE_SECTIONS
-from constraints.stack_keys import CORE_RENAMES, dests_from_args
+from constraints.stack_keys import CORE_RENAMES, QUICK_GELU_TARGET, dests_from_args
 from templates.megatron_args import RenderPaths, recipe_to_megatron_args
 
 STACK_FORMATS: tuple[str, ...] = ("primus", "bridge", "bridge-overrides", "yaml-cfg")
@@ -94,6 +95,9 @@ def _bridge_sections(case: Case, paths: RenderPaths | None) -> dict[str, Any]:
     if model.pop("swiglu", False):
         model["gated_linear_unit"] = True
         model["activation_func"] = {"_target_": "torch.nn.functional.silu", "_call_": False}
+    if model.pop("quick_geglu", False):  # Megatron's --quick-geglu (argument_utils.py): quick_gelu as a gated unit
+        model["gated_linear_unit"] = True
+        model["activation_func"] = {"_target_": QUICK_GELU_TARGET, "_call_": False}
     if model.pop("untie_embeddings_and_output_weights", False):
         model["share_embeddings_and_output_weights"] = False
     sections["model"] = model
@@ -109,6 +113,9 @@ def render_bridge(case: Case, paths: RenderPaths | None = None) -> str:
 
 def render_bridge_overrides(case: Case, paths: RenderPaths | None = None) -> str:
     """The same recipe as Megatron-Bridge `section.field=value` overrides, one per line."""
+    if case.model.activation == Activation.quick_geglu:
+        raise StackRenderError("--format bridge-overrides: the overrides grammar has no callables, so it cannot name the "
+                               "quick_gelu gate of this model's gated activation; render --format bridge")
     lines = []
     for section, body in _bridge_sections(case, paths).items():
         if isinstance(body, dict):
@@ -139,6 +146,9 @@ def render_yaml_cfg(case: Case, paths: RenderPaths | None = None) -> str:
                                    f"num_layers_per_virtual_pipeline_stage, and {layers} layers do not split into "
                                    f"{pp} x {stages} equal stages; render another format or pick a VPP dividing them")
         dests["num_layers_per_virtual_pipeline_stage"] = layers // (pp * stages)
+    if dests.get("quick_geglu"):
+        raise StackRenderError("--format yaml-cfg: Megatron's yaml path has no gated quick-GELU (yaml_arguments.py "
+                               "accepts activation_func swiglu, squaredrelu or gelu); render another format for this model")
     swiglu, squared = dests.pop("swiglu", False), dests.pop("squared_relu", False)
     out: dict[str, Any] = {"language_model": {"activation_func": "swiglu" if swiglu else "squaredrelu" if squared
                                               else "gelu"}, "model_parallel": {}}

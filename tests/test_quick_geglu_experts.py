@@ -17,7 +17,9 @@ from hardware.profile import load_profile
 from measure.kernel_ops import Phase
 from measure.layer_cost import layer_parts
 from measure.layer_ops import LayerKind, expert_activation_host_syncs, expert_glu_clamp_ops, moe_ops
-from templates.render import render_script
+from solver.inputs import LoadedCase, load_check_input
+from solver.report import check_and_project
+from templates.render import RenderError, render_script
 
 JOB = JobSpec(seq_length=4096, global_batch_size=1280, precision=Precision.bf16)
 RECIPE = Recipe(tp=1, pp=1, ep=64, mbs=4)
@@ -88,3 +90,26 @@ def test_published_presets_carry_the_fused_grouped_mlp():
     assert by_id["MBR-045"].fused_grouped_mlp and by_id["MBR-005"].fused_grouped_mlp
     assert not by_id["MBR-139"].fused_grouped_mlp and not by_id["MBR-046"].fused_grouped_mlp
     assert by_id["MBR-045"].run_options()["fused_grouped_mlp"] is True
+
+
+@pytest.mark.parametrize("fmt,suffix", [("primus", ".yaml"), ("bridge", ".yaml")])
+def test_stack_configs_state_the_gate_and_check_like_the_recipe(tmp_path, fmt, suffix):
+    """Bridge: gated_linear_unit with activation_func megatron.core.fusions.fused_bias_geglu.quick_gelu (what
+    Megatron-Bridge's gpt-oss bridge sets), read back as --quick-geglu; Primus: Megatron's own argument names."""
+    case = Case(model=load_model("gpt-oss-120b"), job=JobSpec(seq_length=4096, global_batch_size=128),
+                recipe=Recipe(tp=1, ep=8), placement=Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
+    path = tmp_path / f"config{suffix}"
+    path.write_text(render_script(case, fmt))
+    loaded = load_check_input(str(path), "b200", 1, 8)
+    assert loaded.unknown_flags == []
+    m = loaded.case.model
+    assert (m.activation, m.glu_clamp, m.glu_linear_offset) == (Activation.quick_geglu, 7.0, 1.0)
+    assert check_and_project(loaded)["json"]["projection"] == check_and_project(LoadedCase(case=case))["json"]["projection"]
+
+
+@pytest.mark.parametrize("fmt", ["yaml-cfg", "bridge-overrides"])
+def test_formats_that_cannot_state_the_gate_refuse(fmt):
+    case = Case(model=load_model("gpt-oss-120b"), job=JobSpec(seq_length=4096, global_batch_size=128),
+                recipe=Recipe(tp=1, ep=8), placement=Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
+    with pytest.raises(RenderError, match="quick"):
+        render_script(case, fmt)
