@@ -21,7 +21,7 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
   (bench/mbridge_presets.py; a card that names no VP takes the preset's VPP); the preset's CUDA graph capture
   (`RunCase.cuda_graph_scope`, passed to the projection: measure/cuda_graphs.py) and, on fp8 rows, its
   fp8_dot_product_attention (`RunCase.fp8_attention`, measure/roofline.py); the preset's fused grouped MLP
-  (`RunCase.fused_grouped_mlp`) removes the eager activation clamp and expert-bias passes it replaces
+  (`RunCase.fused_grouped_mlp`) removes the eager activation clamp, expert-bias passes and host sync it replaces
   (measure/layer_ops.moe_ops); its own kernel speed is not modelled (priced, it made the held-out figures worse:
   README Limits).
   25.09 rows and rows without a matching preset keep the defaults below.

@@ -33,7 +33,7 @@ from typing import Optional
 
 from constraints import attention_scores, hybrid_pattern, mamba
 from constraints.latent_moe import latent_activation_terms
-from constraints.spec import JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
+from constraints.spec import Activation, JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,11 @@ def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
         "router_probs": 4 * local_tokens * model.num_experts,
         "expert_fc1_input": sh.lin(routed * w),
         "expert_fc1_output": _ceil_div(2 * routed * _fc1_width(model, f), sh.etp),
+        # gpt-oss's clamped quick-GEGLU: weighted_bias_quick_geglu_impl (Megatron fused_bias_geglu.py) clamps the two
+        # halves of FC1's output and concatenates them; the fused function saves the concatenation for its backward
+        # while the clamps keep FC1's output (their backward reads it): a second copy of it
+        "expert_glu_clamp_output": _ceil_div(2 * routed * _fc1_width(model, f), sh.etp)
+        if model.activation == Activation.quick_geglu and model.glu_clamp is not None else 0,
         "expert_act_output": sh.lin(routed * f, sh.etp),
         **latent_activation_terms(model, sh, local_tokens),
     })
@@ -168,8 +173,8 @@ _DROPPED_BY: dict[RecomputeModule, tuple[str, ...]] = {
     RecomputeModule.layernorm: ("qkv_input", "fc1_input", "router_input", "shared_fc1_input"),
     RecomputeModule.mla_up_proj: ("mla_qkv_up",),
     RecomputeModule.mlp: ("fc1_output", "act_output"),
-    RecomputeModule.moe_act: ("expert_act_output",),
-    RecomputeModule.moe: ("router_probs", "expert_fc1_input", "expert_fc1_output", "expert_act_output",
+    RecomputeModule.moe_act: ("expert_act_output", "expert_glu_clamp_output"),
+    RecomputeModule.moe: ("router_probs", "expert_fc1_input", "expert_fc1_output", "expert_glu_clamp_output", "expert_act_output",
                           "shared_fc1_output", "shared_act_output", "latent_fc1_input", "latent_fc2_input"),
     RecomputeModule.shared_experts: ("shared_fc1_output", "shared_act_output"),
 }

@@ -170,8 +170,8 @@ TABLE = """
 --muon-num-ns-steps:i --muon-scalar-optimizer:s~ --muon-scale-mode:s~ --muon-tp-mode:s --muon-use-syrk:T
 --mup-attn-scale-power:f --mup-base-head-dim:f --mup-base-hidden-size:i --mup-embedding-mult:f --mup-output-mult:f
 --mup-width-mult:f --nccl-all-reduce-for-prefill:T --nccl-communicator-config-path:s~ --no-align-grad-reduce:F
---no-align-param-gather:F --no-barrier-with-level-1-timing:F~ --no-bias-dropout-fusion:F~ --no-bias-gelu-fusion:F~
---no-bias-swiglu-fusion:F~ --no-check-for-nan-in-loss-and-grad:F~ --no-ckpt-fully-parallel-save:F~
+--no-align-param-gather:F --no-barrier-with-level-1-timing:F~ --no-bias-dropout-fusion:F~ --no-bias-gelu-fusion:F
+--no-bias-swiglu-fusion:F --no-check-for-nan-in-loss-and-grad:F~ --no-ckpt-fully-parallel-save:F~
 --no-ckpt-load-validate-sharding-integrity:F~ --no-clone-scatter-output-in-embedding:F
 --no-create-attention-mask-in-dataloader:F~ --no-data-sharding:F --no-dsa-indexer-rotate-activation:F
 --no-dsa-indexer-scoring-relu:F --no-flight-recorder-dump-on-timeout:F~ --no-flight-recorder-extra-dump-on-exec:F~

@@ -33,6 +33,12 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
     if "--kv-channels" not in raw and heads > 0 and h % heads:
         raise MegatronArgsError(f"--hidden-size {h} is not divisible by --num-attention-heads {heads}; set --kv-channels")
     swiglu = g("--swiglu", False)
+    if swiglu and (g("--squared-relu") or g("--quick-geglu")):  # argument_utils.py asserts `not args.swiglu` there
+        raise MegatronArgsError("--swiglu with --squared-relu or --quick-geglu: Megatron-LM takes one activation; keep one")
+    gated = swiglu or (g("--quick-geglu") and not g("--squared-relu"))
+    if swiglu and g("--glu-linear-offset") and not g("--no-bias-swiglu-fusion"):
+        raise MegatronArgsError("--glu-linear-offset with --swiglu: Megatron's TransformerConfig takes a linear offset only "
+                                "with the quick-GEGLU gate when bias_activation_fusion is on; drop it or use --quick-geglu")
     # validate_args: ffn = 4h, or int(4h*2/3 / 64)*64 with SwiGLU.
     ffn = g("--ffn-hidden-size") or (int((4 * h * 2 / 3) / 64) * 64 if swiglu else 4 * h)
     pos = "rope" if g("--use-rotary-position-embeddings") else g("--position-embedding-type", "learned_absolute")
@@ -45,10 +51,12 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
         num_query_groups=g("--num-query-groups", 1) if g("--group-query-attention") else heads,
         kv_channels=g("--kv-channels") or (h // heads if heads > 0 else 0), vocab_size=g("--vocab-size"),
         max_position_embeddings=g("--max-position-embeddings"),
-        # argument_utils.py: --swiglu (SiLU GLU), --quick-geglu (gated quick-GELU), --squared-relu, else GELU
-        activation=Activation.swiglu if swiglu else (Activation.quick_geglu if g("--quick-geglu") else (
-            Activation.squared_relu if g("--squared-relu") else Activation.gelu)),
-        glu_clamp=g("--activation-func-clamp-value"), glu_linear_offset=g("--glu-linear-offset", 0.0),
+        # argument_utils.py: --swiglu (SiLU GLU), else --squared-relu, else --quick-geglu (gated quick-GELU), else GELU
+        activation=Activation.swiglu if swiglu else (Activation.squared_relu if g("--squared-relu") else (
+            Activation.quick_geglu if g("--quick-geglu") else Activation.gelu)),
+        # the clamp and offset act only in the gated paths; Megatron ignores them otherwise, and so does this reading
+        glu_clamp=g("--activation-func-clamp-value") if gated else None,
+        glu_linear_offset=g("--glu-linear-offset", 0.0) if gated else 0.0,
         normalization=Normalization(g("--normalization", "LayerNorm")),
         tied_embeddings=not g("--untie-embeddings-and-output-weights", False),
         learned_position_embeddings=pos == "learned_absolute" and not g("--no-position-embedding", False),

@@ -5,7 +5,9 @@ Source: `num_floating_point_operations` / `transformer_flops` in megatron/traini
 (NVIDIA/Megatron-LM, main as of 2026-08): every GEMM counted 3x (fwd, dgrad, wgrad) at 2 FLOPs per
 multiply-add; causal core attention counted at half the s^2 score matrix; no recompute; logits over the
 padded vocabulary once per output head (1 + MTP depth). Norms, softmax and element-wise work are not
-counted except the MLA "+1" norm terms and the MTP norm terms Megatron includes.
+counted except the MLA "+1" norm terms and the MTP norm terms Megatron includes. The gated-MLP factor follows
+Megatron-Bridge's `gated_linear_unit` (flop_utils.py), which the published rows report: Megatron-LM's own count
+tests `args.swiglu`, so for `--quick-geglu` (gpt-oss) its log counts the MLP as ungated (2 matrices, not 3).
 """
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
     the run captures in CUDA graphs (measure/cuda_graphs.py; none unless given). `fp8_attention`: the run sets Transformer
     Engine's fp8_dot_product_attention (an fp8 job's core attention in fp8; measure/layer_ops.attention_ops).
     `fused_grouped_mlp`: the run uses Transformer Engine's fused grouped MLP for its experts (measure/layer_ops.moe_ops;
-    not for layers kept in bf16)."""
+    Megatron sets it for the whole module, so layers kept in bf16 take it too)."""
     if cost_table is not None and fingerprint is None:
         fps = cost_table.fingerprints() if hasattr(cost_table, "fingerprints") else []
         fingerprint = fps[0] if len(fps) == 1 else None
@@ -103,7 +103,7 @@ def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement
              for k in set(model.layer_kinds) | set(model.mtp_layer_kinds)}
     bf16_layers = job.bf16_layer_indices(model.num_layers)  # --first-last-layers-bf16: these layers' GEMMs run in bf16
     kinds_bf16 = {k: layer_cost(model, job.in_bf16(), recipe, placement, profile, layer_kind_of(k), cost_table, fingerprint, m,
-                                cuda_graph_scope) for k in {model.layer_kinds[i] for i in bf16_layers}}
+                                cuda_graph_scope, fused_grouped_mlp=fused_grouped_mlp) for k in {model.layer_kinds[i] for i in bf16_layers}}
     head = timed_ops(head_ops(model, job, recipe), profile, cost_table, fingerprint, 1.0)
     emb_fwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase == Phase.fwd)
     emb_bwd = sum(t for p, t in head if p.op.kind.value == "embedding" and p.phase != Phase.fwd)

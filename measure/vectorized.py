@@ -300,7 +300,9 @@ class Evaluator:
         dense_p, expert_p, m = st["dense_p"], st["expert_p"], st["m"]
         sharded = shard_idx != SHARDINGS.index(DataParallelSharding.none)
         fsdp = np.isin(shard_idx, [SHARDINGS.index(s) for s in FSDP_SHARDINGS])
-        # measure.dp_comm.exposed_dp_s: all-gather costs what reduce-scatter does; unsharded DP all-reduces
+        # measure.dp_comm.exposed_dp_s: all-gather costs what reduce-scatter does; unsharded DP all-reduces. The overlap
+        # flags are the base recipe's: the solver's candidates set overlap_param_gather with the sharding
+        # (solver/space.py: on for every sharded candidate, as Recipe's default), and only the distributed optimizer reads it
         dp_t = exposed_dp_s(sharded, fsdp, st["rs_d"] + st["rs_e"],
                             all_reduce_np(dense_p * 2, st["D"]) + all_reduce_np(expert_p * 2, st["E"]), m,
                             st["fwd_window"], st["bwd_window"], cal.exposed_comm_fraction, self.base.overlap_grad_reduce,

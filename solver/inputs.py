@@ -257,6 +257,10 @@ def _stated_model_flags(raw: dict[str, Any], m: ModelSpec) -> list[tuple[str, An
             pairs.append((flag, bool(raw.get(flag)), model_value))
     if "--normalization" in raw or shape_stated:
         pairs.append(("--normalization", raw.get("--normalization", "LayerNorm"), m.normalization.value))
+    if m.activation.gated and (shape_stated or raw.get("--swiglu") or raw.get("--quick-geglu")):
+        # gpt-oss's clamp and linear offset change what the experts run (measure/layer_ops.expert_glu_clamp_ops)
+        pairs.append(("--activation-func-clamp-value", raw.get("--activation-func-clamp-value"), m.glu_clamp))
+        pairs.append(("--glu-linear-offset", raw.get("--glu-linear-offset", 0.0), m.glu_linear_offset))
     return pairs
 
 

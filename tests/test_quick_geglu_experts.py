@@ -12,10 +12,10 @@ from constraints.case import Case
 from constraints.launch_script import extract_argv
 from constraints.megatron_args import parse_megatron_args
 from constraints.models import load_model
-from constraints.spec import Activation, JobSpec, ModelSpec, Placement, Precision, Recipe
+from constraints.spec import Activation, JobSpec, ModelSpec, Placement, Precision, Recipe, Recompute
 from hardware.profile import load_profile
 from measure.kernel_ops import Phase
-from measure.layer_cost import layer_parts
+from measure.layer_cost import layer_cost, layer_parts
 from measure.layer_ops import LayerKind, expert_activation_host_syncs, expert_glu_clamp_ops, moe_ops
 from solver.inputs import LoadedCase, load_check_input
 from solver.report import check_and_project
@@ -79,8 +79,15 @@ def test_one_host_sync_per_forward_priced_like_the_dispatchers():
     no_fused_ops = layer_parts(oss, JOB, RECIPE, PLACE, prof, LayerKind.moe, cuda_graph_scope=frozenset({"moe"}))
     clamp_fwd_s = eager.fwd_by_module_s["moe_act"] - no_fused_ops.fwd_by_module_s["moe_act"]
     assert clamp_fwd_s == pytest.approx(sync_s)  # a captured MoE block keeps the clamp, loses the sync
+    assert eager.fwd_s - no_fused_ops.fwd_s == pytest.approx(sync_s)
     # the sync is in the forward and under moe_act, so selective recompute of moe_act pays it again
-    assert eager.fwd_s > fused.fwd_s + sync_s
+    recompute = RECIPE.model_copy(update={"recompute": Recompute(granularity="selective", modules=["moe_act"])})
+    m = 5  # micro-batches
+    with_sync = layer_cost(oss, JOB, recompute, PLACE, prof, LayerKind.moe, num_microbatches=m).recompute_selective
+    captured = layer_cost(oss, JOB, recompute, PLACE, prof, LayerKind.moe, num_microbatches=m,
+                          cuda_graph_scope=frozenset({"moe"})).recompute_selective
+    assert with_sync - captured == pytest.approx(sync_s)
+    assert fused.fwd_by_module_s.get("moe_act", 0.0) < eager.fwd_by_module_s["moe_act"] - sync_s
 
 
 def test_published_presets_carry_the_fused_grouped_mlp():
@@ -113,3 +120,26 @@ def test_formats_that_cannot_state_the_gate_refuse(fmt):
                 recipe=Recipe(tp=1, ep=8), placement=Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
     with pytest.raises(RenderError, match="quick"):
         render_script(case, fmt)
+
+
+def test_clamped_gate_keeps_a_second_copy_of_fc1_output_unless_recomputed():
+    """Memory: the fused function saves the concatenation while the clamps keep FC1's output: routed tokens x 2 ffn
+    x 2 B more per MoE layer (65,536 x 5,760 x 2 = 754,974,720 B at EP 64, MBS 4), gone under moe_act recompute."""
+    from constraints.activations import layer_terms, shape_of
+    sh = shape_of(JOB, RECIPE)
+    assert layer_terms(load_model("gpt-oss-120b"), sh, True)["expert_glu_clamp_output"] == 65_536 * 5_760 * 2 == 754_974_720
+    assert layer_terms(load_model("Qwen3-30B-A3B"), sh, True)["expert_glu_clamp_output"] == 0
+
+
+def test_megatron_flag_precedence_and_refusals():
+    from constraints.megatron_args import parse_megatron_args
+    from constraints.megatron_errors import MegatronArgsError
+    base = ("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
+            "--micro-batch-size 1 --global-batch-size 8 --vocab-size 100 --bf16").split()
+    # argument_utils.py: --squared-relu is tested before --quick-geglu; the clamp is ignored off a gated unit
+    p = parse_megatron_args(base + ["--squared-relu", "--quick-geglu", "--activation-func-clamp-value", "7"])
+    assert p.model.activation == Activation.squared_relu and p.model.glu_clamp is None
+    with pytest.raises(MegatronArgsError, match="--swiglu with --squared-relu or --quick-geglu"):
+        parse_megatron_args(base + ["--swiglu", "--quick-geglu"])
+    # without the fusion the experts run Megatron's eager glu(), which is not priced: said, not dropped
+    assert "--no-bias-gelu-fusion" in parse_megatron_args(base + ["--quick-geglu", "--no-bias-gelu-fusion"]).unknown_flags
