@@ -42,7 +42,7 @@ def build_gpt(model: ModelSpec, recipe: Recipe, dev, dtype):
 
     h, nh, kv, d = model.hidden_size, model.num_attention_heads, model.num_query_groups, model.kv_channels
     norm_cls = nn.RMSNorm if model.normalization == Normalization.rmsnorm else nn.LayerNorm
-    fc1_width = 2 * model.ffn_hidden_size if model.activation.gated else model.ffn_hidden_size
+    fc1_width = model.fc1_width(model.ffn_hidden_size)
 
     def act(x):
         if model.activation == Activation.swiglu:

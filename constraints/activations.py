@@ -119,15 +119,12 @@ def _with_scores(model: ModelSpec, sh: Shape, terms: dict[str, int], groups: int
     return terms
 
 
-def _fc1_width(model: ModelSpec, ffn: int) -> int:
-    return 2 * ffn if model.activation.gated else ffn
-
 
 def dense_mlp_terms(model: ModelSpec, sh: Shape, ffn: int, prefix: str, tokens: int, div: int) -> dict[str, int]:
     """Korthikanti's MLP (19sbh at ffn=4h): input, fc1 output, activation output (fc2 input), dropout mask."""
     return {
         f"{prefix}fc1_input": sh.lin(tokens * model.hidden_size, sh.sp_div),
-        f"{prefix}fc1_output": _ceil_div(2 * tokens * _fc1_width(model, ffn), div),
+        f"{prefix}fc1_output": _ceil_div(2 * tokens * model.fc1_width(ffn), div),
         f"{prefix}act_output": sh.lin(tokens * ffn, div),
     }
 
@@ -150,11 +147,11 @@ def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
         "router_input": 2 * local_tokens * h,
         "router_probs": 4 * local_tokens * model.num_experts,
         "expert_fc1_input": sh.lin(routed * w),
-        "expert_fc1_output": _ceil_div(2 * routed * _fc1_width(model, f), sh.etp),
+        "expert_fc1_output": _ceil_div(2 * routed * model.fc1_width(f), sh.etp),
         # gpt-oss's clamped quick-GEGLU: weighted_bias_quick_geglu_impl (Megatron fused_bias_geglu.py) clamps the two
         # halves of FC1's output and concatenates them; the fused function saves the concatenation for its backward
         # while the clamps keep FC1's output (their backward reads it): a second copy of it
-        "expert_glu_clamp_output": _ceil_div(2 * routed * _fc1_width(model, f), sh.etp)
+        "expert_glu_clamp_output": _ceil_div(2 * routed * model.fc1_width(f), sh.etp)
         if model.activation == Activation.quick_geglu and model.glu_clamp is not None else 0,
         "expert_act_output": sh.lin(routed * f, sh.etp),
         **latent_activation_terms(model, sh, local_tokens),

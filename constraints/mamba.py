@@ -73,7 +73,7 @@ def mlp_params(model: ModelSpec, ffn: int, width: int | None = None) -> int:
     """A dense MLP h -> ffn -> h (SwiGLU doubles fc1), with biases when the model has them; a latent MoE's routed
     experts read and write the latent width instead of h (constraints/latent_moe.py)."""
     h = width or model.hidden_size
-    fc1 = 2 * ffn if model.activation.gated else ffn
+    fc1 = model.fc1_width(ffn)
     return h * fc1 + ffn * h + ((fc1 + h) if model.mlp_bias else 0)
 
 

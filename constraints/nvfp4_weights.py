@@ -85,15 +85,12 @@ def _split(width: int, parts: int) -> int:
     return -(-width // parts)
 
 
-def _fc1_width(model: ModelSpec, ffn: int) -> int:
-    return 2 * ffn if model.activation.gated else ffn
-
 
 def _mlp_shapes(model: ModelSpec, ffn: int, tp: int, n: int = 1, width: int | None = None) -> list[tuple[int, int, int]]:
     """linear_fc1 (column-parallel, gate and up fused for SwiGLU) and linear_fc2 (row-parallel); `width` is the
     MLP's input / output width (h, or a latent MoE's latent size for its routed experts)."""
     h = width or model.hidden_size
-    return [(_split(_fc1_width(model, ffn), tp), h, n), (h, _split(ffn, tp), n)]
+    return [(_split(model.fc1_width(ffn), tp), h, n), (h, _split(ffn, tp), n)]
 
 
 def attention_shapes(model: ModelSpec, tp: int) -> list[tuple[int, int, int]]:

@@ -43,16 +43,12 @@ def _norm(model: ModelSpec, width: int) -> int:
     return width * (2 if model.normalization == Normalization.layernorm else 1)
 
 
-def _fc1_width(model: ModelSpec, ffn: int) -> int:
-    # SwiGLU has gate and up projections (2*ffn); GeLU / squared-ReLU one (Shazeer 2020)
-    return 2 * ffn if model.activation.gated else ffn
-
 
 def _mlp(model: ModelSpec, ffn: int, width: int | None = None) -> int:
     """fc1 (width -> fc1 width) + fc2 (ffn -> width), with biases when the model has them; width is h except for
     a latent MoE's routed experts (constraints/latent_moe.py)."""
     h = width or model.hidden_size
-    fc1 = _fc1_width(model, ffn)
+    fc1 = model.fc1_width(ffn)
     bias = (fc1 + h) if model.mlp_bias else 0
     return h * fc1 + ffn * h + bias
 

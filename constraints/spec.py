@@ -339,6 +339,11 @@ class ModelSpec(Strict):
             raise ValueError(error)
         return self
 
+    def fc1_width(self, ffn: int) -> int:
+        """FC1's output width for an MLP of intermediate size `ffn`: a gated activation stacks its gate and up
+        projections (Megatron `--swiglu` / `--quick-geglu`: fc1 is h -> 2 x ffn)."""
+        return 2 * ffn if self.activation.gated else ffn
+
     @property
     def rope_mscale(self) -> float:
         """YaRN's concentration factor (`YarnRope.concentration_factor`); 1 when TE's fused RoPE runs (no YaRN, or MLA,

@@ -134,10 +134,6 @@ def expert_bias_ops(model: ModelSpec, routed_tokens: int, width: int) -> list[Ph
     return pointwise_ops(OpKind.elementwise, (routed_tokens * width,), "moe", 3, 3, flops_per_elem=2.0, bwd_factor=1.0)
 
 
-def _fc1_width(model: ModelSpec, ffn: int) -> int:
-    """SwiGLU stacks gate and up projections (Megatron `--swiglu`: fc1 is h -> 2*ffn)."""
-    return 2 * ffn if model.activation.gated else ffn
-
 
 def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention: bool = False) -> list[PhaseOp]:
     """Norm, QKV (or MLA projections), core attention, output projection and residual add. `fp8_attention`: the run
@@ -189,7 +185,7 @@ def mlp_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     t, t_sp = rank_tokens(job, recipe)
     h, f = model.hidden_size, model.ffn_hidden_size // tp
     ops = norm_ops(model, t_sp, h)
-    ops += gemm_ops(t, _fc1_width(model, f), h, dt, "mlp")
+    ops += gemm_ops(t, model.fc1_width(f), h, dt, "mlp")
     ops += _activation(model, t, f, "mlp")
     ops += gemm_ops(t, h, f, dt, "mlp")
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
@@ -228,7 +224,7 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fused_grouped_mlp: b
     # permute: gather t_sp * topk token copies into expert order (Megatron `permute`, a read and a write of each
     # copy); the alltoall dispatcher's extra re-sort into local-expert order is `alltoall_sort_ops`
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
-    ops += grouped_gemm_ops(g, m, _fc1_width(model, f), w, dt, "moe")
+    ops += grouped_gemm_ops(g, m, model.fc1_width(f), w, dt, "moe")
     ops += [] if fused_grouped_mlp else expert_glu_clamp_ops(model, routed_tokens, f)
     ops += _activation(model, routed_tokens, f, "moe_act")
     ops += grouped_gemm_ops(g, m, w, f, dt, "moe")
@@ -239,7 +235,7 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fused_grouped_mlp: b
         ops += gemm_ops(t_sp, h, latent, dt, "moe_latent_proj")
     if model.moe_shared_expert_intermediate_size:
         fs = model.moe_shared_expert_intermediate_size // recipe.tp
-        ops += gemm_ops(t, _fc1_width(model, fs), h, dt, "shared_experts")
+        ops += gemm_ops(t, model.fc1_width(fs), h, dt, "shared_experts")
         ops += _activation(model, t, fs, "shared_experts")
         ops += gemm_ops(t, h, fs, dt, "shared_experts")
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
