@@ -33,9 +33,10 @@ def source_group(case: RunCase) -> str:
 
 def release_group(case: RunCase) -> str:
     """The publication, and for the Megatron-Bridge performance summary its release ("MBR 26.04.01"): the issue's
-    "every publication or release left out" read release by release. Weaker than `source_group` as a test of
-    transfer, since a release's configurations are re-measured in the others that stay in the fit; reported beside
-    it, never instead of it."""
+    "every publication or release left out" read release by release. bench.cross_validate purges a left-out release's
+    configurations from its fit (`training_rows`), so the releases that re-measured them do not carry them back; the
+    fit keeps the summary's other configurations, so it tests transfer across releases and configurations, not across
+    publishers, and is reported beside `source_group`, never instead of it."""
     group = source_group(case)
     return f"{group} {case.bridge_release}" if group == "MBR" and case.bridge_release else group
 
