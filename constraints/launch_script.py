@@ -109,7 +109,11 @@ def _parse_launcher(tokens: list[str], out: dict[str, Union[int, str]]) -> tuple
             if takes:
                 val, i = nxt, i + 1
             key = _SHORT_OPTIONS.get(key, key)
-            if (eq or takes) and not MARK_RE.search(val):
+            if (eq or takes) and MARK_RE.search(val):
+                # a size held in a variable check cannot know (`--nnodes $NODES`): kept as text, so the size reads as
+                # unknown rather than as the launcher's default (torchrun's --nnodes 1)
+                out[key] = unmark(val)
+            elif eq or takes:
                 out[key] = int(val) if re.fullmatch(r"[0-9]+", val) else val
         i += 1
     raise LaunchScriptError("no pretrain_*.py script after the launcher; write `torchrun ... pretrain_gpt.py ARGS`")

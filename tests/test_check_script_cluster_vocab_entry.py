@@ -29,6 +29,18 @@ def test_the_command_line_cluster_wins_over_the_scripts_with_a_warning(tmp_path)
     assert said == ["the script launches 2 for --nodes, the command line says 4: judged with --nodes 4 (the command line wins)"]
 
 
+@pytest.mark.parametrize("nnodes", ["--nnodes $NODES", "--nnodes=$(scontrol show hostnames | wc -l)"])
+def test_a_node_count_held_in_an_unknown_variable_is_not_taken_as_torchruns_default(tmp_path, nnodes):
+    # torchrun's --nnodes defaults to 1 only when the option is absent; `--nnodes $NODES` with NODES unknown here
+    # launches an unknown number of nodes, so check asks for --nodes instead of judging one node
+    path = _script(tmp_path, f"torchrun {nnodes} --nproc_per_node 8 pretrain_gpt.py {MODEL} --vocab-size 32000\n")
+    with pytest.raises(InputError, match="--nodes/--gpus-per-node: the script does not fix the world size"):
+        load_check_input(path, "h100-sxm-80gb", None, None)
+    given = load_check_input(path, "h100-sxm-80gb", 2, None)
+    assert (given.case.placement.num_nodes, given.case.placement.gpus_per_node) == (2, 8)
+    assert not [w for w in given.warnings if w.rule == "script_world"]
+
+
 def test_a_world_too_small_for_the_scripts_degrees_is_an_illegal_verdict(tmp_path):
     from shardplan.api import check
 
