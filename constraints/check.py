@@ -81,6 +81,20 @@ def model_config_warnings(model) -> list[Violation]:
             for note in model.config_notes]
 
 
+def node_size_warnings(gpus_per_node: int, profile) -> list[Violation]:
+    """A node said to hold more GPUs than the part's server or tray does (`HardwareProfile.gpus_per_node`): the verdict
+    stands (measure.topology prices NVLink domains of the profile's size), but such a node is not that part's, so it
+    is said rather than judged silently."""
+    have = getattr(profile, "gpus_per_node", None)
+    if not have or gpus_per_node <= have:
+        return []
+    return [Violation(rule="node_size", severity="warning",
+                      message=f"{gpus_per_node} GPUs per node, but a {profile.name} server holds {have}: the world "
+                              f"size is taken as given, the NVLink domain as the profile's "
+                              f"({profile.scale_up_domain_size} GPUs)",
+                      fix=f"use --gpus-per-node {have} (and count nodes as servers of {have} GPUs)")]
+
+
 def check_case(case: Case, profile, flags: Mapping[str, object] | None = None, env: Mapping[str, str] | None = None,
                margin_fraction: float = 0.0) -> CheckReport:
     """Legality (all rules) and memory fit of one case on one hardware profile."""
@@ -88,7 +102,8 @@ def check_case(case: Case, profile, flags: Mapping[str, object] | None = None, e
                   flags=flags or {}, env=env)
     found = check_rules(x)
     errors = [v for v in found if v.severity == "error"]
-    warnings = [v for v in found if v.severity != "error"] + model_config_warnings(case.model)
+    warnings = [v for v in found if v.severity != "error"] + model_config_warnings(case.model) \
+        + node_size_warnings(case.placement.gpus_per_node, profile)
     mem = None
     fits = False
     structural = {"world_divisible", "layers_split", "pipeline_layout", "expert_grid"}

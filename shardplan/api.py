@@ -75,7 +75,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     return CheckResult.of(data, loaded.case)
 
 
-def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: int = 8,
+def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: Optional[int] = None,
           precision: str = "bf16", top: int = 10, tp: RangeLike = None, pp: RangeLike = None, vpp: RangeLike = None,
           cp: RangeLike = None, ep: RangeLike = None, etp: RangeLike = None, mbs: RangeLike = None, schedule: Optional[str] = None,
           recompute: Optional[str] = None, sequence_parallel: Optional[bool] = None, tp_comm_overlap: Optional[bool] = None,
@@ -83,8 +83,9 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
           uneven_stages: Optional[bool] = None, max_memory_fraction: float = 1.0, objective: str = "throughput",
           target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
           proposer: Any = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0) -> SolveResult:
-    """The best legal recipes for a model on `nodes` x `gpus_per_node` GPUs of `hardware`, ranked by `objective`
-    (throughput | memory | fewest-gpus), each re-verified by check. tp..mbs take N, 'LO..HI' or (lo, hi);
+    """The best legal recipes for a model on `nodes` x `gpus_per_node` GPUs of `hardware` (default: the profile's GPUs
+    per server or tray, e.g. 4 on GB200 NVL72), ranked by `objective` (throughput | memory | fewest-gpus), each
+    re-verified by check. tp..mbs take N, 'LO..HI' or (lo, hi);
     recompute 'none' | 'selective' | 'full' pins the granularity; proposer is 'none' | 'rules' | a
     solver.proposer.loop.ProposerConfig (for an LLM endpoint). `max_time_s` bounds the whole solve's wall
     clock (solver/deadline.py): past it, SolveTimeLimit says so."""
@@ -113,7 +114,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         spec = load_model(model)
         profile = load_profile(hardware)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
-        placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
+        placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node or profile.gpus_per_node)
         ranges = {"tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs}
         pins, bounds = collect_pins(ranges, schedule, None if recompute == "none" else recompute, recompute == "none",
                                     sequence_parallel, dp_sharding, tp_comm_overlap, moe_dispatcher, ep_comm_overlap, uneven_stages)

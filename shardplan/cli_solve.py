@@ -28,7 +28,8 @@ def _range_options(fn):
 @click.option("--model", "model_name", required=True, help="bundled model name or path to a config", shell_complete=complete_model)
 @click.option("--hardware", required=True, help="hardware profile name or YAML path", shell_complete=complete_hardware)
 @click.option("--nodes", type=click.IntRange(min=1), required=True)
-@click.option("--gpus-per-node", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=None,
+              help="GPUs per node [default: the hardware profile's GPUs per server, e.g. 8 on H100, 4 on GB200 NVL72]")
 @click.option("--seq-length", type=click.IntRange(min=1), required=True)
 @click.option("--global-batch-size", type=click.IntRange(min=1), required=True)
 @click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True)

@@ -59,7 +59,8 @@ class SweepResult(BaseModel):
     seq_length: int
     global_batch_size: int
     precision: str
-    gpus_per_node: int
+    gpus_per_node: Optional[int] = Field(description="GPUs per node of every point; None when each profile took its own "
+                                         "server size and they differ (each point's `gpus` counts its own)")
     train_tokens: Optional[float] = None
     usd_per_gpu_hour: Optional[float] = None
     points: list[SweepPoint]
@@ -117,10 +118,11 @@ def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu
 
 
 def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[int]], *, seq_length: int,
-          global_batch_size: int, gpus_per_node: int = 8, precision: str = "bf16", max_memory_fraction: float = 1.0,
+          global_batch_size: int, gpus_per_node: Optional[int] = None, precision: str = "bf16", max_memory_fraction: float = 1.0,
           train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None) -> SweepResult:
     """The best legal recipe (throughput objective) at each node count on each hardware profile (a name or path, a
-    list, or comma-separated names); `nodes` a list or parse_nodes' text ('1..64'). Unusable input raises
+    list, or comma-separated names); `nodes` a list or parse_nodes' text ('1..64'); `gpus_per_node` None takes each
+    profile's GPUs per server or tray (`HardwareProfile.gpus_per_node`). Unusable input raises
     ShardplanError before any solve."""
     from constraints.models import load_model
     from constraints.spec import JobSpec, Placement
@@ -149,12 +151,11 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         spec = load_model(model)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
         for hw in profiles:  # every profile and the node counts are checked before the first solve
-            load_profile(hw)
-            Placement(hardware=hw, num_nodes=counts[-1], gpus_per_node=gpus_per_node)
+            Placement(hardware=hw, num_nodes=counts[-1], gpus_per_node=gpus_per_node or load_profile(hw).gpus_per_node)
     return sweep_specs(spec, job, profiles, counts, gpus_per_node, 1.0 - max_memory_fraction, train_tokens, usd_per_gpu_hour)
 
 
-def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node: int = 8, margin_fraction: float = 0.0,
+def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node: Optional[int] = None, margin_fraction: float = 0.0,
                 train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None, pins: Optional[dict] = None,
                 bounds: Optional[dict] = None) -> SweepResult:
     """`sweep` over a loaded ModelSpec and JobSpec (and optional solve pins / bounds, solver.workflow.collect_pins);
@@ -166,17 +167,21 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
 
     pins, bounds = dict(pins or {}), dict(bounds or {})
     points: list[SweepPoint] = []
+    per_node: set[int] = set()
     for hw in hardware:
         profile = load_profile(hw)
+        node_gpus = gpus_per_node or profile.gpus_per_node
+        per_node.add(node_gpus)
         screen = CountScreen(model, job, profile, margin_fraction, pins, bounds)
         shared_parts: dict = {}  # layer parts by shape and scale-up domain, for every size of this profile
         for n in sorted(set(nodes)):
             with step(f"{hw}: best recipe on {n} node{'' if n == 1 else 's'}"):
-                placement = Placement(hardware=hw, num_nodes=n, gpus_per_node=gpus_per_node)
+                placement = Placement(hardware=hw, num_nodes=n, gpus_per_node=node_gpus)
                 points.append(best_at(model, job, placement, profile, screen, shared_parts, margin_fraction, pins, bounds))
     _finish(points, train_tokens, usd_per_gpu_hour)
     return SweepResult(model=model.name, seq_length=job.seq_length, global_batch_size=job.global_batch_size,
-                       precision=job.precision.value, gpus_per_node=gpus_per_node, train_tokens=train_tokens,
+                       precision=job.precision.value, gpus_per_node=per_node.pop() if len(per_node) == 1 else None,
+                       train_tokens=train_tokens,
                        usd_per_gpu_hour=usd_per_gpu_hour, points=points)
 
 

@@ -18,7 +18,8 @@ from shardplan.sweep import sweep
               help="hardware profile name or YAML path; repeat or comma-separate for several")
 @click.option("--nodes", "nodes_text", required=True, metavar="LIST|LO..HI|LO..HI+STEP",
               help="node counts: 1,2,4,8 or 1..64 (doubling, 64 included) or 8..64+8")
-@click.option("--gpus-per-node", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=None,
+              help="GPUs per node [default: each hardware profile's GPUs per server, e.g. 8 on H100, 4 on GB200 NVL72]")
 @click.option("--seq-length", type=click.IntRange(min=1), required=True)
 @click.option("--global-batch-size", type=click.IntRange(min=1), required=True)
 @click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True)

@@ -110,7 +110,8 @@ def job_options(fn):
 @report_command.command("solve")
 @job_options
 @click.option("--nodes", type=click.IntRange(min=1), required=True)
-@click.option("--gpus-per-node", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=None,
+              help="GPUs per node [default: the hardware profile's GPUs per server]")
 @click.option("--top", "k", type=click.IntRange(min=1, max=20), default=3, show_default=True, help="recipes side by side")
 @click.option("--tp", default=None, metavar="N|LO..HI", help="pin or bound TP (as solve)")
 @click.option("--pp", default=None, metavar="N|LO..HI", help="pin or bound PP (as solve)")

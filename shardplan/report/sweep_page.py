@@ -30,7 +30,7 @@ def sweep_rows(result) -> list[dict]:
 
 def sweep_title(result) -> str:
     head = (f"{result.model}, seq {result.seq_length:,}, global batch {result.global_batch_size:,}, {result.precision}, "
-            f"{result.gpus_per_node} GPUs per node")
+            + (f"{result.gpus_per_node} GPUs per node" if result.gpus_per_node else "each profile's GPUs per server"))
     if result.train_tokens:
         head += f"; training {result.train_tokens:,.0f} tokens" + (f" at {result.usd_per_gpu_hour} USD per GPU-hour"
                                                                     if result.usd_per_gpu_hour is not None else "")
