@@ -100,8 +100,8 @@ def hardware_command(fmt: str, as_json: bool) -> None:
 
 CHECK_COLUMNS = (("model", "model", "{}"), ("hardware", "hardware", "{}"), ("GPUs", "world_size", "{}"), ("legal", "legal", "{}"),
                  ("fits", "fits", "{}"), ("violations", "violations", "{}"), ("peak GiB", "peak_gib", "{:.2f}"),
-                 ("usable GiB", "usable_gib", "{:.2f}"), ("step s", "step_s", "{:.3f}"), ("tok/s/GPU", "tokens_per_s_per_gpu", "{:,.0f}"),
-                 ("MFU", "mfu", "{:.1%}"))
+                 ("usable GiB", "usable_gib", "{:.2f}"), ("step s", "step_s", "{:.3f}"), ("tok/s/GPU", "tokens_per_s_per_gpu", "{:.0f}"),
+                 ("MFU", "mfu", "{:.3f}"))
 
 
 @cli.command("check")

@@ -14,8 +14,18 @@ from shardplan.sweep import SweepResult
 
 RESULT_TYPES: dict[str, type[BaseModel]] = {"check": CheckResult, "solve": SolveResult, "render": RenderResult,
                                             "models": ModelInfo, "hardware": HardwareInfo, "sweep": SweepResult}
+# commands whose JSON is a list of results, one per bundled model / profile
+LIST_RESULTS = ("models", "hardware")
 
 
 def schemas() -> dict[str, dict[str, Any]]:
-    """JSON Schema of each command's result (for `models` / `hardware`: of one list item)."""
-    return {name: cls.model_json_schema(mode="serialization") for name, cls in RESULT_TYPES.items()}
+    """JSON Schema of each command's JSON as it prints it: an object, or for `models` / `hardware` an array of
+    objects (the item's definitions hoisted to the top, so its `$ref`s resolve from the array's root)."""
+    out = {}
+    for name, cls in RESULT_TYPES.items():
+        schema = cls.model_json_schema(mode="serialization")
+        if name in LIST_RESULTS:
+            defs = schema.pop("$defs", None)
+            schema = {"title": f"{cls.__name__} list", "type": "array", "items": schema, **({"$defs": defs} if defs else {})}
+        out[name] = schema
+    return out

@@ -73,7 +73,13 @@ def test_schemas_forbid_unknown_keys_and_name_every_json_key():
     schemas = shardplan.schemas()
     assert set(schemas) == {"check", "solve", "render", "models", "hardware", "sweep"}
     for name, schema in schemas.items():
-        assert schema["additionalProperties"] is False, name
+        item = schema["items"] if name in ("models", "hardware") else schema
+        assert item["additionalProperties"] is False, name
+    # `models --json` / `hardware --json` print a list: their schemas are arrays of the item's object
+    for name in ("models", "hardware"):
+        printed = json.loads(CliRunner().invoke(cli, [name, "--json"]).stdout)
+        assert schemas[name]["type"] == "array" and isinstance(printed, list) and printed
+        assert all(set(item) <= set(schemas[name]["items"]["properties"]) for item in printed), name
     data = shardplan.check(EXAMPLE).to_json()
     assert set(data) <= set(schemas["check"]["properties"])
     out = CliRunner().invoke(cli, ["schema", "solve"])

@@ -117,3 +117,16 @@ def test_a_table_wider_than_the_terminal_folds_text_and_never_crops_a_number():
     text = to_table(rows, [("name", "name", "{}"), ("big number", "n", "{}"), ("free GiB", "x", "{:.2f}")], width=20)
     assert "123456789" in text and "12345.25" in text and "GiB" in text and "…" not in text
     assert "distributed_optimizer" in "".join(line.split()[0] for line in text.splitlines()[1:] if line.split())
+
+
+def test_check_and_solve_csv_write_mfu_and_throughput_alike():
+    """One column, one unit: MFU as a fraction with three decimals and tokens/s/GPU as a plain integer in both commands'
+    csv (check wrote 40.7% and 1,234 where solve wrote 0.407 and 1234)."""
+    _, checked = _run("check", EXAMPLE, "--format", "csv")
+    _, solved = _run(*SOLVE, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(checked))) + list(csv.DictReader(io.StringIO(solved)))
+    assert len(rows) == 3
+    for row in rows:
+        mfu, tps = row["MFU"], row["tok/s/GPU"]
+        assert mfu.startswith("0.") and len(mfu.split(".")[1]) == 3 and 0 < float(mfu) < 1, row
+        assert tps.isdigit(), row
