@@ -12,7 +12,7 @@ from pydantic import Field
 from constraints.case import Case
 from constraints.memory import MemoryReport, memory_report
 from constraints.rules import RuleInput, Violation, check_rules
-from constraints.spec import Strict
+from constraints.spec import DataParallelSharding, Strict
 from constraints.stages import StageSplitError
 
 
@@ -50,8 +50,9 @@ class CheckReport(Strict):
         return self.legal and self.fits
 
 
-def memory_violation(mem: MemoryReport) -> Optional[Violation]:
-    """The memory 'rule': the most loaded rank must fit in usable HBM."""
+def memory_violation(mem: MemoryReport, sharding: Optional[DataParallelSharding] = None) -> Optional[Violation]:
+    """The memory 'rule': the most loaded rank must fit in usable HBM. `sharding` (the recipe's) keeps the fix from
+    proposing the sharding the recipe already has."""
     if mem.fits:
         return None
     biggest = max(mem.terms, key=lambda k: mem.terms[k])
@@ -59,10 +60,12 @@ def memory_violation(mem: MemoryReport) -> Optional[Violation]:
     return Violation(rule="memory_fits",
                      message=(f"pipeline rank {mem.stage} needs {mem.peak_bytes / gib:.2f} GiB > usable {mem.usable_bytes / gib:.2f} GiB "
                               f"(largest term: {biggest} {mem.terms[biggest] / gib:.2f} GiB)"),
-                     fix=_memory_fix(biggest))
+                     fix=_memory_fix(biggest, sharding))
 
 
-def _memory_fix(term: str) -> str:
+def _memory_fix(term: str, sharding: Optional[DataParallelSharding] = None) -> str:
+    if term == "optimizer_state" and sharding not in (None, DataParallelSharding.none):
+        return "raise DP (the states are already sharded over it), shard further with TP/PP/EP, or use Megatron-FSDP"
     return {
         "activations": "add recompute (--recompute-granularity selective/full), raise TP/CP/PP or lower --micro-batch-size",
         "optimizer_state": "add --use-distributed-optimizer or raise DP, or shard further with TP/PP/EP",
@@ -117,7 +120,7 @@ def check_case(case: Case, profile, flags: Mapping[str, object] | None = None, e
         else:
             mem = MemorySummary.of(report)
             fits = report.fits
-            mv = memory_violation(report)
+            mv = memory_violation(report, case.recipe.dp_sharding)
             if mv:
                 errors.append(mv)
     legal = not any(v.rule != "memory_fits" for v in errors)

@@ -294,7 +294,8 @@ def precision_supported(x: RuleInput) -> Optional[Violation]:
     if hw is None or not p.is_fp8:
         return None
     if not getattr(hw, "supports_fp8", True):
-        return violation("precision_supported", f"{hw.name} has no FP8 tensor cores", "use --bf16")
+        return violation("precision_supported", f"{hw.name} has no FP8 tensor cores",
+                         "drop --fp8-format / --fp8-recipe and train in bf16 (--bf16)")
     if p == Precision.mxfp8 and not getattr(hw, "supports_mxfp8", False):
         return violation("precision_supported", f"MXFP8 needs block-scaled FP8 hardware; {hw.name} has none", "use --fp8-recipe tensorwise")
     return None
