@@ -42,6 +42,8 @@ _PRECISION_OPTION = (("--fp8-recipe tensorwise", "--precision fp8-tensorwise"), 
 
 def _solve_option(fix: str) -> str:
     """A recipe-free rule's fix in the options `solve` takes (the rules speak Megatron flags for `check`)."""
+    if fix.startswith("drop --fp8-format"):  # precision_supported on a part without FP8: train in bf16
+        return "use --precision bf16"
     for flag, option in _PRECISION_OPTION:
         if fix.startswith("use " + flag) or fix == flag:
             return fix.replace(flag, option, 1)
