@@ -209,26 +209,33 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
     argument file or stack config). hardware / nodes / gpus_per_node override or complete what the source states.
     The recipe is checked first: an illegal one raises RenderRefused (a ShardplanError listing every problem) unless
     force=True. `paths`: data_path, tokenizer_model, checkpoint_dir, megatron_path (templates.megatron_args.RenderPaths).
-    `output`: also write it there (atomically). `shardplan render` is this function and nothing else."""
-    from templates.megatron_args import RenderPaths
+    `output`: also write it there (atomically). From a launch script, the script's own --data-path and HF
+    --tokenizer-model are kept unless `paths` gives others, and `not_carried` lists the script's flags the rendered
+    script leaves out or sets otherwise. `shardplan render` is this function and nothing else."""
+    from templates.megatron_args import DATA_PATH_PLACEHOLDER, RenderPaths
     from templates.render import RENDER_FORMATS, render_script
     from templates.render_files import write_script
-    from templates.render_input import load_render_input, refuse_unless_forced, render_problems
+    from templates.render_input import (flags_not_carried, load_render_input, refuse_unless_forced, render_problems,
+                                        script_site_paths)
 
     _choice("format", format, RENDER_FORMATS)  # stack config formats too (configs hook)
     with input_boundary():
         loaded = load_render_input(source, hardware, nodes, gpus_per_node)
-        render_paths = RenderPaths(**paths)
+        render_paths = RenderPaths(**{**script_site_paths(loaded.flags, paths), **{k: v for k, v in paths.items() if v is not None
+                                                                                 and v != DATA_PATH_PLACEHOLDER}})
     problems = render_problems(loaded, force)
     refuse_unless_forced(problems, force)
     text = render_script(loaded.case, format, render_paths)
+    # a launch script's own flags that a launch-script format does not write as the script did (stack configs name
+    # them otherwise): said, not dropped silently
+    not_carried = flags_not_carried(loaded.flags, text) if loaded.flags and format in ("torchrun", "slurm") else []
     if output is not None:
         try:
             write_script(output, text)
         except OSError as exc:
             raise ShardplanError(f"output: cannot write {output} ({exc.strerror}); give a writable path") from None
     return RenderResult(format=format, script=text, path=output, problems=problems,
-                        model_notes=list(loaded.case.model.config_notes))
+                        model_notes=list(loaded.case.model.config_notes), not_carried=not_carried)
 
 
 def models() -> list[ModelInfo]:

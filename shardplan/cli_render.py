@@ -65,6 +65,8 @@ def render_command(recipe_file: str, fmt: str, output: Optional[str], force: boo
             click.echo(f"warning (--force): {line}", err=True)
         for note in result.model_notes:  # what the HF config reader did not follow is rendered as read: say so
             click.echo(f"warning: model config: {note}", err=True)
+        for note in result.not_carried:  # the source script's flags the rendered one does not write as it did
+            click.echo(f"note: from the script, {note}", err=True)
         if output is None:
             click.echo(result.script, nl=False)
             return

@@ -168,6 +168,8 @@ class RenderResult(Result):
     problems: list[str] = Field(description="violations found by check (rendered anyway only with force=True)")
     model_notes: list[str] = Field([], description="what the model's HF config reader did not follow (constraints/hf_reading.py); "
                                    "the script renders the model as read")
+    not_carried: list[str] = Field([], description="a source launch script's flags the rendered torchrun / slurm script "
+                                   "leaves out or sets otherwise, one line each (`--train-iters 1000: rendered as 500000`)")
 
 
 class ModelInfo(Result):

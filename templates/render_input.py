@@ -7,6 +7,7 @@ script the command writes is byte for byte the one the API returns. An illegal o
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -70,3 +71,65 @@ def refuse_unless_forced(problems: Sequence[str], force: bool) -> None:
     if problems and not force:
         raise RenderRefused(f"recipe: illegal or not expressible ({len(problems)} problem(s): {problems[0]}); "
                             "fix it or pass force=True", problems)
+
+
+_RENDERED_FLAG = re.compile(r"^\s*(--[A-Za-z0-9][\w-]*)(?:\s+(.+?))?\s*\\?\s*$")
+
+
+def _rendered_flags(script: str) -> dict[str, list[str]]:
+    """Flag -> its values as the rendered launch script writes them, one flag per line inside its argument arrays."""
+    out: dict[str, list[str]] = {}
+    for line in script.splitlines():
+        m = _RENDERED_FLAG.match(line)
+        if m:
+            out[m.group(1)] = [v.strip("\"'") for v in (m.group(2) or "").split()]
+    return out
+
+
+def _same_value(said: Any, rendered: list[str]) -> bool:
+    """Whether a script's parsed flag value (True for a switch, a number, a text or a list) is what the rendered line
+    writes: switches by presence, numbers by value (0.0001 == 1e-4), the rest as text."""
+    if said is True:
+        return True
+    values = said if isinstance(said, list) else [said]
+    if len(values) != len(rendered):
+        return False
+    for a, b in zip(values, rendered):
+        try:
+            if float(a) != float(b):
+                return False
+        except (TypeError, ValueError):
+            if str(a) != b:
+                return False
+    return True
+
+
+def flags_not_carried(script_flags: Mapping[str, Any], rendered: str) -> list[str]:
+    """The source script's Megatron flags the rendered script does not write as the source did, one line each
+    (`--train-iters 1000: rendered as 500000`, `--moe-permute-fusion: not rendered`): `render` writes a recipe, not the
+    source, so what it leaves out or sets otherwise is said rather than dropped silently."""
+    have = _rendered_flags(rendered)
+    out = []
+    for flag, said in script_flags.items():
+        text = " ".join(map(str, said)) if isinstance(said, list) else ("" if said is True else str(said))
+        shown = f"{flag} {text}".strip()
+        if flag not in have:
+            out.append(f"{shown}: not rendered")
+        elif not _same_value(said, have[flag]):
+            out.append(f"{shown}: rendered as {' '.join(have[flag]) or 'a switch'}")
+    return out
+
+
+def script_site_paths(script_flags: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, str]:
+    """The site paths a source launch script states, for `render` to keep where the caller gives none: its one
+    --data-path prefix (a weighted blend of several is left to `flags_not_carried`) and, with HuggingFaceTokenizer,
+    its --tokenizer-model."""
+    out: dict[str, str] = {}
+    data = script_flags.get("--data-path")
+    data = data if isinstance(data, list) else [data] if isinstance(data, str) else []
+    if len(data) == 1 and isinstance(data[0], str):
+        out["data_path"] = data[0]
+    if script_flags.get("--tokenizer-type") == "HuggingFaceTokenizer" and isinstance(script_flags.get("--tokenizer-model"), str) \
+            and given.get("tokenizer_model") is None:
+        out["tokenizer_model"] = script_flags["--tokenizer-model"]
+    return out
