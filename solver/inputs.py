@@ -164,12 +164,18 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
         case = Case(model=model, job=cfg.job, recipe=cfg.recipe, placement=placement)
     except ValidationError as exc:
         raise InputError(validation_line(exc).removeprefix("value: Value error, ")) from None
-    return LoadedCase(case=case, flags=dict(getattr(cfg, "raw", {}) or {}), env=dict(launch.env or {}),
+    # a sourced or child file check cannot read may export what the environment rules judge: the environment is then
+    # unknown (those rules are not judged, and the `sourced_file` warning below says why) unless the script itself
+    # states the variable they read
+    env_known = not launch.missing or "CUDA_DEVICE_MAX_CONNECTIONS" in (launch.env or {})
+    return LoadedCase(case=case, flags=dict(getattr(cfg, "raw", {}) or {}), env=dict(launch.env or {}) if env_known else None,
                       unknown_flags=list(cfg.unknown_flags), ignored_flags=list(getattr(cfg, "ignored_flags", [])),
                       source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()]
                       + [_note("sourced_file", f"read {f} (not run)") for f in launch.sourced]
                       + [_note("sourced_file", f"the script sources or runs {f}, which check cannot read: what it "
-                                               "sets (e.g. CUDA_DEVICE_MAX_CONNECTIONS) is unknown here")
+                                               "sets (e.g. CUDA_DEVICE_MAX_CONNECTIONS, or a variable the script then "
+                                               "defaults) is unknown here"
+                                               + ("" if env_known else ", so the launch environment is not judged"))
                          for f in launch.missing]
                       + [_note("script_layout", w) for w in launch.misread]
                       + [_note("script_not_followed", w) for w in launch.warnings]

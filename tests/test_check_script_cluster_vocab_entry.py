@@ -98,3 +98,22 @@ def test_an_unfused_attention_backend_not_modelled_with_its_attention_is_refused
     with pytest.raises(MegatronArgsError, match="--attention-backend unfused with --softmax-type off-by-one"):
         parse_megatron_args((MODEL + " --vocab-size 32000 --attention-backend unfused --softmax-type off-by-one").split())
     assert parse_megatron_args((MODEL + " --vocab-size 32000 --attention-backend flash").split()).model
+
+
+def test_an_unreadable_sourced_file_leaves_the_launch_environment_unjudged(tmp_path):
+    # TP 2 on H100 (arch 9) needs CUDA_DEVICE_MAX_CONNECTIONS=1; a sourced file check cannot read may export it, so
+    # the rule is not judged (and the warning says so) instead of an illegal verdict on a value nobody knows
+    args = f"{MODEL} --vocab-size 32000 --tensor-model-parallel-size 2"
+    p = tmp_path / "train.sh"
+    p.write_text(f"#!/bin/bash\nsource ./cluster_env.sh\ntorchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py {args}\n")
+    from solver.report import check_and_project
+
+    unknown = load_check_input(str(p), "h100-sxm-80gb", None, None)
+    assert unknown.env is None
+    assert any("the launch environment is not judged" in w.message for w in unknown.warnings if w.rule == "sourced_file")
+    assert check_and_project(unknown, project=False)["report"].legal
+    # stated in the script itself, the variable is judged as before
+    p.write_text(f"#!/bin/bash\nsource ./cluster_env.sh\nexport CUDA_DEVICE_MAX_CONNECTIONS=8\n"
+                 f"torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py {args}\n")
+    stated = check_and_project(load_check_input(str(p), "h100-sxm-80gb", None, None), project=False)["report"]
+    assert [v.rule for v in stated.violations] == ["cuda_device_max_connections"]
