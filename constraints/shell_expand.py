@@ -69,6 +69,9 @@ class Shell:
         self.env_in = {k: v for k, v in env.items() if not k.isdigit()}
         top = max((int(k) for k in env if k.isdigit() and 0 < int(k) < 10_000), default=0)
         self.positional: list = [env.get(str(k)) for k in range(1, top + 1)]  # $1 $2 ...: env "1", "2", ...
+        # whether $1 $2 ... are still the script's own arguments (from the environment), not a function's or `set --`'s:
+        # only those are reported as taken from the environment
+        self.positional_from_env = True
         self.vars: dict[str, Value] = {}
         self.unset: set[str] = set()  # names `unset` removed: no longer read from the environment
         self.exported: set[str] = set()
@@ -81,7 +84,7 @@ class Shell:
         if name.isdigit() and name != "0":
             k = int(name)
             value = self.positional[k - 1] if k <= len(self.positional) else None
-            if value is not None:
+            if value is not None and self.positional_from_env:
                 self.env_taken.setdefault(name, value)
             return value
         if name == "#":

@@ -118,6 +118,7 @@ class Interpreter(Blocks):
             return
         if cmd == "set" and args and args[0] == "--":
             self.sh.positional = [t for w in args[1:] for t in self.sh.words(w)]
+            self.sh.positional_from_env = False
             return
         if cmd in ("read", "getopts", "mapfile", "readarray") or cmd == "printf" and args[:1] == ["-v"]:
             self._read_like(cmd, args, stmt)
@@ -256,16 +257,17 @@ class Interpreter(Blocks):
         if got is None:
             return
         shown, text = got
-        saved_where, saved_pos = self.where, self.sh.positional
+        saved_where, saved_pos, saved_from = self.where, self.sh.positional, self.sh.positional_from_env
         self.where = f"{shown}:"
         if len(args) > 1:
             self.sh.positional = [t for w in args[1:] for t in self.sh.words(w)]
+            self.sh.positional_from_env = False
         try:
             self._sub_script(text, stmt, same_shell=True)
         finally:
             self.where = saved_where
             if len(args) > 1:
-                self.sh.positional = saved_pos
+                self.sh.positional, self.sh.positional_from_env = saved_pos, saved_from
 
     def _open(self, path: str, stmt: Stmt) -> Optional[tuple[str, str]]:
         """A file the script reads or runs: a here-document written earlier, else the reader's resolution."""
@@ -329,8 +331,8 @@ class Interpreter(Blocks):
     def _call(self, name: str, args: list[str]) -> None:
         if self.depth >= MAX_DEPTH:
             raise LaunchScriptError(f"function {name} calls nest more than {MAX_DEPTH} deep; simplify the recursion")
-        saved = self.sh.positional
-        self.sh.positional = list(args)
+        saved, saved_from = self.sh.positional, self.sh.positional_from_env
+        self.sh.positional, self.sh.positional_from_env = list(args), False
         self.depth += 1
         try:
             self.block(self.functions[name])
@@ -338,7 +340,7 @@ class Interpreter(Blocks):
             pass
         finally:
             self.depth -= 1
-            self.sh.positional = saved
+            self.sh.positional, self.sh.positional_from_env = saved, saved_from
 
     def _assign(self, word: str, export: bool) -> None:
         """`NAME=value`, `NAME+=value`, `NAME=( ... )` (array; comments and continuations inside), `NAME+=( ... )`."""

@@ -137,3 +137,16 @@ def test_star_and_at_expansions_split_as_bash_does():
     text = 'A=(--lr "1e-4 x")\npython pretrain_gpt.py --data-path "$*" --split "${A[*]}" "${A[@]}"\n'
     got = extract_argv(text, env={"1": "a", "2": "b c"}).script_args
     assert got == ["--data-path", "a b c", "--split", "--lr 1e-4 x", "--lr", "1e-4 x"]  # bash 5 gives the same
+
+
+def test_a_functions_arguments_are_not_reported_as_taken_from_the_environment():
+    # `launch 2 2` sets $1 $2 inside the function: the script's own arguments ($1 at the top, read with a default) are
+    # the only positional values the environment could have given
+    text = ("#!/bin/bash\nSIZE=${1:-8B}\nlaunch() {\n  local tp=$1 pp=$2\n"
+            "  torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size $tp --pipeline-model-parallel-size $pp\n"
+            "}\nlaunch 2 4\nset -- 8\necho $1\n")
+    cmd = extract_argv(text)
+    assert cmd.script_args[-4:] == ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "4"]
+    assert cmd.env_taken == {}
+    given = extract_argv(text, env={"1": "70B"})
+    assert given.env_taken == {"1": "70B"}
