@@ -37,6 +37,22 @@ def hybrid_pattern(raw: dict[str, Any]) -> Optional[str]:
     return None if text is None else str(text)
 
 
+def ignored_num_layers_note(raw: dict[str, Any]) -> Optional[str]:
+    """The note Megatron's validate_args warns with when --num-layers disagrees with the hybrid pattern (it takes the
+    pattern's count, as shardplan does); None when they agree or there is no pattern."""
+    text, given = hybrid_pattern(raw), raw.get("--num-layers")
+    if text is None or given is None:
+        return None
+    try:
+        layers = len(split_pattern(text)[0].replace(PIPE, ""))
+    except HybridPatternError:
+        return None  # hybrid_model_fields refuses the pattern with its own message
+    if layers == given:
+        return None
+    return (f"--num-layers {given} ignored: the hybrid layer pattern holds {layers} layers, which Megatron's validate_args "
+            "takes instead (with a warning); priced with the pattern's count")
+
+
 def hybrid_model_fields(raw: dict[str, Any], hidden_size: int) -> Optional[dict[str, Any]]:
     """ModelSpec fields of a hybrid model (num_layers and the Mamba sizes), or None without a pattern."""
     text = hybrid_pattern(raw)

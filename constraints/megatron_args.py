@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from constraints.hybrid_flags import ignored_num_layers_note
 from constraints.megatron_errors import MegatronArgsError, error_from_validation
 from constraints.megatron_job import job_from_flags
 from constraints.megatron_model import model_from_flags
@@ -61,6 +62,9 @@ def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model
     if note:
         notes.append(note)
     unknown += not_modelled_values(raw)
+    layers_note = ignored_num_layers_note(raw)
+    if layers_note:
+        notes.append(layers_note)
     model, missing = model_from_flags({**raw, "--vocab-size": vocab} if vocab is not None else raw, name)
     fields: dict[str, Any] = {}
     try:

@@ -94,6 +94,9 @@ def test_pattern_flag_sets_layers_mamba_defaults_and_pipeline_segments():
     c = parse_megatron_args(_flags("--num-layers", "99", "--pipeline-model-parallel-size", "2"))
     m, r = c.model, c.recipe
     assert m.num_layers == 10 and m.hybrid_layer_pattern == "M-M*-M-M*-"  # the pattern wins over --num-layers
+    # ... and, as Megatron's validate_args warns, the ignored --num-layers is said
+    assert "--num-layers 99 ignored: the hybrid layer pattern holds 10 layers" in " ".join(c.notes)
+    assert not [n for n in parse_megatron_args(_flags("--num-layers", "10")).notes if "ignored" in n]
     assert (m.mamba_num_heads, m.mamba_head_dim, m.mamba_state_dim, m.mamba_num_groups) == (2 * 1024 // 64, 64, 128, 8)
     assert r.vpp == 1 and layout_as_segments(r.pipeline_layout) == [5, 5]
     c4 = parse_megatron_args(_flags("--pipeline-model-parallel-size", "1"))
