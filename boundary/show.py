@@ -23,10 +23,12 @@ _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_e
                  "finite_number"}
 
 
-def validation_line(exc, rename: dict[str, str] | None = None, reasons: dict[str, str] | None = None) -> str:
+def validation_line(exc, rename: dict[str, str] | None = None, reasons: dict[str, str] | None = None,
+                    shapes: dict[str, str] | None = None) -> str:
     """The first error of a pydantic ValidationError as `field: message (got value)`, the value shown
     bounded (`shown`); `rename` maps spec field names to the names the user wrote; `reasons` maps a field
-    name to why its bounds are what they are, added after a bound error."""
+    name to why its bounds are what they are, added after a bound error; `shapes` maps a field that takes a
+    mapping to an example of one, added when a plain value was given instead."""
     err = exc.errors()[0]
     loc = ".".join(str((rename or {}).get(str(p), p)) for p in err["loc"]) or "value"
     msg = err["msg"]
@@ -39,4 +41,6 @@ def validation_line(exc, rename: dict[str, str] | None = None, reasons: dict[str
     # a lower bound's reason is worth saying for a tiny positive value (1e-300), not for 0 or a negative
     lower_only = kind in ("greater_than", "greater_than_equal") and not (isinstance(value, (int, float)) and value > 0)
     why = (reasons or {}).get(field) if kind in _BOUND_ERRORS and not lower_only else None
+    if kind in ("model_type", "dict_type") and (shapes or {}).get(field):
+        why = f"give a mapping, e.g. {shapes[field]}"
     return f"{loc}: {msg}{got}" + (f"; {why}" if why else "")

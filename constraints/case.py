@@ -50,9 +50,13 @@ class Case(Strict):
         return self
 
 
+# recipe fields that take a mapping, with an example of one (a plain value there gets it as its fix)
+MAPPING_SHAPES = {"recompute": "{granularity: selective} or {granularity: full, method: uniform, num_layers: 1}"}
+
+
 def _one_line(exc: ValidationError, prefix: str, rename: dict[str, str] | None = None) -> str:
     """First pydantic error as `prefix.field: message (got value)`; `rename` maps spec fields to the file's keys."""
-    return prefix + validation_line(exc, rename, BOUND_REASONS)
+    return prefix + validation_line(exc, rename, BOUND_REASONS, MAPPING_SHAPES)
 
 
 _TOP_KEYS = {"model", "hardware", "nodes", "gpus_per_node", "job", "recipe"}

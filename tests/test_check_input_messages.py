@@ -38,6 +38,18 @@ def test_yaml_nodes_zero_is_reported_under_the_key_written(tmp_path):
     assert rc == 2 and err == "error: nodes: Input should be greater than 0 (got 0)\n"
 
 
+def test_a_plain_value_where_the_recipe_takes_a_mapping_gets_an_example_of_one(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text("model: Llama-3.1-8B\nhardware: h100-sxm-80gb\nnodes: 1\ngpus_per_node: 8\n"
+                    "job: {seq_length: 4096, global_batch_size: 64}\nrecipe: {tp: 1, recompute: partial}\n")
+    rc, _, err = run_cli("check", str(path))
+    assert rc == 2 and err.startswith("error: recipe.recompute: ") and "(got 'partial')" in err
+    assert err.rstrip().endswith("give a mapping, e.g. {granularity: selective} or {granularity: full, method: uniform, num_layers: 1}")
+    fixed = tmp_path / "ok.yaml"
+    fixed.write_text(path.read_text().replace("recompute: partial", "recompute: {granularity: full, method: uniform, num_layers: 1}"))
+    assert run_cli("check", str(fixed))[0] == 0
+
+
 UNSET_TP_SCRIPT = """#!/bin/bash
 torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py \\
   --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention --num-query-groups 8 \\
