@@ -148,6 +148,14 @@ def _parsed_yaml(path: Path):
     return copy.deepcopy(_PARSED[key])
 
 
+def profile_label(name_or_path: str) -> str:
+    """How a result names the hardware it was given: the profile's own name (whatever the spelling of a bundled one),
+    with the file beside it for a user's YAML, which may reuse a bundled name with other numbers."""
+    profile = load_profile(name_or_path)
+    path = Path(name_or_path)
+    return f"{profile.name} ({name_or_path})" if path.suffix in (".yaml", ".yml") and os.path.exists(path) else profile.name
+
+
 def load_profile(name_or_path: str) -> HardwareProfile:
     """Load a bundled profile by name (case-insensitive) or a user's YAML by path."""
     path = Path(name_or_path)

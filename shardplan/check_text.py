@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from hardware.profile import profile_label
 from shardplan.formats import to_table
 
 GIB = 1024 ** 3
@@ -24,7 +25,7 @@ def format_check(result, width: Optional[int] = None) -> str:
     case, report = result.case, result
     r = case.recipe
     lines = [
-        f"{case.model.name} on {case.world_size} x {result.hardware} "
+        f"{case.model.name} on {case.world_size} x {profile_label(case.placement.hardware)} "
         f"({case.placement.num_nodes} nodes x {case.placement.gpus_per_node}), seq {case.job.seq_length}, "
         f"GBS {case.job.global_batch_size}, {case.job.precision.value}",
         f"recipe: TP={r.tp} PP={r.pp} VPP={r.vpp} CP={r.cp} EP={r.ep} ETP={r.etp_effective} DP={report.dp} "

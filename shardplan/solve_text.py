@@ -9,7 +9,10 @@ GIB = 1024 ** 3
 
 def format_solve(payload: dict, model, placement, job) -> str:
     objective = payload.get("objective", "throughput")
-    head = f"{model.name} on {placement.world_size} x {placement.hardware}, seq {job.seq_length}, GBS {job.global_batch_size}: "
+    from hardware.profile import profile_label
+
+    hardware = profile_label(placement.hardware)
+    head = f"{model.name} on {placement.world_size} x {hardware}, seq {job.seq_length}, GBS {job.global_batch_size}: "
     if not payload["recipes"]:
         lines = [head + "no recipe"]
     else:

@@ -130,3 +130,14 @@ def test_check_and_solve_csv_write_mfu_and_throughput_alike():
         mfu, tps = row["MFU"], row["tok/s/GPU"]
         assert mfu.startswith("0.") and len(mfu.split(".")[1]) == 3 and 0 < float(mfu) < 1, row
         assert tps.isdigit(), row
+
+
+def test_the_hardware_is_named_as_the_profile_names_itself(tmp_path):
+    """A bundled profile typed in capitals reads as its own name; a user's YAML shows its file too, since it may reuse a
+    bundled name with other numbers."""
+    _, solved = _run(*[a if a != "h100-sxm-80gb" else "H100-SXM-80GB" for a in SOLVE])
+    assert solved.startswith("Llama-3.1-8B on 8 x h100-sxm-80gb, ")
+    own = tmp_path / "my-h100.yaml"
+    own.write_text((REPO / "hardware" / "profiles" / "h100-sxm-80gb.yaml").read_text())
+    _, checked = _run("check", EXAMPLE, "--hardware", str(own))
+    assert checked.splitlines()[0].startswith(f"Llama-3.1-70B on 64 x h100-sxm-80gb ({own}) (8 nodes x 8)")
