@@ -28,8 +28,10 @@ def format_check(result, width: Optional[int] = None) -> str:
         f"{case.model.name} on {case.world_size} x {profile_label(case.placement.hardware)} "
         f"({case.placement.num_nodes} nodes x {case.placement.gpus_per_node}), seq {case.job.seq_length}, "
         f"GBS {case.job.global_batch_size}, {case.job.precision.value}",
-        f"recipe: TP={r.tp} PP={r.pp} VPP={r.vpp} CP={r.cp} EP={r.ep} ETP={r.etp_effective} DP={report.dp} "
-        f"expert-DP={report.expert_dp} MBS={r.mbs} SP={'on' if r.sp_active else 'off'} "
+        f"recipe: TP={r.tp} PP={r.pp} VPP={r.vpp} CP={r.cp} EP={r.ep} "
+        + (f"ETP={r.etp_effective} " if case.model.is_moe else "")  # a dense model has no expert grid
+        + f"DP={report.dp} " + (f"expert-DP={report.expert_dp} " if case.model.is_moe else "")
+        + f"MBS={r.mbs} SP={'on' if r.sp_active else 'off'} "
         f"recompute={r.recompute.granularity.value}{'(' + ','.join(m.value for m in r.recompute.modules) + ')' if r.recompute.modules else ''} "
         f"sharding={r.dp_sharding.value} schedule={r.schedule.value}",
         f"verdict: {'LEGAL' if report.legal else 'ILLEGAL'}, "
