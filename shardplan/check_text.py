@@ -30,7 +30,9 @@ def format_check(result, width: Optional[int] = None) -> str:
         f"GBS {case.job.global_batch_size}, {case.job.precision.value}",
         f"recipe: TP={r.tp} PP={r.pp} VPP={r.vpp} CP={r.cp} EP={r.ep} "
         + (f"ETP={r.etp_effective} " if case.model.is_moe else "")  # a dense model has no expert grid
-        + f"DP={report.dp} " + (f"expert-DP={report.expert_dp} " if case.model.is_moe else "")
+        # no data-parallel size exists when TP*PP*CP does not divide the world (the world_divisible violation says so)
+        + f"DP={report.dp if case.world_size % (r.tp * r.pp * r.cp) == 0 else 'n/a'} "
+        + (f"expert-DP={report.expert_dp} " if case.model.is_moe else "")
         + f"MBS={r.mbs} SP={'on' if r.sp_active else 'off'} "
         f"recompute={r.recompute.granularity.value}{'(' + ','.join(m.value for m in r.recompute.modules) + ')' if r.recompute.modules else ''} "
         f"sharding={r.dp_sharding.value} schedule={r.schedule.value}",
