@@ -221,8 +221,8 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
     _choice("format", format, RENDER_FORMATS)  # stack config formats too (configs hook)
     with input_boundary():
         loaded = load_render_input(source, hardware, nodes, gpus_per_node)
-        render_paths = RenderPaths(**{**script_site_paths(loaded.flags, paths), **{k: v for k, v in paths.items() if v is not None
-                                                                                 and v != DATA_PATH_PLACEHOLDER}})
+        given = {k: v for k, v in paths.items() if v is not None and v != DATA_PATH_PLACEHOLDER}  # the CLI's default: none given
+        render_paths = RenderPaths(**{**script_site_paths(loaded.flags, given), **given})
     problems = render_problems(loaded, force)
     refuse_unless_forced(problems, force)
     text = render_script(loaded.case, format, render_paths)
