@@ -33,6 +33,7 @@ KEYS_READ = frozenset((
     "decoder_sparse_step", "mlp_only_layers", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
     "v_head_dim", "num_nextn_predict_layers", "shared_expert_intermediate_size", "rope_theta", "rope_scaling",
     "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "resid_pdrop", "attn_pdrop", "swiglu_limit",
+    "max_window_layers",
 ))
 
 # keys that change neither a tensor shape nor the work of a training step at the level shardplan prices:
@@ -43,7 +44,7 @@ KEYS_WITHOUT_COST = frozenset((
     "bos_token_id", "eos_token_id", "pad_token_id", "initializer_range", "initializer_factor",
     "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps",
     "rope_theta", "rope_scaling", "rope_parameters", "rope_interleave", "partial_rotary_factor", "initial_context_length",
-    "use_cache", "pretraining_tp", "num_logits_to_keep", "quantization_config", "ep_size", "max_window_layers",
+    "use_cache", "pretraining_tp", "num_logits_to_keep", "quantization_config", "ep_size",
     "output_router_logits", "router_aux_loss_coef", "aux_loss_alpha", "seq_aux", "router_jitter_noise",
     "norm_topk_prob", "routed_scaling_factor", "scoring_func", "embd_pdrop", "n_ctx",
     "activation_function", "is_decoder", "tokenizer_class", "summary_type", "summary_use_proj", "summary_activation",
@@ -81,10 +82,18 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
             notes.append(f"sliding_window={shown(window)} is not applied: which layers of a model_type {shown(mt)} use the "
                          "window is not known here, so every layer is priced as full attention (an upper bound on "
                          "attention time and memory); add \"layer_types\" (sliding_attention / full_attention per layer)")
-        if "hidden_act" not in raw:
+        if mt.startswith("gemma"):
+            notes.append(f"model_type {shown(mt)}'s MLP is GeGLU (a gelu-gated three-matrix MLP, transformers GemmaMLP): "
+                         "priced with SwiGLU's shapes, which are the same weights and FLOPs; Megatron-LM's command line "
+                         "has no GeGLU flag, so a rendered script would train SwiGLU")
+        elif "hidden_act" not in raw:
             notes.append(f"hidden_act is absent, so a model_type {shown(mt)} MLP is read as gated SwiGLU (three matrices); "
                          "a plain MLP of the same width has a third fewer MLP weights and FLOPs: add \"hidden_act\"")
-        elif act not in GATED_ACTS and act not in PLAIN_MLP_ACTIVATIONS:
+        elif act in PLAIN_MLP_ACTIVATIONS:
+            notes.append(f"hidden_act {shown(act)} of an unknown family is read as a plain two-matrix MLP (as GPT-2's, "
+                         "Falcon's); if the model's MLP is gated (gate_proj, up_proj, down_proj), it has half again as "
+                         "many MLP weights and FLOPs: write a model YAML with activation swiglu (README 'Recipe YAML')")
+        elif act not in GATED_ACTS:
             notes.append(f"hidden_act {shown(act)} of an unknown family is read as a gated three-matrix MLP (GeGLU, as "
                          "Gemma's); a plain MLP of the same width has a third fewer MLP weights and FLOPs")
     unread = [k for k in raw if k not in KEYS_READ and k not in KEYS_WITHOUT_COST and k not in KEYS_STATED_IN_LIMITS]

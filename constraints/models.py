@@ -140,6 +140,8 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
     num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
     mla = raw.get("kv_lora_rank") is not None
     act = PLAIN_MLP_ACTIVATIONS.get(raw.get("hidden_act", "silu"), Activation.swiglu)
+    if mt.startswith("gemma"):  # transformers GemmaMLP: gate_proj, up_proj, down_proj with a gelu gate (GeGLU), whatever
+        act = Activation.swiglu  # hidden_act says; SwiGLU's shapes are GeGLU's (hf_reading notes the gate's function)
     glu: dict[str, Any] = {}
     if mt == "gpt_oss":  # transformers GptOssExperts: gate * sigmoid(1.702 gate) * (up + 1), both halves clamped at
         # swiglu_limit, whatever hidden_act says; Megatron-Bridge's gpt-oss bridge: quick_gelu GLU, clamp, offset 1
@@ -187,6 +189,11 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
     return ModelSpec(**fields)
 
 
+QWEN_TYPES = ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
+# transformers' Qwen2Config, Qwen3Config, Qwen2MoeConfig and Qwen3MoeConfig all default max_window_layers to 28
+QWEN_MAX_WINDOW_LAYERS_DEFAULT = 28
+
+
 def _sliding_window(raw: dict, mt: str, layers: int, name: str) -> dict[str, Any]:
     """window_size / window_layers from HF's sliding_window (W keys including the query: Megatron's window_size is
     (W - 1, 0), Megatron-Bridge conversion/utils.py) and layer_types ("sliding_attention" / "full_attention", gpt-oss);
@@ -194,9 +201,14 @@ def _sliding_window(raw: dict, mt: str, layers: int, name: str) -> dict[str, Any
     w = raw.get("sliding_window")
     if not isinstance(w, int) or isinstance(w, bool) or w <= 0:
         return {}
-    if mt in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not raw.get("use_sliding_window"):
+    if mt in QWEN_TYPES and not raw.get("use_sliding_window"):
         return {}
     kinds = raw.get("layer_types")
+    if not isinstance(kinds, list) and mt in QWEN_TYPES:
+        # transformers Qwen2Config / Qwen3Config (and their MoE twins): layer i slides when i >= max_window_layers
+        # (default 28), the layers below it attend fully
+        start = _get(raw, "max_window_layers", default=QWEN_MAX_WINDOW_LAYERS_DEFAULT)
+        kinds = ["sliding_attention" if i >= start else "full_attention" for i in range(layers)]
     if isinstance(kinds, list):
         if len(kinds) != layers or set(kinds) - {"sliding_attention", "full_attention"}:
             raise ModelError(f"model {name}: layer_types must list sliding_attention / full_attention once per layer")

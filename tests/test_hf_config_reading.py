@@ -38,7 +38,7 @@ def test_an_unknown_family_is_read_llama_style_and_says_what_it_left_out():
     assert "model_type 'gemma2' is not a family shardplan reads by name" in text
     assert "tie_word_embeddings is absent" in text
     assert "sliding_window=4096 is not applied" in text
-    assert "hidden_act 'gelu_pytorch_tanh' of an unknown family is read as a gated" in text
+    assert "model_type 'gemma2''s MLP is GeGLU (a gelu-gated three-matrix MLP" in text
     for key in ("attn_logit_softcapping=50.0", "final_logit_softcapping=30.0", "query_pre_attn_scalar=256"):
         assert key in text
     for harmless in ("rope_theta", "rms_norm_eps", "bos_token_id"):
@@ -56,11 +56,37 @@ def test_the_llama_style_count_of_gemma2_differs_only_by_what_the_notes_name():
     assert not any("tie_word_embeddings" in n for n in tied_model.config_notes)
 
 
-def test_a_plain_gelu_mlp_of_an_unknown_family_is_not_called_gated():
+def test_a_plain_gelu_mlp_of_an_unknown_family_is_read_plain_and_says_so():
     cfg = {**GEMMA2_9B, "model_type": "somefamily", "hidden_act": "gelu", "tie_word_embeddings": False}
     cfg.pop("sliding_window")
-    notes = model_from_mapping(cfg, "x").config_notes
-    assert not any("gated" in n for n in notes) and not any("tie_word_embeddings" in n for n in notes)
+    model = model_from_mapping(cfg, "x")
+    assert not model.activation.gated and not any("tie_word_embeddings" in n for n in model.config_notes)
+    # GPT-2 / Falcon style is the reading; a gated MLP of the same act (Gemma's) would be half again as large: said
+    assert any("hidden_act 'gelu' of an unknown family is read as a plain two-matrix MLP" in n for n in model.config_notes)
+
+
+def test_gemma_mlp_is_geglu_whatever_hidden_act_says():
+    # google/gemma-7b config.json: hidden_act "gelu", GemmaMLP gate_proj / up_proj / down_proj; HF counts 8,537,680,896
+    # parameters (tied embeddings): 256,000 x 3,072 embedding + 28 x (50,331,648 attention + 3 x 3,072 x 24,576 MLP
+    # + 2 x 3,072 norms) + 3,072
+    cfg = {"model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
+           "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000,
+           "max_position_embeddings": 8192, "hidden_act": "gelu", "tie_word_embeddings": True, "rope_theta": 10000.0}
+    model = model_from_mapping(cfg, "gemma-7b")
+    assert model.activation.gated and param_counts(model).total == 8_537_680_896
+    assert any("MLP is GeGLU" in n for n in model.config_notes)
+
+
+def test_qwen2_slides_only_from_max_window_layers_up():
+    # transformers Qwen2Config.layer_types: "sliding_attention" for layer i >= max_window_layers when
+    # use_sliding_window, "full_attention" below it (28-layer Qwen2.5-7B shape, window on the top 14 layers)
+    cfg = {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+           "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 131072,
+           "hidden_act": "silu", "sliding_window": 4096, "use_sliding_window": True, "max_window_layers": 14}
+    model = model_from_mapping(cfg, "qwen2-swa")
+    assert model.window_size == 4095 and model.window_layers == (False,) * 14 + (True,) * 14
+    assert model_from_mapping({**cfg, "max_window_layers": 28}, "q").window_size is None  # transformers' default: none
+    assert model_from_mapping({**cfg, "use_sliding_window": False}, "q").window_size is None
 
 
 def _gemma_recipe(tmp_path):
