@@ -53,3 +53,16 @@ def test_report_refuses_an_output_folder_that_does_not_exist(tmp_path):
     assert res.stderr.startswith("error: --output: folder") and len(res.stderr.strip().splitlines()) == 1
     res = _run("check", str(EXAMPLE), "-o", str(tmp_path))
     assert res.returncode == 2 and res.stderr.startswith("error: --output: is a directory")
+
+
+def test_report_solve_keeps_what_the_model_reading_left_out(tmp_path):
+    """`solve` prints `! model config:` lines under its table; its page says the same (an unknown family's reading)."""
+    from shardplan.report.collect import solve_report
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "somefamily", "hidden_size": 1024, "intermediate_size": 4096,
+                                  "num_hidden_layers": 4, "num_attention_heads": 16, "vocab_size": 32000,
+                                  "hidden_act": "silu", "tie_word_embeddings": False}))
+    report = solve_report(str(config), "h100-sxm-80gb", 1, top=1, seq_length=2048, global_batch_size=16, proposer="none")
+    assert any(n.startswith("model config: model_type 'somefamily' is not a family shardplan reads by name")
+               for n in report.notes)

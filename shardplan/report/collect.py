@@ -73,6 +73,8 @@ def solve_report(model: str, hardware: str, nodes: int, *, top: int = 3, **solve
     notes = [f"top {len(views)} of {fitting:,} fitting candidates" + ("" if "fitting" in counts else " in the expanded rows")
              if isinstance(fitting, int) else f"top {len(views)}",
              "proven optimal under the closed-form ranking" if res.proven_optimal else "not proven optimal"]
+    # what the model's config reader did not follow, as `solve` prints it under its table (`! model config:`)
+    notes += [f"model config: {note}" for note in res.model_notes]
     if not res.recipes and res.explanation:
         exp = res.explanation
         notes.append("nothing fits; conflicting: " + ", ".join(map(str, exp.get("conflict") or [])) + "; remedies: "
