@@ -96,6 +96,14 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
         elif act not in GATED_ACTS:
             notes.append(f"hidden_act {shown(act)} of an unknown family is read as a gated three-matrix MLP (GeGLU, as "
                          "Gemma's); a plain MLP of the same width has a third fewer MLP weights and FLOPs")
+    scaling = raw.get("rope_scaling")
+    kind = (scaling.get("rope_type") or scaling.get("type")) if isinstance(scaling, dict) else None
+    if kind not in (None, "default", "llama3", "yarn"):
+        factor = scaling.get("factor")
+        flag = (f"; for linear scaling add --rotary-seq-len-interpolation-factor {int(factor)} to the rendered script"
+                if kind == "linear" and isinstance(factor, (int, float)) and float(factor).is_integer() else "")
+        notes.append(f"rope_scaling type {shown(kind)} is read without cost but not rendered (only llama3 and yarn "
+                     f"scaling are): a rendered launch script trains plain RoPE{flag}")
     unread = [k for k in raw if k not in KEYS_READ and k not in KEYS_WITHOUT_COST and k not in KEYS_STATED_IN_LIMITS]
     if unread:
         shown_keys = ", ".join(f"{k}={shown(raw[k], 24)}" for k in unread[:12])

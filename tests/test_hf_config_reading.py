@@ -193,3 +193,16 @@ def test_render_warns_about_what_the_model_reading_left_out(tmp_path):
 
     notes = shardplan.render(recipe).model_notes
     assert len(notes) == 5 and [f"warning: model config: {n}" for n in notes] == out.stderr.splitlines()
+
+
+def test_a_rope_scaling_render_does_not_write_is_said():
+    # Megatron-LM d98e8a64 arguments.py: --rotary-seq-len-interpolation-factor (int) is linear position interpolation
+    base = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 4,
+            "num_attention_heads": 16, "vocab_size": 32000, "hidden_act": "silu", "rope_theta": 10000.0}
+    linear = model_from_mapping({**base, "rope_scaling": {"type": "linear", "factor": 4.0}}, "x").config_notes
+    assert any("rope_scaling type 'linear'" in n and "--rotary-seq-len-interpolation-factor 4" in n for n in linear)
+    dynamic = model_from_mapping({**base, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, "x").config_notes
+    assert any("rope_scaling type 'dynamic'" in n for n in dynamic)
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "original_max_position_embeddings": 8192}
+    assert model_from_mapping({**base, "rope_scaling": llama3}, "x").config_notes == ()
