@@ -153,6 +153,11 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
                     builder.not_understood.append(path)
                 continue
             builder.add(path, str(key), env_default(value, environ, notes, path), core_names=section == "model")
+    model = data.get("model") if isinstance(data.get("model"), dict) else {}
+    if "max_position_embeddings" not in model and isinstance(model.get("seq_length"), int):
+        # GPTModelProvider has no max_position_embeddings: it builds GPTModel with max_sequence_length=self.seq_length
+        # (Megatron-Bridge v0.6.0 src/megatron/bridge/models/gpt_provider.py), which is what Megatron's flag sets
+        builder.add_args("model.seq_length", ["--max-position-embeddings", str(model["seq_length"])])
     for path in builder.not_understood:  # a misspelt key is an error, a real field Megatron has no flag for is not
         error = unknown_bridge_key(path)
         if error:

@@ -94,6 +94,16 @@ def test_bridge_yaml_reads_sections_precision_and_env_vars():
     assert "model._target_" in loaded.ignored_flags
 
 
+def test_a_bridge_model_without_max_position_embeddings_takes_its_seq_length(tmp_path):
+    # Megatron-Bridge's GPTModelProvider has no max_position_embeddings; it builds GPTModel with
+    # max_sequence_length=seq_length (v0.6.0 gpt_provider.py), so a provider dump without the field is complete
+    text = (DATA / "bridge-llama8b-legal.yaml").read_text()
+    cfg = tmp_path / "bridge.yaml"
+    cfg.write_text("\n".join(line for line in text.splitlines() if "max_position_embeddings" not in line) + "\n")
+    loaded = load_check_input(str(cfg), "h100-sxm-80gb", 1, 8)
+    assert loaded.case.model.max_position_embeddings == loaded.case.job.seq_length == 8192
+
+
 def test_bridge_overrides_equal_the_same_settings_in_yaml(tmp_path):
     import yaml
 
