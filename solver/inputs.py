@@ -118,7 +118,10 @@ def _load_stack(stack, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
     try:
         loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config")
     except InputError as exc:
-        raise InputError(_in_stack_terms(str(exc), stack.kind)) from None
+        # a model file the config names but check could not find is the likely cause of a missing shape: say it too
+        missing = [n for n in stack.notes if "was found neither" in n and ".model " in n]
+        cause = f" ({missing[0]})" if missing and "--model" in str(exc) else ""
+        raise InputError(_in_stack_terms(str(exc), stack.kind) + cause) from None
     loaded.source = stack.kind
     loaded.env = dict(stack.env) if stack.env is not None else None  # the stack's launcher sets the rest
     loaded.unknown_flags = list(stack.not_understood) + loaded.unknown_flags

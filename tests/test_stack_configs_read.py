@@ -66,8 +66,9 @@ def test_primus_takes_an_environment_value_over_the_default(monkeypatch):
 def test_primus_model_file_missing_is_said_and_the_shape_must_come_from_elsewhere(tmp_path):
     exp = tmp_path / "exp.yaml"
     exp.write_text((DATA / "primus-illegal-tp.yaml").read_text())
-    with pytest.raises(InputError, match="--model"):
+    with pytest.raises(InputError, match="--model") as refused:
         load_check_input(str(exp), "mi300x", 1, 6)
+    assert "was found neither beside the experiment" in str(refused.value)  # the likely cause, in the same line
     loaded = load_check_input(str(exp), "mi300x", 1, 6, model="Llama-3.1-8B")
     assert any("found neither beside the experiment" in w.message for w in loaded.warnings)
 
