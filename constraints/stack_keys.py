@@ -195,3 +195,8 @@ def _typed(text: str, value_type: str) -> Any:
         return int(text) if value_type == "int" else float(text) if value_type == "float" else text
     except ValueError:
         return text
+
+
+def megatron_dests() -> frozenset[str]:
+    """Every argparse dest of Megatron-LM's flag table (constraints.megatron_flags): the names a stack config may use."""
+    return frozenset(DEST_OF.values())

@@ -18,13 +18,14 @@ then `overrides` (Primus's merge order). Trainer defaults that are no Megatron a
 """
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Callable
 
 from boundary.read import is_regular_file
 from constraints.megatron_flags import MODELLED, RULE_FLAGS
 from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
-from constraints.stack_keys import StackKeyError, flags_for_core_field
+from constraints.stack_keys import StackKeyError, flags_for_core_field, megatron_dests
 
 META_KEYS = ("work_group", "user_name", "exp_name", "workspace")
 MODULE_KEYS = ("framework", "config", "model", "overrides")
@@ -139,5 +140,25 @@ def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, s
             builder.add(path, str(key), env_default(value, environ, notes, path))
         elif args is None or args:
             ignored.append(path)
+    for path in builder.not_understood:
+        error = misspelt_argument(path)
+        if error:
+            raise StackConfigError(error)
     return StackConfig(kind="primus", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,
                        notes=notes)
+
+
+def misspelt_argument(path: str) -> str | None:
+    """A one-line error for an `overrides.key` that is no Megatron argument but all but spells one (difflib ratio
+    >= 0.9: `tensor_model_paralel_size`); None for any other key. Primus sets every override on Megatron's argument
+    namespace, so a misspelt one is set on no argument Megatron reads, and the recipe would be judged with the default
+    the user did not mean. Primus's own keys (`stderr_sink_level`, `enable_primus_turbo`) are nowhere near a Megatron
+    argument name and stay merely not understood."""
+    if not path.startswith("overrides."):
+        return None
+    key = path.split(".", 1)[1]
+    near = difflib.get_close_matches(key, sorted(megatron_dests()), n=1, cutoff=0.9)
+    if not near or near[0] == key:
+        return None
+    return (f"{path}: no Megatron-LM argument is named {key}, so Primus sets nothing Megatron reads; did you mean "
+            f"overrides.{near[0]}?")

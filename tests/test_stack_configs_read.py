@@ -73,6 +73,20 @@ def test_primus_model_file_missing_is_said_and_the_shape_must_come_from_elsewher
     assert any("found neither beside the experiment" in w.message for w in loaded.warnings)
 
 
+def test_a_primus_override_that_misspells_a_megatron_argument_is_refused_with_the_spelling(tmp_path):
+    # Primus sets each override on Megatron's argument namespace: `tensor_model_paralel_size: 2` sets nothing Megatron
+    # reads, and judging on would take TP 1; Primus's own keys (stderr_sink_level, enable_primus_turbo) stay as they were
+    for f in DATA.glob("*.yaml"):  # the model files the experiment names, beside it
+        (tmp_path / f.name).write_text(f.read_text())
+    exp = tmp_path / "exp.yaml"
+    exp.write_text((DATA / "primus-llama8b-legal.yaml").read_text().replace(
+        "tensor_model_parallel_size: ${PRIMUS_TP:2}", "tensor_model_paralel_size: 2"))
+    with pytest.raises(InputError, match=r"overrides.tensor_model_paralel_size: .*did you mean "
+                                         r"overrides.tensor_model_parallel_size\?"):
+        load_check_input(str(exp), "mi300x", 1, 8, model="Llama-3.1-8B")
+    assert load_check_input(str(DATA / "primus-llama8b-legal.yaml"), "mi300x", 1, 8).case.recipe.tp == 2
+
+
 def test_primus_extends_cycle_is_refused_in_one_line(tmp_path):
     (tmp_path / "a.yaml").write_text("extends: [b.yaml]\nnum_layers: 2\n")
     (tmp_path / "b.yaml").write_text("extends: [a.yaml]\n")
