@@ -140,7 +140,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
     num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
     mla = raw.get("kv_lora_rank") is not None
     act = PLAIN_MLP_ACTIVATIONS.get(raw.get("hidden_act", "silu"), Activation.swiglu)
-    if mt.startswith("gemma"):  # transformers GemmaMLP: gate_proj, up_proj, down_proj with a gelu gate (GeGLU), whatever
+    if str(mt).startswith("gemma"):  # transformers GemmaMLP: gate_proj, up_proj, down_proj with a gelu gate (GeGLU), whatever
         act = Activation.swiglu  # hidden_act says; SwiGLU's shapes are GeGLU's (hf_reading notes the gate's function)
     glu: dict[str, Any] = {}
     if mt == "gpt_oss":  # transformers GptOssExperts: gate * sigmoid(1.702 gate) * (up + 1), both halves clamped at

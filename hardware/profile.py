@@ -120,6 +120,31 @@ class HardwareProfile(_Strict):
         return self.nics_per_gpu * self.nic_bandwidth_gbit_per_s / 8.0
 
 
+# Below these no accelerator anyone trains on sits (the smallest bundled part has 80 GB of HBM at 2 TB/s), and a
+# value this small is a unit slip: GB written where bytes go, TB/s where GB/s go.
+MIN_PLAUSIBLE_HBM_BYTES = 1 << 30
+MIN_PLAUSIBLE_HBM_GB_PER_S = 100.0
+
+
+def implausible_units(profile: "HardwareProfile") -> Optional[str]:
+    """`field: why, with the unit it takes` for a value inside the fields' bounds that no real part has and a unit slip
+    explains; None for a plausible profile. The bounds themselves only keep times finite (BOUND_REASONS)."""
+    p = profile.peak_tflops
+    if profile.hbm_capacity_bytes < MIN_PLAUSIBLE_HBM_BYTES:
+        return (f"hbm_capacity_bytes: {profile.hbm_capacity_bytes:,} bytes is under 1 GiB, below any training "
+                "accelerator; the field is in bytes (80 GiB = 85899345920)")
+    if profile.hbm_bandwidth_gb_per_s < MIN_PLAUSIBLE_HBM_GB_PER_S:
+        return (f"hbm_bandwidth_gb_per_s: {profile.hbm_bandwidth_gb_per_s:g} GB/s is below any training accelerator's "
+                "HBM; the field is in GB/s (3.35 TB/s = 3350)")
+    if p.fp8 is not None and p.fp8 < p.bf16:
+        return (f"peak_tflops.fp8: {p.fp8:g} TFLOP/s is below bf16's {p.bf16:g}; FP8 tensor cores run at least the "
+                "bf16 rate (dense, no sparsity), so one of them is in other units")
+    if max(p.bf16, p.fp16) > 2 * min(p.bf16, p.fp16):
+        return (f"peak_tflops.bf16: {p.bf16:g} and fp16 {p.fp16:g} TFLOP/s differ by more than 2x; tensor cores run "
+                "both at the same dense rate, so one of them is in other units")
+    return None
+
+
 class ProfileError(ShardplanError):
     """A profile that cannot be found or does not validate; message is one line for the user."""
 
@@ -174,6 +199,9 @@ def load_profile(name_or_path: str) -> HardwareProfile:
         prof = HardwareProfile(**data)
     except ValidationError as exc:
         raise ProfileError(f"--hardware: {path}: field {validation_line(exc, reasons=BOUND_REASONS)}") from None
+    unit_error = implausible_units(prof)
+    if unit_error:
+        raise ProfileError(f"--hardware: {path}: field {unit_error}")
     # a calibration block given in the file wins (a user's own fit); otherwise derive it from the microbenchmarks,
     # the part's own or, when the file has none, its bundled siblings' median fractions of peak
     if explicit_calibration:

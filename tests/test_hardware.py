@@ -239,3 +239,19 @@ def test_hardware_command_reports_a_broken_bundled_profile_in_one_line(tmp_path,
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert err.startswith("error: ") and "zz-broken" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda d: d.update(hbm_capacity_bytes=96), "hbm_capacity_bytes: 96 bytes is under 1 GiB"),
+    (lambda d: d.update(hbm_bandwidth_gb_per_s=4.8), "hbm_bandwidth_gb_per_s: 4.8 GB/s is below"),
+    (lambda d: d["peak_tflops"].update(fp8=29.6), "peak_tflops.fp8: 29.6 TFLOP/s is below bf16's"),
+    (lambda d: d["peak_tflops"].update(fp16=98.9), "peak_tflops.bf16: 989.4 and fp16 98.9"),
+])
+def test_a_unit_slip_inside_the_bounds_is_one_line_naming_the_unit(tmp_path, edit, said):
+    """Values inside the fields' bounds that no part has and a unit slip explains (GB written as bytes, TB/s as
+    GB/s, GFLOP/s as TFLOP/s) are refused, the unit said; every bundled profile passes (profiles fixture)."""
+    data = yaml.safe_load((PROFILES_DIR / "h100-sxm-80gb.yaml").read_text())
+    edit(data)
+    path = tmp_path / "slip.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert said in _one_line_error(str(path))
