@@ -145,6 +145,20 @@ def implausible_units(profile: "HardwareProfile") -> Optional[str]:
     return None
 
 
+def uncalibrated_reason(profile: "HardwareProfile") -> str:
+    """Why a part's projection is less certain, after its name: no microbenchmarks of its own (sibling parts' median
+    fractions of peak stand in, hardware/typical_microbench.py) or, for a bundled profile without them, the bare
+    defaults. Shared by `solve`'s note and `check`'s warning."""
+    if profile.microbench_from:
+        mb, peak = profile.microbench, profile.peak_tflops
+        return (f"has no microbenchmarks of its own in its profile; its projection takes the median fractions of peak "
+                f"of {', '.join(profile.microbench_from)} (bf16 matmul {mb.matmul_bf16_tflops / peak.bf16:.0%}, "
+                f"attention {mb.attention_fraction:.0%}, HBM {mb.hbm_fraction:.0%}) and is less certain; add a "
+                "`microbench:` block with the part's measured numbers")
+    return ("has neither published microbenchmarks nor a calibration block in its profile; its projections use the "
+            "default constants and are less certain")
+
+
 class ProfileError(ShardplanError):
     """A profile that cannot be found or does not validate; message is one line for the user."""
 

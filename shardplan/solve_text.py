@@ -101,16 +101,7 @@ def solve_rows(payload: dict, model) -> list[dict]:
 
 
 def uncalibrated_note(hardware: str) -> str:
-    """Why this part's projection is less certain: no microbenchmarks of its own (sibling parts' median fractions of
-    peak stand in, hardware/typical_microbench.py) or, for a bundled profile without them, the bare defaults."""
-    from hardware.profile import load_profile
+    """Why this part's projection is less certain (hardware.profile.uncalibrated_reason), as a note line."""
+    from hardware.profile import load_profile, uncalibrated_reason
 
-    prof = load_profile(hardware)
-    if prof.microbench_from:
-        mb, peak = prof.microbench, prof.peak_tflops
-        return (f"note: {hardware} has no microbenchmarks of its own in its profile; its projection takes the median "
-                f"fractions of peak of {', '.join(prof.microbench_from)} (bf16 matmul {mb.matmul_bf16_tflops / peak.bf16:.0%}, "
-                f"attention {mb.attention_fraction:.0%}, HBM {mb.hbm_fraction:.0%}) and is less certain; add a `microbench:` "
-                "block with the part's measured numbers")
-    return (f"note: {hardware} has neither published microbenchmarks nor a calibration block in its profile; "
-            "its projections use the default constants and are less certain")
+    return f"note: {hardware} {uncalibrated_reason(load_profile(hardware))}"

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from constraints.check import check_case
-from hardware.profile import load_profile
+from constraints.rules import Violation
+from hardware.profile import load_profile, uncalibrated_reason
 
 
 def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True, profile=None) -> dict[str, Any]:
@@ -27,9 +28,15 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
         from measure.project import project as run_projection
 
         projection = run_projection(case.model, case.job, case.recipe, case.placement, profile).model_dump(mode="json")
+    # a projection on a part without its own microbenchmarks is less certain, as `solve` notes under its table
+    uncertain = [Violation(rule="uncalibrated_profile", severity="warning",
+                           message=f"{profile.name} {uncalibrated_reason(profile)}",
+                           fix="add a microbench: block (published matmul, attention, HBM and all-reduce figures) to the "
+                               "profile")] if projection is not None and not profile.calibrated else []
     report = report.model_copy(update={"projection": projection, "unknown_flags": list(loaded.unknown_flags),
                                        "ignored_flags": list(loaded.ignored_flags),
-                                       "warnings": list(report.warnings) + list(getattr(loaded, "warnings", None) or [])})
+                                       "warnings": list(report.warnings) + list(getattr(loaded, "warnings", None) or [])
+                                       + uncertain})
     data = report.model_dump(mode="json")
     data["recipe"] = case.recipe.model_dump(mode="json")
     data["model"] = case.model.name

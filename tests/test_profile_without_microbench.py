@@ -66,3 +66,17 @@ def test_solve_says_whose_fractions_stand_in(tmp_path):
                                    "--top", "1", "--proposer", "none"])
     assert out.exit_code == 0, out.output
     assert "has no microbenchmarks of its own" in out.output and "h100-sxm-80gb" in out.output
+
+
+def test_check_warns_as_solve_notes(tmp_path):
+    """`check` projects too, so a part whose microbenchmarks are borrowed gets the same caveat, as a warning; a bundled
+    part (its own microbenchmarks) gets none."""
+    import shardplan
+
+    path = _write(tmp_path, L40S)
+    recipe = {"model": "Llama-3.1-8B", "hardware": path, "nodes": 1, "gpus_per_node": 8,
+              "job": {"seq_length": 4096, "global_batch_size": 64}, "recipe": {"tp": 2, "mbs": 1}}
+    said = [w for w in shardplan.check(recipe).warnings if w.rule == "uncalibrated_profile"]
+    assert len(said) == 1 and said[0].message.startswith("l40s has no microbenchmarks of its own")
+    assert not [w for w in shardplan.check({**recipe, "hardware": "h100-sxm-80gb"}).warnings
+                if w.rule == "uncalibrated_profile"]
