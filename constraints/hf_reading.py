@@ -33,7 +33,7 @@ KEYS_READ = frozenset((
     "decoder_sparse_step", "mlp_only_layers", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
     "v_head_dim", "num_nextn_predict_layers", "shared_expert_intermediate_size", "rope_theta", "rope_scaling",
     "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "resid_pdrop", "attn_pdrop", "swiglu_limit",
-    "max_window_layers",
+    "max_window_layers", "num_kv_heads", "multi_query",
 ))
 
 # keys that change neither a tensor shape nor the work of a training step at the level shardplan prices:

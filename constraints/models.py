@@ -47,8 +47,8 @@ def _get(raw: dict, *keys: str, default: Any = None) -> Any:
 
 # HF config fields read as integers / fractions; a quoted number ("4096") is named instead of failing deep inside.
 _HF_INT_FIELDS = (
-    "hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size", "num_key_value_heads", "head_dim",
-    "vocab_size", "max_position_embeddings", "n_routed_experts", "num_local_experts", "num_experts",
+    "hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size", "num_key_value_heads", "num_kv_heads",
+    "head_dim", "vocab_size", "max_position_embeddings", "n_routed_experts", "num_local_experts", "num_experts",
     "num_experts_per_tok", "experts_per_token", "moe_intermediate_size", "n_shared_experts", "kv_lora_rank",
     "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "first_k_dense_replace", "moe_layer_freq",
     "decoder_sparse_step", "num_nextn_predict_layers", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
@@ -149,7 +149,9 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         glu = {"glu_linear_offset": 1.0, "glu_clamp": _get(raw, "swiglu_limit", default=7.0)}
     fields: dict[str, Any] = dict(
         name=name, num_layers=layers, hidden_size=h, ffn_hidden_size=raw["intermediate_size"],
-        num_attention_heads=heads, num_query_groups=_get(raw, "num_key_value_heads", default=heads),
+        # Falcon names its KV heads num_kv_heads, and multi_query (one KV head) when it has no such key
+        num_attention_heads=heads, num_query_groups=_get(raw, "num_key_value_heads", "num_kv_heads",
+                                                         default=1 if raw.get("multi_query") is True else heads),
         kv_channels=_get(raw, "head_dim", default=h // heads), vocab_size=raw["vocab_size"],
         max_position_embeddings=_get(raw, "max_position_embeddings", default=4096), activation=act,
         normalization=Normalization.layernorm if mt == "nemotron" else Normalization.rmsnorm,
@@ -361,4 +363,6 @@ def load_model(name_or_path: str) -> ModelSpec:
         raise ModelError(str(exc)) from None
     if not isinstance(data, dict):
         raise ModelError(f"--model: {path} must hold a mapping of model fields")
-    return model_from_mapping(data, path.stem)
+    # an HF download keeps config.json in a folder named after the model: that folder names it, not "config"
+    name = path.parent.name if path.stem == "config" and path.parent.name not in ("", ".", "/") else path.stem
+    return model_from_mapping(data, name)

@@ -206,3 +206,19 @@ def test_a_rope_scaling_render_does_not_write_is_said():
     llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
               "original_max_position_embeddings": 8192}
     assert model_from_mapping({**base, "rope_scaling": llama3}, "x").config_notes == ()
+
+
+def test_falcon_multi_query_is_one_kv_head(tmp_path):
+    # tiiuae/falcon-7b config.json (+ intermediate_size 4 x 4544, the FFN width FalconConfig derives): multi_query
+    # means one KV head (FalconAttention); HF counts 6,921,720,704 parameters, 4,544 more than the Llama-style reading
+    # (Falcon's final LayerNorm has a bias, which the RMSNorm reading lacks)
+    cfg = {"model_type": "falcon", "vocab_size": 65024, "hidden_size": 4544, "intermediate_size": 18176,
+           "num_hidden_layers": 32, "num_attention_heads": 71, "multi_query": True, "parallel_attn": True,
+           "hidden_act": "gelu", "tie_word_embeddings": True}
+    folder = tmp_path / "falcon-7b"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    model = load_model(str(folder / "config.json"))
+    assert model.name == "falcon-7b"  # an HF download's folder names it, not "config"
+    assert model.num_query_groups == 1 and param_counts(model).total == 6_921_720_704 - 4_544
+    assert model_from_mapping({**cfg, "num_attention_heads": 64, "multi_query": False, "num_kv_heads": 8}, "x").num_query_groups == 8
