@@ -141,7 +141,7 @@ def test_long_model_name_is_an_unknown_model_not_oserror():
 def test_model_with_zero_heads_is_refused(tmp_path):
     f = tmp_path / "config.json"
     f.write_text('{"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 0, "vocab_size": 50257}')
-    with pytest.raises(ModelError, match="model config"):
+    with pytest.raises(ModelError, match="a field is zero or out of range"):
         load_model(str(f))
 
 
