@@ -208,7 +208,7 @@ def _measure_keys(table, keys, device, out_path, reps, warmup, max_elements, bud
     try:
         import torch
     except ImportError:
-        raise click.ClickException(TORCH_MISSING) from None
+        raise MeasureInputError(TORCH_MISSING) from None  # one `error:` line, exit 2, as every refusal
     from measure.bench_ops import measure_key
     from measure.fingerprint import DeviceUnavailable, device_environment, device_fingerprint, resolve_device
 
