@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_yaml
@@ -94,6 +94,13 @@ class HardwareProfile(_Strict):
                                              "(hardware/typical_microbench.py)")
     calibration: Calibration = Calibration()
     sources: dict[str, str] = Field(description="field name -> where the number comes from")
+
+    @field_validator("vendor")
+    @classmethod
+    def _vendor_lower(cls, value: str) -> str:
+        """Vendors compare in lower case (`nvidia`, `amd`): `NVIDIA` in a user's file is the same vendor, whose bundled
+        parts lend it their microbenchmark fractions (hardware/typical_microbench.py) and its rules."""
+        return value.strip().lower()
 
     @property
     def calibrated(self) -> bool:

@@ -80,3 +80,11 @@ def test_check_warns_as_solve_notes(tmp_path):
     assert len(said) == 1 and said[0].message.startswith("l40s has no microbenchmarks of its own")
     assert not [w for w in shardplan.check({**recipe, "hardware": "h100-sxm-80gb"}).warnings
                 if w.rule == "uncalibrated_profile"]
+
+
+def test_the_vendor_is_read_in_any_case(tmp_path):
+    """`vendor: NVIDIA` is nvidia: the part borrows the NVIDIA siblings' fractions, not every part's (AMD included)."""
+    upper = load_profile(_write(tmp_path, {**L40S, "vendor": "NVIDIA"}))
+    assert upper.vendor == "nvidia"
+    assert upper.microbench_from == load_profile(_write(tmp_path, L40S)).microbench_from
+    assert not any(name.startswith("mi3") for name in upper.microbench_from)
