@@ -145,6 +145,16 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
     nodes, gpus_per_node, world_notes = world_from_launch(launch, nodes, gpus_per_node)
     if hardware is None:
         raise InputError(f"--hardware: a Megatron {what} does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
+    if what == "config" and nodes and not gpus_per_node:
+        # a stack config has no launcher to state GPUs per node: a node is the part's server, as `solve` counts it (a
+        # launch script's launcher has its own default, torchrun's 1, so there the size is asked for instead)
+        from hardware.profile import load_profile
+
+        profile = load_profile(hardware)
+        gpus_per_node = profile.gpus_per_node
+        node_notes = [f"the {what} does not state GPUs per node: took {gpus_per_node}, a {profile.name} server's"]
+    else:
+        node_notes = []
     if not nodes or not gpus_per_node:
         raise InputError(f"--nodes/--gpus-per-node: the {what} does not fix the world size; pass --nodes N --gpus-per-node G")
     args, early = list(launch.script_args), []
@@ -183,6 +193,7 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
                       + [_note("script_layout", w) for w in launch.misread]
                       + [_note("script_not_followed", w) for w in launch.warnings]
                       + [_note("script_world", w) for w in world_notes]
+                      + [_note("gpus_per_node_default", w) for w in node_notes]
                       + [_note("argument_source", n) for n in getattr(cfg, "notes", [])],
                       preflight_violations=early + _entry_script_violations(launch.script, model)
                       + [Violation(rule=r.rule, message=r.message, fix=r.fix) for r in getattr(cfg, "refusals", [])])
@@ -216,6 +227,7 @@ def _note(rule: str, message: str) -> Violation:
              "script_not_followed": "write the value in the script, or set the variable it tests in the environment",
              "script_layout": "edit the line it names: bash and sbatch run the script as the warning says, not as it looks",
              "script_world": "drop --nodes/--gpus-per-node to judge the script's own cluster",
+             "gpus_per_node_default": "pass --gpus-per-node G if a node holds another number of GPUs",
              "argument_source": "state the value in the arguments to make it explicit",
              "stack_config": "state the value in the config file to make the verdict independent of other files"}
     return Violation(rule=rule, severity="warning", message=message, fix=fixes[rule])

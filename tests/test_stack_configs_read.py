@@ -119,6 +119,17 @@ def test_a_bridge_model_without_max_position_embeddings_takes_its_seq_length(tmp
     assert loaded.case.model.max_position_embeddings == loaded.case.job.seq_length == 8192
 
 
+def test_a_stack_config_on_given_nodes_counts_the_parts_servers():
+    # a Bridge / Primus config has no launcher to say GPUs per node: a node is the profile's server (GB200 NVL72's
+    # compute tray holds 4), as `solve` counts it, with a warning naming what was taken
+    loaded = load_check_input(str(DATA / "bridge-llama8b-legal.yaml"), "gb200-nvl72", 2, None)
+    assert (loaded.case.placement.num_nodes, loaded.case.placement.gpus_per_node) == (2, 4)
+    said = [w.message for w in loaded.warnings if w.rule == "gpus_per_node_default"]
+    assert said == ["the config does not state GPUs per node: took 4, a gb200-nvl72 server's"]
+    with pytest.raises(InputError, match="does not fix the world size"):
+        load_check_input(str(DATA / "bridge-llama8b-legal.yaml"), "gb200-nvl72", None, None)
+
+
 def test_bridge_overrides_equal_the_same_settings_in_yaml(tmp_path):
     import yaml
 
