@@ -14,11 +14,12 @@ from constraints.spec import Activation, YarnRope
 
 # model_type -> transformers' default tie_word_embeddings for that family when config.json leaves it out
 # (each family's configuration_*.py in huggingface/transformers: LlamaConfig, MistralConfig, MixtralConfig,
-# Qwen2Config, Qwen3Config, Qwen2MoeConfig, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig all
-# default to False; GPT2Config to True). Kimi-K2 ships DeepseekV3's configuration code.
+# Qwen2Config, Qwen3Config, Qwen2MoeConfig, Qwen3MoeConfig, DeepseekV2Config, DeepseekV3Config, GptOssConfig,
+# NemotronConfig all default to False; GPT2Config to True). Kimi-K2 ships DeepseekV3's configuration code; DeepSeek-V2
+# is V3's MLA + shared-expert MoE without the score-correction bias and MTP, which the generic path reads key by key.
 FAMILY_TIE_DEFAULT = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen3": False,
-                      "qwen2_moe": False, "qwen3_moe": False, "deepseek_v3": False, "kimi_k2": False, "gpt_oss": False,
-                      "nemotron": False, "gpt2": True}
+                      "qwen2_moe": False, "qwen3_moe": False, "deepseek_v2": False, "deepseek_v3": False,
+                      "kimi_k2": False, "gpt_oss": False, "nemotron": False, "gpt2": True}
 # families with a reader of their own in constraints/models.py (their keys are audited there)
 OWN_READER_TYPES = ("nemotron_h", "llama4", "llama4_text")
 KNOWN_TYPES = tuple(FAMILY_TIE_DEFAULT) + OWN_READER_TYPES

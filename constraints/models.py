@@ -124,6 +124,11 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
     heads = _get(raw, "num_attention_heads")
     layers = _get(raw, "num_hidden_layers")
     for key, value in (("hidden_size", h), ("num_attention_heads", heads), ("num_hidden_layers", layers)):
+        if value is None and isinstance(raw.get("text_config"), dict):
+            # a multimodal config (LLaVA, Qwen2-VL, ...) keeps its language model under text_config
+            raise ModelError(f"model {name}: model_type {shown(mt)} is multimodal: its language model's {key} is under "
+                             "text_config, and shardplan prices the decoder alone (no vision encoder); give text_config's "
+                             "contents as the config")
         if not value or value < 0:
             got = "it is missing" if value is None else f"got {value}"
             raise ModelError(f"model {name}: config needs a positive {key} ({got}); copy it from the model's HF config.json")
@@ -138,6 +143,9 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
                                  "num_attention_heads, num_query_groups, vocab_size: README 'Recipe YAML')")
             raise ModelError(f"model {name}: config has no {key}; add \"{key}\" from the model's HF config.json")
     num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
+    if num_experts and _get(raw, "num_experts_per_tok", "experts_per_token") is None:
+        raise ModelError(f"model {name}: config has {num_experts} experts but no num_experts_per_tok (experts per token); "
+                         "add \"num_experts_per_tok\" from the model's HF config.json")
     mla = raw.get("kv_lora_rank") is not None
     act = PLAIN_MLP_ACTIVATIONS.get(raw.get("hidden_act", "silu"), Activation.swiglu)
     if str(mt).startswith("gemma"):  # transformers GemmaMLP: gate_proj, up_proj, down_proj with a gelu gate (GeGLU), whatever

@@ -222,3 +222,18 @@ def test_falcon_multi_query_is_one_kv_head(tmp_path):
     assert model.name == "falcon-7b"  # an HF download's folder names it, not "config"
     assert model.num_query_groups == 1 and param_counts(model).total == 6_921_720_704 - 4_544
     assert model_from_mapping({**cfg, "num_attention_heads": 64, "multi_query": False, "num_kv_heads": 8}, "x").num_query_groups == 8
+
+
+def test_configs_whose_refusals_name_the_hf_key_or_the_shape_found_elsewhere():
+    base = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 4,
+            "num_attention_heads": 16, "vocab_size": 32000, "hidden_act": "silu"}
+    with pytest.raises(ModelError, match="32 experts but no num_experts_per_tok"):
+        model_from_mapping({**base, "model_type": "mixtral", "num_local_experts": 32}, "x")
+    # LLaVA keeps the language model under text_config; the shape is there, not missing
+    with pytest.raises(ModelError, match="'llava' is multimodal: its language model's hidden_size is under text_config"):
+        model_from_mapping({"model_type": "llava", "text_config": dict(base), "vision_config": {"hidden_size": 1024}}, "x")
+    # DeepSeek-V2 is read by name (MLA and the shared-expert MoE key by key), not as a Llama-style guess
+    v2 = {**base, "model_type": "deepseek_v2", "kv_lora_rank": 512, "q_lora_rank": None, "qk_nope_head_dim": 128,
+          "qk_rope_head_dim": 64, "v_head_dim": 128, "n_routed_experts": 64, "num_experts_per_tok": 6,
+          "moe_intermediate_size": 1408, "n_shared_experts": 2, "first_k_dense_replace": 1, "topk_method": "greedy"}
+    assert not any("not a family shardplan reads by name" in n for n in model_from_mapping(v2, "v2").config_notes)
