@@ -52,6 +52,20 @@ class _BoundedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node, deep=False):
+        """As SafeLoader's, refusing a key written twice in one mapping: YAML keeps the last silently, so
+        `micro_batch_size` given twice would judge a recipe the file's reader may not mean. Keys a `<<` merge brings
+        in may be overridden, as YAML intends."""
+        if isinstance(node, yaml.MappingNode):
+            seen: set = set()
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    if key_node.value in seen:
+                        raise InputRefused(f"{self._label}: key {key_node.value!r} is given twice in one mapping (line "
+                                           f"{key_node.start_mark.line + 1}); keep one")
+                    seen.add(key_node.value)
+        return super().construct_mapping(node, deep)
+
 
 def load_yaml(text: str, kind: str, label: str | None = None) -> Any:
     """The value of one YAML document under the boundary's limits; YAML errors become one-line refusals."""

@@ -109,8 +109,9 @@ def test_measure_without_torch_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     result = CliRunner().invoke(measure_command, ["--model", str(model), "--seq-length", "16", "--device", "cpu",
                                                   "--out", str(tmp_path / "t.json")])
-    assert result.exit_code == 1
-    assert "pip install 'shardplan[measure]' torch==2.13.0" in result.output
+    assert result.exit_code == 2  # one `error:` line, exit 2, as every refusal
+    assert "error: torch is not installed; install the measure extra: pip install 'shardplan[measure]' torch==2.13.0" \
+        in result.output
     assert not (tmp_path / "t.json").exists()
 
 

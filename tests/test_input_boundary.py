@@ -183,3 +183,14 @@ def test_long_yaml_flow_list_stops_at_the_node_limit_quickly():
         load_yaml(text, "recipe")
     assert time.monotonic() - start < 10
     assert len(load_yaml("x: [" + ",".join(["1"] * 4096) + "]\n", "model")["x"]) == 4096  # a 4096-layer list is fine
+
+
+def test_a_yaml_key_given_twice_is_refused_naming_it(tmp_path):
+    # YAML keeps the last of two equal keys without a word; a recipe judged on the value the author did not mean is a
+    # silently wrong answer, so the file is refused with the key and its line. A `<<` merge may still be overridden.
+    from boundary.errors import InputRefused
+    from boundary.parse import load_yaml
+
+    with pytest.raises(InputRefused, match=r"key 'mbs' is given twice in one mapping \(line 3\); keep one"):
+        load_yaml("recipe:\n  mbs: 1\n  mbs: 2\n", "recipe")
+    assert load_yaml("base: &b {tp: 2, mbs: 1}\nrecipe:\n  <<: *b\n  mbs: 4\n", "recipe")["recipe"] == {"tp": 2, "mbs": 4}

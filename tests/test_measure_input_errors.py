@@ -44,15 +44,3 @@ def test_measure_cuda_on_cpu_only_torch_names_the_option(tmp_path):
     rc, _, err = _measure(tmp_path, "--seq-length", "32", "--device", "cuda")
     assert rc == 2 and err.startswith("error: --device cuda: CUDA/ROCm is not available") and err.count("\n") == 1
 
-
-def test_measure_without_torch_is_one_error_line_with_the_install(tmp_path):
-    # torch is an optional extra: shadow it with a package whose import fails, as on a machine without it
-    shadow = tmp_path / "shadow" / "torch"
-    shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("raise ImportError('no torch here')\n")
-    model = tmp_path / "tiny.yaml"
-    model.write_text(TINY_4_HEADS)
-    rc, _, err = run_cli("measure", "--model", str(model), "--seq-length", "32", "--device", "cpu", "--out",
-                         str(tmp_path / "t.json"), env={"PYTHONPATH": str(tmp_path / "shadow")})
-    assert rc == 2 and err == ("error: torch is not installed; install the measure extra: "
-                               "pip install 'shardplan[measure]' torch==2.13.0\n")
