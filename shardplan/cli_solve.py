@@ -75,6 +75,8 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     proposer_config = config_from_options(**proposer_kw)  # a bad --proposer llm combination fails before any work
     if target_tokens_per_s is not None and objective != "fewest-gpus":
         raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
+    if no_recompute and recompute not in (None, "none"):
+        raise ShardplanError(f"--no-recompute: contradicts --recompute {recompute}; give one of them")
     ranges = dict(zip(RANGE_AXES, (tp_range, pp_range, vpp_range, cp_range, ep_range, etp_range, mbs_range)))
     result = api.solve(model_name, hardware, nodes, seq_length=seq_length, global_batch_size=global_batch_size, gpus_per_node=gpus_per_node,
                        precision=precision, top=k, **ranges, schedule=schedule, recompute="none" if no_recompute else recompute,

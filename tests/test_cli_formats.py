@@ -141,3 +141,9 @@ def test_the_hardware_is_named_as_the_profile_names_itself(tmp_path):
     own.write_text((REPO / "hardware" / "profiles" / "h100-sxm-80gb.yaml").read_text())
     _, checked = _run("check", EXAMPLE, "--hardware", str(own))
     assert checked.splitlines()[0].startswith(f"Llama-3.1-70B on 64 x h100-sxm-80gb ({own}) (8 nodes x 8)")
+
+
+def test_no_recompute_with_a_recompute_pin_is_refused_in_either_order():
+    for args in (("--recompute", "full", "--no-recompute"), ("--no-recompute", "--recompute", "selective")):
+        res = CliRunner().invoke(cli, [*SOLVE, *args])
+        assert res.exit_code == 2 and "--no-recompute: contradicts --recompute" in res.stderr

@@ -88,6 +88,13 @@ def test_not_a_chat_completion_is_an_error(tiny, plain):
     assert "choices[0].message.content" in report.rounds[0].error
 
 
+def test_a_body_nested_thousands_deep_is_an_error_not_a_crash(tiny, plain):
+    # json.loads of 200,000 nested arrays raises RecursionError, which the reply reader must turn into a round error
+    with ScriptedServer([("raw", b'{"choices":' + b"[" * 200_000 + b"]" * 200_000 + b"}")]) as srv:
+        _, report = _run(tiny, plain, srv)
+    assert "nested too deeply" in report.rounds[0].error
+
+
 HOSTILE = {"hints": [
     {"action": "pin", "axes": {"tp": 3}, "rationale": "odd TP"},
     {"action": "pin", "axes": {"tp": -2}},

@@ -190,6 +190,8 @@ def _content(raw: bytes) -> str:
         content = data["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
         raise LLMError("reply is not a chat completion (choices[0].message.content missing)") from None
+    except RecursionError:  # a hostile body nested thousands of arrays deep, as extract_json refuses inside the content
+        raise LLMError("reply JSON is nested too deeply") from None
     if not isinstance(content, str):
         raise LLMError("reply content is not text")
     return content
