@@ -111,6 +111,9 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         check_output_dir(render_dir, "--render")
     with input_boundary():
         config = proposer if isinstance(proposer, ProposerConfig) else ProposerConfig(kind=proposer)
+        # the hints may take at most half of --max-time, so a slow or hung endpoint never costs the answer: the final
+        # solve runs outside the proposer's budget (solver.proposer.loop), in the half left
+        config = config.model_copy(update={"budget_s": min(config.budget_s, max_time_s / 2)})
         spec = load_model(model)
         profile = load_profile(hardware)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)

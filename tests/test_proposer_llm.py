@@ -256,3 +256,18 @@ def test_errors_never_show_credentials_in_the_url():
         with pytest.raises(LLMError) as err:
             LLMClient(url, "m", timeout_s=2, retries=0).chat([{"role": "user", "content": "x"}])
     assert "s3cret" not in str(err.value) and "http://127.0.0.1:" in str(err.value)  # urllib cannot use URL credentials anyway
+
+
+def test_a_slow_endpoint_takes_at_most_half_of_max_time_and_the_answer_still_comes():
+    # shardplan.solve caps the proposer's budget at half of max_time_s: the final solve runs in the half left, so a
+    # hung hint source cannot turn a solvable problem into a time-limit error
+    import shardplan
+
+    with ScriptedServer([("slow", 30.0, json.dumps(GOOD))] * 4) as srv:
+        config = ProposerConfig(kind="llm", base_url=srv.base_url, model="test-model", timeout_s=60.0, retries=0)
+        start = time.monotonic()
+        res = shardplan.solve("Llama-3.1-8B", "h100-sxm-80gb", nodes=1, seq_length=4096, global_batch_size=32, top=1,
+                              proposer=config, max_time_s=8.0)
+        took = time.monotonic() - start
+    assert res.recipes and took < 8.0
+    assert res.proposer is not None and res.proposer.rounds and "within" in (res.proposer.rounds[0].error or "")
