@@ -93,4 +93,9 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         if result.proposer is not None:
             text += "\n" + format_hint_report(result.proposer)
     emit(solve_rows(data, result.context[0]), fmt, SOLVE_COLUMNS, json_data=data, text=text)
+    if not result.ok and fmt in ("csv", "markdown"):  # a header alone would say nothing: why, on stderr as the table says it
+        from solver.explain_why import format_explanation
+
+        for line in format_explanation(data["explanation"]) if data.get("explanation") else ["nothing fits"]:
+            click.echo(line, err=True)
     sys.exit(0 if result.ok else 1)

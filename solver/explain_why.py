@@ -91,8 +91,9 @@ def conflict_reasons(model, job, placement, profile, pins: dict, conflict: list[
         bound = CountScreen(model, job, profile, margin).min_peak_bytes(placement.world_size)
         why.append(f"memory: the smallest peak of the {len(tables.cand_peak):,} legal recipes on {placement.world_size} GPUs is "
                    f"{tables.cand_peak.min() / GIB:.2f} GiB, above the {tables.usable_bytes / GIB:.2f} GiB usable"
-                   + (f"; the model's weights, gradients and optimizer state alone need at least {bound / GIB:.2f} GiB per GPU"
-                      if bound > tables.usable_bytes else ""))
+                   + (f"; the model's weights, gradients and optimizer state alone, with the framework's "
+                      f"{profile.calibration.framework_overhead_bytes / GIB:.2f} GiB reserve, need at least "
+                      f"{bound / GIB:.2f} GiB per GPU" if bound > tables.usable_bytes else ""))
     return why
 
 

@@ -147,3 +147,11 @@ def test_no_recompute_with_a_recompute_pin_is_refused_in_either_order():
     for args in (("--recompute", "full", "--no-recompute"), ("--no-recompute", "--recompute", "selective")):
         res = CliRunner().invoke(cli, [*SOLVE, *args])
         assert res.exit_code == 2 and "--no-recompute: contradicts --recompute" in res.stderr
+
+
+def test_nothing_fits_in_csv_says_why_on_stderr():
+    res = CliRunner().invoke(cli, ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1",
+                                   "--seq-length", "4096", "--global-batch-size", "32", "--tp", "3", "--proposer", "none",
+                                   "--format", "csv"])
+    assert res.exit_code == 1 and res.stdout.count("\n") == 1  # the header alone
+    assert res.stderr.startswith("nothing fits: --tp") and "32 attention heads are not divisible by TP=3" in res.stderr
