@@ -102,3 +102,14 @@ def test_preference_maps_to_a_fitting_table_candidate():
     assert (got["tp"], got["recompute"], got["dp_sharding"]) == (2, "none", "none")
     assert tables.peak_bytes(np.array([a]), np.array([s]))[0] <= tables.usable_bytes
     assert cols.best_row_for({"tp": [2]}, {"tp": [1]}) is None  # a preference never leaves the pins
+
+
+def test_a_flood_of_dropped_hints_is_counted_below_the_table_not_printed():
+    from solver.proposer.hints import Rejected
+    from solver.proposer.report import MAX_DROPPED_SHOWN, HintReport, format_hint_report
+
+    report = HintReport(kind="llm", rejected=[Rejected(hint={"tp": i}, reason="too many hints", source="llm:x")
+                                              for i in range(1000)])
+    text = format_hint_report(report)
+    assert text.count("  dropped [") == MAX_DROPPED_SHOWN
+    assert f"... and {1000 - MAX_DROPPED_SHOWN} more dropped hint(s)" in text

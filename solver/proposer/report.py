@@ -58,6 +58,10 @@ def _fmt_time(us: Optional[int]) -> str:
     return "-" if us is None else f"{us / 1e6:.3f} s"
 
 
+# dropped hints printed below the table; the rest are counted (a reply of 1,000 hints would print 2,000 lines)
+MAX_DROPPED_SHOWN = 20
+
+
 def format_hint_report(report: HintReport) -> str:
     """Plain-text block for `solve` output (below the recipe table)."""
     if report.kind == "none":
@@ -71,8 +75,10 @@ def format_hint_report(report: HintReport) -> str:
         lines.append(f"  used  [{u.hint.source}] {u.hint.describe()}: {u.status}"
                      + (f", best {_fmt_time(u.best_time_us)}" if u.best_time_us is not None else "")
                      + (f"  # {_printable(u.hint.rationale, 100)}" if u.hint.rationale else ""))
-    for rej in report.rejected:
+    for rej in report.rejected[:MAX_DROPPED_SHOWN]:
         lines.append(f"  dropped [{rej.source}{f', round {rej.round}' if rej.round else ''}] {_short(rej.hint)}: {rej.reason}")
+    if len(report.rejected) > MAX_DROPPED_SHOWN:  # an endpoint's flood of hints is counted, not printed (JSON holds all)
+        lines.append(f"  ... and {len(report.rejected) - MAX_DROPPED_SHOWN} more dropped hint(s) (--format json lists them)")
     for s in report.suggestions:
         lines.append(f"  suggest [{s.rule}] {s.text}")
     if report.final_hint_axes is not None:
