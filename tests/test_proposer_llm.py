@@ -229,6 +229,9 @@ def test_prompt_renders_strictly(tiny):
     text = render_prompt(ctx)
     assert "8 x h100-sxm-80gb" in text and 'recompute: ["full:uniform:1", "none", "selective:core_attn"]' in text
     assert "sp: [false, true]" in text and "global batch 16" in text
+    # the solver picks the MoE dispatcher and EP overlap per candidate; a hint on them is always dropped, so the prompt
+    # does not offer them
+    assert "moe_dispatcher:" not in text and "ep_comm_overlap:" not in text
 
 
 def test_extract_json_never_takes_a_fragment_of_a_truncated_reply():

@@ -29,6 +29,7 @@ from typing import Any, Optional
 import jinja2
 
 from solver.proposer.ledger import GIB, ProposerContext
+from solver.proposer.hints import PER_CANDIDATE_AXES
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 PROMPT_TEMPLATE = "proposer_prompt.j2"
@@ -256,7 +257,9 @@ def render_prompt(ctx: ProposerContext) -> str:
     m, p = ctx.model, ctx.profile
     return _environment().get_template(PROMPT_TEMPLATE).render(
         model=m, job=ctx.job, placement=ctx.placement, profile=p, hbm_gib=round(p.hbm_capacity_bytes / GIB, 1),
-        legal={a: [json.dumps(v) for v in vals] for a, vals in ctx.legal.items()}, ledger=_ledger_rows(ctx),
+        # the per-candidate axes are picked by the solver and a hint on them is always dropped: not offered
+        legal={a: [json.dumps(v) for v in vals] for a, vals in ctx.legal.items() if a not in PER_CANDIDATE_AXES},
+        ledger=_ledger_rows(ctx),
         round_index=ctx.round_index, rejected=ctx.rejected_reasons[-8:], json=json, top_k_region=ctx.top_k_region)
 
 
