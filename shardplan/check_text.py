@@ -26,7 +26,8 @@ def format_check(result, width: Optional[int] = None) -> str:
     r = case.recipe
     lines = [
         f"{case.model.name} on {case.world_size} x {profile_label(case.placement.hardware)} "
-        f"({case.placement.num_nodes} nodes x {case.placement.gpus_per_node}), seq {case.job.seq_length}, "
+        f"({case.placement.num_nodes} node{'' if case.placement.num_nodes == 1 else 's'} x {case.placement.gpus_per_node}), "
+        f"seq {case.job.seq_length}, "
         f"GBS {case.job.global_batch_size}, {case.job.precision.value}",
         f"recipe: TP={r.tp} PP={r.pp} VPP={r.vpp} CP={r.cp} EP={r.ep} "
         + (f"ETP={r.etp_effective} " if case.model.is_moe else "")  # a dense model has no expert grid
