@@ -119,7 +119,6 @@ def _with_scores(model: ModelSpec, sh: Shape, terms: dict[str, int], groups: int
     return terms
 
 
-
 def dense_mlp_terms(model: ModelSpec, sh: Shape, ffn: int, prefix: str, tokens: int, div: int) -> dict[str, int]:
     """Korthikanti's MLP (19sbh at ffn=4h): input, fc1 output, activation output (fc2 input), dropout mask."""
     return {

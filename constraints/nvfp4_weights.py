@@ -85,7 +85,6 @@ def _split(width: int, parts: int) -> int:
     return -(-width // parts)
 
 
-
 def _mlp_shapes(model: ModelSpec, ffn: int, tp: int, n: int = 1, width: int | None = None) -> list[tuple[int, int, int]]:
     """linear_fc1 (column-parallel, gate and up fused for SwiGLU) and linear_fc2 (row-parallel); `width` is the
     MLP's input / output width (h, or a latent MoE's latent size for its routed experts)."""

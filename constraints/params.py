@@ -43,7 +43,6 @@ def _norm(model: ModelSpec, width: int) -> int:
     return width * (2 if model.normalization == Normalization.layernorm else 1)
 
 
-
 def _mlp(model: ModelSpec, ffn: int, width: int | None = None) -> int:
     """fc1 (width -> fc1 width) + fc2 (ffn -> width), with biases when the model has them; width is h except for
     a latent MoE's routed experts (constraints/latent_moe.py)."""

@@ -134,7 +134,6 @@ def expert_bias_ops(model: ModelSpec, routed_tokens: int, width: int) -> list[Ph
     return pointwise_ops(OpKind.elementwise, (routed_tokens * width,), "moe", 3, 3, flops_per_elem=2.0, bwd_factor=1.0)
 
 
-
 def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention: bool = False) -> list[PhaseOp]:
     """Norm, QKV (or MLA projections), core attention, output projection and residual add. `fp8_attention`: the run
     sets Transformer Engine's `fp8_dot_product_attention` (Megatron `--fp8-dot-product-attention`), so an fp8 job's
