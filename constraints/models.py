@@ -51,8 +51,8 @@ _HF_INT_FIELDS = (
     "head_dim", "vocab_size", "max_position_embeddings", "n_routed_experts", "num_local_experts", "num_experts",
     "num_experts_per_tok", "experts_per_token", "moe_intermediate_size", "n_shared_experts", "kv_lora_rank",
     "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "first_k_dense_replace", "moe_layer_freq",
-    "decoder_sparse_step", "num_nextn_predict_layers", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
-    "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "attention_head_dim",
+    "decoder_sparse_step", "num_nextn_predict_layers", "max_window_layers", "n_embd", "n_layer", "n_head", "n_inner",
+    "n_positions", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "attention_head_dim",
     "moe_shared_expert_intermediate_size", "sliding_window", "intermediate_size_mlp", "num_local_experts",
     "interleave_moe_layer_step", "moe_latent_size", "shared_expert_intermediate_size",
 )

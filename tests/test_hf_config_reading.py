@@ -87,6 +87,8 @@ def test_qwen2_slides_only_from_max_window_layers_up():
     assert model.window_size == 4095 and model.window_layers == (False,) * 14 + (True,) * 14
     assert model_from_mapping({**cfg, "max_window_layers": 28}, "q").window_size is None  # transformers' default: none
     assert model_from_mapping({**cfg, "use_sliding_window": False}, "q").window_size is None
+    with pytest.raises(ModelError, match="max_window_layers must be an integer, got '14'"):
+        model_from_mapping({**cfg, "max_window_layers": "14"}, "q")
 
 
 def _gemma_recipe(tmp_path):
