@@ -62,6 +62,12 @@ GATED_ACTS = ("silu", "swish")
 PLAIN_MLP_ACTIVATIONS = {"relu2": Activation.squared_relu, "gelu": Activation.gelu, "gelu_new": Activation.gelu}
 
 
+def geglu_family(model_type: object) -> bool:
+    """Gemma families gate their MLP with gelu (transformers GemmaMLP: gate_proj, up_proj, down_proj) whatever
+    hidden_act says: constraints/models.py reads them gated, reading_notes says so."""
+    return str(model_type).startswith("gemma")
+
+
 def reading_notes(raw: dict) -> tuple[str, ...]:
     """One line per thing the generic HF reader did not follow in `raw` (an HF config.json mapping); empty for the
     families it knows when every key is read or has no cost."""
@@ -83,7 +89,7 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
             notes.append(f"sliding_window={shown(window)} is not applied: which layers of a model_type {shown(mt)} use the "
                          "window is not known here, so every layer is priced as full attention (an upper bound on "
                          "attention time and memory); add \"layer_types\" (sliding_attention / full_attention per layer)")
-        if mt.startswith("gemma"):
+        if geglu_family(mt):
             notes.append(f"model_type {shown(mt)}'s MLP is GeGLU (a gelu-gated three-matrix MLP, transformers GemmaMLP): "
                          "priced with SwiGLU's shapes, which are the same weights and FLOPs; Megatron-LM's command line "
                          "has no GeGLU flag, so a rendered script would train SwiGLU")

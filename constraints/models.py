@@ -17,7 +17,7 @@ from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
 
-from constraints.hf_reading import KNOWN_TYPES, PLAIN_MLP_ACTIVATIONS, reading_notes, rope_fields
+from constraints.hf_reading import KNOWN_TYPES, PLAIN_MLP_ACTIVATIONS, geglu_family, reading_notes, rope_fields
 from constraints.spec import BOUND_REASONS, MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -148,8 +148,8 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
                          "add \"num_experts_per_tok\" from the model's HF config.json")
     mla = raw.get("kv_lora_rank") is not None
     act = PLAIN_MLP_ACTIVATIONS.get(raw.get("hidden_act", "silu"), Activation.swiglu)
-    if str(mt).startswith("gemma"):  # transformers GemmaMLP: gate_proj, up_proj, down_proj with a gelu gate (GeGLU), whatever
-        act = Activation.swiglu  # hidden_act says; SwiGLU's shapes are GeGLU's (hf_reading notes the gate's function)
+    if geglu_family(mt):  # GeGLU has SwiGLU's shapes (hf_reading notes the gate's function)
+        act = Activation.swiglu
     glu: dict[str, Any] = {}
     if mt == "gpt_oss":  # transformers GptOssExperts: gate * sigmoid(1.702 gate) * (up + 1), both halves clamped at
         # swiglu_limit, whatever hidden_act says; Megatron-Bridge's gpt-oss bridge: quick_gelu GLU, clamp, offset 1
