@@ -287,6 +287,10 @@ def muon_no_fsdp(x: RuleInput) -> Optional[Violation]:
 
 
 # ---------------------------------------------------------------- precision / hardware
+# the fix on a part without FP8 tensor cores (a script may already pass --bf16 beside its FP8 flags); solver/explain_why.py
+# speaks it as solve's option
+NO_FP8_FIX = "drop --fp8-format / --fp8-recipe and train in bf16 (--bf16)"
+
 @rule(reads="")
 def precision_supported(x: RuleInput) -> Optional[Violation]:
     """[40] FP8 needs FP8 tensor cores (Hopper/Ada/MI300+); MXFP8 needs block-scaled FP8 (Blackwell)."""
@@ -294,8 +298,7 @@ def precision_supported(x: RuleInput) -> Optional[Violation]:
     if hw is None or not p.is_fp8:
         return None
     if not getattr(hw, "supports_fp8", True):
-        return violation("precision_supported", f"{hw.name} has no FP8 tensor cores",
-                         "drop --fp8-format / --fp8-recipe and train in bf16 (--bf16)")
+        return violation("precision_supported", f"{hw.name} has no FP8 tensor cores", NO_FP8_FIX)
     if p == Precision.mxfp8 and not getattr(hw, "supports_mxfp8", False):
         return violation("precision_supported", f"MXFP8 needs block-scaled FP8 hardware; {hw.name} has none", "use --fp8-recipe tensorwise")
     return None

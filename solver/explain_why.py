@@ -3,6 +3,7 @@ the human lines of an explanation (solver/explain.py finds the conflict and the 
 the options the user typed: `solve`'s own flags, not Megatron's)."""
 from __future__ import annotations
 
+from constraints.rules_features import NO_FP8_FIX
 from solver.fewest_gpus import CountScreen
 
 GIB = 1024 ** 3
@@ -42,7 +43,7 @@ _PRECISION_OPTION = (("--fp8-recipe tensorwise", "--precision fp8-tensorwise"), 
 
 def _solve_option(fix: str) -> str:
     """A recipe-free rule's fix in the options `solve` takes (the rules speak Megatron flags for `check`)."""
-    if fix.startswith("drop --fp8-format"):  # precision_supported on a part without FP8: train in bf16
+    if fix == NO_FP8_FIX:  # precision_supported on a part without FP8: train in bf16
         return "use --precision bf16"
     for flag, option in _PRECISION_OPTION:
         if fix.startswith("use " + flag) or fix == flag:
