@@ -194,18 +194,23 @@ def _parsed_yaml(path: Path):
     return copy.deepcopy(_PARSED[key])
 
 
+def _is_profile_file(name_or_path: str) -> bool:
+    """Whether --hardware names a user's YAML file (else a bundled profile by name)."""
+    path = Path(name_or_path)
+    return path.suffix in (".yaml", ".yml") and os.path.exists(path)
+
+
 def profile_label(name_or_path: str) -> str:
     """How a result names the hardware it was given: the profile's own name (whatever the spelling of a bundled one),
     with the file beside it for a user's YAML, which may reuse a bundled name with other numbers."""
     profile = load_profile(name_or_path)
-    path = Path(name_or_path)
-    return f"{profile.name} ({name_or_path})" if path.suffix in (".yaml", ".yml") and os.path.exists(path) else profile.name
+    return f"{profile.name} ({name_or_path})" if _is_profile_file(name_or_path) else profile.name
 
 
 def load_profile(name_or_path: str) -> HardwareProfile:
     """Load a bundled profile by name (case-insensitive) or a user's YAML by path."""
     path = Path(name_or_path)
-    if not (path.suffix in (".yaml", ".yml") and os.path.exists(path)):
+    if not _is_profile_file(name_or_path):
         candidates = {p.stem.lower(): p for p in PROFILES_DIR.glob("*.yaml")}
         path = candidates.get(name_or_path.lower())
         if path is None:
