@@ -34,6 +34,8 @@ class StackConfig(BaseModel):
     ignored: list[str] = Field(default_factory=list, description="keys known to have no effect (run names, paths)")
     notes: list[str] = Field(default_factory=list, description="how the file was read: files followed, defaults")
     env: Optional[dict[str, str]] = Field(None, description="environment the config sets (Bridge env_vars)")
+    missing_model: Optional[str] = Field(None, description="the note naming a model file the config names and that "
+                                         "could not be found (Primus): the likely cause of a missing model shape")
 
 
 class ArgvBuilder:

@@ -102,11 +102,13 @@ def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, s
                     merged[key] = (f"{path.name}:{key}", value)
                     defaults.add(key)
     model_name = env_default(module.get("model"), environ, notes, f"modules.{name}.model")
+    missing_model = None
     if model_name is not None:
         model_path = _primus_file(str(model_name), experiment, "models")
         if model_path is None:
-            notes.append(f"modules.{name}.model {model_name} was found neither beside the experiment nor in a Primus "
-                         "checkout above it: its keys are not read (give the shape in overrides or pass --model)")
+            missing_model = (f"modules.{name}.model {model_name} was found neither beside the experiment nor in a Primus "
+                             "checkout above it: its keys are not read (give the shape in overrides or pass --model)")
+            notes.append(missing_model)
         else:
             for path, keys in _model_chain(model_path, read):
                 notes.append(f"read {path} (Primus model file)")
@@ -145,7 +147,7 @@ def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, s
         if error:
             raise StackConfigError(error)
     return StackConfig(kind="primus", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,
-                       notes=notes)
+                       notes=notes, missing_model=missing_model)
 
 
 def misspelt_argument(path: str) -> str | None:

@@ -119,8 +119,7 @@ def _load_stack(stack, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
         loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config")
     except InputError as exc:
         # a model file the config names but check could not find is the likely cause of a missing shape: say it too
-        missing = [n for n in stack.notes if "was found neither" in n and ".model " in n]
-        cause = f" ({missing[0]})" if missing and "--model" in str(exc) else ""
+        cause = f" ({stack.missing_model})" if stack.missing_model and "--model" in str(exc) else ""
         raise InputError(_in_stack_terms(str(exc), stack.kind) + cause) from None
     loaded.source = stack.kind
     loaded.env = dict(stack.env) if stack.env is not None else None  # the stack's launcher sets the rest
