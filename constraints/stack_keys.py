@@ -197,6 +197,5 @@ def _typed(text: str, value_type: str) -> Any:
         return text
 
 
-def megatron_dests() -> frozenset[str]:
-    """Every argparse dest of Megatron-LM's flag table (constraints.megatron_flags): the names a stack config may use."""
-    return frozenset(DEST_OF.values())
+# every argparse dest of Megatron-LM's flag table (constraints.megatron_flags), sorted: the names a stack config may use
+MEGATRON_DESTS: tuple[str, ...] = tuple(sorted(set(DEST_OF.values())))

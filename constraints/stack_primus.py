@@ -25,7 +25,7 @@ from typing import Any, Callable
 from boundary.read import is_regular_file
 from constraints.megatron_flags import MODELLED, RULE_FLAGS
 from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
-from constraints.stack_keys import StackKeyError, flags_for_core_field, megatron_dests
+from constraints.stack_keys import MEGATRON_DESTS, StackKeyError, flags_for_core_field
 
 META_KEYS = ("work_group", "user_name", "exp_name", "workspace")
 MODULE_KEYS = ("framework", "config", "model", "overrides")
@@ -159,7 +159,7 @@ def misspelt_argument(path: str) -> str | None:
     if not path.startswith("overrides."):
         return None
     key = path.split(".", 1)[1]
-    near = difflib.get_close_matches(key, sorted(megatron_dests()), n=1, cutoff=0.9)
+    near = difflib.get_close_matches(key, MEGATRON_DESTS, n=1, cutoff=0.9)
     if not near or near[0] == key:
         return None
     return (f"{path}: no Megatron-LM argument is named {key}, so Primus sets nothing Megatron reads; did you mean "
