@@ -2,6 +2,7 @@
 and a readable nothing-fits explanation. JSON is the result itself (shardplan.results.SolveResult.to_json)."""
 from __future__ import annotations
 
+from hardware.profile import load_profile, profile_label, uncalibrated_reason
 from shardplan.formats import to_table
 
 GIB = 1024 ** 3
@@ -9,10 +10,7 @@ GIB = 1024 ** 3
 
 def format_solve(payload: dict, model, placement, job) -> str:
     objective = payload.get("objective", "throughput")
-    from hardware.profile import profile_label
-
-    hardware = profile_label(placement.hardware)
-    head = f"{model.name} on {placement.world_size} x {hardware}, seq {job.seq_length}, GBS {job.global_batch_size}: "
+    head = f"{model.name} on {placement.world_size} x {profile_label(placement.hardware)}, seq {job.seq_length}, GBS {job.global_batch_size}: "
     if not payload["recipes"]:
         lines = [head + "no recipe"]
     else:
@@ -102,6 +100,4 @@ def solve_rows(payload: dict, model) -> list[dict]:
 
 def uncalibrated_note(hardware: str) -> str:
     """Why this part's projection is less certain (hardware.profile.uncalibrated_reason), as a note line."""
-    from hardware.profile import load_profile, uncalibrated_reason
-
     return f"note: {hardware} {uncalibrated_reason(load_profile(hardware))}"
