@@ -71,7 +71,18 @@ def nvfp4_hardware(x: RuleInput) -> Optional[Violation]:
     if getattr(hw, "vendor", "nvidia") == "nvidia" and cc is not None and cc >= NVFP4_MIN_COMPUTE_CAPABILITY:
         return None
     return violation("nvfp4_hardware", f"NVFP4 needs NVIDIA Blackwell tensor cores (sm_100+); {hw.name} has none",
-              "use --fp8-format e4m3 --fp8-recipe mxfp8 or tensorwise (or --bf16)")
+              nvfp4_fallback(hw))
+
+
+def nvfp4_fallback(hw) -> str:
+    """The fix for NVFP4 on a part without it: the best precision the part does run (`precision_supported`'s
+    support flags), so the remedy never names a recipe that rule would refuse on the same part."""
+    drop = "drop --fp4-format / --fp4-recipe and "
+    if not getattr(hw, "supports_fp8", True):
+        return drop + "train in bf16 (--bf16)"
+    if getattr(hw, "supports_mxfp8", False):
+        return drop + "use --fp8-format e4m3 --fp8-recipe mxfp8 or tensorwise (or --bf16)"
+    return drop + "use --fp8-format e4m3 --fp8-recipe tensorwise or delayed (or --bf16)"
 
 
 @rule(reads="")
