@@ -74,15 +74,24 @@ def nvfp4_hardware(x: RuleInput) -> Optional[Violation]:
               nvfp4_fallback(hw))
 
 
-def nvfp4_fallback(hw) -> str:
-    """The fix for NVFP4 on a part without it: the best precision the part does run (`precision_supported`'s
-    support flags), so the remedy never names a recipe that rule would refuse on the same part."""
-    drop = "drop --fp4-format / --fp4-recipe and "
+def nvfp4_fallback_precisions(hw) -> list[str]:
+    """What a part without NVFP4 runs instead, best first (`precision_supported`'s support flags), so the remedy
+    never names a recipe that rule refuses on the same part. Values of constraints.spec.Precision."""
     if not getattr(hw, "supports_fp8", True):
-        return drop + "train in bf16 (--bf16)"
+        return ["bf16"]
     if getattr(hw, "supports_mxfp8", False):
-        return drop + "use --fp8-format e4m3 --fp8-recipe mxfp8 or tensorwise (or --bf16)"
-    return drop + "use --fp8-format e4m3 --fp8-recipe tensorwise or delayed (or --bf16)"
+        return ["mxfp8", "fp8-tensorwise", "bf16"]
+    return ["fp8-tensorwise", "fp8-delayed", "bf16"]
+
+
+def nvfp4_fallback(hw) -> str:
+    """`nvfp4_fallback_precisions` in Megatron flags, the fix `check` prints."""
+    fallback = nvfp4_fallback_precisions(hw)
+    drop = "drop --fp4-format / --fp4-recipe and "
+    if fallback == ["bf16"]:
+        return drop + "train in bf16 (--bf16)"
+    recipes = " or ".join(p.removeprefix("fp8-") for p in fallback[:-1])
+    return drop + f"use --fp8-format e4m3 --fp8-recipe {recipes} (or --bf16)"
 
 
 @rule(reads="")

@@ -32,9 +32,11 @@ class SweepPoint(BaseModel):
     hardware: str
     nodes: int
     gpus: int
-    status: Literal["solved", "nothing_fits", "no_memory_fit", "no_legal_layout"] = Field(
+    status: Literal["solved", "nothing_fits", "no_memory_fit", "no_legal_layout", "refused"] = Field(
         description="solved: best recipe found; nothing_fits: solved, no legal recipe fits; no_memory_fit / "
-                    "no_legal_layout: proven without tables (static-memory bound / no legal factorisation)")
+                    "no_legal_layout: proven without tables (static-memory bound / no legal factorisation); refused: a "
+                    "rule that reads no recipe field rejects every recipe on this part (`reason`)")
+    reason: Optional[str] = Field(None, description="when refused: the rule, what it says and the fix, as solve explains it")
     recipe_label: Optional[str] = None
     recipe: Optional[dict] = Field(None, description="constraints.spec.Recipe of the best recipe")
     dp: Optional[int] = None
@@ -190,12 +192,16 @@ def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_f
     """One size: proven empty by the screen (no tables), or the pruned K = 1 tables' best, verified by check."""
     from measure.vectorized import Evaluator
     from solver.exhaustive import solve_exhaustive
+    from solver.explain_why import recipe_free_blockers
     from solver.space import build_space
     from solver.tables import build_tables
     from shardplan.results import recipe_label
 
     t0 = time.perf_counter()
     point = dict(hardware=profile.name, nodes=placement.num_nodes, gpus=placement.world_size)
+    blockers = recipe_free_blockers(model, job, placement, profile)
+    if blockers:  # e.g. FP8 on a part without FP8 tensor cores: no size of this part can help
+        return SweepPoint(**point, status="refused", reason="; ".join(blockers), solve_s=time.perf_counter() - t0)
     if screen.min_peak_bytes(placement.world_size) > screen.usable_bytes:
         return SweepPoint(**point, status="no_memory_fit", solve_s=time.perf_counter() - t0)
     if screen.space_is_empty(placement):

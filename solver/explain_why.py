@@ -4,6 +4,7 @@ the options the user typed: `solve`'s own flags, not Megatron's)."""
 from __future__ import annotations
 
 from constraints.rules_features import NO_FP8_FIX
+from constraints.rules_fp4 import nvfp4_fallback_precisions
 from solver.fewest_gpus import CountScreen
 
 GIB = 1024 ** 3
@@ -31,7 +32,9 @@ def recipe_free_blockers(model, job, placement, profile) -> list[str]:
         if getattr(fn, "reads", None) == frozenset():
             v = fn(x)
             if v is not None and v.severity == "error":
-                out.append(f"rule {v.rule}: {v.message} (fix: {_solve_option(v.fix)})")
+                fix = (f"use --precision {' or '.join(nvfp4_fallback_precisions(profile))}" if v.rule == "nvfp4_hardware"
+                       else _solve_option(v.fix))
+                out.append(f"rule {v.rule}: {v.message} (fix: {fix})")
     return out
 
 
