@@ -39,6 +39,7 @@ def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format =
     why: the script would run another schedule, whose memory and time were never checked (it may not fit)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    earlier = rendered_before(directory)
     if notes is not None and len(notes) != len(cases):
         raise ValueError(f"render_solutions: {len(notes)} notes for {len(cases)} cases; give one per case")
     written: list[Path] = []
@@ -66,4 +67,22 @@ def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format =
                    f"{c.placement.hardware}, seq {c.job.seq_length}, global batch {c.job.global_batch_size}, "
                    f"{c.job.precision.value}.", ""]
     atomic_write_text(directory / "SUMMARY.md", "\n".join(header + rows) + "\n")
+    for stale in earlier - {path.name for path in written}:
+        (directory / stale).unlink(missing_ok=True)
     return written
+
+
+# a script name `script_name` gives (rank first, one of SUFFIX's endings), as a SUMMARY.md row's script cell holds it
+_SCRIPT_CELL = re.compile(r"^\| \d+ \| (\d{2,}-[A-Za-z0-9._-]+(?:\.sh|\.sbatch)) \|")
+
+
+def rendered_before(directory: Path) -> set[str]:
+    """The scripts an earlier render wrote into `directory`, as its SUMMARY.md lists them: a new render removes those
+    it does not write again, so the folder never holds a stale answer beside SUMMARY.md (a user launching
+    `03-...sh` from the last solve). Only names SUMMARY.md lists are touched; nothing else in the folder is."""
+    try:
+        text = (directory / "SUMMARY.md").read_text()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    names = {m.group(1) for m in map(_SCRIPT_CELL.match, text.splitlines()) if m}
+    return {n for n in names if (directory / n).is_file()}
