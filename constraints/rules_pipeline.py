@@ -88,11 +88,16 @@ def interleaved_needs_pp(x: RuleInput) -> Optional[Violation]:
               "drop the virtual pipeline (VPP=1)" if r.pp == 1 else "enable --overlap-p2p-communication or use PP >= 3")
 
 
-@rule(reads="schedule vpp")
+@rule(reads="schedule vpp pp")
 def schedule_matches_vpp(x: RuleInput) -> Optional[Violation]:
     """shardplan's schedule enum vs VPP: interleaved <=> VPP>1 (Megatron picks the interleaved schedule when
-    VPP is set); ZB-V runs exactly 2 chunks per rank; ZB-H1 and 1F1B one."""
+    VPP is set); ZB-V runs exactly 2 chunks per rank; ZB-H1 and 1F1B one. A zero-bubble schedule splits the
+    backward of a pipeline (Qi et al. 2023), so it needs PP >= 2, as interleaving does (`interleaved_needs_pp`):
+    at PP 1 the recipe would name a schedule that does not run."""
     r = x.recipe
+    if r.schedule == PipelineSchedule.zb_h1 and r.pp == 1:
+        return violation("schedule_matches_vpp", "schedule zb-h1 needs pipeline parallelism, got PP=1",
+                         "use schedule 1f1b, or PP >= 2")
     want = {PipelineSchedule.interleaved: r.vpp > 1, PipelineSchedule.zbv: r.vpp == 2,
             PipelineSchedule.one_f_one_b: r.vpp == 1, PipelineSchedule.zb_h1: r.vpp == 1}[r.schedule]
     if want:

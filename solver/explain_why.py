@@ -54,33 +54,75 @@ def _solve_option(fix: str) -> str:
     return fix
 
 
-def pin_reasons(model, job, placement, profile, axis: str, values) -> list[str]:
-    """Why a pinned value is illegal where the rules can tell on their own: the rules that fail for a recipe with
-    only this axis changed from the default and pass for the default (e.g. TP 3: 8 GPUs and 32 heads are not
-    divisible by 3). Empty when the value is legal alone (it conflicts only with other pins or memory)."""
-    from constraints.rules import RULES, RuleInput
+def pin_reasons(model, job, placement, profile, axis: str, values, others: dict | None = None) -> list[str]:
+    """Why a pinned value is illegal where the rules can tell: the rules that fail for a recipe with this axis set
+    and pass without it (e.g. TP 3: 8 GPUs and 32 heads are not divisible by 3). The user's other pins (`others`,
+    solve's pins) are set in both recipes, so `--vpp 3 --pp 2` is judged at PP 2, not at the default PP 1. Empty when
+    the value is legal there (it conflicts only with memory, or with pins the rules do not read together)."""
     from constraints.spec import Recipe
-
-    def failing(recipe) -> dict:
-        x = RuleInput(model, job, recipe, placement.world_size, profile)
-        out = {}
-        for fn in RULES:
-            v = fn(x)
-            if v is not None and v.severity == "error":
-                out[v.rule] = v.message
-        return out
 
     if axis not in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs"):
         return []
-    base = failing(Recipe())
+    context = recipe_pins({k: v for k, v in (others or {}).items() if k != axis})
+    try:
+        base = failing_rules(model, job, placement, profile, Recipe(**context))
+    except ValueError:
+        context, base = {}, failing_rules(model, job, placement, profile, Recipe())
     reasons = []
     for value in list(values)[:3]:
         try:
-            bad = failing(Recipe(**{axis: value}))
+            bad = failing_rules(model, job, placement, profile, Recipe(**with_schedule({**context, axis: value})))
         except ValueError:
             continue
         reasons += [f"{flag_of(axis)} {value}: {msg} ({rule})" for rule, msg in bad.items() if rule not in base]
     return reasons
+
+
+def failing_rules(model, job, placement, profile, recipe) -> dict[str, str]:
+    """rule name -> message of every error the rules find in `recipe`."""
+    from constraints.rules import RULES, RuleInput
+
+    x = RuleInput(model, job, recipe, placement.world_size, profile)
+    out = {}
+    for fn in RULES:
+        v = fn(x)
+        if v is not None and v.severity == "error":
+            out[v.rule] = v.message
+    return out
+
+
+# solve's pinned axes that are Recipe fields of the same name and value (the rest are derived or not fields)
+_RECIPE_PIN_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "schedule", "dp_sharding")
+
+
+def recipe_pins(pins: dict) -> dict:
+    """The pins that are Recipe fields, first value of each, with the schedule a pinned VPP implies."""
+    return with_schedule({a: pins[a][0] for a in _RECIPE_PIN_AXES if pins.get(a)})
+
+
+def with_schedule(fields: dict) -> dict:
+    """A VPP above 1 takes the interleaved schedule unless the schedule is given, as the solver pairs them."""
+    if fields.get("vpp", 1) > 1 and "schedule" not in fields:
+        return {**fields, "schedule": "interleaved"}
+    return fields
+
+
+def pin_pair_reasons(model, job, placement, profile, pins: dict, axes: list[str]) -> list[str]:
+    """Why pins fail together when none says why alone (`--schedule zb-h1 --pp 1`: the schedule is not a numeric
+    axis and PP 1 is legal): the rules that fail for a recipe with all of them set (the first value of each) and
+    pass for the default recipe."""
+    from constraints.spec import Recipe
+
+    fields = recipe_pins({a: pins[a] for a in axes if a in pins})
+    if len(fields) < 2:
+        return []
+    try:
+        together = failing_rules(model, job, placement, profile, Recipe(**fields))
+    except ValueError:
+        return []
+    base = failing_rules(model, job, placement, profile, Recipe())
+    named = " ".join(f"{flag_of(a)} {v}" for a, v in fields.items() if a in axes)
+    return [f"{named}: {msg} ({rule})" for rule, msg in together.items() if rule not in base]
 
 
 def conflict_reasons(model, job, placement, profile, pins: dict, conflict: list[str], tables, margin: float) -> list[str]:
@@ -90,7 +132,9 @@ def conflict_reasons(model, job, placement, profile, pins: dict, conflict: list[
     why: list[str] = []
     for name in conflict:
         if name in flags:
-            why += pin_reasons(model, job, placement, profile, flags[name], pins[flags[name]])
+            why += pin_reasons(model, job, placement, profile, flags[name], pins[flags[name]], pins)
+    if not why:
+        why += pin_pair_reasons(model, job, placement, profile, pins, [flags[n] for n in conflict if n in flags])
     if "memory_fits" in conflict and len(tables.cand_peak):
         bound = CountScreen(model, job, profile, margin).min_peak_bytes(placement.world_size)
         why.append(f"memory: the smallest peak of the {len(tables.cand_peak):,} legal recipes on {placement.world_size} GPUs is "

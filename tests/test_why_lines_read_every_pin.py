@@ -1,0 +1,29 @@
+"""A "nothing fits" why line judges a pin with the user's other pins set (`--vpp 3 --pp 2` is judged at PP 2, not at
+the default PP 1, which gave the untrue "VPP=3 needs PP >= 2, got PP=1"), and pins that fail only together get a
+line naming both (`--schedule zb-h1 --pp 1` had none)."""
+from __future__ import annotations
+
+from constraints.models import load_model
+from constraints.spec import JobSpec, Placement
+from hardware.profile import load_profile
+from solver.explain import explain_infeasible
+
+# Llama-3.1-8B: 32 layers (meta-llama/Llama-3.1-8B config.json), 8 GPUs
+MODEL, JOB = load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=64)
+PLACE = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
+H100 = load_profile("h100-sxm-80gb")
+
+
+def why(pins: dict) -> list[str]:
+    return explain_infeasible(MODEL, JOB, PLACE, H100, pins, {}, 0.0, remedies=False)["why"]
+
+
+def test_vpp_is_judged_at_the_pinned_pp():
+    lines = why({"vpp": [3], "pp": [2]})
+    assert any("PP*VPP=6" in ln and "layers_split" in ln for ln in lines), lines  # 32 layers over 2 x 3 stages
+    assert not any("got PP=1" in ln for ln in lines), lines
+
+
+def test_a_zero_bubble_schedule_at_pp1_says_why():
+    lines = why({"schedule": ["zb-h1"], "pp": [1]})
+    assert any("--pp 1" in ln and "--schedule zb-h1" in ln and "schedule_matches_vpp" in ln for ln in lines), lines
