@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -483,7 +483,8 @@ class Recipe(Strict):
     microbatch_group_size: Optional[int] = Field(None, gt=0, le=MAX_GLOBAL_BATCH, description="--microbatch-group-size-per-virtual-pipeline-stage; None = PP")
     overlap_p2p_comm: bool = True
     overlap_grad_reduce: bool = True
-    overlap_param_gather: bool = True
+    overlap_param_gather: bool = Field(True, description="--overlap-param-gather; when not given, on exactly where dp_sharding "
+                                       "gathers parameters that Megatron can overlap (distributed_optimizer, megatron_fsdp)")
     tp_comm_overlap: bool = False
     moe_dispatcher: MoeDispatcher = MoeDispatcher.alltoall
     moe_grouped_gemm: bool = True
@@ -507,6 +508,18 @@ class Recipe(Strict):
     masked_softmax_fusion: bool = Field(True, description="off with --no-masked-softmax-fusion (local backend only)")
     attention_softmax_in_fp32: bool = Field(False, description="--attention-softmax-in-fp32 (local backend only)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _param_gather_follows_sharding(cls, data: Any) -> Any:
+        """--overlap-param-gather needs the distributed optimizer or Megatron-FSDP (rule `overlap_param_gather`), so a
+        recipe that names another sharding (none, torch_fsdp2) and says nothing of the overlap means it off: a
+        `dp_sharding: torch_fsdp2` recipe was judged illegal for a flag its author never wrote."""
+        if isinstance(data, dict) and "overlap_param_gather" not in data and "dp_sharding" in data:
+            sharding = data["dp_sharding"]
+            sharding = getattr(sharding, "value", sharding)
+            if sharding not in (DataParallelSharding.distributed_optimizer.value, DataParallelSharding.megatron_fsdp.value):
+                data = {**data, "overlap_param_gather": False}
+        return data
     @property
     def etp_effective(self) -> int:
         return self.tp if self.etp is None else self.etp
