@@ -59,7 +59,7 @@ def test_forced_render_of_an_illegal_recipe_keeps_its_violations(tmp_path, fmt):
     from constraints.check import check_case
     from hardware.profile import load_profile
 
-    case = make_case("Llama-3.1-8B", tp=2, sequence_parallel=False, tp_comm_overlap=True, dp_sharding="none",
+    case = make_case("Llama-3.1-8B", tp=2, sequence_parallel=False, tp_comm_overlap=True, dp_sharding="none", overlap_param_gather=True,
                      fp8_param_gather=True, precision="fp16", overlap_moe_expert_parallel_comm=True)
     script = tmp_path / "train.sh"
     script.write_text(render_script(case, fmt))
