@@ -221,7 +221,7 @@ def test_data_parallel_sharding_and_overlap():
     assert "--use-distributed-optimizer" not in ddp and "--overlap-param-gather" not in ddp
     # --overlap-param-gather needs dist-opt: a recipe that sets it anyway is illegal, and its (--force) script says
     # so too, rather than quietly running something else than the recipe check judged
-    forced = args_of("Llama-2-7b", Recipe(dp_sharding=DataParallelSharding.none))
+    forced = args_of("Llama-2-7b", Recipe(dp_sharding=DataParallelSharding.none, overlap_param_gather=True))
     assert "--use-distributed-optimizer" not in forced and "--overlap-param-gather" in forced
     mf = args_of("Llama-2-7b", Recipe(dp_sharding=DataParallelSharding.megatron_fsdp))
     assert "--use-megatron-fsdp" in mf and value(mf, "--data-parallel-sharding-strategy") == "optim_grads_params"

@@ -69,7 +69,7 @@ CASES = {
                                      dict(tp=2, sequence_parallel=True, recompute=Recompute.full("uniform", 1), distribute_saved_activations=True)),
     "cpu_offloading": (dict(cpu_offloading_num_layers=2), dict(pp=2, cpu_offloading_num_layers=2)),
     "zero_bubble_no_recompute": (dict(pp=2, schedule="zb-h1"), dict(pp=2, schedule="zb-h1", recompute=Recompute.full("uniform", 1))),
-    "overlap_param_gather": (dict(), dict(dp_sharding="none")),
+    "overlap_param_gather": (dict(), dict(dp_sharding="none", overlap_param_gather=True)),
     "fp8_param_gather": (dict(precision="fp8-tensorwise", fp8_param_gather=True), dict(fp8_param_gather=True)),
     "torch_fsdp2": (dict(dp_sharding="torch_fsdp2", overlap_param_gather=False), dict(dp_sharding="torch_fsdp2", pp=2, overlap_param_gather=False)),
     "muon_no_fsdp": (dict(optimizer="muon"), dict(optimizer="muon", dp_sharding="megatron_fsdp")),
