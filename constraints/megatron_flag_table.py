@@ -33,7 +33,7 @@ TABLE = """
 --ckpt-pg-tensors-cache-create:T~ --ckpt-pg-tensors-cache-path:s~ --ckpt-step:i~ --classes-fraction:f --clip-grad:f~
 --config-logger-dir:s~ --context-parallel-size:i --cp-comm-type:s+ --cpu-offloading-num-layers:i
 --cpu-offloading-retain-pinned-cpu-buffers:T --create-all-gather-group:T --cross-entropy-fusion-impl:s
---cross-entropy-loss-fusion:T --cuda-graph-impl:s --cuda-graph-modules:s+~ --cuda-graph-scope:s+~
+--cross-entropy-loss-fusion:T --cuda-graph-impl:s --cuda-graph-modules:s+ --cuda-graph-scope:s+
 --cuda-graph-warmup-steps:i --data-args-path:s~ --data-cache-path:s~ --data-parallel-random-init:T~
 --data-parallel-sharding-strategy:s --data-path:s*~ --data-per-class-fraction:f --dataloader-defer-npy-index-mmap:T~
 --dataloader-fast-cache-load:T~ --dataloader-inter-document-masking:T~ --dataloader-type:s

@@ -5,8 +5,9 @@ shardplan does not model), whether it takes a value and how many. The dumped arg
 constraints.megatron_flag_table (its docstring gives the FLAG:CODE[~] format); this module turns it into
 `FlagInfo` records and holds shardplan's own sorting of the flags.
 
-Flags shardplan models are `MODELLED` (they set ModelSpec / JobSpec / Recipe fields) and `RULE_FLAGS`
-(kept in `MegatronConfig.raw` for legality rules). Everything else is "not understood by shardplan" and
+Flags shardplan models are `MODELLED` (they set ModelSpec / JobSpec / Recipe fields), `RULE_FLAGS`
+(kept in `MegatronConfig.raw` for legality rules) and `PROJECTION_FLAGS` (how the run executes, which the
+projection reads from `raw`). Everything else is "not understood by shardplan" and
 is reported, never silently dropped.
 """
 from __future__ import annotations
@@ -98,6 +99,13 @@ RULE_FLAGS: frozenset[str] = frozenset("""
 """.split())
 
 
+# Flags no spec field holds that the projection reads as how the run executes (constraints/run_flags.py: CUDA graph
+# capture, which measure/cuda_graphs.py prices); understood, and passed to the projection by `check`.
+PROJECTION_FLAGS: frozenset[str] = frozenset("""
+--cuda-graph-impl --cuda-graph-modules --cuda-graph-scope --enable-cuda-graph --external-cuda-graph
+""".split())
+
+
 def lookup(flag: str) -> FlagInfo | None:
     """The Megatron parse rule for an option string, or None if Megatron-LM has no such flag."""
     return FLAGS.get(flag)
@@ -105,9 +113,9 @@ def lookup(flag: str) -> FlagInfo | None:
 
 def _check_tables() -> None:
     """Our hand lists must name real Megatron flags, or a typo would silently mark a flag unknown."""
-    bad = sorted((MODELLED | RULE_FLAGS) - FLAGS.keys())
+    bad = sorted((MODELLED | RULE_FLAGS | PROJECTION_FLAGS) - FLAGS.keys())
     assert not bad, f"not Megatron-LM flags: {bad}"
-    both = sorted(f for f in MODELLED | RULE_FLAGS if FLAGS[f].no_effect)
+    both = sorted(f for f in MODELLED | RULE_FLAGS | PROJECTION_FLAGS if FLAGS[f].no_effect)
     assert not both, f"marked both understood and no-effect: {both}"
 
 

@@ -55,7 +55,8 @@ def format_check(result, width: Optional[int] = None) -> str:
     proj = result.to_json()["projection"]
     if proj:
         lines.append(f"projection: {proj['iteration_time_s']:.3f} s/iteration, {proj['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, "
-                     f"MFU {100 * proj['mfu']:.1f}%, {proj['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU")
+                     f"MFU {100 * proj['mfu']:.1f}%, {proj['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU"
+                     + (f" (CUDA graphs: {', '.join(result.cuda_graph_scope)})" if result.cuda_graph_scope else ""))
         lines.append(to_table([{"part": part, "s": seconds} for part, seconds in proj["breakdown"].items()], TIME_COLUMNS, width=width))
     if result.suggestion is not None:
         lines += format_suggestion(result.suggestion, width)

@@ -44,6 +44,9 @@ class CheckResult(Result):
     projection: Optional[Projection] = Field(None, description="projected step (None when illegal or not projected)")
     unknown_flags: list[str] = []
     ignored_flags: list[str] = []
+    cuda_graph_scope: list[str] = Field([], description="what the input's run captures in CUDA graphs (--cuda-graph-impl / "
+                                        "--cuda-graph-modules; measure/cuda_graphs.py), which the projection prices; "
+                                        "empty when nothing is captured or the input is a recipe YAML")
     dp: int
     expert_dp: int
     world_size: int

@@ -13,6 +13,15 @@ from constraints.rules import Violation
 from hardware.profile import load_profile, uncalibrated_reason
 
 
+def captured_scope(flags: dict) -> frozenset[str]:
+    """The kernels the input's run captures in CUDA graphs (constraints/run_flags.py reads the flags,
+    measure/cuda_graphs.py says what they mean); empty for a recipe YAML, whose recipe has no such field."""
+    from constraints.run_flags import cuda_graph_request
+    from measure.cuda_graphs import graph_scope
+
+    return graph_scope(*cuda_graph_request(flags or {}))
+
+
 def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True, profile=None) -> dict[str, Any]:
     """{'ok', 'report', 'json'} for a LoadedCase (solver.inputs) — the JSON is what `check --json` prints."""
     case = loaded.case
@@ -27,7 +36,8 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     if project and report.legal and report.memory is not None:
         from measure.project import project as run_projection
 
-        projection = run_projection(case.model, case.job, case.recipe, case.placement, profile).model_dump(mode="json")
+        projection = run_projection(case.model, case.job, case.recipe, case.placement, profile,
+                                    cuda_graph_scope=captured_scope(loaded.flags)).model_dump(mode="json")
     # a projection on a part without its own microbenchmarks is less certain, as `solve` notes under its table
     uncertain = [Violation(rule="uncalibrated_profile", severity="warning",
                            message=f"{profile.name} {uncalibrated_reason(profile)}",
@@ -39,6 +49,7 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
                                        + uncertain})
     data = report.model_dump(mode="json")
     data["recipe"] = case.recipe.model_dump(mode="json")
+    data["cuda_graph_scope"] = sorted(captured_scope(loaded.flags))
     data["model"] = case.model.name
     data["hardware"] = profile.name
     return {"ok": report.ok, "report": report, "json": data, "profile": profile}

@@ -20,7 +20,7 @@ def _reader_sources() -> str:
 SOURCES = _reader_sources()
 
 
-@pytest.mark.parametrize("flag", sorted(mf.RULE_FLAGS | mf.MODELLED))
+@pytest.mark.parametrize("flag", sorted(mf.RULE_FLAGS | mf.MODELLED | mf.PROJECTION_FLAGS))
 def test_flag_marked_read_is_read_by_a_module(flag):
     assert f'"{flag}"' in SOURCES, f"{flag} is marked read by a rule or a spec field, but no module reads it"
 
