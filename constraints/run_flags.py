@@ -1,4 +1,5 @@
-"""How a Megatron command line says its run executes, beyond the recipe: which kernels it captures in CUDA graphs.
+"""How a Megatron command line says its run executes, beyond the recipe: which kernels it captures in CUDA graphs, and
+whether its MoE experts run Transformer Engine's fused grouped MLP.
 
 Why apart from the spec builders: a CUDA graph is not part of a parallel recipe (the solver searches none, `Recipe`
 has no field for it), but it changes how fast the recipe runs: captured kernels cost the host nothing per launch
@@ -13,6 +14,12 @@ Megatron-LM @ d98e8a64, megatron/training/arguments.py:
   together are refused) lists attn, mlp, moe, moe_router, moe_preprocess, mamba; empty or `full` captures the whole
   layer, and the deprecated module `full_iteration` means `--cuda-graph-impl full_iteration`
   (megatron/core/transformer/cuda_graph_config.py normalize_cuda_graph_modules, CUDA_GRAPH_MODULES_DEPRECATIONS).
+- `--use-transformer-engine-op-fuser` on a MoE model with `--moe-grouped-gemm`: TEGroupedMLP takes its fused
+  implementation (megatron/core/transformer/moe/experts.py, `_with_fused_impl`, which asserts it is supported), what
+  Megatron-Bridge's performance presets call `cutedsl_fused_grouped_mlp` (scripts/performance/utils/overrides.py sets
+  `use_transformer_engine_op_fuser` for it, NVIDIA-NeMo/Megatron-Bridge @ 067f987d). On a dense model the flag swaps the
+  MLP for TE's op-fuser modules (megatron/training/models/gpt.py `use_te_op_fuser`), which is not modelled: there the
+  flag stays "not understood".
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from typing import Optional
 GRAPH_IMPL_FLAG = "--cuda-graph-impl"
 GRAPH_MODULES_FLAGS = ("--cuda-graph-modules", "--cuda-graph-scope")
 LOCAL_GRAPH_FLAG, TE_GRAPH_FLAG = "--enable-cuda-graph", "--external-cuda-graph"
+OP_FUSER_FLAG = "--use-transformer-engine-op-fuser"
 
 
 def cuda_graph_request(raw: dict) -> tuple[Optional[str], list[str]]:
@@ -35,3 +43,8 @@ def cuda_graph_request(raw: dict) -> tuple[Optional[str], list[str]]:
         if value:
             modules += [value] if isinstance(value, str) else [str(v) for v in value]
     return impl, modules
+
+
+def fused_grouped_mlp_requested(raw: dict, is_moe: bool, grouped_gemm: bool) -> bool:
+    """The experts run TE's fused grouped MLP (module docstring): the op fuser on a grouped-GEMM MoE model."""
+    return bool(raw.get(OP_FUSER_FLAG)) and is_moe and grouped_gemm

@@ -47,6 +47,8 @@ class CheckResult(Result):
     cuda_graph_scope: list[str] = Field([], description="what the input's run captures in CUDA graphs (--cuda-graph-impl / "
                                         "--cuda-graph-modules; measure/cuda_graphs.py), which the projection prices; "
                                         "empty when nothing is captured or the input is a recipe YAML")
+    fused_grouped_mlp: bool = Field(False, description="the input's MoE experts run Transformer Engine's fused grouped MLP "
+                                    "(--use-transformer-engine-op-fuser with --moe-grouped-gemm), which the projection prices")
     dp: int
     expert_dp: int
     world_size: int

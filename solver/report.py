@@ -10,6 +10,7 @@ from typing import Any
 
 from constraints.check import check_case
 from constraints.rules import Violation
+from constraints.run_flags import OP_FUSER_FLAG, fused_grouped_mlp_requested
 from hardware.profile import load_profile, uncalibrated_reason
 
 
@@ -33,23 +34,27 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     if early:
         report = report.model_copy(update={"violations": early + list(report.violations), "legal": False})
     projection = None
+    fused_experts = fused_grouped_mlp_requested(loaded.flags or {}, case.model.is_moe, case.recipe.moe_grouped_gemm)
+    unknown = [f for f in loaded.unknown_flags if not (fused_experts and f == OP_FUSER_FLAG)]  # read: the experts' fusion
     if project and report.legal and report.memory is not None:
         from measure.project import project as run_projection
 
         projection = run_projection(case.model, case.job, case.recipe, case.placement, profile,
-                                    cuda_graph_scope=captured_scope(loaded.flags)).model_dump(mode="json")
+                                    cuda_graph_scope=captured_scope(loaded.flags),
+                                    fused_grouped_mlp=fused_experts).model_dump(mode="json")
     # a projection on a part without its own microbenchmarks is less certain, as `solve` notes under its table
     uncertain = [Violation(rule="uncalibrated_profile", severity="warning",
                            message=f"{profile.name} {uncalibrated_reason(profile)}",
                            fix="add a microbench: block (published matmul, attention, HBM and all-reduce figures) to the "
                                "profile")] if projection is not None and not profile.calibrated else []
-    report = report.model_copy(update={"projection": projection, "unknown_flags": list(loaded.unknown_flags),
+    report = report.model_copy(update={"projection": projection, "unknown_flags": unknown,
                                        "ignored_flags": list(loaded.ignored_flags),
                                        "warnings": list(report.warnings) + list(getattr(loaded, "warnings", None) or [])
                                        + uncertain})
     data = report.model_dump(mode="json")
     data["recipe"] = case.recipe.model_dump(mode="json")
     data["cuda_graph_scope"] = sorted(captured_scope(loaded.flags))
+    data["fused_grouped_mlp"] = fused_experts
     data["model"] = case.model.name
     data["hardware"] = profile.name
     return {"ok": report.ok, "report": report, "json": data, "profile": profile}

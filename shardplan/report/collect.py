@@ -20,11 +20,12 @@ def parallel_table(recipe, dp: int, expert_dp: int, memory) -> dict:
 
 
 def recipe_view(case, legal: bool, fits: bool, violations: list, warnings: list, memory, projection, dp: int, expert_dp: int,
-                profile, title: str, cuda_graph_scope=frozenset()) -> RecipeView:
+                profile, title: str, cuda_graph_scope=frozenset(), fused_grouped_mlp: bool = False) -> RecipeView:
     """One recipe's view from an API result's fields (memory: MemorySummary, projection: Projection or None); the
-    timeline is simulated only for a legal, fitting, projected recipe, with the run's CUDA graphs as check priced it."""
-    timeline = (simulate_timeline(case, profile, frozenset(cuda_graph_scope)) if legal and fits and projection is not None
-                else None)
+    timeline is simulated only for a legal, fitting, projected recipe, with the run options check priced (CUDA graphs,
+    the experts' fused grouped MLP)."""
+    timeline = (simulate_timeline(case, profile, frozenset(cuda_graph_scope), fused_grouped_mlp)
+                if legal and fits and projection is not None else None)
     return RecipeView(title=title, parallel=parallel_table(case.recipe, dp, expert_dp, memory),
                       recipe=case.recipe.model_dump(mode="json"), legal=legal, fits=fits,
                       violations=[v.model_dump(mode="json") for v in violations],
@@ -50,7 +51,8 @@ def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model
     case = res.case
     profile = load_profile(case.placement.hardware)
     view = recipe_view(case, res.legal, res.fits, res.violations, res.warnings, res.memory, res.projection, res.dp,
-                       res.expert_dp, profile, recipe_label(case.recipe, res.dp), res.cuda_graph_scope)
+                       res.expert_dp, profile, recipe_label(case.recipe, res.dp), res.cuda_graph_scope,
+                       res.fused_grouped_mlp)
     notes = [f"not understood by shardplan (not modelled): {' '.join(res.unknown_flags)}"] if res.unknown_flags else []
     return Report(kind="check", job=job_view(case.model, case.job, case.placement, profile), recipes=[view], notes=notes)
 

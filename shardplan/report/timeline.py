@@ -37,13 +37,14 @@ class Timeline(BaseModel):
     events: list[TimelineEvent]
 
 
-def simulate_timeline(case, profile, cuda_graph_scope: frozenset = frozenset()) -> Timeline:
+def simulate_timeline(case, profile, cuda_graph_scope: frozenset = frozenset(), fused_grouped_mlp: bool = False) -> Timeline:
     """Timeline of a legal, fitting case: the projection's simulated ops plus its DP and optimizer tail on every rank
     (the breakdown prices both on the heaviest rank; measure.project adds them after the pipeline)."""
     from measure.project import project
 
     raw: list = []
-    proj = project(case.model, case.job, case.recipe, case.placement, profile, timeline=raw, cuda_graph_scope=cuda_graph_scope)
+    proj = project(case.model, case.job, case.recipe, case.placement, profile, timeline=raw, cuda_graph_scope=cuda_graph_scope,
+                   fused_grouped_mlp=fused_grouped_mlp)
     events = [TimelineEvent(rank=r, kind=k, microbatch=mb, chunk=c, start_s=s, end_s=e) for r, k, mb, c, s, e in raw]
     pipeline_s = max((e.end_s for e in events), default=0.0)
     dp_s, opt_s = proj.breakdown.dp_comm, proj.breakdown.optimizer
