@@ -31,3 +31,18 @@ def not_modelled_values(raw: dict[str, Any]) -> list[str]:
             raise MegatronArgsError(f"--attention-backend {backend} with --softmax-type off-by-one is not modelled; "
                                     "drop --attention-backend (auto picks a fused kernel) to judge the fused recipe")
     return []
+
+
+# Flags that move memory off the GPU or shrink a buffer, none of which the memory model counts: with one of them the
+# exact peak `check` prints is the peak without it, an upper bound of what the run holds (arguments.py @ d98e8a64:
+# fine-grained activation offloading and its module list / fraction, the optimizer's CPU offload, MXFP8 parameter
+# all-gather into the gradient buffer, fp16 / bf16 main parameters, the MoE paged stash)
+MEMORY_LOWERING_FLAGS = ("--fine-grained-activation-offloading", "--offload-modules", "--activation-offload-fraction",
+                         "--optimizer-cpu-offload", "--optimizer-offload-fraction", "--reuse-grad-buf-for-mxfp8-param-ag",
+                         "--main-params-dtype", "--moe-paged-stash")
+
+
+def memory_lowering_flags(raw: dict[str, Any]) -> list[str]:
+    """The MEMORY_LOWERING_FLAGS a parsed command line sets (a `--main-params-dtype fp32`, the default, lowers nothing)."""
+    return [f for f in MEMORY_LOWERING_FLAGS
+            if raw.get(f) not in (None, False, 0, 0.0, []) and not (f == "--main-params-dtype" and raw.get(f) == "fp32")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from constraints.check import check_case
+from constraints.megatron_unmodelled import memory_lowering_flags
 from constraints.rules import Violation
 from constraints.run_flags import OP_FUSER_FLAG, fused_grouped_mlp_requested
 from hardware.profile import load_profile, uncalibrated_reason
@@ -47,6 +48,12 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
                            message=f"{profile.name} {uncalibrated_reason(profile)}",
                            fix="add a microbench: block (published matmul, attention, HBM and all-reduce figures) to the "
                                "profile")] if projection is not None and not profile.calibrated else []
+    lowering = memory_lowering_flags(loaded.flags or {})
+    if lowering and report.memory is not None:  # the peak is the run's without them: an upper bound, so an OOM may not be one
+        uncertain.append(Violation(rule="memory_flags_not_modelled", severity="warning",
+                                   message=f"the memory verdict does not count {' '.join(lowering)} (not modelled), which "
+                                           "lower the peak: the peak shown is the run's without them, an upper bound",
+                                   fix="judge the recipe without them, or measure the peak on one node"))
     report = report.model_copy(update={"projection": projection, "unknown_flags": unknown,
                                        "ignored_flags": list(loaded.ignored_flags),
                                        "warnings": list(report.warnings) + list(getattr(loaded, "warnings", None) or [])
