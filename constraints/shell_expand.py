@@ -62,6 +62,11 @@ def unmark(word: str) -> str:
     return MARK_RE.sub(lambda m: "${" + m.group(1) + "}", word)
 
 
+
+# Slurm's output environment variables for the allocation's size (sbatch / srun manuals, "OUTPUT ENVIRONMENT
+# VARIABLES"): set for every job step, so a script's default for them applies only outside Slurm
+SLURM_ALLOCATION_VARS = frozenset({"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_NPROCS"})
+
 class Shell:
     """Variables (scalars and arrays), exports, and word expansion against them."""
 
@@ -266,6 +271,10 @@ class Shell:
         if index == "*" and isinstance(value, list) and not op:
             return " ".join(value)  # "$*" / "${A[*]}": one word joined by IFS's first character (a space)
         empty = value is None or (op or "").startswith(":") and value in ("", [])
+        if op in (":-", "-") and value is None and name in SLURM_ALLOCATION_VARS:
+            # `${SLURM_NNODES:-1}`: under sbatch / srun Slurm sets it to the allocation, which the default (for a run
+            # outside Slurm) is not; unknown here, so the #SBATCH lines or --nodes decide the size, not the fallback
+            return mark(name)
         if op in (":-", "-") and (value is None if op == "-" else empty):
             return self.scalar(word)
         if op in (":=", "=") and (value is None if op == "=" else empty):

@@ -25,8 +25,8 @@ from constraints.shell_blocks import (
     ASSIGN_RE, SCRIPT_RE, Blocks, LoopBreak, LoopContinue, ScriptExit, ScriptReturn,
 )
 from constraints.shell_expand import MARK_RE, Shell, Value, mark
-from constraints.shell_launchers import LAUNCHERS, SHELLS, launcher_end, protect_marks, sbatch_options
-from constraints.shell_lex import HEREDOC_MARK, LaunchScriptError, Stmt, scan, statements as split_statements
+from constraints.shell_launchers import LAUNCHERS, SHELLS, launcher_end, launcher_env, protect_marks, sbatch_options
+from constraints.shell_lex import HEREDOC_MARK, LaunchScriptError, Stmt, scan, statements as split_statements, without_redirections
 
 HEREDOC_RE = re.compile("\x00<<([0-9]+)\x00")
 MAX_DEPTH = 32  # nested calls, sourced files and child scripts
@@ -58,17 +58,21 @@ class Interpreter(Blocks):
         part: list[str] = []
         skip = False
         for w in words + ["&&"]:
-            if w in ("&&", "||", "|", "&"):
+            if w in ("&&", "||", "|", "|&", "&"):
                 if part and not skip:
                     self._command(part, stmt)
                     if self.found:
                         return
-                skip = w == "||" or (skip and w == "|")
+                skip = w == "||" or (skip and w in ("|", "|&"))
                 part = []
             else:
                 part.append(w)
 
     def _command(self, words: list[str], stmt: Stmt) -> None:
+        if not (words[0] in ("cat", "tee") and HEREDOC_RE.search(" ".join(words))):  # `cat > f <<EOF` writes f
+            words = without_redirections(words)
+            if not words:
+                return
         prefix: dict[str, str] = {}
         k = 0
         holder = next((w for w in words if ASSIGN_RE.match(w) and ASSIGN_RE.match(w).group(3).startswith("<")
@@ -152,7 +156,8 @@ class Interpreter(Blocks):
         if any(SCRIPT_RE.match(os.path.basename(t)) for t in tokens) and \
                 (LAUNCHERS.match(os.path.basename(tokens[0])) or SCRIPT_RE.match(os.path.basename(tokens[0]))
                  or MARK_RE.fullmatch(tokens[0])):  # `${LAUNCHER} pretrain_gpt.py ...`: a launcher check cannot know
-            self.found = (tokens, prefix)
+            script = next(i for i, t in enumerate(tokens) if SCRIPT_RE.match(os.path.basename(t)))
+            self.found = (tokens, {**prefix, **launcher_env(tokens[:script], self.sh.get)})
             return
         # a launcher/sbatch that runs a shell: find where the shell (or the submitted file) starts
         launch_prefix, j = [], 0

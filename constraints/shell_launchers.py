@@ -11,7 +11,10 @@ import re
 
 from constraints.shell_expand import MARK_RE
 
-LAUNCHERS = re.compile(r"^(torchrun|python[0-9.]*|srun|mpirun|mpiexec|uv|deepspeed|numactl|nsys|env|exec)$")
+# programs that run the launch line (or a shell that does) after options of their own; nohup / time / nice / stdbuf /
+# timeout / taskset only wrap the command they are given
+LAUNCHERS = re.compile(r"^(torchrun|python[0-9.]*|srun|mpirun|mpiexec|uv|deepspeed|numactl|nsys|env|exec"
+                       r"|nohup|time|nice|stdbuf|timeout|taskset)$")
 SHELLS = ("bash", "sh", "zsh", "dash")
 
 
@@ -54,3 +57,48 @@ def launcher_end(tokens: list[str]) -> int:
         j += 1 if os.path.basename(nxt) in SHELLS or LAUNCHERS.match(os.path.basename(nxt)) or t in (
             "-l", "--exclusive", "--overcommit", "--label", "-u", "--unbuffered", "--no-kill", "--mpi=pmix") else 2
     return j
+
+
+_NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
+def launcher_env(tokens: list[str], lookup) -> dict[str, str]:
+    """Environment a launch line's own launchers give the program, from the words before it:
+    `env NAME=VALUE ...` (coreutils env), `srun --export=ALL,NAME=VALUE` (Slurm: a comma list, ALL / NONE / names to
+    pass as they are), `mpirun -x NAME=VALUE` / `-x NAME` (Open MPI: a value, or the launcher's own), and
+    `mpirun -genv NAME VALUE` / `-env NAME VALUE` (MPICH, Intel MPI). `lookup(name)` gives the script's value of a
+    name passed without one (None when unknown)."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        t, base = tokens[i], os.path.basename(tokens[i])
+        if base == "env":
+            i += 1
+            while i < len(tokens) and (tokens[i].startswith("-") or _NAME_VALUE.match(tokens[i])):
+                m = _NAME_VALUE.match(tokens[i])
+                if m:
+                    out[m.group(1)] = m.group(2)
+                i += 1
+            continue
+        if t.startswith("--export=") or (t == "--export" and i + 1 < len(tokens)):
+            value = t.partition("=")[2] if "=" in t else tokens[i + 1]
+            for item in value.split(","):
+                m = _NAME_VALUE.match(item)
+                if m:
+                    out[m.group(1)] = m.group(2)
+            i += 1 if "=" in t else 2
+            continue
+        if t == "-x" and i + 1 < len(tokens):
+            m = _NAME_VALUE.match(tokens[i + 1])
+            if m:
+                out[m.group(1)] = m.group(2)
+            elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", tokens[i + 1]) and isinstance(lookup(tokens[i + 1]), str):
+                out[tokens[i + 1]] = lookup(tokens[i + 1])
+            i += 2
+            continue
+        if t in ("-genv", "-env") and i + 2 < len(tokens):
+            out[tokens[i + 1]] = tokens[i + 2]
+            i += 3
+            continue
+        i += 1
+    return out

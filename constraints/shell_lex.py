@@ -11,6 +11,7 @@ Each statement remembers the line it starts on, so warnings can name it. The sca
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from boundary.errors import ShardplanError
@@ -205,6 +206,27 @@ def statements(text: str) -> list[Stmt]:
 def words(statement: str) -> list[str]:
     """The raw (still quoted, unexpanded) words of one statement."""
     return scan(statement, " \t\n")
+
+
+# An unquoted redirection word: an optional fd number or `&`, the operator, and its target when written in the same
+# word (`2>&1`, `>log`, `&>>log`, `2>/dev/null`); `<(...)` / `>(...)` are process substitutions, arguments, not this
+REDIRECTION_RE = re.compile(r"^(?:[0-9]+|&)?(?:>>|>\||>&|<&|<<<|<>|>|<)(?!\()(.*)$", re.S)
+
+
+def without_redirections(raw: list[str]) -> list[str]:
+    """A simple command's raw words less its redirections and their targets: bash performs them and never passes them
+    to the program (bash manual, "Redirections"), so `torchrun ... pretrain_gpt.py ARGS 2>&1` does not give
+    pretrain_gpt.py an argument `2>&1`. Here-document marks (HEREDOC_MARK) are kept for the command they feed."""
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        m = REDIRECTION_RE.match(raw[i])
+        if m is None:
+            out.append(raw[i])
+            i += 1
+        else:
+            i += 1 if m.group(1) else 2  # `> log`: the target is the next word
+    return out
 
 def match(text: str, i: int, open_: str, close: str) -> int:
     """Index just past the `close` that balances the `open_` at text[i] (quote-aware)."""

@@ -155,7 +155,9 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
     else:
         node_notes = []
     if not nodes or not gpus_per_node:
-        raise InputError(f"--nodes/--gpus-per-node: the {what} does not fix the world size; pass --nodes N --gpus-per-node G")
+        held = [f"--{k.replace('_', '-')} {v}" for k, v in sorted(launch.distributed.items()) if isinstance(v, str) and "$" in v]
+        why = f" (its launcher reads {', '.join(held)}, unknown here)" if held else ""
+        raise InputError(f"--nodes/--gpus-per-node: the {what} does not fix the world size{why}; pass --nodes N --gpus-per-node G")
     args, early = list(launch.script_args), []
     while True:
         try:

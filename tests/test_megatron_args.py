@@ -163,7 +163,8 @@ def test_missing_model_flags_are_listed_not_guessed():
 
 @pytest.mark.parametrize("script", ["gpt_dense_distributed.sh", "moe_distributed.sh", "llama_fp8.sh", "srun_layout.sh"])
 def test_example_shapes_end_to_end(script):
-    cmd = extract_argv((SCRIPTS / script).read_text())
+    # moe_distributed.sh takes its node count from Slurm (NNODES=${SLURM_NNODES:-"2"}): given as Slurm would
+    cmd = extract_argv((SCRIPTS / script).read_text(), env={"SLURM_NNODES": "2"})
     c = parse_megatron_args(cmd.script_args, world_size=cmd.num_nodes * cmd.gpus_per_node)
     expect = {
         "gpt_dense_distributed.sh": lambda c: c.recipe.vpp == 4 and c.recipe.tp == 4 and c.model.vocab_size == 50257,
