@@ -187,7 +187,9 @@ def _resolve_args(args: list[str]) -> tuple[list[str], list[str]]:
 
     Empty words stay: bash passes `''` and `"$EMPTY"` as empty arguments, which Megatron's argparse rejects."""
     out, unresolved, flag = [], [], None
+    prev = None
     for tok in args:
+        after, prev = prev, tok
         if tok.startswith("--"):
             flag = tok.split("=", 1)[0]
         m = MARK_RE.search(tok)
@@ -195,7 +197,9 @@ def _resolve_args(args: list[str]) -> tuple[list[str], list[str]]:
             name = m.group(1)
             info = lookup(flag) if flag else None
             if info is None or not info.no_effect or tok.split("=", 1)[0] == flag and "=" not in tok and tok.startswith("--"):
-                where = f"the value of {flag}" if flag else "a script argument"
+                # the value of a flag only where it is one: `--flag=$X`, or right after a flag that takes a value
+                valued = info is not None and info.takes_value and (tok.startswith(flag + "=") or after == flag)
+                where = f"the value of {flag}" if valued else "a script argument"
                 raise LaunchScriptError(f"{where} uses {_show(name)}, {_unset_fix(name)}")
             unresolved.append(name)
             tok = unmark(tok)

@@ -49,16 +49,19 @@ class MegatronConfig(BaseModel):
 
 
 def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model_name: Optional[str] = None,
-                        entry_point: Optional[str] = None) -> MegatronConfig:
+                        entry_point: Optional[str] = None, argument_file: bool = False) -> MegatronConfig:
     """Specs for a Megatron-LM argument list (the part after pretrain_gpt.py).
 
     `world_size` is only needed when --global-batch-size is absent (Megatron then uses MBS x DP);
-    `entry_point` (e.g. "pretrain_gpt.py") sets the default tokenizer (GPT2BPETokenizer for pretrain_gpt.py)."""
+    `entry_point` (e.g. "pretrain_gpt.py") sets the default tokenizer (GPT2BPETokenizer for pretrain_gpt.py);
+    `argument_file`: the list is a plain argument file, which one of GPT_ENTRY_POINTS will read, and every one of
+    them defaults to GPT2BPETokenizer, so the file's tokenizer default is that too."""
     unrecognized: list[str] = []
     raw, ignored, unknown = tokenize_args([str(a) for a in argv], unrecognized)
     name = model_name or "megatron-args"
     notes: list[str] = []
-    vocab, note = vocab_from_tokenizer(raw, GPT_TOKENIZER_DEFAULT if entry_point in GPT_ENTRY_POINTS else None)
+    gpt_default = entry_point in GPT_ENTRY_POINTS or (argument_file and entry_point is None)
+    vocab, note = vocab_from_tokenizer(raw, GPT_TOKENIZER_DEFAULT if gpt_default else None)
     if note:
         notes.append(note)
     unknown += not_modelled_values(raw)

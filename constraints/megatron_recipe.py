@@ -50,8 +50,10 @@ def _vpp(raw: dict[str, Any], num_layers: Optional[int], pp: int) -> int:
 
 
 def _recompute(raw: dict[str, Any]) -> Recompute:
-    """--recompute-*: granularity, method, layer count and selective modules (--recompute-activations = selective)."""
-    gran = raw.get("--recompute-granularity") or ("selective" if raw.get("--recompute-activations") else None)
+    """--recompute-*: granularity, method, layer count and selective modules. --recompute-activations sets the
+    granularity to selective over any --recompute-granularity (validate_args: `if args.recompute_activations:
+    args.recompute_granularity = 'selective'`, megatron/training/arguments.py @ d98e8a64)."""
+    gran = "selective" if raw.get("--recompute-activations") else raw.get("--recompute-granularity")
     modules = raw.get("--recompute-modules")
     if gran == "selective" and modules is None:
         modules = ["core_attn"]  # TransformerConfig default recompute_modules

@@ -10,7 +10,9 @@ and never treat them as unusable input. Sources, NVIDIA/Megatron-LM @ d98e8a64:
   `--step-batch-size-schedule` with `--global-batch-size` raises ValueError; Megatron-FSDP asserts
   `--ckpt-format fsdp_dtensor` and fsdp_dtensor asserts Megatron-FSDP; torch FSDP2 asserts no gradient
   accumulation fusion (`--no-gradient-accumulation-fusion`) and --ckpt-format torch_dist or torch_dcp
-  (ckpt_format defaults to torch_dist: megatron/training/config/training_config.py);
+  (ckpt_format defaults to torch_dist: megatron/training/config/training_config.py); MTP asserts a rope or no
+  position embedding (checked before --use-rotary-position-embeddings becomes rope); `--num-layers-per-virtual-pipeline-
+  stage` with --decoder-first/last-pipeline-num-layers asserts "please use --num-virtual-stages-per-pipeline-rank";
   `--attention-backend local` asserts `--spec local` ("--attention-backend local is only supported with
   --spec local"), and pretrain_gpt.py / pretrain_hybrid.py then import args.spec as a (module, name) pair
   (megatron/core/transformer/spec_utils.py import_module, called by megatron/training/argument_utils.py
@@ -86,6 +88,19 @@ def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional
         out.append(Refusal("megatron_exits", "Cannot specify both --step-batch-size-schedule and --global-batch-size "
                                              "(Megatron's validate_args raises ValueError)",
                            "drop one of --step-batch-size-schedule and --global-batch-size"))
+    position = raw.get("--position-embedding-type", "learned_absolute")
+    if raw.get("--mtp-num-layers") and position not in ("rope", "none"):
+        # validate_args asserts this before it turns --use-rotary-position-embeddings into rope, so that flag does not help
+        out.append(Refusal("megatron_exits", f"Multi-Token Prediction (MTP) is not supported with {position} position "
+                                             "embedding type (validate_args asserts rope or none)",
+                           "add --position-embedding-type rope (or none)"))
+    if (raw.get("--num-layers-per-virtual-pipeline-stage") is not None and raw.get("--num-virtual-stages-per-pipeline-rank") is None
+            and raw.get("--pipeline-model-parallel-layout") is None
+            and (raw.get("--decoder-first-pipeline-num-layers") is not None or raw.get("--decoder-last-pipeline-num-layers") is not None)):
+        out.append(Refusal("megatron_exits", "--num-layers-per-virtual-pipeline-stage with an uneven pipeline "
+                                             "(--decoder-first/last-pipeline-num-layers): validate_args asserts 'please use "
+                                             "--num-virtual-stages-per-pipeline-rank'",
+                           "give the virtual stages as --num-virtual-stages-per-pipeline-rank N instead"))
     fmt = raw.get("--ckpt-format", "torch_dist")
     if raw.get("--use-megatron-fsdp") and fmt != "fsdp_dtensor":
         out.append(Refusal("megatron_exits", f"Megatron-FSDP requires the `fsdp_dtensor` checkpointing format (got "

@@ -32,8 +32,15 @@ def _is_value(tok: str) -> bool:
     return not tok.startswith("-") or re.fullmatch(r"-\.?[0-9][0-9.eE+-]*", tok) is not None
 
 
+UNSET_VALUE_RE = re.compile(r"\$\{?[A-Za-z_0-9]")
+
+
 def _convert(flag: str, info: mf.FlagInfo, text: str) -> Any:
-    """One value in the flag's argparse type; a string flag's value must be one of its choices."""
+    """One value in the flag's argparse type; a string flag's value must be one of its choices. A no-effect flag's value
+    held in a variable the script leaves unset (`--seed ${REPEAT}`, kept as text by constraints.launch_script) stays
+    text: nothing reads it, and Megatron's type check of it depends on the value the run is given."""
+    if info.no_effect and UNSET_VALUE_RE.search(text):
+        return text
     try:
         if info.value_type == "int":
             return int(text)

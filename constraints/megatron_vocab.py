@@ -82,6 +82,13 @@ def vocab_from_tokenizer(raw: dict[str, Any], entry_default: Optional[str]) -> t
         shown = model if isinstance(model, str) else "(none)"
         raise MegatronArgsError(f"--vocab-size: the {kind} vocabulary comes from --tokenizer-model {shown}, which check "
                                 "cannot read; add --vocab-size N (the tokenizer's size)")
+    held = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", kind) if isinstance(kind, str) else None
+    if held is not None:  # `--tokenizer-type ${TOKENIZER_TYPE}` with the variable unset: the tokenizer itself is unknown
+        name = held.group(1)
+        if given is None:
+            raise MegatronArgsError(f"--tokenizer-type uses ${name}, which is not set; set {name} in the script or in the "
+                                    f"environment ({name}=VALUE shardplan check ...), or add --vocab-size N")
+        return given, f"vocabulary {given:,} from --vocab-size: --tokenizer-type is ${name}, which is not set here"
     if kind is not None and given is None:
         raise MegatronArgsError(f"--vocab-size: the vocabulary of --tokenizer-type {kind} is not known to check; add "
                                 "--vocab-size N")

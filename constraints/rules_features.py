@@ -150,10 +150,11 @@ def _layers_per_stage(x: RuleInput) -> int:
 
 @rule(reads="recompute " + SPLIT_FIELDS)
 def full_recompute_args(x: RuleInput) -> Optional[Violation]:
-    """[30] full: --recompute-method in {uniform, block} and --recompute-num-layers between 1 and layers per stage.
-    Megatron asserts only that both are set (TransformerConfig.__post_init__) and clamps a larger N (core/recompute.py);
-    N above the layers per stage is kept illegal on purpose: it spells N = layers per stage a second way. With MTP layers,
-    uniform needs N == 1 (multi_token_prediction.py MultiTokenPredictionLayer._checkpointed_forward asserts it)."""
+    """[30] full: --recompute-method in {uniform, block} and --recompute-num-layers of at least 1. Megatron asserts only
+    that both are set (TransformerConfig.__post_init__) and clamps a larger N to the layers of the stage
+    (core/recompute.py), as the memory model and the projection do: N above the layers per stage is a warning that
+    names the count that runs, not a verdict. With MTP layers, uniform needs N == 1
+    (multi_token_prediction.py MultiTokenPredictionLayer._checkpointed_forward asserts it)."""
     rc = x.recipe.recompute
     if rc.granularity != RecomputeGranularity.full:
         return None
@@ -161,12 +162,15 @@ def full_recompute_args(x: RuleInput) -> Optional[Violation]:
     if rc.method is None or rc.num_layers is None:
         return violation("full_recompute_args", "--recompute-granularity full needs --recompute-method and --recompute-num-layers",
                   "add --recompute-method uniform --recompute-num-layers 1")
-    if not 1 <= rc.num_layers <= per_stage:
-        return violation("full_recompute_args", f"--recompute-num-layers {rc.num_layers} is outside 1..{per_stage} (layers per stage)",
-                  f"use --recompute-num-layers {min(max(rc.num_layers, 1), per_stage)}")
+    if rc.num_layers < 1:
+        return violation("full_recompute_args", f"--recompute-num-layers {rc.num_layers} is below 1", "use --recompute-num-layers 1")
     if x.model.mtp_num_layers and rc.method == RecomputeMethod.uniform and rc.num_layers != 1:
         return violation("full_recompute_args", f"uniform recompute of the MTP layer needs --recompute-num-layers 1, got {rc.num_layers}",
                   "use --recompute-num-layers 1 or --recompute-method block")
+    if rc.num_layers > per_stage:
+        return violation("full_recompute_args", f"--recompute-num-layers {rc.num_layers} is above the {per_stage} layers per "
+                                                f"stage: Megatron recomputes {per_stage}",
+                         f"use --recompute-num-layers {per_stage}", "warning")
     return None
 
 

@@ -162,7 +162,8 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
     while True:
         try:
             cfg = parse_megatron_args(args, world_size=nodes * gpus_per_node,
-                                      entry_point=os.path.basename(launch.script) if launch.script else None)
+                                      entry_point=os.path.basename(launch.script) if launch.script else None,
+                                      argument_file=launch.script is None and what == "script")
             break
         except MegatronRecipeIllegal as exc:  # an illegal recipe, not unusable input: a violation, then the rest
             early.append(Violation(rule=exc.rule, message=str(exc), fix=exc.fix))

@@ -180,11 +180,13 @@ def skip_freq_string(flags: tuple[bool, ...]) -> str:
 def hybrid_model_args(model: ModelSpec, recipe: Recipe, base: list[str]) -> list[str]:
     """A hybrid model's arguments: --hybrid-layer-pattern (with the recipe's pipeline segments as '|') in place of
     --num-layers, which Megatron derives from it, the --mamba-* sizes, and no position embedding (Megatron-Bridge
-    NemotronHBridge: position_embedding_type none)."""
+    NemotronHBridge: position_embedding_type none) unless the model has a learned table: a hybrid script that leaves
+    --position-embedding-type at Megatron's default learned_absolute builds one (hybrid_builders.py passes the type to
+    HybridModel), and its rendering keeps it, so the rendered script trains the model check judged."""
     i = base.index("--num-layers")
     args = base[:i] + base[i + 2:]
     j = args.index("--position-embedding-type")
-    args[j + 1] = "none"
+    args[j + 1] = "learned_absolute" if model.learned_position_embeddings else "none"
     segments = layout_as_segments(recipe.pipeline_layout) if recipe.pipeline_layout else None
     args = ["--hybrid-layer-pattern", pattern_with_pipes(model, segments)] + args
     if "M" in model.hybrid_layer_pattern + (model.mtp_hybrid_pattern or ""):

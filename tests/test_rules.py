@@ -60,7 +60,7 @@ CASES = {
     "moe_act_needs_grouped_gemm": (dict(model="Mixtral-8x7B-v0.1", recompute=Recompute.selective(RecomputeModule.moe_act)),
                                    dict(model="Mixtral-8x7B-v0.1", recompute=Recompute.selective(RecomputeModule.moe_act), moe_grouped_gemm=False)),
     "grouped_gemm_arch": (dict(model="Mixtral-8x7B-v0.1"), dict(model="Mixtral-8x7B-v0.1", profile=H100.model_copy(update={"compute_capability": 7.0}))),
-    "full_recompute_args": (dict(recompute=Recompute.full("uniform", 1)), dict(pp=4, recompute=Recompute.full("block", 9))),
+    "full_recompute_args": (dict(recompute=Recompute.full("uniform", 1)), dict(recompute=Recompute(granularity="full"))),
     "selective_recompute_args": (dict(recompute=Recompute.selective(RecomputeModule.mlp)),
                                  dict(recompute=Recompute.selective(RecomputeModule.mla_up_proj))),
     "fp8_delayed_recompute": (dict(precision="fp8-tensorwise", recompute=Recompute.selective(RecomputeModule.layernorm)),
