@@ -13,6 +13,7 @@ and never treat them as unusable input. Sources, NVIDIA/Megatron-LM @ d98e8a64:
   (ckpt_format defaults to torch_dist: megatron/training/config/training_config.py); MTP asserts a rope or no
   position embedding (checked before --use-rotary-position-embeddings becomes rope); `--num-layers-per-virtual-pipeline-
   stage` with --decoder-first/last-pipeline-num-layers asserts "please use --num-virtual-stages-per-pipeline-rank";
+  `--seq-length` asserts `--encoder-seq-length` unset; `--save` asserts a positive `--save-interval`;
   `--attention-backend local` asserts `--spec local` ("--attention-backend local is only supported with
   --spec local"), and pretrain_gpt.py / pretrain_hybrid.py then import args.spec as a (module, name) pair
   (megatron/core/transformer/spec_utils.py import_module, called by megatron/training/argument_utils.py
@@ -101,6 +102,14 @@ def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional
                                              "(--decoder-first/last-pipeline-num-layers): validate_args asserts 'please use "
                                              "--num-virtual-stages-per-pipeline-rank'",
                            "give the virtual stages as --num-virtual-stages-per-pipeline-rank N instead"))
+    if raw.get("--seq-length") is not None and raw.get("--encoder-seq-length") is not None:
+        out.append(Refusal("megatron_exits", "--seq-length with --encoder-seq-length: validate_args asserts that "
+                                             "--encoder-seq-length is unset when --seq-length is given",
+                           "drop --encoder-seq-length (it takes --seq-length's value)"))
+    if raw.get("--save") is not None and not raw.get("--save-interval"):
+        out.append(Refusal("megatron_exits", "--save without a positive --save-interval: validate_args asserts "
+                                             "save_interval is set and above 0",
+                           "add --save-interval N (or drop --save)"))
     fmt = raw.get("--ckpt-format", "torch_dist")
     if raw.get("--use-megatron-fsdp") and fmt != "fsdp_dtensor":
         out.append(Refusal("megatron_exits", f"Megatron-FSDP requires the `fsdp_dtensor` checkpointing format (got "

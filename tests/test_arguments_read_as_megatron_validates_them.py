@@ -106,3 +106,12 @@ def test_a_hybrid_model_with_a_learned_position_table_renders_it():
     hybrid = load_model("Nemotron-H-8B-Base-8K")
     assert position(hybrid) == "none"
     assert position(hybrid.model_copy(update={"learned_position_embeddings": True})) == "learned_absolute"
+
+
+@pytest.mark.parametrize("extra, exits", [
+    (["--encoder-seq-length", "4096"], True),  # validate_args: assert args.encoder_seq_length is None
+    (["--save", "/ckpt"], True),               # assert args.save_interval is not None
+    (["--save", "/ckpt", "--save-interval", "1000"], False),
+])
+def test_megatrons_own_asserts_on_sequence_and_checkpoint_flags(tmp_path, extra, exits):
+    assert ("megatron_exits" in rules(judged(tmp_path, *extra))) is exits
