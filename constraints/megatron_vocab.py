@@ -32,10 +32,24 @@ def bundled_model_for(tokenizer_model: str) -> Optional[str]:
 
     names = {n.lower(): n for n in bundled_models()}
     for part in reversed([p for p in re.split(r"[/\\]", tokenizer_model.strip()) if p]):
-        hit = names.get(part.lower()) or names.get(re.sub(r"-(instruct|base|hf)$", "", part.lower()))
-        if hit:
-            return hit
+        for form in _name_forms(part.lower()):
+            if form in names:
+                return names[form]
     return None
+
+
+def _name_forms(name: str) -> list[str]:
+    """A checkpoint folder's name, then without what releases add to the model's own name: the publisher's prefix
+    (`NVIDIA-Nemotron-3-Nano-30B-A3B-BF16`) and variant suffixes (-Instruct, -Base, -HF, a weight precision), one
+    at a time; the tokenizer is the model's either way."""
+    forms = [name]
+    bare = re.sub(r"^nvidia-", "", name)
+    while True:
+        forms.append(bare)
+        shorter = re.sub(r"-(instruct|base|hf|bf16|fp8|nvfp4|fp4)$", "", bare)
+        if shorter == bare:
+            return forms
+        bare = shorter
 
 
 def vocab_from_tokenizer(raw: dict[str, Any], entry_default: Optional[str]) -> tuple[Optional[int], Optional[str]]:

@@ -115,3 +115,13 @@ def test_a_hybrid_model_with_a_learned_position_table_renders_it():
 ])
 def test_megatrons_own_asserts_on_sequence_and_checkpoint_flags(tmp_path, extra, exits):
     assert ("megatron_exits" in rules(judged(tmp_path, *extra))) is exits
+
+
+def test_a_released_checkpoints_name_finds_its_bundled_model():
+    from constraints.megatron_vocab import bundled_model_for
+
+    # the SFT recipes' tokenizer: the publisher's prefix and the weight precision are not part of the model's name
+    assert bundled_model_for("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16") == "Nemotron-3-Nano-30B-A3B"
+    assert bundled_model_for("meta-llama/Llama-3.1-8B-Instruct") == "Llama-3.1-8B"
+    assert bundled_model_for("nvidia/Nemotron-H-8B-Base-8K") == "Nemotron-H-8B-Base-8K"
+    assert bundled_model_for("org/unknown-model") is None
