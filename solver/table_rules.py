@@ -225,9 +225,22 @@ def struct_rows(space: SearchSpace, profile, base_rc) -> list[tuple[tuple, list[
                     if not judge.ok(at[2], (tp, pp, vpp, cp, ep, etp, 1, tp > 1, rc, sched, sh0, acc, False)):
                         continue
                     ok = [judge.ok(at[3], (tp, pp, vpp, cp, ep, etp, 1, tp > 1, rc, sched, sh, acc, False)) for sh in d["dp_sharding"]]
+                    ok = one_sharding_when_nothing_shards(d["dp_sharding"], ok, world // (tp * pp),
+                                                          world // ((etp or 1) * ep * pp) if model.is_moe else 1)
                     if any(ok):
                         rows.append(((tp, pp, vpp, cp, ep, etp, sched, acc), ok))
     return rows
+
+
+def one_sharding_when_nothing_shards(shardings: list[str], ok: list[bool], dp_cp: int, expert_dp: int) -> list[bool]:
+    """With one rank in the data-parallel x context-parallel group and in the expert-DP group, the distributed optimizer
+    and Megatron-FSDP shard over a group of one: the run is plain DDP's (same step; FSDP only adds its buffers), so
+    `solve` listed the same recipe two or three times at DP 1. Only the distributed optimizer's row is kept (the first
+    sharding of the default domain); a domain pinned to one sharding keeps it."""
+    if dp_cp != 1 or expert_dp != 1 or "distributed_optimizer" not in shardings:
+        return ok
+    keep = shardings.index("distributed_optimizer")
+    return [v and (i == keep or not ok[keep]) for i, v in enumerate(ok)]
 
 
 def activation_ok(space: SearchSpace, profile, row: tuple, sp: bool, rc, sharding: str, tpo: bool = False) -> bool:
