@@ -20,6 +20,11 @@ from constraints.spec import Activation, YarnRope
 FAMILY_TIE_DEFAULT = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen3": False,
                       "qwen2_moe": False, "qwen3_moe": False, "deepseek_v2": False, "deepseek_v3": False,
                       "kimi_k2": False, "gpt_oss": False, "nemotron": False, "gpt2": True}
+# Families read through the generic path whose transformers config ties the embeddings when config.json leaves
+# tie_word_embeddings out (huggingface/transformers configuration_*.py: GemmaConfig, Gemma2Config, Gemma3TextConfig,
+# CohereConfig, Cohere2Config, Starcoder2Config, SmolLM3Config default it to True); their counts then match HF's
+UNREAD_FAMILY_TIE_DEFAULT = {"gemma": True, "gemma2": True, "gemma3_text": True, "cohere": True, "cohere2": True,
+                             "starcoder2": True, "smollm3": True}
 # families with a reader of their own in constraints/models.py (their keys are audited there)
 OWN_READER_TYPES = ("nemotron_h", "llama4", "llama4_text")
 KNOWN_TYPES = tuple(FAMILY_TIE_DEFAULT) + OWN_READER_TYPES
@@ -58,8 +63,12 @@ KEYS_STATED_IN_LIMITS = frozenset(("n_group", "topk_group"))
 
 # hidden_act values the generic path reads as a gated MLP without doubt (SwiGLU: Llama, Mistral, Qwen, DeepSeek)
 GATED_ACTS = ("silu", "swish")
-# hidden_act values the generic path reads as a plain two-matrix MLP; every other value is read as SwiGLU
-PLAIN_MLP_ACTIVATIONS = {"relu2": Activation.squared_relu, "gelu": Activation.gelu, "gelu_new": Activation.gelu}
+# hidden_act values the generic path reads as a plain two-matrix MLP; every other value is read as SwiGLU. The gelu
+# variants are plain outside the Gemma families (`geglu_family`): StarCoder2 (gelu_pytorch_tanh, c_fc / c_proj),
+# GPT-NeoX, Falcon, Phi-2 (gelu_new) all use a two-matrix MLP
+PLAIN_MLP_ACTIVATIONS = {"relu2": Activation.squared_relu, "gelu": Activation.gelu, "gelu_new": Activation.gelu,
+                         "gelu_pytorch_tanh": Activation.gelu, "gelu_fast": Activation.gelu, "gelu_python": Activation.gelu,
+                         "gelu_accurate": Activation.gelu}
 
 
 def geglu_family(model_type: object) -> bool:
@@ -80,7 +89,9 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
         notes.append(f"model_type {shown(mt)} is not a family shardplan reads by name; read as a Llama-style decoder "
                      f"(RoPE, one RMSNorm before attention and before the MLP); families read by name: "
                      f"{', '.join(sorted(KNOWN_TYPES))}")
-        if "tie_word_embeddings" not in raw:
+        if "tie_word_embeddings" not in raw and mt in UNREAD_FAMILY_TIE_DEFAULT:
+            notes.append(f"tie_word_embeddings is absent: read as tied, transformers' default for model_type {shown(mt)}")
+        elif "tie_word_embeddings" not in raw:
             notes.append(f"tie_word_embeddings is absent and transformers' default for model_type {shown(mt)} is not "
                          "known here (some families tie, e.g. Gemma); read as untied: add \"tie_word_embeddings\" to the "
                          "config to be sure of the embedding count")
@@ -156,3 +167,48 @@ def yarn_rope(scaling: dict) -> YarnRope:
     # an absent or unusable value takes YarnRope's default, which is Megatron-LM's
     return YarnRope(correction_range_round_to_int=bool(scaling.get("truncate", True)),
                     **{k: v for k, v in fields.items() if v is not None})
+
+
+# model types whose layers are not all softmax-attention decoder layers, which the generic path would price as if they
+# were (transformers model_type of each: Mamba / Mamba-2 hybrids, linear or recurrent attention)
+NOT_ATTENTION_TYPES = {
+    "jamba": "Mamba and attention layers with MoE every other layer (Jamba)",
+    "falcon_h1": "a Mamba-2 mixer beside attention in every layer (Falcon-H1)",
+    "granitemoehybrid": "Mamba-2 and attention layers (Granite 4.0-H)",
+    "bamba": "Mamba-2 and attention layers (Bamba)", "zamba": "Mamba layers with shared attention (Zamba)",
+    "zamba2": "Mamba-2 layers with shared attention (Zamba2)", "mamba": "Mamba layers", "mamba2": "Mamba-2 layers",
+    "falcon_mamba": "Mamba layers", "rwkv": "RWKV recurrent layers", "recurrent_gemma": "recurrent (Griffin) layers",
+    "minimax": "lightning linear-attention layers (MiniMax-Text-01)", "kimi_linear": "KDA linear-attention layers (Kimi-Linear)",
+}
+ATTENTION_LAYER_TYPES = ("full_attention", "sliding_attention", "attention")
+# unread keys that say the config is a mixture of experts in a family's own words (ERNIE-4.5 moe_num_experts, Hunyuan
+# num_shared_expert): reading such a config as dense would price a fraction of its weights
+MOE_KEY_WORDS = ("expert", "moe_")
+
+
+def not_modelled_layers(raw: dict) -> str | None:
+    """What in an HF config says its layers are not all softmax attention, or None: a known non-attention family, a
+    per-layer `layer_types` holding other kinds (mamba, linear_attention), or Mamba state keys."""
+    mt = str(raw.get("model_type", ""))
+    if mt in NOT_ATTENTION_TYPES:
+        return f"model_type {shown(mt)} has {NOT_ATTENTION_TYPES[mt]}"
+    kinds = raw.get("layer_types")
+    if isinstance(kinds, list):
+        other = sorted({str(k) for k in kinds} - set(ATTENTION_LAYER_TYPES))
+        if other:
+            return f"layer_types holds {', '.join(shown(k) for k in other)} layers"
+    mamba = sorted(k for k in raw if str(k).startswith(("mamba_", "ssm_")) and raw[k] is not None)
+    if mamba:
+        return f"the config has Mamba state keys ({', '.join(mamba[:3])})"
+    return None
+
+
+def unread_moe_keys(raw: dict) -> list[str]:
+    """`key=value` of keys no reader takes that describe experts (MOE_KEY_WORDS) with a value above one or a list."""
+    out = []
+    for k, v in raw.items():
+        if k in KEYS_READ or k in KEYS_WITHOUT_COST or k in KEYS_STATED_IN_LIMITS or not any(w in str(k) for w in MOE_KEY_WORDS):
+            continue
+        if (isinstance(v, int) and not isinstance(v, bool) and v > 1) or (isinstance(v, list) and v):
+            out.append(f"{k}={shown(v, 24)}")
+    return out

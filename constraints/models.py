@@ -17,7 +17,8 @@ from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
 
-from constraints.hf_reading import KNOWN_TYPES, PLAIN_MLP_ACTIVATIONS, geglu_family, reading_notes, rope_fields
+from constraints.hf_reading import (KNOWN_TYPES, PLAIN_MLP_ACTIVATIONS, UNREAD_FAMILY_TIE_DEFAULT, geglu_family,
+                                     not_modelled_layers, reading_notes, rope_fields, unread_moe_keys)
 from constraints.spec import BOUND_REASONS, MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -64,6 +65,9 @@ def _check_hf_types(raw: dict, name: str) -> None:
     """One line naming the first field whose JSON type is wrong (null counts as absent, as in HF)."""
     for key in _HF_INT_FIELDS:
         v = raw.get(key)
+        if isinstance(v, list):  # Hunyuan's per-layer moe_intermediate_size: one width per layer is not modelled
+            raise ModelError(f"model {name}: {key} is a per-layer list ({shown(v, 24)}), which the HF config reader does "
+                             "not model (one value for every layer); write a model YAML (README 'Recipe YAML')")
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
             raise ModelError(f"model {name}: {key} must be an integer, got {shown(v)}; write it as a bare JSON number")
     for key in _HF_FLOAT_FIELDS:
@@ -109,6 +113,12 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         return _llama4(raw, name)
     if mt in NOT_MODELLED_TYPES:
         raise ModelError(f"model {name}: {NOT_MODELLED_TYPES[mt]} are not modelled; shardplan cannot price this model")
+    other_layers = not_modelled_layers(raw)
+    if other_layers:
+        # read as attention decoders, a Mamba hybrid or a linear-attention model would be priced as another model
+        raise ModelError(f"model {name}: {other_layers}, which the HF config reader does not model (it reads softmax-"
+                         "attention decoders); for a Mamba hybrid judge its Megatron launch script "
+                         "(--hybrid-layer-pattern), or write a model YAML")
     if mt == "gpt2":
         h = raw["n_embd"]
         return ModelSpec(config_notes=reading_notes(raw),
@@ -143,9 +153,19 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
                                  "num_attention_heads, num_query_groups, vocab_size: README 'Recipe YAML')")
             raise ModelError(f"model {name}: config has no {key}; add \"{key}\" from the model's HF config.json")
     num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
+    moe_unread = unread_moe_keys(raw)
     if num_experts and _get(raw, "num_experts_per_tok", "experts_per_token") is None:
-        raise ModelError(f"model {name}: config has {num_experts} experts but no num_experts_per_tok (experts per token); "
-                         "add \"num_experts_per_tok\" from the model's HF config.json")
+        named = f"; its own expert keys ({', '.join(moe_unread[:4])}) are not ones shardplan reads" if moe_unread else ""
+        raise ModelError(f"model {name}: config has {num_experts} experts but no num_experts_per_tok (experts per "
+                         f"token){named}: add \"num_experts_per_tok\" if the model routes each token to that many "
+                         "experts and has no other expert settings, else write a model YAML (README 'Recipe YAML')")
+    if moe_unread:
+        # a family's own words for experts (ERNIE-4.5 moe_num_experts, Hunyuan num_shared_expert): read without them,
+        # the model would be priced as a dense model, or without its shared experts
+        raise ModelError(f"model {name}: the config describes experts in keys shardplan does not read "
+                         f"({', '.join(moe_unread[:4])}); read without them it would price another model: write a "
+                         "model YAML (num_experts, moe_router_topk, moe_ffn_hidden_size, "
+                         "moe_shared_expert_intermediate_size: README 'Recipe YAML')")
     mla = raw.get("kv_lora_rank") is not None
     act = PLAIN_MLP_ACTIVATIONS.get(raw.get("hidden_act", "silu"), Activation.swiglu)
     if geglu_family(mt):  # GeGLU has SwiGLU's shapes (hf_reading notes the gate's function)
@@ -163,7 +183,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
         kv_channels=_get(raw, "head_dim", default=h // heads), vocab_size=raw["vocab_size"],
         max_position_embeddings=_get(raw, "max_position_embeddings", default=4096), activation=act,
         normalization=Normalization.layernorm if mt == "nemotron" else Normalization.rmsnorm,
-        tied_embeddings=bool(raw.get("tie_word_embeddings", False)),
+        tied_embeddings=bool(raw.get("tie_word_embeddings", UNREAD_FAMILY_TIE_DEFAULT.get(mt, False))),
         attention_bias=bool(raw.get("attention_bias", False)),
         # transformers' Qwen2Attention / Qwen2MoeAttention build q/k/v with bias=True and o_proj without, whatever the config
         qkv_bias=mt in ("qwen2", "qwen2_moe"),

@@ -46,11 +46,14 @@ def test_an_unknown_family_is_read_llama_style_and_says_what_it_left_out():
 
 
 def test_the_llama_style_count_of_gemma2_differs_only_by_what_the_notes_name():
-    untied = param_counts(model_from_mapping(dict(GEMMA2_9B), "gemma-2-9b")).total
+    # tie_word_embeddings absent: Gemma2Config's default (True) applies, and the note says so
+    absent = model_from_mapping(dict(GEMMA2_9B), "gemma-2-9b")
     tied_model = model_from_mapping({**GEMMA2_9B, "tie_word_embeddings": True}, "gemma-2-9b")
     tied = param_counts(tied_model).total
-    # the untied reading adds one output matrix (vocab x hidden), which the tie note warns of
-    assert untied - tied == 256_000 * 3_584
+    assert param_counts(absent).total == tied
+    assert any("tie_word_embeddings is absent: read as tied" in n for n in absent.config_notes)
+    untied = param_counts(model_from_mapping({**GEMMA2_9B, "tie_word_embeddings": False}, "gemma-2-9b")).total
+    assert untied - tied == 256_000 * 3_584  # an untied model adds one output matrix (vocab x hidden)
     # Gemma 2 has two more RMSNorms per layer (post-attention, post-MLP) than the Llama-style reading counts
     assert GEMMA2_9B_PARAMS - tied == 2 * 42 * 3_584
     assert not any("tie_word_embeddings" in n for n in tied_model.config_notes)
