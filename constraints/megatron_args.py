@@ -61,7 +61,13 @@ def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model
     name = model_name or "megatron-args"
     notes: list[str] = []
     gpt_default = entry_point in GPT_ENTRY_POINTS or (argument_file and entry_point is None)
-    vocab, note = vocab_from_tokenizer(raw, GPT_TOKENIZER_DEFAULT if gpt_default else None)
+    padded = raw.get("--padded-vocab-size")
+    if padded is not None:
+        # argument_utils.py gpt_config_from_args: --padded-vocab-size is the embedding's row count as given
+        # (should_pad_vocab False), whatever the tokenizer or --vocab-size say; the recipe pads by 1 (recipe_fields)
+        vocab, note = padded, f"vocabulary {padded:,} from --padded-vocab-size, used unpadded (Megatron: should_pad_vocab off)"
+    else:
+        vocab, note = vocab_from_tokenizer(raw, GPT_TOKENIZER_DEFAULT if gpt_default else None)
     if note:
         notes.append(note)
     unknown += not_modelled_values(raw)

@@ -61,7 +61,7 @@ MODELLED: frozenset[str] = frozenset("""
 --use-rotary-position-embeddings --normalization --swiglu --squared-relu --quick-geglu --activation-func-clamp-value
 --glu-linear-offset --disable-bias-linear --add-qkv-bias
 --untie-embeddings-and-output-weights --hidden-dropout --attention-dropout --qk-layernorm --vocab-size
---make-vocab-size-divisible-by --seq-length --encoder-seq-length
+--make-vocab-size-divisible-by --padded-vocab-size --seq-length --encoder-seq-length
 --num-experts --moe-router-topk --moe-ffn-hidden-size --moe-shared-expert-intermediate-size --moe-layer-freq --moe-latent-size
 --moe-router-enable-expert-bias --multi-latent-attention --q-lora-rank --kv-lora-rank --qk-head-dim
 --qk-pos-emb-head-dim --v-head-dim --mtp-num-layers --softmax-type

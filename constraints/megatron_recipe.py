@@ -140,7 +140,9 @@ def recipe_fields(raw: dict[str, Any], num_layers: Optional[int]) -> dict[str, A
         distribute_saved_activations=g("--distribute-saved-activations", False),
         moe_shared_expert_overlap=g("--moe-shared-expert-overlap", False),
         cpu_offloading_num_layers=g("--cpu-offloading-num-layers", 0),
-        make_vocab_size_divisible_by=g("--make-vocab-size-divisible-by", 128),
+        # --padded-vocab-size turns Megatron's padding off (argument_utils.py: should_pad_vocab False): pad by 1, which
+        # leaves any vocabulary that TP divides as it is
+        make_vocab_size_divisible_by=1 if g("--padded-vocab-size") is not None else g("--make-vocab-size-divisible-by", 128),
         attention_backend=AttentionBackend(g("--attention-backend", "auto")),
         masked_softmax_fusion=not g("--no-masked-softmax-fusion", False),  # store_false flag, default on
         # validate_args: --apply-query-key-layer-scaling also sets attention_softmax_in_fp32

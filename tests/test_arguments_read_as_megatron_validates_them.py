@@ -125,3 +125,13 @@ def test_a_released_checkpoints_name_finds_its_bundled_model():
     assert bundled_model_for("meta-llama/Llama-3.1-8B-Instruct") == "Llama-3.1-8B"
     assert bundled_model_for("nvidia/Nemotron-H-8B-Base-8K") == "Nemotron-H-8B-Base-8K"
     assert bundled_model_for("org/unknown-model") is None
+
+
+def test_padded_vocab_size_is_the_embeddings_row_count_unpadded():
+    # megatron/training/argument_utils.py: --padded-vocab-size sets vocab_size with should_pad_vocab False
+    c = parse_megatron_args(BASE + ["--padded-vocab-size", "32002", "--tensor-model-parallel-size", "2"])
+    assert c.model.vocab_size == 32002 and c.recipe.make_vocab_size_divisible_by == 1
+    assert "--padded-vocab-size" not in c.unknown_flags
+    from constraints.params import padded_vocab_size
+
+    assert padded_vocab_size(c.model, 2, c.recipe.make_vocab_size_divisible_by) == 32002  # not padded to 32,256
