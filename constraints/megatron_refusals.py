@@ -13,7 +13,8 @@ and never treat them as unusable input. Sources, NVIDIA/Megatron-LM @ d98e8a64:
   (ckpt_format defaults to torch_dist: megatron/training/config/training_config.py); MTP asserts a rope or no
   position embedding (checked before --use-rotary-position-embeddings becomes rope); `--num-layers-per-virtual-pipeline-
   stage` with --decoder-first/last-pipeline-num-layers asserts "please use --num-virtual-stages-per-pipeline-rank";
-  `--seq-length` asserts `--encoder-seq-length` unset; `--save` asserts a positive `--save-interval`;
+  `--seq-length` asserts `--encoder-seq-length` unset; `--save` asserts a positive `--save-interval`; the deprecated
+  `--batch-size`, `--warmup` and `--model-parallel-size` are asserted unset;
   `--attention-backend local` asserts `--spec local` ("--attention-backend local is only supported with
   --spec local"), and pretrain_gpt.py / pretrain_hybrid.py then import args.spec as a (module, name) pair
   (megatron/core/transformer/spec_utils.py import_module, called by megatron/training/argument_utils.py
@@ -102,6 +103,11 @@ def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional
                                              "(--decoder-first/last-pipeline-num-layers): validate_args asserts 'please use "
                                              "--num-virtual-stages-per-pipeline-rank'",
                            "give the virtual stages as --num-virtual-stages-per-pipeline-rank N instead"))
+    for flag, instead in (("--batch-size", "--micro-batch-size"), ("--warmup", "--lr-warmup-fraction"),
+                          ("--model-parallel-size", "--tensor-model-parallel-size")):
+        if raw.get(flag) is not None:  # validate_args: "Deprecated arguments" asserts each is None
+            out.append(Refusal("megatron_exits", f"{flag} is no longer valid (validate_args asserts it is unset)",
+                               f"use {instead} instead"))
     if raw.get("--seq-length") is not None and raw.get("--encoder-seq-length") is not None:
         out.append(Refusal("megatron_exits", "--seq-length with --encoder-seq-length: validate_args asserts that "
                                              "--encoder-seq-length is unset when --seq-length is given",

@@ -135,3 +135,10 @@ def test_padded_vocab_size_is_the_embeddings_row_count_unpadded():
     from constraints.params import padded_vocab_size
 
     assert padded_vocab_size(c.model, 2, c.recipe.make_vocab_size_divisible_by) == 32002  # not padded to 32,256
+
+
+@pytest.mark.parametrize("flag, value", [("--model-parallel-size", "2"), ("--batch-size", "4"), ("--warmup", "100")])
+def test_deprecated_arguments_are_megatron_exits(tmp_path, flag, value):
+    # validate_args, "Deprecated arguments": assert args.<flag> is None, '... is no longer valid, use ... instead'
+    result = judged(tmp_path, flag, value)
+    assert any(v["rule"] == "megatron_exits" and flag in v["message"] for v in result["violations"])
