@@ -11,14 +11,13 @@ from typing import Any
 from constraints.check import check_case
 from constraints.megatron_unmodelled import memory_lowering_flags
 from constraints.rules import Violation
-from constraints.run_flags import OP_FUSER_FLAG, fused_grouped_mlp_requested
+from constraints.run_flags import OP_FUSER_FLAG, cuda_graph_request, fused_grouped_mlp_requested
 from hardware.profile import load_profile, uncalibrated_reason
 
 
 def captured_scope(flags: dict) -> frozenset[str]:
     """The kernels the input's run captures in CUDA graphs (constraints/run_flags.py reads the flags,
     measure/cuda_graphs.py says what they mean); empty for a recipe YAML, whose recipe has no such field."""
-    from constraints.run_flags import cuda_graph_request
     from measure.cuda_graphs import graph_scope
 
     return graph_scope(*cuda_graph_request(flags or {}))
@@ -35,13 +34,14 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     if early:
         report = report.model_copy(update={"violations": early + list(report.violations), "legal": False})
     projection = None
+    scope = captured_scope(loaded.flags)
     fused_experts = fused_grouped_mlp_requested(loaded.flags or {}, case.model.is_moe, case.recipe.moe_grouped_gemm)
     unknown = [f for f in loaded.unknown_flags if not (fused_experts and f == OP_FUSER_FLAG)]  # read: the experts' fusion
     if project and report.legal and report.memory is not None:
         from measure.project import project as run_projection
 
         projection = run_projection(case.model, case.job, case.recipe, case.placement, profile,
-                                    cuda_graph_scope=captured_scope(loaded.flags),
+                                    cuda_graph_scope=scope,
                                     fused_grouped_mlp=fused_experts).model_dump(mode="json")
     # a projection on a part without its own microbenchmarks is less certain, as `solve` notes under its table
     uncertain = [Violation(rule="uncalibrated_profile", severity="warning",
@@ -60,7 +60,7 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
                                        + uncertain})
     data = report.model_dump(mode="json")
     data["recipe"] = case.recipe.model_dump(mode="json")
-    data["cuda_graph_scope"] = sorted(captured_scope(loaded.flags))
+    data["cuda_graph_scope"] = sorted(scope)
     data["fused_grouped_mlp"] = fused_experts
     data["model"] = case.model.name
     data["hardware"] = profile.name
