@@ -86,9 +86,11 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
     notes = []
     if mt not in KNOWN_TYPES:
         act = raw.get("hidden_act", "silu")
-        notes.append(f"model_type {shown(mt)} is not a family shardplan reads by name; read as a Llama-style decoder "
-                     f"(RoPE, one RMSNorm before attention and before the MLP); families read by name: "
-                     f"{', '.join(sorted(KNOWN_TYPES))}")
+        style = ("a DeepSeek-style decoder (multi-latent attention from kv_lora_rank, one RMSNorm before attention and "
+                 "before the MLP)" if raw.get("kv_lora_rank") is not None else
+                 "a Llama-style decoder (RoPE, one RMSNorm before attention and before the MLP)")
+        notes.append(f"model_type {shown(mt)} is not a family shardplan reads by name; read as {style}; families read "
+                     f"by name: {', '.join(sorted(KNOWN_TYPES))}")
         if "tie_word_embeddings" not in raw and mt in UNREAD_FAMILY_TIE_DEFAULT:
             notes.append(f"tie_word_embeddings is absent: read as tied, transformers' default for model_type {shown(mt)}")
         elif "tie_word_embeddings" not in raw:

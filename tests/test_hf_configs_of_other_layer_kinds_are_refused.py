@@ -65,3 +65,11 @@ def test_families_that_tie_by_default_read_tied_when_the_key_is_absent(model_typ
 
 def test_the_published_configs_are_the_ones_read():
     assert json.loads((DATA / "ernie-4.5-21b-a3b.json").read_text())["moe_num_experts"] == 64
+
+
+def test_an_unknown_family_with_latent_attention_is_said_to_be_read_deepseek_style():
+    # DeepSeek-V3.2-Exp (model_type deepseek_v32): MLA is applied from kv_lora_rank, so the note must not say Llama-style
+    mla = {**LLAMA_LIKE, "model_type": "deepseek_v32", "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+           "qk_rope_head_dim": 64, "v_head_dim": 128}
+    notes = "\n".join(model_from_mapping(mla, "m").config_notes)
+    assert "read as a DeepSeek-style decoder (multi-latent attention" in notes and "Llama-style" not in notes
