@@ -107,6 +107,10 @@ PROJECTION_FLAGS: frozenset[str] = frozenset("""
 """.split())
 
 
+# every flag some reader takes: anything else is reported as not understood (or as having no effect)
+READ_FLAGS: frozenset[str] = MODELLED | RULE_FLAGS | PROJECTION_FLAGS
+
+
 def lookup(flag: str) -> FlagInfo | None:
     """The Megatron parse rule for an option string, or None if Megatron-LM has no such flag."""
     return FLAGS.get(flag)
@@ -114,9 +118,9 @@ def lookup(flag: str) -> FlagInfo | None:
 
 def _check_tables() -> None:
     """Our hand lists must name real Megatron flags, or a typo would silently mark a flag unknown."""
-    bad = sorted((MODELLED | RULE_FLAGS | PROJECTION_FLAGS) - FLAGS.keys())
+    bad = sorted(READ_FLAGS - FLAGS.keys())
     assert not bad, f"not Megatron-LM flags: {bad}"
-    both = sorted(f for f in MODELLED | RULE_FLAGS | PROJECTION_FLAGS if FLAGS[f].no_effect)
+    both = sorted(f for f in READ_FLAGS if FLAGS[f].no_effect)
     assert not both, f"marked both understood and no-effect: {both}"
 
 

@@ -109,6 +109,6 @@ def tokenize_args(argv: list[str], unrecognized: Optional[list[str]] = None) -> 
         raw[flag] = value
         if info.no_effect:
             ignored.append(flag) if flag not in ignored else None
-        elif flag not in mf.MODELLED and flag not in mf.RULE_FLAGS and flag not in mf.PROJECTION_FLAGS and flag not in unknown:
+        elif flag not in mf.READ_FLAGS and flag not in unknown:
             unknown.append(flag)
     return raw, ignored, unknown

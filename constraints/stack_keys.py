@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from constraints.megatron_flags import FLAGS, MODELLED, PROJECTION_FLAGS, RULE_FLAGS
+from constraints.megatron_flags import FLAGS, READ_FLAGS
 
 # store_false flags whose dest arguments.py names itself (the rest strip `--no-` / `--disable-`)
 _EXPLICIT_OFF_DEST = {
@@ -66,7 +66,7 @@ def _dest(flag: str) -> str:
 
 def _preferred(flags: list[str]) -> str:
     """Of several flags for one dest, the one shardplan's rules read, else the shortest (stable)."""
-    read = [f for f in flags if f in MODELLED or f in RULE_FLAGS or f in PROJECTION_FLAGS]
+    read = [f for f in flags if f in READ_FLAGS]
     return sorted(read or flags, key=lambda f: (len(f), f))[0]
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from boundary.read import is_regular_file
-from constraints.megatron_flags import MODELLED, PROJECTION_FLAGS, RULE_FLAGS
+from constraints.megatron_flags import READ_FLAGS
 from constraints.stack_config import ArgvBuilder, StackConfig, StackConfigError, env_default
 from constraints.stack_keys import MEGATRON_DESTS, StackKeyError, flags_for_core_field
 
@@ -138,7 +138,7 @@ def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, s
             args = flags_for_core_field(str(key), env_default(value, environ, notes, path), path, core_names=False)
         except (StackConfigError, StackKeyError):
             args = None
-        if args and (args[0] in MODELLED or args[0] in RULE_FLAGS or args[0] in PROJECTION_FLAGS):
+        if args and args[0] in READ_FLAGS:
             builder.add(path, str(key), env_default(value, environ, notes, path))
         elif args is None or args:
             ignored.append(path)
