@@ -67,6 +67,10 @@ class SweepResult(BaseModel):
     usd_per_gpu_hour: Optional[float] = None
     points: list[SweepPoint]
 
+    def refusal_lines(self) -> list[str]:
+        """`hardware: reason` once per refused part, in point order (the CLI's stderr and the page both print them)."""
+        return list(dict.fromkeys(f"{p.hardware}: {p.reason}" for p in self.points if p.reason))
+
 
 def parse_nodes(text: str) -> list[int]:
     """'1,2,4,8' a list; '1..64' doubling from 1 up to 64 (64 included); '8..64+8' steps of 8. Raises ShardplanError
@@ -165,6 +169,7 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
     from constraints.spec import Placement
     from hardware.profile import load_profile
     from shardplan.progress import step
+    from solver.explain_why import recipe_free_blockers
     from solver.fewest_gpus import CountScreen
 
     pins, bounds = dict(pins or {}), dict(bounds or {})
@@ -176,9 +181,15 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
         per_node.add(node_gpus)
         screen = CountScreen(model, job, profile, margin_fraction, pins, bounds)
         shared_parts: dict = {}  # layer parts by shape and scale-up domain, for every size of this profile
+        # rules that read no recipe field refuse the part at every size (e.g. FP8 on a part without FP8 tensor cores)
+        blockers = recipe_free_blockers(model, job, Placement(hardware=hw, num_nodes=1, gpus_per_node=node_gpus), profile)
         for n in sorted(set(nodes)):
+            placement = Placement(hardware=hw, num_nodes=n, gpus_per_node=node_gpus)
+            if blockers:
+                points.append(SweepPoint(hardware=profile.name, nodes=n, gpus=placement.world_size, status="refused",
+                                         reason="; ".join(blockers), solve_s=0.0))
+                continue
             with step(f"{hw}: best recipe on {n} node{'' if n == 1 else 's'}"):
-                placement = Placement(hardware=hw, num_nodes=n, gpus_per_node=node_gpus)
                 points.append(best_at(model, job, placement, profile, screen, shared_parts, margin_fraction, pins, bounds))
     _finish(points, train_tokens, usd_per_gpu_hour)
     return SweepResult(model=model.name, seq_length=job.seq_length, global_batch_size=job.global_batch_size,
@@ -192,16 +203,12 @@ def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_f
     """One size: proven empty by the screen (no tables), or the pruned K = 1 tables' best, verified by check."""
     from measure.vectorized import Evaluator
     from solver.exhaustive import solve_exhaustive
-    from solver.explain_why import recipe_free_blockers
     from solver.space import build_space
     from solver.tables import build_tables
     from shardplan.results import recipe_label
 
     t0 = time.perf_counter()
     point = dict(hardware=profile.name, nodes=placement.num_nodes, gpus=placement.world_size)
-    blockers = recipe_free_blockers(model, job, placement, profile)
-    if blockers:  # e.g. FP8 on a part without FP8 tensor cores: no size of this part can help
-        return SweepPoint(**point, status="refused", reason="; ".join(blockers), solve_s=time.perf_counter() - t0)
     if screen.min_peak_bytes(placement.world_size) > screen.usable_bytes:
         return SweepPoint(**point, status="no_memory_fit", solve_s=time.perf_counter() - t0)
     if screen.space_is_empty(placement):

@@ -46,7 +46,7 @@ def sweep_command(model_name, hardware, nodes_text, gpus_per_node, seq_length, g
 
     emit(sweep_rows(result), resolve_format(fmt, as_json), sweep_columns(result), json_data=result.model_dump(mode="json"),
          title=sweep_title(result))
-    for line in dict.fromkeys(f"{p.hardware}: {p.reason}" for p in result.points if p.reason):  # once per part
+    for line in result.refusal_lines():
         click.echo(line, err=True)
     if html_path is not None:
         from constraints.case import atomic_write_text

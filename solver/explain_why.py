@@ -80,15 +80,10 @@ def pin_reasons(model, job, placement, profile, axis: str, values, others: dict 
 
 def failing_rules(model, job, placement, profile, recipe) -> dict[str, str]:
     """rule name -> message of every error the rules find in `recipe`."""
-    from constraints.rules import RULES, RuleInput
+    from constraints.rules import RuleInput, check_rules
 
-    x = RuleInput(model, job, recipe, placement.world_size, profile)
-    out = {}
-    for fn in RULES:
-        v = fn(x)
-        if v is not None and v.severity == "error":
-            out[v.rule] = v.message
-    return out
+    return {v.rule: v.message for v in check_rules(RuleInput(model, job, recipe, placement.world_size, profile))
+            if v.severity == "error"}
 
 
 # solve's pinned axes that are Recipe fields of the same name and value (the rest are derived or not fields)

@@ -61,8 +61,7 @@ def sweep_section(result) -> str:
     return ("<h2>Best recipe at each cluster size</h2>" + charts
             + "<p class='note'>efficiency: tokens/s/GPU against the smallest size that fits on the same hardware; sizes where "
               "nothing fits are not drawn</p>"
-            + "".join(f"<p class='note'>refused on {esc(line)}</p>"
-                      for line in dict.fromkeys(f"{p.hardware}: {p.reason}" for p in result.points if p.reason))
+            + "".join(f"<p class='note'>refused on {esc(line)}</p>" for line in result.refusal_lines())
             + html_table(_page_rows(result), "sweep-table", ("hardware", "best recipe")))
 
 
