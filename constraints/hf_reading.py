@@ -124,12 +124,17 @@ def reading_notes(raw: dict) -> tuple[str, ...]:
                 if kind == "linear" and isinstance(factor, (int, float)) and float(factor).is_integer() else "")
         notes.append(f"rope_scaling type {shown(kind)} is read without cost but not rendered (only llama3 and yarn "
                      f"scaling are): a rendered launch script trains plain RoPE{flag}")
-    unread = [k for k in raw if k not in KEYS_READ and k not in KEYS_WITHOUT_COST and k not in KEYS_STATED_IN_LIMITS]
+    unread = unread_keys(raw)
     if unread:
         shown_keys = ", ".join(f"{k}={shown(raw[k], 24)}" for k in unread[:12])
         more = f" and {len(unread) - 12} more" if len(unread) > 12 else ""
         notes.append(f"config keys not read, their effect is not priced: {shown_keys}{more}")
     return tuple(notes)
+
+
+def unread_keys(raw: dict) -> list[str]:
+    """The keys of `raw` no reader takes and whose effect is not known to be free or stated in the Limits."""
+    return [k for k in raw if k not in KEYS_READ and k not in KEYS_WITHOUT_COST and k not in KEYS_STATED_IN_LIMITS]
 
 
 def rope_fields(raw: dict) -> dict:
@@ -208,9 +213,9 @@ def not_modelled_layers(raw: dict) -> str | None:
 def unread_moe_keys(raw: dict) -> list[str]:
     """`key=value` of keys no reader takes that describe experts (MOE_KEY_WORDS) with a value above one or a list."""
     out = []
-    for k, v in raw.items():
-        if k in KEYS_READ or k in KEYS_WITHOUT_COST or k in KEYS_STATED_IN_LIMITS or not any(w in str(k) for w in MOE_KEY_WORDS):
-            continue
-        if (isinstance(v, int) and not isinstance(v, bool) and v > 1) or (isinstance(v, list) and v):
+    for k in unread_keys(raw):
+        v = raw[k]
+        if any(w in str(k) for w in MOE_KEY_WORDS) and ((isinstance(v, int) and not isinstance(v, bool) and v > 1)
+                                                       or (isinstance(v, list) and v)):
             out.append(f"{k}={shown(v, 24)}")
     return out

@@ -13,6 +13,7 @@ from typing import Any, Optional
 from constraints import megatron_flags as mf
 from constraints.megatron_errors import MegatronArgsError
 from constraints.megatron_refusals import MODELOPT_FLAGS
+from constraints.shell_expand import UNRESOLVED_RE
 
 # argparse `choices=` of the string flags shardplan reads (megatron/training/arguments.py @ d98e8a64).
 _CHOICES = {
@@ -32,14 +33,11 @@ def _is_value(tok: str) -> bool:
     return not tok.startswith("-") or re.fullmatch(r"-\.?[0-9][0-9.eE+-]*", tok) is not None
 
 
-UNSET_VALUE_RE = re.compile(r"\$\{?[A-Za-z_0-9]")
-
-
 def _convert(flag: str, info: mf.FlagInfo, text: str) -> Any:
     """One value in the flag's argparse type; a string flag's value must be one of its choices. A no-effect flag's value
     held in a variable the script leaves unset (`--seed ${REPEAT}`, kept as text by constraints.launch_script) stays
     text: nothing reads it, and Megatron's type check of it depends on the value the run is given."""
-    if info.no_effect and UNSET_VALUE_RE.search(text):
+    if info.no_effect and UNRESOLVED_RE.search(text):
         return text
     try:
         if info.value_type == "int":

@@ -19,6 +19,7 @@ import re
 from typing import Any, Optional
 
 from constraints.megatron_errors import MegatronArgsError
+from constraints.shell_expand import UNRESOLVED_RE
 from constraints.tokenizer_vocab import PRIMUS_HF_TOKENIZERS, hf_repo_vocab
 
 GPT2_BPE_VOCAB = 50257
@@ -96,8 +97,9 @@ def vocab_from_tokenizer(raw: dict[str, Any], entry_default: Optional[str]) -> t
         shown = model if isinstance(model, str) else "(none)"
         raise MegatronArgsError(f"--vocab-size: the {kind} vocabulary comes from --tokenizer-model {shown}, which check "
                                 "cannot read; add --vocab-size N (the tokenizer's size)")
-    held = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", kind) if isinstance(kind, str) else None
-    if held is not None:  # `--tokenizer-type ${TOKENIZER_TYPE}` with the variable unset: the tokenizer itself is unknown
+    held = UNRESOLVED_RE.search(kind) if isinstance(kind, str) else None
+    # `--tokenizer-type ${TOKENIZER_TYPE}` with the variable unset (not a positional `$1`): the tokenizer is unknown
+    if held is not None and not held.group(1)[0].isdigit():
         name = held.group(1)
         if given is None:
             raise MegatronArgsError(f"--tokenizer-type uses ${name}, which is not set; set {name} in the script or in the "

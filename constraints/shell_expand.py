@@ -62,6 +62,10 @@ def unmark(word: str) -> str:
     return MARK_RE.sub(lambda m: "${" + m.group(1) + "}", word)
 
 
+# a value left unresolved, as the flag readers later meet it: `${NAME}` as `unmark` shows it (or `$NAME`, `${1}`);
+# group 1 is the name or the positional parameter's number
+UNRESOLVED_RE = re.compile(r"\$\{?([A-Za-z_0-9]+)")
+
 
 # Slurm's output environment variables for the allocation's size (sbatch / srun manuals, "OUTPUT ENVIRONMENT
 # VARIABLES"): set for every job step, so a script's default for them applies only outside Slurm
