@@ -96,7 +96,7 @@ RULE_FLAGS: frozenset[str] = frozenset("""
 --ckpt-format --no-gradient-accumulation-fusion
 --moe-router-pre-softmax --moe-router-score-function --moe-router-load-balancing-type
 --tensor-parallel-num-weight-shards --expert-tensor-parallel-num-weight-shards
---batch-size --model-parallel-size
+--batch-size --model-parallel-size --cross-entropy-fusion-impl --deterministic-mode
 """.split())
 
 

@@ -14,7 +14,8 @@ and never treat them as unusable input. Sources, NVIDIA/Megatron-LM @ d98e8a64:
   position embedding (checked before --use-rotary-position-embeddings becomes rope); `--num-layers-per-virtual-pipeline-
   stage` with --decoder-first/last-pipeline-num-layers asserts "please use --num-virtual-stages-per-pipeline-rank";
   `--seq-length` asserts `--encoder-seq-length` unset; `--save` asserts a positive `--save-interval`; the deprecated
-  `--batch-size`, `--warmup` and `--model-parallel-size` are asserted unset;
+  `--batch-size`, `--warmup` and `--model-parallel-size` are asserted unset; `--cross-entropy-loss-fusion` asserts
+  `--cross-entropy-fusion-impl` is not `te` ("disabled due to stability issues");
   `--attention-backend local` asserts `--spec local` ("--attention-backend local is only supported with
   --spec local"), and pretrain_gpt.py / pretrain_hybrid.py then import args.spec as a (module, name) pair
   (megatron/core/transformer/spec_utils.py import_module, called by megatron/training/argument_utils.py
@@ -108,6 +109,11 @@ def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional
         if raw.get(flag) is not None:  # validate_args: "Deprecated arguments" asserts each is None
             out.append(Refusal("megatron_exits", f"{flag} is no longer valid (validate_args asserts it is unset)",
                                f"use {instead} instead"))
+    if raw.get("--cross-entropy-loss-fusion") and raw.get("--cross-entropy-fusion-impl") == "te":
+        out.append(Refusal("megatron_exits", "Transformer Engine cross entropy loss fusion is disabled due to stability issues "
+                                             "(validate_args asserts --cross-entropy-fusion-impl is not te with "
+                                             "--cross-entropy-loss-fusion)",
+                           "use --cross-entropy-fusion-impl native, or drop --cross-entropy-loss-fusion"))
     if raw.get("--seq-length") is not None and raw.get("--encoder-seq-length") is not None:
         out.append(Refusal("megatron_exits", "--seq-length with --encoder-seq-length: validate_args asserts that "
                                              "--encoder-seq-length is unset when --seq-length is given",

@@ -5,8 +5,8 @@ same functions to build its legal tables, so the two can never disagree. A rule 
 holds, else a Violation naming the rule, the offending values and the nearest fix.
 
 This module is the registry: RULES lists every rule of the rule modules in one fixed order (world and
-batch, pipeline split, attention / TP / SP / CP, attention backend, features, NVFP4, bf16 layers, hybrid Mamba, layer variants), so
-check_rules lists violations in the same order whatever was imported first. The machinery is in
+batch, pipeline split, attention / TP / SP / CP, attention backend, features, NVFP4, bf16 layers, hybrid Mamba, layer
+variants, deterministic mode), so check_rules lists violations in the same order whatever was imported first. The machinery is in
 constraints/rule_base.py; `from constraints.rules import layers_split` keeps working for any rule.
 Sources: docs/facts/megatron-rules.md (numbers in brackets).
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from constraints import (rules_attention, rules_attention_backend, rules_bf16_layers, rules_features, rules_fp4, rules_hybrid,
-                         rules_layer_variants, rules_pipeline, rules_world)
+from constraints import (rules_attention, rules_attention_backend, rules_bf16_layers, rules_determinism, rules_features,
+                         rules_fp4, rules_hybrid, rules_layer_variants, rules_pipeline, rules_world)
 from constraints.rule_base import (SPLIT_FIELDS, UNEVEN_SPLIT_FIELDS, Rule, RuleInput, Violation, divisors, nearest,
                                    rule, violation)
 
@@ -23,7 +23,8 @@ __all__ = ["RULES", "Rule", "RuleInput", "SPLIT_FIELDS", "UNEVEN_SPLIT_FIELDS", 
            "nearest", "rule", "violation"]
 
 RULE_MODULES: tuple[ModuleType, ...] = (rules_world, rules_pipeline, rules_attention, rules_attention_backend,
-                                        rules_features, rules_fp4, rules_bf16_layers, rules_hybrid, rules_layer_variants)
+                                        rules_features, rules_fp4, rules_bf16_layers, rules_hybrid, rules_layer_variants,
+                                        rules_determinism)
 
 
 def _rules_of(module: ModuleType) -> list[Rule]:

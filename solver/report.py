@@ -11,6 +11,7 @@ from typing import Any
 from constraints.check import check_case
 from constraints.megatron_unmodelled import memory_lowering_flags
 from constraints.rules import Violation
+from constraints.rules_determinism import DETERMINISM_FLAG
 from constraints.run_flags import OP_FUSER_FLAG, cuda_graph_request, fused_grouped_mlp_requested
 from hardware.profile import load_profile, uncalibrated_reason
 
@@ -54,6 +55,14 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
                                    message=f"the memory verdict does not count {' '.join(lowering)} (not modelled), which "
                                            "lower the peak: the peak shown is the run's without them, an upper bound",
                                    fix="judge the recipe without them, or measure the peak on one node"))
+    if projection is not None and (loaded.flags or {}).get(DETERMINISM_FLAG):
+        # Megatron sets NCCL_ALGO=Ring, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 and torch's deterministic algorithms
+        # (megatron/training/determinism.py): deterministic attention backward and reductions, which no profile measures
+        uncertain.append(Violation(rule="deterministic_mode_not_priced", severity="warning",
+                                   message="--deterministic-mode runs deterministic kernels (ring-only NCCL, deterministic "
+                                           "attention backward), which the projection does not price: its speed is the "
+                                           "run's without it, an upper bound",
+                                   fix="project the run without --deterministic-mode, or measure one step"))
     report = report.model_copy(update={"projection": projection, "unknown_flags": unknown,
                                        "ignored_flags": list(loaded.ignored_flags),
                                        "warnings": list(report.warnings) + list(getattr(loaded, "warnings", None) or [])
