@@ -104,6 +104,9 @@ CASES = {
                      dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 5})),
     "top1_router_pre_softmax": (dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--moe-router-topk": 1, "--moe-router-pre-softmax": True}),
                                 dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--moe-router-topk": 1})),
+    # --deterministic-mode (constraints/rules_determinism.py)
+    "deterministic_mode": (dict(flags={"--deterministic-mode": True}, cross_entropy_loss_fusion=False, env={"NCCL_ALGO": "Ring"}),
+                           dict(flags={"--deterministic-mode": True}, cross_entropy_loss_fusion=False, env={"NCCL_ALGO": "Tree"})),
 }
 
 
