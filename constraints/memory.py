@@ -142,6 +142,20 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
             "fsdp_unsharded": 2 * biggest * WEIGHT_BYTES + biggest * g_bytes}
 
 
+def offloaded_layers_peak(sizes: list[int], offloaded: int) -> int:
+    """Layer activations held on the GPU at once when `--cpu-offloading-num-layers` offloads the first `offloaded` of
+    these layers (one micro-batch, PP 1: Megatron's TransformerConfig refuses offloading with PP > 1 or recompute).
+    Megatron wraps each decoder layer in Transformer Engine's `get_cpu_offload_context(num_layers=offloaded,
+    model_layers=num_layers)` (megatron/core/transformer/transformer_block.py @ d98e8a64), whose default schedule
+    (TE d0067d0d pytorch/cpu_offload.py `DefaultOffloadSynchronizer`) offloads layers 0 .. offloaded - 1 and finishes
+    layer i's offload before layer n - offloaded + i runs, so at most n - offloaded consecutive layers' activations are
+    on the GPU ("peak memory usage of saving activations is (num_layers - num_offloaded_layers) * T"): the largest sum
+    of a window of that many layers. TE leaves tensors under 256 Ki elements on the GPU (`_check_if_offload`); those
+    (per-token fp32 statistics, a few KiB a layer) are counted as offloaded."""
+    keep = max(len(sizes) - offloaded, 1)
+    return max(sum(sizes[i:i + keep]) for i in range(len(sizes) - keep + 1))
+
+
 def chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chunk,
                       per_layer: dict[bool, int], vocab: int, per_layer_bf16: Optional[dict] = None,
                       bf16_layers: frozenset[int] = frozenset()) -> tuple[int, int, int, int]:
@@ -162,6 +176,8 @@ def chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chu
             # groups of k layers keep one input each; backward rebuilds one group at a time ("uniform")
             layers = _ceil_div(n, k) * inp
             working = max(sum(sizes[g:g + k]) for g in range(0, n, k))
+    elif recipe.cpu_offloading_num_layers and n:
+        layers, working = offloaded_layers_peak(sizes, recipe.cpu_offloading_num_layers), 0
     else:
         layers, working = sum(sizes), 0
     if chunk.mtp:

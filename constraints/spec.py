@@ -501,7 +501,9 @@ class Recipe(Strict):
         None, min_length=1, max_length=16)
     distribute_saved_activations: bool = False
     moe_shared_expert_overlap: bool = False
-    cpu_offloading_num_layers: int = Field(0, ge=0, le=MAX_NUM_LAYERS)
+    cpu_offloading_num_layers: int = Field(0, ge=0, le=MAX_NUM_LAYERS, description=(
+        "--cpu-offloading-num-layers: the first N decoder layers' activations go to host memory (Transformer Engine's "
+        "CPU offload; constraints/memory.py offloaded_layers_peak); PP 1 and no recompute only"))
     make_vocab_size_divisible_by: int = Field(128, gt=0, le=1 << 20, description="Megatron pads the vocab to a multiple of this x TP")
     # not searched by solve (it keeps the default); read from scripts and written back by render
     attention_backend: AttentionBackend = Field(AttentionBackend.auto, description="--attention-backend")

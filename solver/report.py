@@ -63,6 +63,15 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
                                            "attention backward), which the projection does not price: its speed is the "
                                            "run's without it, an upper bound",
                                    fix="project the run without --deterministic-mode, or measure one step"))
+    offloaded = case.recipe.cpu_offloading_num_layers
+    if projection is not None and offloaded:
+        # the memory model takes the offloaded layers off the GPU (constraints/memory.py); their copies to and from host
+        # memory share HBM bandwidth and the host link with the step, which no profile measures
+        uncertain.append(Violation(rule="cpu_offloading_not_priced", severity="warning",
+                                   message=f"--cpu-offloading-num-layers {offloaded}: the activations' copies to and from "
+                                           "host memory are not priced (Transformer Engine overlaps them with the layers' "
+                                           "compute): the speed is the run's without them, an upper bound",
+                                   fix="measure one step, or judge the recipe without offloading"))
     report = report.model_copy(update={"projection": projection, "unknown_flags": unknown,
                                        "ignored_flags": list(loaded.ignored_flags),
                                        "warnings": list(report.warnings) + list(getattr(loaded, "warnings", None) or [])
