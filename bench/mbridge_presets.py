@@ -33,8 +33,11 @@ RELEASE_TAGS = {"25.11": "v0.2.1", "26.02": "v0.3.0", "26.02.01": "v0.4.0", "26.
                 "card@067f987d": "067f987df03b8355b03192d88d70f1709fedf51a"}
 # families with a bundled model (constraints/models); the others (VL, WAN) would only bloat the file
 FAMILIES = ("deepseek", "gpt_oss", "kimi", "llama", "llama3", "llama31", "nemotronh", "qwen", "qwen3")
+# cpu_offloading_num_layers: the workload presets (to 26.06.01) turn offloading on with it
+# (scripts/performance/utils/overrides.py _set_recompute_overrides sets cpu_offloading = True when it is above 0)
 FLAGS = ("moe_flex_dispatcher_backend", "moe_a2a_overlap", "recompute_modules", "recompute_num_layers",
-         "cuda_graph_impl", "cuda_graph_scope", "cutedsl_fused_grouped_mlp", "fp8_dot_product_attention")
+         "cuda_graph_impl", "cuda_graph_scope", "cutedsl_fused_grouped_mlp", "fp8_dot_product_attention",
+         "cpu_offloading_num_layers")
 SHAPE = ("num_gpus", "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
          "expert_model_parallel_size", "micro_batch_size", "global_batch_size")
 
@@ -88,7 +91,7 @@ _RECIPE_PREC = {"bf16": "BF16", "fp8cs": "FP8_CS", "fp8mx": "FP8_MX", "fp8sc": "
 # use_transformer_engine_op_fuser, and overrides.py sets the one from the other)
 _RECIPE_FIELDS = {"overlap_moe_expert_parallel_comm": "moe_a2a_overlap", "fp8_dot_product_attention": "fp8_dot_product_attention",
                   "use_transformer_engine_op_fuser": "cutedsl_fused_grouped_mlp",
-                  **{k: k for k in SHAPE + FLAGS + ("recompute_granularity", "moe_token_dispatcher_type")}}
+                  **{k: k for k in SHAPE + FLAGS + ("recompute_granularity", "moe_token_dispatcher_type", "cpu_offloading")}}
 
 
 class _Modules:
@@ -171,6 +174,11 @@ def _recipe_presets(gitdir: str, rev: str, files: list[str]) -> dict[str, dict]:
             _walk(mod, fn.body, {}, mods, state)
             if state.get("recompute_granularity") != "selective":
                 state.pop("recompute_modules", None)
+            if not state.get("cpu_offloading"):
+                # Megatron-Core offloads only when TransformerConfig.cpu_offloading is set (transformer_block.py
+                # get_cpu_offload_context(self.config.cpu_offloading, ...)); a recipe that sets the layer count alone
+                # (gpt_oss/common.py: 95) offloads nothing
+                state.pop("cpu_offloading_num_layers", None)
             variant = (m.group(4) or "").strip("_").upper() or "V1"
             key = f"{m.group(1).upper()}_PRETRAIN_CONFIG_{m.group(2).upper()}_{_RECIPE_PREC[m.group(3)]}_{variant}"
             out[key] = {k: state[k] for k in SHAPE + FLAGS if state.get(k) is not None}

@@ -295,6 +295,11 @@ def _preset_fields(r: dict, release: Optional[str], model: ModelSpec, tp: int, p
             out["recompute"] = Recompute.selective(*mods)
         if "recompute" in out:
             assumed.append(f"recompute from preset {release}")
+    offloaded = p.get("cpu_offloading_num_layers")
+    if offloaded and "recompute" not in out and not r["recompute"] and pp == 1:
+        # the preset's CPU activation offloading (Megatron allows it at PP 1 without recompute only)
+        out["cpu_offloading_num_layers"] = offloaded
+        assumed.append(f"cpu offloading of {offloaded} layers (preset {release})")
     return out
 
 

@@ -71,3 +71,36 @@ def test_check_of_an_offloading_script_fits_where_the_same_script_without_it_doe
 def test_offloading_with_recompute_is_still_refused(tmp_path):
     result = _check(tmp_path, "--cpu-offloading-num-layers 16 --recompute-activations")
     assert not result["legal"] and "cpu_offloading" in {v["rule"] for v in result["violations"]}
+
+
+def test_published_offloading_runs_fit_where_every_layer_on_the_gpu_would_not():
+    """Megatron-Bridge 26.04.01 Llama-3.1-70B Megatron-FSDP FP8 on 64 GB200 (MBR-126) ran with its workload preset's
+    `cpu_offloading_num_layers` 40, which Bridge turns on (scripts/performance/utils/overrides.py
+    `_set_recompute_overrides`): as read from the preset it fits 185 GiB; with every layer held it would not."""
+    from bench.runs import load_runs
+    from hardware.profile import load_profile
+
+    case = {c.id: c for c in load_runs()}["MBR-126"]
+    assert case.recipe.cpu_offloading_num_layers == 40 and case.outcome == "ran"
+    gb200 = load_profile(case.hardware)
+
+    def fits(recipe) -> bool:
+        return memory_report(case.model, case.job, recipe, case.placement.world_size, gb200.hbm_capacity_bytes,
+                             gb200.calibration.framework_overhead_bytes,
+                             gb200.calibration.activation_fragmentation_fraction).fits
+
+    assert fits(case.recipe)
+    assert not fits(case.recipe.model_copy(update={"cpu_offloading_num_layers": 0}))
+
+
+def test_a_recipe_that_sets_the_count_without_turning_offloading_on_offloads_nothing():
+    """Bridge 26.08's gpt-oss 20B recipes set `cfg.model.cpu_offloading_num_layers = 95` without
+    `cfg.model.cpu_offloading` (perf_recipes/gpt_oss/common.py), and Megatron-Core offloads only with the latter."""
+    import json
+
+    from bench.mbridge_presets import DATA
+
+    presets = json.loads(DATA.read_text())["26.08"]["presets"]
+    oss = {k: v for k, v in presets.items() if k.startswith("GPT_OSS_20B")}
+    assert oss and not any(v.get("cpu_offloading_num_layers") for v in oss.values())
+    assert presets["LLAMA31_405B_PRETRAIN_CONFIG_GB300_BF16_V1"]["cpu_offloading_num_layers"] == 40
