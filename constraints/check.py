@@ -99,10 +99,10 @@ def node_size_warnings(gpus_per_node: int, profile) -> list[Violation]:
 
 
 def check_case(case: Case, profile, flags: Mapping[str, object] | None = None, env: Mapping[str, str] | None = None,
-               margin_fraction: float = 0.0) -> CheckReport:
-    """Legality (all rules) and memory fit of one case on one hardware profile."""
+               margin_fraction: float = 0.0, validated_by: Optional[str] = None) -> CheckReport:
+    """Legality (all rules) and memory fit of one case on one hardware profile (`validated_by`: RuleInput's)."""
     x = RuleInput(model=case.model, job=case.job, recipe=case.recipe, world_size=case.world_size, profile=profile,
-                  flags=flags or {}, env=env)
+                  flags=flags or {}, env=env, validated_by=validated_by)
     found = check_rules(x)
     errors = [v for v in found if v.severity == "error"]
     warnings = [v for v in found if v.severity != "error"] + model_config_warnings(case.model) \

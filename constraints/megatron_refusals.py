@@ -70,9 +70,11 @@ def _local_backend(raw: dict[str, Any], entry_point: Optional[str]) -> list[Refu
                     fix)]
 
 
-def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional[str] = None) -> list[Refusal]:
+def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional[str] = None,
+             validated_by: Optional[str] = None) -> list[Refusal]:
     """Megatron's own refusals for the parsed flags; `unrecognized` are the argv words argparse would not take;
-    `entry_point` the pretrain_*.py a launch script runs (None for an argument file or a stack config)."""
+    `entry_point` the pretrain_*.py a launch script runs (None for an argument file or a stack config); `validated_by`
+    a stack that validates its config itself ("bridge"), which the validate_args-only asserts below do not hold."""
     out = _local_backend(raw, entry_point)
     kind = raw.get("--tokenizer-type")
     if entry_point and kind in PRIMUS_HF_TOKENIZERS:
@@ -109,7 +111,8 @@ def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional
         if raw.get(flag) is not None:  # validate_args: "Deprecated arguments" asserts each is None
             out.append(Refusal("megatron_exits", f"{flag} is no longer valid (validate_args asserts it is unset)",
                                f"use {instead} instead"))
-    if raw.get("--cross-entropy-loss-fusion") and raw.get("--cross-entropy-fusion-impl") == "te":
+    if raw.get("--cross-entropy-loss-fusion") and raw.get("--cross-entropy-fusion-impl") == "te" and validated_by is None:
+        # Megatron-Bridge builds the model itself, and Megatron-Core's language_module runs the te impl
         out.append(Refusal("megatron_exits", "Transformer Engine cross entropy loss fusion is disabled due to stability issues "
                                              "(validate_args asserts --cross-entropy-fusion-impl is not te with "
                                              "--cross-entropy-loss-fusion)",

@@ -28,6 +28,9 @@ class RuleInput:
     profile: object = None  # hardware.profile.HardwareProfile, when known
     flags: Mapping[str, object] = field(default_factory=dict)  # raw Megatron flags beyond Recipe
     env: Optional[Mapping[str, str]] = None  # launch environment, when known (scripts)
+    # the stack whose own launcher validates a config's flags instead of Megatron-LM's validate_args ("bridge": Megatron-
+    # Bridge's ConfigContainer.validate); None for Megatron-LM's scripts, argument files and the stacks that call it
+    validated_by: Optional[str] = None
 
 
 Rule = Callable[[RuleInput], Optional[Violation]]

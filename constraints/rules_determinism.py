@@ -10,6 +10,12 @@ NVTE_ALLOW_NONDETERMINISTIC_ALGO "0", CUBLAS_WORKSPACE_CONFIG ":4096:8" or ":16:
 CAUSAL_CONV1D_DETERMINISTIC starting with "1" when set. Unset variables are fine (Megatron fills the defaults).
 A failed assert stops the run before training, so each is an illegal verdict. The environment is judged only when
 check knows it (a script's), as for CUDA_DEVICE_MAX_CONNECTIONS.
+
+A Megatron-Bridge config is validated by Bridge instead (`RuleInput.validated_by == "bridge"`; Megatron-Bridge @ 067f987d
+src/megatron/bridge/training/config.py `_validate_and_apply_deterministic_mode`): cross-entropy loss fusion off ("Cross
+Entropy Fusion is currently not deterministic"), and NCCL_ALGO set to exactly one of Tree, Ring, CollnetDirect,
+CollnetChain, ^NVLS; it does not look at TP communication overlap. A config states only its own `env_vars`, so an
+NCCL_ALGO it does not state (the launch shell may set it) is not judged.
 """
 from __future__ import annotations
 
@@ -21,6 +27,8 @@ DETERMINISM_FLAG = "--deterministic-mode"
 ACCEPTED_NCCL_ALGO_TOKENS = frozenset({"Ring", "CollnetDirect", "CollnetChain", "^NVLS"})
 ACCEPTED_ENV_VALUES = {"NVTE_ALLOW_NONDETERMINISTIC_ALGO": ("0",), "CUBLAS_WORKSPACE_CONFIG": (":4096:8", ":16:8")}
 SSM_DETERMINISM_VARIABLES = ("MAMBA_DETERMINISTIC", "CAUSAL_CONV1D_DETERMINISTIC")
+BRIDGE = "bridge"
+BRIDGE_NCCL_ALGOS = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
 
 
 def _environment_problem(env) -> Optional[tuple[str, str]]:
@@ -44,12 +52,28 @@ def _environment_problem(env) -> Optional[tuple[str, str]]:
     return None
 
 
+def _bridge_problem(x: RuleInput) -> Optional[tuple[str, str]]:
+    """(message, fix) for what Megatron-Bridge's deterministic-mode validation refuses, else None (module docstring)."""
+    if x.recipe.cross_entropy_loss_fusion:
+        return ("deterministic_mode with cross_entropy_loss_fusion: Megatron-Bridge asserts 'Cross Entropy Fusion is "
+                "currently not deterministic'", "set model.cross_entropy_loss_fusion: false")
+    got = (x.env or {}).get("NCCL_ALGO")
+    if got is not None and got not in BRIDGE_NCCL_ALGOS:
+        # a config states only its own env_vars; the launch shell may set NCCL_ALGO, so only a stated value is judged
+        return (f"deterministic_mode needs NCCL_ALGO to be one of {', '.join(BRIDGE_NCCL_ALGOS)} (Megatron-Bridge "
+                f"asserts; got {got!r})", "set NCCL_ALGO: Ring in the config's env_vars")
+    return None
+
+
 @rule(reads="tp_comm_overlap cross_entropy_loss_fusion")
 def deterministic_mode(x: RuleInput) -> Optional[Violation]:
     """--deterministic-mode asserts --tp-comm-overlap and --cross-entropy-loss-fusion off and a deterministic launch
-    environment (module docstring)."""
+    environment; a Megatron-Bridge config is held to Bridge's own checks (module docstring)."""
     if not x.flags.get(DETERMINISM_FLAG):
         return None
+    if x.validated_by == BRIDGE:
+        problem = _bridge_problem(x)
+        return violation("deterministic_mode", *problem) if problem else None
     on = [flag for flag, set_ in (("--tp-comm-overlap", x.recipe.tp_comm_overlap),
                                   ("--cross-entropy-loss-fusion", x.recipe.cross_entropy_loss_fusion)) if set_]
     if on:

@@ -158,6 +158,10 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
         # GPTModelProvider has no max_position_embeddings: it builds GPTModel with max_sequence_length=self.seq_length
         # (Megatron-Bridge v0.6.0 src/megatron/bridge/models/gpt_provider.py), which is what Megatron's flag sets
         builder.add_args("model.seq_length", ["--max-position-embeddings", str(model["seq_length"])])
+    if "cross_entropy_loss_fusion" not in model:
+        # GPTModelProvider.cross_entropy_loss_fusion defaults to True (Megatron-Bridge 067f987d gpt_provider.py), where
+        # Megatron-LM's flag defaults to off
+        builder.add_args("model.cross_entropy_loss_fusion", ["--cross-entropy-loss-fusion"])
     for path in builder.not_understood:  # a misspelt key is an error, a real field Megatron has no flag for is not
         error = unknown_bridge_key(path)
         if error:

@@ -71,7 +71,8 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         from solver.suggest import suggest_fix
 
         with step("searching the nearest legal recipe"):
-            data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin, flags=loaded.flags, env=loaded.env)
+            data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin, flags=loaded.flags, env=loaded.env,
+                                         validated_by=loaded.validated_by)
     return CheckResult.of(data, loaded.case)
 
 

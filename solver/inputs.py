@@ -39,6 +39,16 @@ class LoadedCase:
     warnings: list = field(default_factory=list)  # Violation(severity="warning"): what the input took from elsewhere
     preflight_violations: list = field(default_factory=list)  # Violation: a flag value Megatron refuses (judged without it)
 
+    @property
+    def validated_by(self) -> Optional[str]:
+        return validator_of(self.source)
+
+
+def validator_of(source: str) -> Optional[str]:
+    """The stack whose launcher validates an input's flags instead of Megatron-LM's validate_args (RuleInput.validated_by):
+    Megatron-Bridge builds its model from the ConfigContainer; Primus and yaml-cfg configs go through Megatron-LM's."""
+    return source if source == "bridge" else None
+
 
 def _looks_like_recipe_yaml(path: Path, text: str) -> Optional[dict]:
     if path.suffix not in (".yaml", ".yml"):
@@ -116,7 +126,8 @@ def _load_stack(stack, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
 
     launch = LaunchCommand(script_args=stack.argv, env=dict(stack.env or {}))
     try:
-        loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config")
+        loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config",
+                               validated_by=validator_of(stack.kind))
     except InputError as exc:
         # a model file the config names but check could not find is the likely cause of a missing shape: say it too
         cause = f" ({stack.missing_model})" if stack.missing_model and "--model" in str(exc) else ""
@@ -137,7 +148,8 @@ def _in_stack_terms(message: str, kind: str) -> str:
     return f"{message} (in the {kind} config: {key_for_flag(kind, flags[-1])})" if flags else message
 
 
-def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script") -> LoadedCase:
+def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script",
+                  validated_by: Optional[str] = None) -> LoadedCase:
     from constraints.launch_world import world_from_launch
     from constraints.megatron_args import parse_megatron_args
 
@@ -163,7 +175,7 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
         try:
             cfg = parse_megatron_args(args, world_size=nodes * gpus_per_node,
                                       entry_point=os.path.basename(launch.script) if launch.script else None,
-                                      argument_file=launch.script is None and what == "script")
+                                      argument_file=launch.script is None and what == "script", validated_by=validated_by)
             break
         except MegatronRecipeIllegal as exc:  # an illegal recipe, not unusable input: a violation, then the rest
             early.append(Violation(rule=exc.rule, message=str(exc), fix=exc.fix))

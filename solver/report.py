@@ -28,7 +28,8 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     """{'ok', 'report', 'json'} for a LoadedCase (solver.inputs) — the JSON is what `check --json` prints."""
     case = loaded.case
     profile = profile or load_profile(case.placement.hardware)
-    report = check_case(case, profile, flags=loaded.flags, env=loaded.env, margin_fraction=margin_fraction)
+    report = check_case(case, profile, flags=loaded.flags, env=loaded.env, margin_fraction=margin_fraction,
+                        validated_by=loaded.validated_by)
     # violations the input reader found before a Case existed (e.g. a --num-layers-per-virtual-pipeline-stage that
     # does not divide the layers per stage: Megatron's validate_args refuses it, so it is an illegal recipe, not bad input)
     early = list(getattr(loaded, "preflight_violations", None) or [])
@@ -59,9 +60,9 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
         # Megatron sets NCCL_ALGO=Ring, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 and torch's deterministic algorithms
         # (megatron/training/determinism.py): deterministic attention backward and reductions, which no profile measures
         uncertain.append(Violation(rule="deterministic_mode_not_priced", severity="warning",
-                                   message="--deterministic-mode runs deterministic kernels (ring-only NCCL, deterministic "
-                                           "attention backward), which the projection does not price: its speed is the "
-                                           "run's without it, an upper bound",
+                                   message="deterministic mode runs deterministic kernels (a fixed NCCL algorithm, "
+                                           "deterministic attention backward), which the projection does not price: its "
+                                           "speed is the run's without it, an upper bound",
                                    fix="project the run without --deterministic-mode, or measure one step"))
     offloaded = case.recipe.cpu_offloading_num_layers
     if projection is not None and offloaded:

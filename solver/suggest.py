@@ -44,7 +44,7 @@ def _own_values(case: Case) -> dict:
 
 
 def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50, flags: Optional[Mapping] = None,
-                env: Optional[Mapping] = None) -> dict:
+                env: Optional[Mapping] = None, validated_by: Optional[str] = None) -> dict:
     """The nearest legal, fitting recipe. Fields the search does not vary (fp8 param gather, vocabulary padding,
     fusions, ...) keep the user's values where the result still passes check; the answer is re-verified by check_case
     with the same flags and environment as the user's check, and `changed_axes` counts every changed field."""
@@ -81,7 +81,7 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50, f
         if r is not None:
             best_d = int(dist[j]) if best_d is None else best_d
             found.append(r)
-    chosen = _verified(case, sorted(found, key=lambda r: r.key), profile, margin_fraction, flags, env)
+    chosen = _verified(case, sorted(found, key=lambda r: r.key), profile, margin_fraction, flags, env, validated_by)
     if chosen is None:
         return {"found": False, "message": "no verified legal recipe among the nearest candidates"}
     top, r1, report, projection = chosen
@@ -98,7 +98,7 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50, f
             "recipe": r1.model_dump(mode="json"), "projection": projection, "peak_bytes": report.memory.peak_bytes}
 
 
-def _verified(case: Case, ranked: list, profile, margin: float, flags, env):
+def _verified(case: Case, ranked: list, profile, margin: float, flags, env, validated_by: Optional[str] = None):
     """(candidate, recipe, report, projection) for the first candidate that passes check with the user's flags and
     env: with the user's values of the fields not searched kept, else as searched; None if none passes."""
     from constraints.check import check_case
@@ -116,7 +116,7 @@ def _verified(case: Case, ranked: list, profile, margin: float, flags, env):
         options.append(cand.recipe)
         for recipe in options:
             report = check_case(case.model_copy(update={"recipe": recipe}), profile, flags=flags, env=env,
-                                margin_fraction=margin)
+                                margin_fraction=margin, validated_by=validated_by)
             if report.ok:
                 proj = cand.check.projection if recipe == cand.recipe else \
                     project(case.model, case.job, recipe, case.placement, profile).model_dump(mode="json")

@@ -74,3 +74,46 @@ def test_a_deterministic_run_is_projected_with_a_warning_that_its_kernels_are_no
     assert result["projection"] is not None
     assert "deterministic_mode_not_priced" in {w["rule"] for w in result["warnings"]}
     assert "deterministic_mode_not_priced" not in {w["rule"] for w in judged(tmp_path)["warnings"]}
+
+
+# A Megatron-Bridge config is validated by Bridge, not by Megatron-LM's validate_args (Megatron-Bridge 067f987d
+# training/config.py _validate_and_apply_deterministic_mode; GPTModelProvider.cross_entropy_loss_fusion defaults to True)
+BRIDGE = """model:
+  num_layers: 32
+  hidden_size: 4096
+  ffn_hidden_size: 14336
+  num_attention_heads: 32
+  num_query_groups: 8
+  kv_channels: 128
+  gated_linear_unit: true
+  normalization: RMSNorm
+  position_embedding_type: rope
+  vocab_size: 128256
+  seq_length: 4096
+  tensor_model_parallel_size: 2
+  sequence_parallel: true
+{model_extra}train:
+  micro_batch_size: 1
+  global_batch_size: 64
+mixed_precision: bf16_mixed
+env_vars:
+  CUDA_DEVICE_MAX_CONNECTIONS: 1
+{env}"""
+
+
+def bridge_judged(tmp_path, model_extra: str = "", env: str = "") -> dict:
+    path = tmp_path / "bridge.yaml"
+    path.write_text(BRIDGE.format(model_extra=model_extra, env=env))
+    return check_and_project(load_check_input(str(path), "h100-sxm-80gb", 1, 8))["json"]
+
+
+@pytest.mark.parametrize("model_extra, env, legal", [
+    ("  deterministic_mode: true\n", "", False),                                             # the provider's fusion default
+    ("  deterministic_mode: true\n  cross_entropy_loss_fusion: false\n", "", True),
+    ("  deterministic_mode: true\n  cross_entropy_loss_fusion: false\n", "  NCCL_ALGO: Tree\n", True),
+    ("  deterministic_mode: true\n  cross_entropy_loss_fusion: false\n", "  NCCL_ALGO: Ring,Tree\n", False),
+    ("  cross_entropy_loss_fusion: true\n  cross_entropy_fusion_impl: te\n", "", True),        # Megatron-LM's assert only
+])
+def test_a_bridge_config_is_held_to_bridge_s_own_deterministic_checks(tmp_path, model_extra, env, legal):
+    result = bridge_judged(tmp_path, model_extra, env)
+    assert result["legal"] is legal, result["violations"]
