@@ -2,13 +2,14 @@
 
 Launch scripts branch on string settings (`if [[ "$PRECISION" == fp8 ]]`), so string and integer tests are
 evaluated against the known variables; file tests (`-f`, `-d`, ...) count as true, as if the files a launch
-script checks for exist. Anything else is a one-line LaunchScriptError rather than a guess.
+script checks for exist. A test of a value check cannot know (a command's output `$(nvidia-smi ...)`) and anything
+else is a one-line LaunchScriptError rather than a guess, which the caller turns into "not followed".
 """
 from __future__ import annotations
 
 import fnmatch
 
-from constraints.shell_expand import Shell
+from constraints.shell_expand import MARK_RE, Shell
 from constraints.shell_lex import LaunchScriptError
 
 _INT_TESTS = {"-eq": int.__eq__, "-ne": int.__ne__, "-lt": int.__lt__, "-le": int.__le__, "-gt": int.__gt__,
@@ -64,12 +65,14 @@ class Condition:
         if w and w[0] == "!":
             return not self._test(w[1:])
         s = [self.sh.scalar(x) for x in w]
+        if len(s) == 2 and w[0] in _FILE_TESTS:
+            return True  # assume the files a launch script checks for exist
+        if any(MARK_RE.search(x) for x in s):  # `$(cmd)`, a value check cannot know: the branch is unknown, not taken
+            raise self.fail()
         if len(s) == 1:
             return s[0] != ""
         if len(s) == 2 and w[0] in ("-n", "-z"):
             return (s[1] != "") == (w[0] == "-n")
-        if len(s) == 2 and w[0] in _FILE_TESTS:
-            return True  # assume the files a launch script checks for exist
         if len(s) == 3 and w[1] in ("==", "=", "!="):
             hit = fnmatch.fnmatchcase(s[0], s[2]) if w[1] == "==" else s[0] == s[2]
             return hit != (w[1] == "!=")

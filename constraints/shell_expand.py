@@ -22,6 +22,11 @@ MARK = "\x00"  # brackets an unresolved variable's name inside a word
 MARK_RE = re.compile("\x00([^\x00]*)\x00")
 _PARAM_RE = re.compile(r"^(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!])(?:\[(@|\*|[0-9]+)\])?(:?[-=+?])?(.*)$", re.S)
 
+# ${X^^} ${X,,} ${X^} ${X,} and ${X:offset[:length]} (bash parameter expansion); `${X:-w}` is a default, not an offset,
+# so a negative offset must follow a space or be parenthesised, as in bash
+_CASE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\^\^|,,|\^|,)$")
+_SUBSTRING_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):((?:\s+-?|\(-?)?\d+\)?)(?::(-?\d+))?$")
+
 Value = Union[str, list]
 
 
@@ -255,6 +260,9 @@ class Shell:
         return "".join(out)
 
     def _param(self, body: str) -> Value:
+        reshaped = self._case_or_substring(body)
+        if reshaped is not None:
+            return reshaped
         m = _PARAM_RE.match(body)
         if m and m.group(5) and not m.group(4) and not m.group(1):
             trimmed = self._trim(m.group(2), m.group(3), m.group(5))
@@ -291,6 +299,30 @@ class Shell:
         if value is None:
             return "" if self.cond_mode else mark(name)
         return value
+
+    def _case_or_substring(self, body: str) -> Optional[Value]:
+        """`${X,,}` `${X^^}` `${X,}` `${X^}` (case) and `${X:offset}` `${X:offset:length}` (substring, bash's
+        negative offset written after a space or in parentheses) of a known scalar; a mark when X is unknown; None
+        when the form is another."""
+        m = _CASE_RE.match(body) or _SUBSTRING_RE.match(body)
+        if not m:
+            return None
+        value = self.get(m.group(1))
+        if value is None and self.cond_mode:
+            return ""  # an unset variable in a test is "" (bash), as `Shell.cond_mode` reads it
+        if not isinstance(value, str) or MARK_RE.search(value):
+            return mark("${" + body + "}")
+        if m.re is _CASE_RE:
+            op = m.group(2)
+            if op in ("^^", ",,"):
+                return value.upper() if op == "^^" else value.lower()
+            return (value[:1].upper() if op == "^" else value[:1].lower()) + value[1:]
+        offset = int(m.group(2).replace(" ", "").strip("()"))
+        start = max(len(value) + offset, 0) if offset < 0 else offset
+        if m.group(3) is None:
+            return value[start:]
+        length = int(m.group(3))
+        return value[start:start + length] if length >= 0 else value[start:len(value) + length]
 
     def _trim(self, name: str, index: Optional[str], rest: str) -> Optional[Value]:
         """`${X%pat}` `${X%%pat}` `${X#pat}` `${X##pat}` `${X/pat/s}` `${X//pat/s}` over a known scalar (glob

@@ -53,20 +53,45 @@ class Interpreter(Blocks):
 
     # --- simple commands ------------------------------------------------------------------------------------
     def _simple(self, words: list[str], stmt: Stmt) -> None:
-        """Commands joined by && | & run in turn; the right side of `||` runs only if the left fails, and commands
-        are taken to succeed (as file tests are taken true), so it is skipped, as bash does on success."""
+        """Commands joined by && || | &, as bash runs them: `&&` runs the next command only if the last status was
+        success, `||` only if it was failure, and a skipped command leaves the status as it was. A test (`[ ]`,
+        `[[ ]]`, `test`, `true`, `false`) has the status `Blocks._cond` gives it; any other command is taken to succeed
+        (as file tests are taken true). A command whose running depends on a test check cannot evaluate is not followed:
+        what it could set becomes unknown, with a warning (as for an `if` on such a test)."""
         part: list[str] = []
-        skip = False
+        status: Optional[bool] = True
+        runs: Optional[bool] = True  # whether the command being read runs: yes, no, or unknown (None)
         for w in words + ["&&"]:
-            if w in ("&&", "||", "|", "|&", "&"):
-                if part and not skip:
-                    self._command(part, stmt)
+            if w not in ("&&", "||", "|", "|&", "&"):
+                part.append(w)
+                continue
+            if part:
+                if runs is True:
+                    status = self._status(part, stmt)
                     if self.found:
                         return
-                skip = w == "||" or (skip and w in ("|", "|&"))
-                part = []
-            else:
-                part.append(w)
+                elif runs is None:
+                    self._not_followed(stmt, f"`{' '.join(part)[:60]}` after a test check cannot evaluate",
+                                       [Stmt(" ".join(part), stmt.line)], launch_inside_is_error=True)
+                    status = None
+            part = []
+            if w == "&&":
+                runs = status
+            elif w == "||":
+                runs = None if status is None else not status
+            elif w == "&":
+                runs = True
+            # a pipe's next member runs with its head
+        return
+
+    def _status(self, part: list[str], stmt: Stmt) -> Optional[bool]:
+        """Run one command of a list; its exit status: a test's value (None when unknown), True for anything else."""
+        if part[0] == "test":
+            return self._cond(["["] + part[1:] + ["]"], stmt)
+        if part[0] in ("[", "[[", "true", "false", "!"):
+            return self._cond(part, stmt)
+        self._command(part, stmt)
+        return True
 
     def _command(self, words: list[str], stmt: Stmt) -> None:
         if not (words[0] in ("cat", "tee") and HEREDOC_RE.search(" ".join(words))):  # `cat > f <<EOF` writes f
