@@ -24,7 +24,7 @@ from typing import Optional, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from constraints.megatron_flags import lookup
-from constraints.sbatch_directives import sbatch_directives
+from constraints.sbatch_directives import sbatch_directives, slurm_output_env
 from constraints.script_notes import LineNote
 from constraints.shell_expand import MARK, MARK_RE, Shell, unmark
 from constraints.shell_continuation import broken_continuations
@@ -243,7 +243,8 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
         args, unresolved = _resolve_args([t for s in statements for w in split_words(s) for t in sh.words(w)])
         return LaunchCommand(script_args=args, unresolved=unresolved, env_taken=_plain(sh.env_taken))
     here = cwd or os.getcwd()
-    run = Interpreter(env or {}, script_path, file_reader(script_path, here))
+    job_env = slurm_output_env(_sbatch(text, statements, [], []))  # what sbatch sets from the script's own #SBATCH lines
+    run = Interpreter(env or {}, script_path, file_reader(script_path, here), job_env)
     run.run(statements)
     if run.found is None:
         said = f" ({'; '.join(run.warnings[:3])})" if run.warnings else ""

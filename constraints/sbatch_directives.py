@@ -61,3 +61,29 @@ def _ignored(where: str, n: int, line: str, why: str) -> LineNote:
 
 
 __all__ = ["sbatch_directives"]
+
+
+def slurm_output_env(sizes: dict) -> dict[str, str]:
+    """The allocation variables sbatch sets in the job's environment from the job's size options (`sizes`: the
+    #SBATCH options as launch_script reads them: nodes, ntasks, ntasks_per_node, gpus_per_node). The sbatch man page,
+    "OUTPUT ENVIRONMENT VARIABLES": SLURM_JOB_NUM_NODES (and SLURM_NNODES for backwards compatibility), SLURM_NTASKS
+    (and SLURM_NPROCS), SLURM_NTASKS_PER_NODE (only with --ntasks-per-node), SLURM_GPUS_PER_NODE (only with
+    --gpus-per-node). A range (`--nodes=2-4`) or a value held in a variable says no one number: nothing is set."""
+    def count(key: str):
+        value = sizes.get(key)
+        if isinstance(value, str) and ":" in value and key == "gpus_per_node":  # --gpus-per-node=h100:4
+            value = value.rsplit(":", 1)[1]
+        return int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else None
+
+    nodes, per_node, tasks, gpus = count("nodes"), count("ntasks_per_node"), count("ntasks"), count("gpus_per_node")
+    out: dict[str, str] = {}
+    if nodes:
+        out["SLURM_NNODES"] = out["SLURM_JOB_NUM_NODES"] = str(nodes)
+    if per_node:
+        out["SLURM_NTASKS_PER_NODE"] = str(per_node)
+    total = tasks or (nodes * per_node if nodes and per_node else None)
+    if total:
+        out["SLURM_NTASKS"] = out["SLURM_NPROCS"] = str(total)
+    if gpus:
+        out["SLURM_GPUS_PER_NODE"] = str(gpus)
+    return out

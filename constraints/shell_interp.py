@@ -36,7 +36,10 @@ FileReader = Callable[[str, int], Optional[tuple[str, str]]]  # (path word, line
 class Interpreter(Blocks):
     """Runs statements symbolically; `found` is (launch tokens, command-prefix env) once the launch line runs."""
 
-    def __init__(self, env: dict[str, str], script_path: Optional[str] = None, read_file: Optional[FileReader] = None):
+    def __init__(self, env: dict[str, str], script_path: Optional[str] = None, read_file: Optional[FileReader] = None,
+                 job_env: Optional[dict[str, str]] = None):
+        """`job_env`: the variables sbatch sets in the job from its #SBATCH lines (sbatch_directives.slurm_output_env);
+        they are the job's whatever this process's environment holds, which a warning names where it differs."""
         self.sh = Shell(env, script_path)
         self.found: Optional[tuple[list[str], dict[str, str]]] = None
         self.sourced: list[str] = []  # files read on the taken path (sourced or run as child scripts)
@@ -50,6 +53,11 @@ class Interpreter(Blocks):
         self.read_file = read_file
         self.steps, self.depth = 0, 0
         self.where = ""  # "file:" prefix of warnings from a sourced or child file
+        for name, value in (job_env or {}).items():
+            self.sh.set(name, value)
+            if env.get(name) not in (None, value):
+                self.warnings.append(f"{name}={env[name]} in this environment is not the job's: sbatch sets {name}={value} "
+                                     "from the script's #SBATCH lines")
 
     # --- simple commands ------------------------------------------------------------------------------------
     def _simple(self, words: list[str], stmt: Stmt) -> None:

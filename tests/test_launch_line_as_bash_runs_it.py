@@ -67,3 +67,22 @@ def test_a_slurm_node_count_default_is_not_the_allocation(tmp_path, monkeypatch)
     assert world(SLURM, tmp_path, monkeypatch, {"SLURM_NNODES": "4"}) == 32
     with pytest.raises(InputError, match=r"--nnodes \$\{SLURM_NNODES\}"):  # nothing says the size: asked, not guessed
         world(SLURM, tmp_path, monkeypatch, {})
+
+
+def test_the_job_script_reads_the_allocation_sbatch_sets_from_its_sbatch_lines(tmp_path, monkeypatch):
+    """sbatch sets SLURM_NNODES / SLURM_JOB_NUM_NODES, SLURM_NTASKS, SLURM_NTASKS_PER_NODE and SLURM_GPUS_PER_NODE
+    from the job's options (sbatch man page, OUTPUT ENVIRONMENT VARIABLES), so a script that computes from them reads
+    its own #SBATCH lines, whatever this process's environment holds."""
+    job = ("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n"
+           "GBS=$(( ${SLURM_NNODES:-1} * 16 ))\n"
+           "srun torchrun --nnodes $SLURM_JOB_NUM_NODES --nproc_per_node $SLURM_GPUS_PER_NODE pretrain_gpt.py "
+           "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
+           "--micro-batch-size 1 --global-batch-size $GBS --vocab-size 1000 --bf16 "
+           "--tensor-model-parallel-size $SLURM_GPUS_PER_NODE\n")
+    argv = extract_argv(job, env={})
+    assert argv.script_args[argv.script_args.index("--global-batch-size") + 1] == "32"
+    assert argv.script_args[argv.script_args.index("--tensor-model-parallel-size") + 1] == "4"
+    assert world(job, tmp_path, monkeypatch, {}) == 8
+    other = extract_argv(job, env={"SLURM_NNODES": "4"})  # check run inside another allocation
+    assert other.script_args[other.script_args.index("--global-batch-size") + 1] == "32"
+    assert any("SLURM_NNODES=4 in this environment is not the job's" in w for w in other.warnings)
