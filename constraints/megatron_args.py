@@ -59,7 +59,8 @@ def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model
     them defaults to GPT2BPETokenizer, so the file's tokenizer default is that too; `validated_by`: a stack whose own
     launcher validates the flags instead of Megatron-LM's validate_args (constraints.rule_base.RuleInput)."""
     unrecognized: list[str] = []
-    raw, ignored, unknown = tokenize_args([str(a) for a in argv], unrecognized)
+    raw, ignored, unknown = tokenize_args([str(a) for a in argv], unrecognized,
+                                          choices_exit=entry_point is not None or argument_file)
     name = model_name or "megatron-args"
     notes: list[str] = []
     gpt_default = entry_point in GPT_ENTRY_POINTS or (argument_file and entry_point is None)

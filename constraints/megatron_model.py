@@ -30,8 +30,8 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
     if missing:
         return None, missing
     L, h, heads = (hybrid["num_layers"] if hybrid else g("--num-layers")), g("--hidden-size"), g("--num-attention-heads")
-    if "--kv-channels" not in raw and heads > 0 and h % heads:
-        raise MegatronArgsError(f"--hidden-size {h} is not divisible by --num-attention-heads {heads}; set --kv-channels")
+    # --hidden-size not divisible by the heads without --kv-channels is validate_args' assert, reported as an illegal verdict
+    # (constraints/megatron_refusals.py); the model is read with the floor head dim so the rest can still be judged
     swiglu = g("--swiglu", False)
     if swiglu and (g("--squared-relu") or g("--quick-geglu")):  # argument_utils.py asserts `not args.swiglu` there
         raise MegatronArgsError("--swiglu with --squared-relu or --quick-geglu: Megatron-LM takes one activation; keep one")
@@ -49,7 +49,7 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
         name=name, num_layers=L, hidden_size=h, ffn_hidden_size=ffn, num_attention_heads=heads,
         # TransformerConfig: num_query_groups only with --group-query-attention (flag default 1), else = heads.
         num_query_groups=g("--num-query-groups", 1) if g("--group-query-attention") else heads,
-        kv_channels=g("--kv-channels") or (h // heads if heads > 0 else 0), vocab_size=g("--vocab-size"),
+        kv_channels=g("--kv-channels") or (max(h // heads, 1) if heads > 0 else 0), vocab_size=g("--vocab-size"),
         max_position_embeddings=g("--max-position-embeddings"),
         # argument_utils.py: --swiglu (SiLU GLU), else --squared-relu, else --quick-geglu (gated quick-GELU), else GELU
         activation=Activation.swiglu if swiglu else (Activation.squared_relu if g("--squared-relu") else (

@@ -13,7 +13,8 @@ and never treat them as unusable input. Sources, NVIDIA/Megatron-LM @ d98e8a64:
   (ckpt_format defaults to torch_dist: megatron/training/config/training_config.py); MTP asserts a rope or no
   position embedding (checked before --use-rotary-position-embeddings becomes rope); `--num-layers-per-virtual-pipeline-
   stage` with --decoder-first/last-pipeline-num-layers asserts "please use --num-virtual-stages-per-pipeline-rank";
-  `--seq-length` asserts `--encoder-seq-length` unset; `--save` asserts a positive `--save-interval`; the deprecated
+  `--seq-length` asserts `--encoder-seq-length` unset; without `--kv-channels` it asserts hidden_size %
+  num_attention_heads == 0; `--save` asserts a positive `--save-interval`; the deprecated
   `--batch-size`, `--warmup` and `--model-parallel-size` are asserted unset; `--cross-entropy-loss-fusion` asserts
   `--cross-entropy-fusion-impl` is not `te` ("disabled due to stability issues");
   `--attention-backend local` asserts `--spec local` ("--attention-backend local is only supported with
@@ -85,6 +86,12 @@ def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional
         shown = " ".join(unrecognized)
         out.append(Refusal("megatron_argparse", f"Megatron's argparse exits: error: unrecognized arguments: {shown}",
                            f"remove {shown}, or spell the Megatron-LM flag it stands for"))
+    hidden, heads = raw.get("--hidden-size"), raw.get("--num-attention-heads")
+    if "--kv-channels" not in raw and isinstance(hidden, int) and isinstance(heads, int) and heads > 0 and hidden % heads:
+        out.append(Refusal("megatron_exits", f"--hidden-size {hidden} is not divisible by --num-attention-heads {heads}: "
+                                             "validate_args asserts hidden_size % num_attention_heads == 0 when --kv-channels "
+                                             "is unset", f"set --kv-channels {max(hidden // heads, 1)} (the head dimension), "
+                                                         "or a hidden size divisible by the heads"))
     if raw.get("--checkpoint-activations"):
         out.append(Refusal("megatron_exits", "--checkpoint-activations is no longer valid: Megatron prints this and "
                                              "exits (validate_args)",

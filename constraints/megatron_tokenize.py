@@ -11,7 +11,7 @@ import re
 from typing import Any, Optional
 
 from constraints import megatron_flags as mf
-from constraints.megatron_errors import MegatronArgsError
+from constraints.megatron_errors import MegatronArgsError, MegatronRecipeIllegal
 from constraints.megatron_refusals import MODELOPT_FLAGS
 from constraints.shell_expand import UNRESOLVED_RE
 
@@ -33,10 +33,13 @@ def _is_value(tok: str) -> bool:
     return not tok.startswith("-") or re.fullmatch(r"-\.?[0-9][0-9.eE+-]*", tok) is not None
 
 
-def _convert(flag: str, info: mf.FlagInfo, text: str) -> Any:
+def _convert(flag: str, info: mf.FlagInfo, text: str, choices_exit: bool = False) -> Any:
     """One value in the flag's argparse type; a string flag's value must be one of its choices. A no-effect flag's value
     held in a variable the script leaves unset (`--seed ${REPEAT}`, kept as text by constraints.launch_script) stays
-    text: nothing reads it, and Megatron's type check of it depends on the value the run is given."""
+    text: nothing reads it, and Megatron's type check of it depends on the value the run is given. `choices_exit`: the
+    list goes to Megatron-LM's own argparse (a launch script or an argument file), whose `invalid choice` exit is an
+    illegal verdict judged without the flag (MegatronRecipeIllegal); a stack config may define choices of its own, so
+    there the value is unusable input."""
     if info.no_effect and UNRESOLVED_RE.search(text):
         return text
     try:
@@ -49,15 +52,21 @@ def _convert(flag: str, info: mf.FlagInfo, text: str) -> Any:
         raise MegatronArgsError(f"{flag} expects {kind}, got {text!r}; pass e.g. {flag} 8") from None
     allowed = _CHOICES.get(flag)
     if allowed and text not in allowed:
+        near = next((a for a in allowed if a.lower() == text.lower()), allowed[0])
+        if choices_exit:
+            raise MegatronRecipeIllegal(f"Megatron's argparse exits: argument {flag}: invalid choice: {text!r} (choose from "
+                                        f"{', '.join(allowed)})", "megatron_argparse", f"use {flag} {near}", flag)
         raise MegatronArgsError(f"{flag} {text!r} is not one of {', '.join(allowed)}; pick one of them")
     return text
 
 
-def tokenize_args(argv: list[str], unrecognized: Optional[list[str]] = None) -> tuple[dict[str, Any], list[str], list[str]]:
+def tokenize_args(argv: list[str], unrecognized: Optional[list[str]] = None,
+                  choices_exit: bool = False) -> tuple[dict[str, Any], list[str], list[str]]:
     """Split argv as Megatron's argparse would: ({flag: value}, ignored flags, not-understood entries).
 
     `unrecognized` (when given) receives the argv words Megatron's argparse would refuse with "unrecognized
-    arguments" (constraints.megatron_refusals): flags it does not define and values no flag takes."""
+    arguments" (constraints.megatron_refusals): flags it does not define and values no flag takes. `choices_exit`:
+    see `_convert`."""
     raw: dict[str, Any] = {}
     ignored: list[str] = []
     unknown: list[str] = []
@@ -102,7 +111,7 @@ def tokenize_args(argv: list[str], unrecognized: Optional[list[str]] = None) -> 
                 i += 1
             if len(vals) < want:
                 raise MegatronArgsError(f"{flag} is missing its value; write {flag} VALUE")
-            conv = [_convert(flag, info, v) for v in vals]
+            conv = [_convert(flag, info, v, choices_exit) for v in vals]
             value = conv[0] if info.nargs == 1 else conv
         raw[flag] = value
         if info.no_effect:

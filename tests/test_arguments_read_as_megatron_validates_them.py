@@ -142,3 +142,25 @@ def test_deprecated_arguments_are_megatron_exits(tmp_path, flag, value):
     # validate_args, "Deprecated arguments": assert args.<flag> is None, '... is no longer valid, use ... instead'
     result = judged(tmp_path, flag, value)
     assert any(v["rule"] == "megatron_exits" and flag in v["message"] for v in result["violations"])
+
+
+def test_an_invalid_choice_is_megatron_s_argparse_exit_judged_without_it(tmp_path):
+    # Megatron-DeepSpeed's pretrain_llama2_distributed.sh passes `--normalization rmsnorm`; Megatron-LM's argparse
+    # (d98e8a64, choices LayerNorm / RMSNorm) exits "argument --normalization: invalid choice: 'rmsnorm'"
+    result = judged(tmp_path, "--normalization", "rmsnorm")
+    found = [v for v in result["violations"] if v["rule"] == "megatron_argparse"]
+    assert not result["legal"] and found
+    assert "invalid choice: 'rmsnorm'" in found[0]["message"] and found[0]["fix"] == "use --normalization RMSNorm"
+
+
+def test_a_hidden_size_the_heads_do_not_divide_is_illegal_not_unusable(tmp_path):
+    # validate_args: `if args.kv_channels is None: assert args.hidden_size % args.num_attention_heads == 0`
+    # (Pai-Megatron-Patch gpt3 enwiki 13B: hidden 5140, 40 heads)
+    path = tmp_path / "train.sh"
+    path.write_text("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node 8 pretrain_gpt.py "
+                    + " ".join(BASE).replace("--hidden-size 4096", "--hidden-size 4100") + "\n")
+    result = check_and_project(load_check_input(str(path), "h100-sxm-80gb", None, None))["json"]
+    assert not result["legal"] and "megatron_exits" in rules(result)
+    path.write_text("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node 8 pretrain_gpt.py "
+                    + " ".join(BASE).replace("--hidden-size 4096", "--hidden-size 4100") + " --kv-channels 128\n")
+    assert "megatron_exits" not in rules(check_and_project(load_check_input(str(path), "h100-sxm-80gb", None, None))["json"])
