@@ -70,13 +70,17 @@ class LaunchCommand(BaseModel):
     @property
     def gpus_per_node(self) -> Optional[int]:
         """Ranks per node: torchrun --nproc_per_node, else --ntasks-per-node (one rank per task), else
-        --gpus-per-node; else total --ntasks divided by the nodes when it divides evenly."""
+        --gpus-per-node; else total --ntasks divided by the nodes when it divides evenly; else, for a torchrun that
+        states none of them, its default of 1 (torch/distributed/run.py: --nproc-per-node default "1")."""
         for key in ("nproc_per_node", "ntasks_per_node", "gpus_per_node"):
             if isinstance(self.distributed.get(key), int):
                 return self.distributed[key]
         tasks, nodes = self.distributed.get("ntasks"), self.num_nodes
         if isinstance(tasks, int) and nodes and tasks % nodes == 0:
             return tasks // nodes
+        if self.launcher == "torchrun" and not any(k in self.distributed for k in
+                                                   ("nproc_per_node", "ntasks_per_node", "gpus_per_node", "ntasks")):
+            return 1
         return None
 
 

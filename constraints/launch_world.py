@@ -50,12 +50,18 @@ def entry_family_error(script: Optional[str]) -> Optional[str]:
 
 
 def world_from_launch(launch: LaunchCommand, nodes: Optional[int], gpus_per_node: Optional[int]
-                      ) -> tuple[Optional[int], Optional[int], list[str]]:
-    """(nodes, GPUs per node, warnings): the command line's values where given, else the script's."""
+                      ) -> tuple[Optional[int], Optional[int], list[str], list[str]]:
+    """(nodes, GPUs per node, warnings where the command line overrides the script, warnings where a launcher's
+    default sets the size): the command line's values where given, else the script's."""
     said_nodes, said_gpus = launch.num_nodes, launch.gpus_per_node
     notes = []
     for flag, cli, said in (("--nodes", nodes, said_nodes), ("--gpus-per-node", gpus_per_node, said_gpus)):
         if cli is not None and said is not None and cli != said:
             notes.append(f"the script launches {said} for {flag}, the command line says {cli}: judged with {flag} {cli} "
                          "(the command line wins)")
-    return nodes or said_nodes, gpus_per_node or said_gpus, notes
+    defaults = []
+    if gpus_per_node is None and said_gpus == 1 and launch.launcher == "torchrun" and not any(
+            k in launch.distributed for k in ("nproc_per_node", "ntasks_per_node", "gpus_per_node", "ntasks")):
+        defaults.append("torchrun states no --nproc-per-node, so it starts 1 process per node (its default): judged "
+                        "on 1 GPU per node")
+    return nodes or said_nodes, gpus_per_node or said_gpus, notes, defaults

@@ -153,19 +153,19 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
     from constraints.launch_world import world_from_launch
     from constraints.megatron_args import parse_megatron_args
 
-    nodes, gpus_per_node, world_notes = world_from_launch(launch, nodes, gpus_per_node)
+    nodes, gpus_per_node, world_notes, default_notes = world_from_launch(launch, nodes, gpus_per_node)
     if hardware is None:
         raise InputError(f"--hardware: a Megatron {what} does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
     if what == "config" and nodes and not gpus_per_node:
         # a stack config has no launcher to state GPUs per node: a node is the part's server, as `solve` counts it (a
-        # launch script's launcher has its own default, torchrun's 1, so there the size is asked for instead)
+        # launch script's launcher has its own default, torchrun's 1 process per node, taken with a warning)
         from hardware.profile import load_profile
 
         profile = load_profile(hardware)
         gpus_per_node = profile.gpus_per_node
         node_notes = [f"the {what} does not state GPUs per node: took {gpus_per_node}, a {profile.name} server's"]
     else:
-        node_notes = []
+        node_notes = default_notes
     if not nodes or not gpus_per_node:
         held = [f"--{k.replace('_', '-')} {v}" for k, v in sorted(launch.distributed.items()) if isinstance(v, str) and "$" in v]
         why = f" (its launcher reads {', '.join(held)}, unknown here)" if held else ""

@@ -86,3 +86,13 @@ def test_the_job_script_reads_the_allocation_sbatch_sets_from_its_sbatch_lines(t
     other = extract_argv(job, env={"SLURM_NNODES": "4"})  # check run inside another allocation
     assert other.script_args[other.script_args.index("--global-batch-size") + 1] == "32"
     assert any("SLURM_NNODES=4 in this environment is not the job's" in w for w in other.warnings)
+
+
+def test_a_bare_torchrun_starts_one_process_per_node(tmp_path, monkeypatch):
+    """torch/distributed/run.py: --nproc-per-node defaults to "1" and --nnodes to "1:1"; said in a warning."""
+    path = tmp_path / "job.sh"
+    path.write_text(f"torchrun {ARGS}\n")
+    loaded = load_check_input(str(path), "h100-sxm-80gb", None, None)
+    assert loaded.case.placement.world_size == 1
+    assert any("1 process per node" in w.message for w in loaded.warnings)
+    assert load_check_input(str(path), "h100-sxm-80gb", 1, 8).case.placement.world_size == 8
