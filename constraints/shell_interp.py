@@ -170,11 +170,13 @@ class Interpreter(Blocks):
             self._call(cmd, [t for w in args for t in self.sh.words(w)])
             return
         if cmd == "eval":
-            text = " ".join(t for w in args for t in self.sh.words(w))
-            if MARK_RE.search(text):
-                self._not_followed(stmt, "`eval` of a value check cannot know", [stmt])
+            # bash runs the words as a command line; one whose command check cannot know is not followed, and an
+            # unknown argument (`eval torchrun ... ${load_options}`) stays a mark that the launch line then names
+            tokens = [t for w in args for t in self.sh.words(w)]
+            if not tokens or MARK_RE.search(tokens[0]):
+                self._not_followed(stmt, "`eval` of a command check cannot know", [stmt])
                 return
-            self._sub_script(text, stmt, same_shell=True)
+            self._sub_script(" ".join(tokens), stmt, same_shell=True)
             return
         if cmd in ("cat", "tee") and HEREDOC_RE.search(" ".join(args)):
             self._write_heredoc(args)

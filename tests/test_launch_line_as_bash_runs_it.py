@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from constraints.launch_script import extract_argv
+from constraints.shell_lex import LaunchScriptError
 from solver.inputs import InputError, load_check_input
 
 ARGS = ("pretrain_gpt.py --tensor-model-parallel-size 2 --sequence-parallel --num-layers 32 --hidden-size 4096 "
@@ -96,3 +97,18 @@ def test_a_bare_torchrun_starts_one_process_per_node(tmp_path, monkeypatch):
     assert loaded.case.placement.world_size == 1
     assert any("1 process per node" in w.message for w in loaded.warnings)
     assert load_check_input(str(path), "h100-sxm-80gb", 1, 8).case.placement.world_size == 8
+
+
+def test_eval_of_a_launch_line_with_an_unknown_argument_names_it():
+    """Pai-Megatron-Patch run scripts build `run_cmd="torchrun ... ${load_options} ... ${current_time}"` and
+    `eval ${run_cmd}`: the command is known, so the eval is followed and the unknown argument is named (it was refused as
+    an `eval` not followed); an eval whose command itself is unknown is still not followed."""
+    launch = ARGS.replace("pretrain_gpt.py", "pretrain_gpt.py ${load_options}")
+    text = ('current_time=$(date "+%Y.%m.%d")\n'
+            f'run_cmd="torchrun --nproc_per_node 8 {launch} --tensorboard-dir /out/${{current_time}}"\n'
+            "eval ${run_cmd}\n")
+    with pytest.raises(LaunchScriptError, match=r"\$load_options, which is not set"):
+        extract_argv(text, env={})
+    assert "--tensorboard-dir" in extract_argv(text, env={"load_options": "--seed 1"}).script_args
+    with pytest.raises(LaunchScriptError, match=r"`eval` of a command check cannot know not followed"):
+        extract_argv(f"eval $(build_cmd) {ARGS}\n", env={})
