@@ -115,7 +115,7 @@ def window_fields(raw: dict[str, Any], num_layers: int) -> dict[str, Any]:
             raise MegatronArgsError(f"--window-attn-skip-freq {text} must be positive")
         flags = flags_from_skip_freq(int(text), num_layers)
     else:
-        flags = moe_layer_pattern(text, num_layers)  # the same list grammar (moe_freq_type)
+        flags = moe_layer_pattern(text, num_layers, "--window-attn-skip-freq")  # the same list grammar (moe_freq_type)
     return dict(window_size=parts[0], window_layers=flags)
 
 
@@ -134,5 +134,5 @@ def no_rope_fields(raw: dict[str, Any], num_layers: int) -> dict[str, Any]:
             raise MegatronArgsError(f"--no-rope-freq {text} must be positive")
         out["no_rope_layers"] = tuple((i + 1) % n == 0 for i in range(num_layers))
     else:
-        out["no_rope_layers"] = moe_layer_pattern(text, num_layers)
+        out["no_rope_layers"] = moe_layer_pattern(text, num_layers, "--no-rope-freq")
     return out

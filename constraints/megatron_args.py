@@ -49,15 +49,13 @@ class MegatronConfig(BaseModel):
 
 
 def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model_name: Optional[str] = None,
-                        entry_point: Optional[str] = None, argument_file: bool = False,
-                        validated_by: Optional[str] = None) -> MegatronConfig:
+                        entry_point: Optional[str] = None, argument_file: bool = False) -> MegatronConfig:
     """Specs for a Megatron-LM argument list (the part after pretrain_gpt.py).
 
     `world_size` is only needed when --global-batch-size is absent (Megatron then uses MBS x DP);
     `entry_point` (e.g. "pretrain_gpt.py") sets the default tokenizer (GPT2BPETokenizer for pretrain_gpt.py);
     `argument_file`: the list is a plain argument file, which one of GPT_ENTRY_POINTS will read, and every one of
-    them defaults to GPT2BPETokenizer, so the file's tokenizer default is that too; `validated_by`: a stack whose own
-    launcher validates the flags instead of Megatron-LM's validate_args (constraints.rule_base.RuleInput)."""
+    them defaults to GPT2BPETokenizer, so the file's tokenizer default is that too."""
     unrecognized: list[str] = []
     raw, ignored, unknown = tokenize_args([str(a) for a in argv], unrecognized,
                                           choices_exit=entry_point is not None or argument_file)
@@ -87,4 +85,5 @@ def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model
     job = job_from_flags(raw, recipe, world_size)
     return MegatronConfig(model=model, model_missing=missing, model_name=name, job=job, recipe=recipe,
                           unknown_flags=unknown, ignored_flags=ignored, raw=raw, notes=notes,
-                          refusals=refusals(raw, unrecognized, entry_point, validated_by))
+                          refusals=refusals(raw, unrecognized, entry_point,
+                                            megatron_lm_launch=entry_point is not None or argument_file))

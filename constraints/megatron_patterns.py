@@ -15,9 +15,11 @@ from constraints.megatron_errors import MegatronArgsError
 from constraints.spec import MAX_NUM_LAYERS
 
 
-def moe_layer_pattern(freq: Any, num_layers: int) -> tuple[bool, ...]:
+def moe_layer_pattern(freq: Any, num_layers: int, flag: str = "--moe-layer-freq") -> tuple[bool, ...]:
     """--moe-layer-freq: an int N means layer i is MoE iff i % N == 0; else a python list expression such as
-    "([0]*3+[1]*58)" (arguments.py moe_freq_type / _eval_pattern). Evaluated over int lists only, never eval()."""
+    "([0]*3+[1]*58)" (arguments.py moe_freq_type / _eval_pattern). Evaluated over int lists only, never eval().
+    `flag`: the flag whose value this is (--window-attn-skip-freq and --no-rope-freq take the same grammar), for the
+    messages."""
     if num_layers > MAX_NUM_LAYERS:  # checked before a per-layer tuple is built (10^9 layers took GBs and minutes)
         raise MegatronArgsError(f"--num-layers {num_layers:,} is above the {MAX_NUM_LAYERS} layers shardplan models "
                                 "(the deepest published LLMs have under 200); give the model's layer count")
@@ -25,17 +27,17 @@ def moe_layer_pattern(freq: Any, num_layers: int) -> tuple[bool, ...]:
     if re.fullmatch(r"[0-9]+", text):
         n = int(text)
         if n <= 0:
-            raise MegatronArgsError(f"--moe-layer-freq {text} must be positive; pass 1 for all-MoE layers")
+            raise MegatronArgsError(f"{flag} {text} must be positive; pass 1 for all-MoE layers")
         return tuple(i % n == 0 for i in range(num_layers))
     try:
         pattern = _eval_list(ast.parse(text, mode="eval").body)
     except _TooLong:
-        raise MegatronArgsError(f"--moe-layer-freq {text[:60]!r} builds a list longer than {MAX_NUM_LAYERS} entries "
+        raise MegatronArgsError(f"{flag} {text[:60]!r} builds a list longer than {MAX_NUM_LAYERS} entries "
                                 "(one per layer) before it ends; give one 0/1 entry per layer") from None
     except (SyntaxError, ValueError, RecursionError):
-        raise MegatronArgsError(f"--moe-layer-freq {text!r} is not an int or a list expression like ([0]*3+[1]*58)") from None
+        raise MegatronArgsError(f"{flag} {text!r} is not an int or a list expression like ([0]*3+[1]*58)") from None
     if len(pattern) != num_layers or any(v not in (0, 1) for v in pattern):
-        raise MegatronArgsError(f"--moe-layer-freq gives {len(pattern)} entries of 0/1, expected {num_layers} (--num-layers)")
+        raise MegatronArgsError(f"{flag} gives {len(pattern)} entries of 0/1, expected {num_layers} (--num-layers)")
     return tuple(v == 1 for v in pattern)
 
 

@@ -72,10 +72,11 @@ def _local_backend(raw: dict[str, Any], entry_point: Optional[str]) -> list[Refu
 
 
 def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional[str] = None,
-             validated_by: Optional[str] = None) -> list[Refusal]:
+             megatron_lm_launch: bool = True) -> list[Refusal]:
     """Megatron's own refusals for the parsed flags; `unrecognized` are the argv words argparse would not take;
-    `entry_point` the pretrain_*.py a launch script runs (None for an argument file or a stack config); `validated_by`
-    a stack that validates its config itself ("bridge"), which the validate_args-only asserts below do not hold."""
+    `entry_point` the pretrain_*.py a launch script runs (None for an argument file or a stack config);
+    `megatron_lm_launch`: the arguments go to Megatron-LM's own pretrain script (a launch script or an argument file),
+    not to a stack that builds the run itself, so the asserts this commit's validate_args added are held too."""
     out = _local_backend(raw, entry_point)
     kind = raw.get("--tokenizer-type")
     if entry_point and kind in PRIMUS_HF_TOKENIZERS:
@@ -118,8 +119,9 @@ def refusals(raw: dict[str, Any], unrecognized: list[str], entry_point: Optional
         if raw.get(flag) is not None:  # validate_args: "Deprecated arguments" asserts each is None
             out.append(Refusal("megatron_exits", f"{flag} is no longer valid (validate_args asserts it is unset)",
                                f"use {instead} instead"))
-    if raw.get("--cross-entropy-loss-fusion") and raw.get("--cross-entropy-fusion-impl") == "te" and validated_by is None:
-        # Megatron-Bridge builds the model itself, and Megatron-Core's language_module runs the te impl
+    if raw.get("--cross-entropy-loss-fusion") and raw.get("--cross-entropy-fusion-impl") == "te" and megatron_lm_launch:
+        # Megatron-Core's language_module runs the te impl: Megatron-Bridge builds the model itself, and Primus's MLPerf
+        # gpt-oss configs (AMD-AGI/Primus fd1eeabb) run with it
         out.append(Refusal("megatron_exits", "Transformer Engine cross entropy loss fusion is disabled due to stability issues "
                                              "(validate_args asserts --cross-entropy-fusion-impl is not te with "
                                              "--cross-entropy-loss-fusion)",

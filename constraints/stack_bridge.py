@@ -167,7 +167,7 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
         if error:
             raise StackConfigError(error)
     return StackConfig(kind="bridge", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,
-                       notes=notes, env=env)
+                       notes=notes + builder.notes, env=env)
 
 
 def _activation_agrees(value: dict, model: dict) -> bool:

@@ -39,11 +39,14 @@ class StackConfig(BaseModel):
 
 
 class ArgvBuilder:
-    """Collects (key path, field, value) into one Megatron argv, refusing conflicting settings."""
+    """Collects (key path, field, value) into one Megatron argv, refusing conflicting settings of a flag that changes
+    something shardplan computes; two values of a flag known to have no effect (Primus's `layernorm_epsilon` beside
+    `norm_epsilon`, both --norm-epsilon) are a note, the later one kept."""
 
     def __init__(self) -> None:
         self._args: dict[str, tuple[list[str], str]] = {}  # first flag -> (its arguments, key path that set it)
         self.not_understood: list[str] = []
+        self.notes: list[str] = []
 
     def add(self, path: str, field: str, value: Any, core_names: bool = False) -> None:
         try:
@@ -61,8 +64,13 @@ class ArgvBuilder:
             flag = group[0]
             before = self._args.get(flag)
             if before is not None and before[0] != group:
-                raise StackConfigError(f"{path}: sets {flag} to {' '.join(group[1:]) or 'on'}, but {before[1]} set "
-                                       f"{' '.join(before[0][1:]) or 'on'}; make them agree")
+                said = (f"{path}: sets {flag} to {' '.join(group[1:]) or 'on'}, but {before[1]} set "
+                        f"{' '.join(before[0][1:]) or 'on'}")
+                if not (flag in FLAGS and FLAGS[flag].no_effect):
+                    raise StackConfigError(f"{said}; make them agree")
+                self.notes.append(f"{said}; {flag} changes nothing shardplan judges, so {path}'s value is kept")
+                self._args[flag] = (group, path)
+                continue
             self._args[flag] = (group, before[1] if before else path)
 
     def argv(self) -> list[str]:

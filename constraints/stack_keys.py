@@ -143,10 +143,21 @@ def flags_for_dest(dest: str, value: Any, path: str) -> Optional[list[str]]:
     if isinstance(value, (list, tuple)):
         if info.nargs in ("+", "*") or (isinstance(info.nargs, int) and info.nargs == len(value)):
             return [on, *(_value_text(v) for v in value)]
+        if on in TUPLE_FLAGS and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return [on, ",".join(str(v) for v in value)]  # tuple_type parses "128,0"; a config holds the tuple itself
+        if on in PER_LAYER_LIST_FLAGS and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return [on, "[" + ",".join(str(v) for v in value) + "]"]  # the per-layer list as the flag's text writes it
         raise StackKeyError(f"{path}: {on} takes one value, not a list ({value!r}); give one value")
     if isinstance(value, dict):
         raise StackKeyError(f"{path}: {on} takes a value, not a mapping; give one value")
     return [on, _value_text(value)]
+
+
+# flags Megatron-LM parses with `type=tuple_type` ("1,2" -> (1, 2); megatron/training/arguments.py @ d98e8a64): a
+# config that sets the argument namespace directly (Primus, yaml-cfg) or a Megatron-Core field holds the tuple
+TUPLE_FLAGS = frozenset({"--window-size"})
+# flags parsed by moe_freq_type / no_rope_freq_type, which take an int or a per-layer list written "[1,0,1,0]"
+PER_LAYER_LIST_FLAGS = frozenset({"--moe-layer-freq", "--window-attn-skip-freq", "--no-rope-freq"})
 
 
 def flags_for_core_field(field: str, value: Any, path: str, core_names: bool) -> Optional[list[str]]:

@@ -147,7 +147,7 @@ def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, s
         if error:
             raise StackConfigError(error)
     return StackConfig(kind="primus", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,
-                       notes=notes, missing_model=missing_model)
+                       notes=notes + builder.notes, missing_model=missing_model)
 
 
 def misspelt_argument(path: str) -> str | None:

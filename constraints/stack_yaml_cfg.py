@@ -48,4 +48,4 @@ def read_yaml_cfg(data: dict, environ: dict[str, str]) -> StackConfig:
         notes.append(f"{', '.join(ignored)}: Megatron's yaml path sets these itself (validate_yaml); the file's "
                      "value has no effect")
     return StackConfig(kind="yaml-cfg", argv=builder.argv(), not_understood=builder.not_understood,
-                       ignored=ignored, notes=notes)
+                       ignored=ignored, notes=notes + builder.notes)

@@ -126,8 +126,7 @@ def _load_stack(stack, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
 
     launch = LaunchCommand(script_args=stack.argv, env=dict(stack.env or {}))
     try:
-        loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config",
-                               validated_by=validator_of(stack.kind))
+        loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config")
     except InputError as exc:
         # a model file the config names but check could not find is the likely cause of a missing shape: say it too
         cause = f" ({stack.missing_model})" if stack.missing_model and "--model" in str(exc) else ""
@@ -148,8 +147,7 @@ def _in_stack_terms(message: str, kind: str) -> str:
     return f"{message} (in the {kind} config: {key_for_flag(kind, flags[-1])})" if flags else message
 
 
-def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script",
-                  validated_by: Optional[str] = None) -> LoadedCase:
+def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script") -> LoadedCase:
     from constraints.launch_world import world_from_launch
     from constraints.megatron_args import parse_megatron_args
 
@@ -175,7 +173,7 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
         try:
             cfg = parse_megatron_args(args, world_size=nodes * gpus_per_node,
                                       entry_point=os.path.basename(launch.script) if launch.script else None,
-                                      argument_file=launch.script is None and what == "script", validated_by=validated_by)
+                                      argument_file=launch.script is None and what == "script")
             break
         except MegatronRecipeIllegal as exc:  # an illegal recipe, not unusable input: a violation, then the rest
             early.append(Violation(rule=exc.rule, message=str(exc), fix=exc.fix))
