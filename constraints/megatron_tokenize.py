@@ -97,7 +97,7 @@ def tokenize_args(argv: list[str], unrecognized: Optional[list[str]] = None,
                 i += 1
             raw[flag] = True if not vals else (vals[0] if len(vals) == 1 else vals)
             unknown.append(f"{flag} (not a Megatron-LM flag)")
-            refused.extend([tok] + vals)
+            refused.extend([tok] + ([] if eq else vals))  # `--zero-stage=3` is one word to argparse, its value inside
             continue
         if info.nargs == 0:
             if eq:

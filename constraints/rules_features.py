@@ -160,8 +160,11 @@ def full_recompute_args(x: RuleInput) -> Optional[Violation]:
         return None
     per_stage = _layers_per_stage(x)
     if rc.method is None or rc.num_layers is None:
-        return violation("full_recompute_args", "--recompute-granularity full needs --recompute-method and --recompute-num-layers",
-                  "add --recompute-method uniform --recompute-num-layers 1")
+        missing = [flag for flag, said in (("--recompute-method", rc.method), ("--recompute-num-layers", rc.num_layers))
+                   if said is None]
+        add = {"--recompute-method": "--recompute-method uniform", "--recompute-num-layers": "--recompute-num-layers 1"}
+        return violation("full_recompute_args", f"--recompute-granularity full needs {' and '.join(missing)}",
+                         f"add {' '.join(add[m] for m in missing)}")
     if rc.num_layers < 1:
         return violation("full_recompute_args", f"--recompute-num-layers {rc.num_layers} is below 1", "use --recompute-num-layers 1")
     if x.model.mtp_num_layers and rc.method == RecomputeMethod.uniform and rc.num_layers != 1:

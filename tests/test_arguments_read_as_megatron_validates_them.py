@@ -164,3 +164,17 @@ def test_a_hidden_size_the_heads_do_not_divide_is_illegal_not_unusable(tmp_path)
     path.write_text("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node 8 pretrain_gpt.py "
                     + " ".join(BASE).replace("--hidden-size 4096", "--hidden-size 4100") + " --kv-channels 128\n")
     assert "megatron_exits" not in rules(check_and_project(load_check_input(str(path), "h100-sxm-80gb", None, None))["json"])
+
+
+def test_an_unrecognized_flag_with_its_value_inside_is_named_once(tmp_path):
+    # Megatron-DeepSpeed scripts pass `--zero-stage=3 --deepspeed_config=ds_config.json`; argparse names each word once
+    result = judged(tmp_path, "--zero-stage=3", "--deepspeed_config=ds_config.json")
+    found = [v["message"] for v in result["violations"] if v["rule"] == "megatron_argparse"]
+    assert found and found[0].endswith("unrecognized arguments: --zero-stage=3 --deepspeed_config=ds_config.json")
+
+
+def test_full_recompute_names_only_the_missing_setting(tmp_path):
+    result = judged(tmp_path, "--recompute-granularity", "full", "--recompute-method", "uniform")
+    found = [v for v in result["violations"] if v["rule"] == "full_recompute_args"]
+    assert found and found[0]["message"].endswith("needs --recompute-num-layers")
+    assert found[0]["fix"] == "add --recompute-num-layers 1"
