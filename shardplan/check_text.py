@@ -33,7 +33,9 @@ def format_check(result, width: Optional[int] = None) -> str:
         + (f"ETP={r.etp_effective} " if case.model.is_moe else "")  # a dense model has no expert grid
         # no data-parallel size exists when TP*PP*CP does not divide the world (the world_divisible violation says so)
         + f"DP={report.dp if case.world_size % (r.tp * r.pp * r.cp) == 0 else 'n/a'} "
-        + (f"expert-DP={report.expert_dp} " if case.model.is_moe else "")
+        # nor an expert-DP size when EP*ETP*PP does not divide it (the expert_grid violation says so)
+        + (f"expert-DP={report.expert_dp if case.world_size % (r.ep * r.etp_effective * r.pp) == 0 else 'n/a'} "
+           if case.model.is_moe else "")
         + f"MBS={r.mbs} SP={'on' if r.sp_active else 'off'} "
         f"recompute={r.recompute.granularity.value}{'(' + ','.join(m.value for m in r.recompute.modules) + ')' if r.recompute.modules else ''} "
         f"sharding={r.dp_sharding.value} schedule={r.schedule.value}",
