@@ -105,14 +105,44 @@ def hierarchical_cp(x: RuleInput) -> Optional[Violation]:
 
 @rule(reads="cp cp_comm_type tp")
 def cp_a2a_heads(x: RuleInput) -> Optional[Violation]:
-    """a2a (Ulysses) CP scatters heads: (heads/TP) % CP == 0 (TE DotProductAttention with cp_comm_type a2a)."""
+    """a2a (Ulysses) CP scatters heads, of Q and of K/V: Transformer Engine asserts "cp_comm_type='a2a' requires
+    num_heads % cp_size == 0 for Q, K, V" (TE d0067d0d dot_product_attention/context_parallel.py). Megatron hands TE
+    the rank's query heads (heads / TP) and its un-expanded key/value groups (groups / TP, one when TP exceeds the
+    groups; MLA's keys have one head per query head)."""
     r = x.recipe
     if r.cp == 1 or r.cp_comm_type.value != "a2a":
         return None
-    local = x.model.num_attention_heads // r.tp
-    if local % r.cp == 0:
+    m = x.model
+    local = m.num_attention_heads // r.tp
+    local_kv = local if m.multi_latent_attention else max(m.num_query_groups // r.tp, 1)
+    if local % r.cp == 0 and local_kv % r.cp == 0:
         return None
-    return violation("cp_a2a_heads", f"a2a context parallelism needs heads/TP = {local} divisible by CP={r.cp}", "use --cp-comm-type p2p")
+    what = f"heads/TP = {local}" if local % r.cp else f"key/value groups per TP rank = {local_kv}"
+    return violation("cp_a2a_heads", f"a2a context parallelism needs {what} divisible by CP={r.cp}", "use --cp-comm-type p2p")
+
+
+@rule(reads="cp cp_comm_type")
+def cp_comm_type_for_attention_variant(x: RuleInput) -> Optional[Violation]:
+    """Context parallelism with sliding-window attention needs --cp-comm-type a2a or allgather, and with attention
+    sinks (--softmax-type learnable) a2a: Transformer Engine's attn_forward_func_with_cp asserts "Context parallelism
+    does not support sliding window attention with cp_comm_type=..." and "Context parallelism only supports
+    softmax_type=... with cp_comm_type = 'a2a'" (TE d0067d0d dot_product_attention/context_parallel.py), at the first
+    forward: Megatron passes window_size and softmax_type to TEDotProductAttention (core/extensions/
+    transformer_engine.py) and its validate_args does not check them."""
+    r, m = x.recipe, x.model
+    if r.cp == 1:
+        return None
+    kind = r.cp_comm_type.value
+    if m.attention_sinks and kind != "a2a":
+        return violation("cp_comm_type_for_attention_variant", f"attention sinks (--softmax-type learnable) with CP={r.cp} "
+                         f"need --cp-comm-type a2a, not {kind} (Transformer Engine asserts)",
+                         "use --cp-comm-type a2a (heads and key/value groups per TP rank divisible by CP), or CP 1")
+    windowed = m.window_size is not None and (m.window_layers is None or any(m.window_layers))
+    if windowed and kind not in ("a2a", "allgather"):
+        return violation("cp_comm_type_for_attention_variant", f"sliding-window attention with CP={r.cp} needs "
+                         f"--cp-comm-type a2a or allgather, not {kind} (Transformer Engine asserts)",
+                         "use --cp-comm-type allgather (or a2a), or CP 1")
+    return None
 
 
 @rule(reads="dp_sharding overlap_moe_expert_parallel_comm tp cp")

@@ -104,6 +104,9 @@ CASES = {
                      dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 5})),
     "top1_router_pre_softmax": (dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--moe-router-topk": 1, "--moe-router-pre-softmax": True}),
                                 dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--moe-router-topk": 1})),
+    # Transformer Engine's context-parallel asserts (TE d0067d0d context_parallel.py attn_forward_func_with_cp)
+    "cp_comm_type_for_attention_variant": (dict(model="gpt-oss-20b", cp=2, cp_comm_type="a2a"),
+                                           dict(model="gpt-oss-20b", cp=2, cp_comm_type="p2p")),
     # --deterministic-mode (constraints/rules_determinism.py)
     "deterministic_mode": (dict(flags={"--deterministic-mode": True}, cross_entropy_loss_fusion=False, env={"NCCL_ALGO": "Ring"}),
                            dict(flags={"--deterministic-mode": True}, cross_entropy_loss_fusion=False, env={"NCCL_ALGO": "Tree"})),
@@ -164,3 +167,21 @@ def test_torch_fsdp2_rejects_pp_and_ep_like_megatron():
     kw = dict(model="Qwen3-30B-A3B", dp_sharding="torch_fsdp2", overlap_param_gather=False, gbs=512)
     assert "torch_fsdp2" in _rule_names(check_rules(rin(ep=8, **kw)))
     assert "torch_fsdp2" not in _rule_names(check_rules(rin(ep=1, **kw)))
+
+
+def test_a2a_context_parallelism_scatters_the_key_value_groups_too():
+    """TE: "cp_comm_type='a2a' requires num_heads % cp_size == 0 for Q, K, V". Llama-3.1-8B at TP 2 holds 16 query heads
+    but 4 key/value groups per rank: CP 8 divides the first, not the second."""
+    found = [v for v in check_rules(rin(world=16, tp=2, cp=8, cp_comm_type="a2a", seq=65536, gbs=8)) if v.rule == "cp_a2a_heads"]
+    assert found and "key/value groups per TP rank = 4" in found[0].message
+    assert not [v for v in check_rules(rin(world=16, tp=2, cp=4, cp_comm_type="a2a", seq=65536, gbs=8)) if v.rule == "cp_a2a_heads"]
+
+
+@pytest.mark.parametrize("model, kind, legal", [
+    ("gpt-oss-20b", "a2a", True), ("gpt-oss-20b", "allgather", False), ("gpt-oss-20b", "p2p", False),  # sinks: a2a only
+    ("Mistral-7B-v0.1", "allgather", True), ("Mistral-7B-v0.1", "a2a", True), ("Mistral-7B-v0.1", "p2p", False),
+    ("Llama-3.1-8B", "p2p", True),
+])
+def test_context_parallel_communication_of_windowed_and_sink_attention(model, kind, legal):
+    found = [v for v in check_rules(rin(model=model, cp=2, cp_comm_type=kind)) if v.rule == "cp_comm_type_for_attention_variant"]
+    assert (not found) is legal
