@@ -209,8 +209,8 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
            force: bool = False, hardware: Optional[str] = None, nodes: Optional[int] = None,
            gpus_per_node: Optional[int] = None, **paths: Any) -> RenderResult:
     """A ready-to-run Megatron-LM launch script (format torchrun | slurm) or stack config (primus | bridge |
-    bridge-overrides | yaml-cfg) for a recipe YAML file or mapping, or any file `check` reads (a launch script,
-    argument file or stack config). hardware / nodes / gpus_per_node override or complete what the source states.
+    bridge-overrides; yaml-cfg is refused, templates.stack_render.render_yaml_cfg) for a recipe YAML file or mapping,
+    or any file `check` reads (a launch script, argument file or stack config). hardware / nodes / gpus_per_node override or complete what the source states.
     The recipe is checked first: an illegal one raises RenderRefused (a ShardplanError listing every problem) unless
     force=True. `paths`: data_path, tokenizer_model, checkpoint_dir, megatron_path (templates.megatron_args.RenderPaths).
     `output`: also write it there (atomically). From a launch script, the script's own --data-path and HF

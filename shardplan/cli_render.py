@@ -24,7 +24,8 @@ from templates.render_input import RenderRefused
 @click.argument("recipe_file", metavar="RECIPE.yaml|SCRIPT", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(RENDER_FORMATS), default="torchrun", show_default=True,
               help="torchrun: a per-node launch script; slurm: an sbatch file running srun torchrun; primus / bridge / "
-                   "bridge-overrides / yaml-cfg: the config file of that stack on Megatron-LM")
+                   "bridge-overrides: the config file of that stack on Megatron-LM (yaml-cfg is refused: Megatron-LM's "
+                   "yaml loader cannot run a file of the recipe's own settings)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write here (atomically) instead of stdout")
 @click.option("--force", is_flag=True, help="render even when check finds the recipe illegal")
 @click.option("--data-path", default=DATA_PATH_PLACEHOLDER, show_default=True, help="Megatron --data-path prefix")

@@ -20,21 +20,6 @@ from templates.megatron_args import RenderPaths, recipe_to_megatron_args
 
 STACK_FORMATS: tuple[str, ...] = ("primus", "bridge", "bridge-overrides", "yaml-cfg")
 
-# Megatron-Core ModelParallelConfig fields (megatron/core/model_parallel_config.py): yaml-cfg's model_parallel
-PARALLEL_FIELDS = frozenset("""tensor_model_parallel_size pipeline_model_parallel_size context_parallel_size
-expert_model_parallel_size expert_tensor_parallel_size sequence_parallel bf16 fp16 tp_comm_overlap overlap_p2p_comm
-cpu_offloading_num_layers gradient_accumulation_fusion hierarchical_context_parallel_sizes""".split())
-# TransformerConfig fields the model shape and its per-layer options use: yaml-cfg's language_model
-_LANGUAGE_PREFIXES = ("num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
-                      "kv_channels", "normalization", "add_bias_linear", "add_qkv_bias", "hidden_dropout",
-                      "attention_dropout", "num_moe_experts", "moe_", "recompute_", "distribute_saved_activations",
-                      "fp8", "fp4", "qk_layernorm", "qk_l2_norm", "multi_latent_attention", "q_lora_rank",
-                      "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim", "mtp_num_layers",
-                      "window_size", "window_attn_skip_freq", "no_rope_freq", "layernorm_", "softmax_type",
-                      "activation_func", "cross_entropy_loss_fusion", "attention_backend", "mamba_",
-                      "hybrid_", "apply_layernorm_1p")
-
-
 class StackRenderError(ValueError):
     """A recipe this stack's config cannot state; one line for the user."""
 
@@ -136,30 +121,14 @@ def _override_value(value: Any) -> str:
 
 
 def render_yaml_cfg(case: Case, paths: RenderPaths | None = None) -> str:
-    """A Megatron-LM `--yaml-cfg` file: language_model / model_parallel sections, the rest at the top level."""
-    dests = _dests(case, paths)
-    stages = dests.pop("num_virtual_stages_per_pipeline_rank", None)
-    if stages is not None:  # validate_yaml derives VPP from layers per virtual stage only
-        layers, pp = case.model.num_layers, case.recipe.pp
-        if layers % (pp * stages):
-            raise StackRenderError(f"--format yaml-cfg: Megatron's yaml path sets VPP from "
-                                   f"num_layers_per_virtual_pipeline_stage, and {layers} layers do not split into "
-                                   f"{pp} x {stages} equal stages; render another format or pick a VPP dividing them")
-        dests["num_layers_per_virtual_pipeline_stage"] = layers // (pp * stages)
-    if dests.get("quick_geglu"):
-        raise StackRenderError("--format yaml-cfg: Megatron's yaml path has no gated quick-GELU (yaml_arguments.py "
-                               "accepts activation_func swiglu, squaredrelu or gelu); render another format for this model")
-    swiglu, squared = dests.pop("swiglu", False), dests.pop("squared_relu", False)
-    out: dict[str, Any] = {"language_model": {"activation_func": "swiglu" if swiglu else "squaredrelu" if squared
-                                              else "gelu"}, "model_parallel": {}}
-    for dest, value in _core(dests).items():
-        if dest in PARALLEL_FIELDS:
-            out["model_parallel"][dest] = value
-        elif dest.startswith(_LANGUAGE_PREFIXES):
-            out["language_model"][dest] = value
-        else:
-            out[dest] = value
-    return _header(case, "yaml-cfg") + _dump(out)
+    """Refused: Megatron-LM's `--yaml-cfg` path (d98e8a64 training/yaml_arguments.py `load_yaml`) replaces the parsed
+    arguments with a namespace holding only the file's keys, without argparse's defaults, so `parse_args` stops at the
+    first argument the file leaves out (`args.disable_msc_deprecated`, arguments.py) and `core_config_from_args`
+    raises "Missing argument" for every TransformerConfig field it lacks. A file of the recipe's own settings cannot
+    run there; `check` still reads such files (as the recipe they describe on argparse's defaults)."""
+    raise StackRenderError("--format yaml-cfg: Megatron-LM's --yaml-cfg loader (yaml_arguments.load_yaml) keeps only "
+                           "the file's keys, without argparse's defaults, and stops at the first argument the file "
+                           "leaves out; render --format torchrun or slurm (the same arguments on the command line)")
 
 
 WRITERS = {"primus": render_primus, "bridge": render_bridge, "bridge-overrides": render_bridge_overrides,

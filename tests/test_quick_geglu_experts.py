@@ -114,7 +114,7 @@ def test_stack_configs_state_the_gate_and_check_like_the_recipe(tmp_path, fmt, s
     assert check_and_project(loaded)["json"]["projection"] == check_and_project(LoadedCase(case=case))["json"]["projection"]
 
 
-@pytest.mark.parametrize("fmt", ["yaml-cfg", "bridge-overrides"])
+@pytest.mark.parametrize("fmt", ["bridge-overrides"])
 def test_formats_that_cannot_state_the_gate_refuse(fmt):
     case = Case(model=load_model("gpt-oss-120b"), job=JobSpec(seq_length=4096, global_batch_size=128),
                 recipe=Recipe(tp=1, ep=8), placement=Placement(hardware="b200", num_nodes=1, gpus_per_node=8))

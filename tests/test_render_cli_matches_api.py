@@ -29,7 +29,7 @@ def _cli_args(source: str, fmt: str, paths: dict, **where) -> list[str]:
     return args
 
 
-@pytest.mark.parametrize("fmt", ["torchrun", "slurm", "primus", "bridge", "bridge-overrides", "yaml-cfg"])
+@pytest.mark.parametrize("fmt", ["torchrun", "slurm", "primus", "bridge", "bridge-overrides"])
 @pytest.mark.parametrize("paths", [{}, PATHS], ids=["default-paths", "given-paths"])
 def test_cli_prints_and_writes_the_bytes_the_api_returns_for_a_recipe(fmt, paths, tmp_path):
     want = shardplan.render(EXAMPLE, format=fmt, **paths).script

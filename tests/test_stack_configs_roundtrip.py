@@ -1,5 +1,6 @@
-"""recipe -> render --format primus|bridge|bridge-overrides|yaml-cfg -> check gives back the recipe, the job, the
-verdict, the memory and the projection that `check` gives the recipe itself (as the launch-script formats do)."""
+"""recipe -> render --format primus|bridge|bridge-overrides -> check gives back the recipe, the job, the verdict, the
+memory and the projection that `check` gives the recipe itself (as the launch-script formats do). `--format yaml-cfg`
+is refused: Megatron-LM's yaml loader cannot run a file of the recipe's own settings."""
 import pytest
 from click.testing import CliRunner
 
@@ -10,7 +11,7 @@ from shardplan.cli_render import render_command
 from templates.render import RenderError, render_script
 from tests.conftest import REPO, make_case
 
-FORMATS = [("primus", ".yaml"), ("bridge", ".yaml"), ("bridge-overrides", ".txt"), ("yaml-cfg", ".yaml")]
+FORMATS = [("primus", ".yaml"), ("bridge", ".yaml"), ("bridge-overrides", ".txt")]
 CASES = [
     load_case_yaml(REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"),
     make_case("Mixtral-8x7B-v0.1", nodes=2, gbs=64, tp=2, ep=4, sequence_parallel=True, pp=2),
@@ -39,16 +40,15 @@ def test_rendered_stack_config_checks_like_the_recipe(tmp_path, case, fmt, suffi
     assert _verdict(loaded) == _verdict(LoadedCase(case=case))
 
 
-def test_yaml_cfg_states_vpp_as_layers_per_virtual_stage():
-    text = render_script(CASES[0], "yaml-cfg")  # Llama-3.1-70B: 80 layers, PP 4, VPP 5 -> 4 layers per stage
-    assert "num_layers_per_virtual_pipeline_stage: 4" in text
-    assert "virtual_pipeline_model_parallel_size" not in text
-
-
-def test_yaml_cfg_refuses_a_vpp_its_yaml_path_cannot_state():
-    case = make_case("Llama-3.1-8B", nodes=1, gbs=32, pp=2, vpp=3, schedule="interleaved")  # 32 layers, 2 x 3 stages
-    with pytest.raises(RenderError, match="num_layers_per_virtual_pipeline_stage"):
-        render_script(case, "yaml-cfg")
+def test_yaml_cfg_is_refused_in_one_line():
+    """Megatron-LM d98e8a64: `load_yaml` returns a SimpleNamespace of the file's keys only, and parse_args then reads
+    `args.disable_msc_deprecated` (training/arguments.py), which such a file does not hold."""
+    with pytest.raises(RenderError, match="yaml_arguments.load_yaml") as exc:
+        render_script(CASES[0], "yaml-cfg")
+    assert "\n" not in str(exc.value)
+    res = CliRunner().invoke(render_command, [str(REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"),
+                                              "--format", "yaml-cfg"])
+    assert res.exit_code != 0 and "load_yaml" in res.output
 
 
 @pytest.mark.parametrize("fmt,suffix", FORMATS)
