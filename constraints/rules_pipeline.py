@@ -120,6 +120,10 @@ def interleaved_microbatches(x: RuleInput) -> Optional[Violation]:
     n = r.microbatch_group_size or r.pp
     if r.pp <= n <= m and (m % n == 0 or m % n >= r.pp):
         return None
+    if n < r.pp:  # the group is the user's --microbatch-group-size-per-virtual-pipeline-stage: no batch size helps
+        return violation("interleaved_microbatches", f"interleaved schedule needs the micro-batch group "
+                         f"(--microbatch-group-size-per-virtual-pipeline-stage {n}) to be at least PP={r.pp}",
+                         f"use --microbatch-group-size-per-virtual-pipeline-stage {r.pp} (or drop it: it defaults to PP)")
     good = [g for g in range(r.pp * r.mbs * dp, 4 * max(x.job.global_batch_size, r.pp * r.mbs * dp) + 1, r.mbs * dp)
             if (g // (r.mbs * dp)) % n == 0 and g // (r.mbs * dp) >= n]
     return violation("interleaved_microbatches", f"interleaved schedule needs micro-batches M={m} >= group {n} and M % {n} in {{0}} or >= PP={r.pp}",

@@ -185,3 +185,12 @@ def test_a2a_context_parallelism_scatters_the_key_value_groups_too():
 def test_context_parallel_communication_of_windowed_and_sink_attention(model, kind, legal):
     found = [v for v in check_rules(rin(model=model, cp=2, cp_comm_type=kind)) if v.rule == "cp_comm_type_for_attention_variant"]
     assert (not found) is legal
+
+
+def test_a_micro_batch_group_below_pp_is_named_with_its_own_fix():
+    """schedules.py asserts the group (--microbatch-group-size-per-virtual-pipeline-stage) is at least PP; a batch size
+    cannot fix that, so the fix names the group."""
+    found = [v for v in check_rules(rin(pp=8, vpp=2, schedule="interleaved", microbatch_group_size=4, gbs=8, world=8))
+             if v.rule == "interleaved_microbatches"]
+    assert found and "at least PP=8" in found[0].message
+    assert found[0].fix.startswith("use --microbatch-group-size-per-virtual-pipeline-stage 8")
