@@ -65,7 +65,11 @@ def read_stack_config(path: Path, text: str, environ: dict[str, str]) -> Optiona
             data = load_yaml(text, "recipe", str(path))
         except InputRefused:
             return None  # the recipe reader reports YAML errors as before
-        return read_stack_mapping(data, path, environ) if isinstance(data, dict) else None
+        if isinstance(data, dict):
+            return read_stack_mapping(data, path, environ)
+        if not isinstance(data, str):
+            return None
+        # key=value override lines saved as .yaml read as one YAML string: they are the overrides all the same
     tokens = overrides_text(text)
     if tokens is None:
         return None

@@ -11,7 +11,8 @@ from shardplan.cli_render import render_command
 from templates.render import RenderError, render_script
 from tests.conftest import REPO, make_case
 
-FORMATS = [("primus", ".yaml"), ("bridge", ".yaml"), ("bridge-overrides", ".txt")]
+# bridge-overrides saved as .yaml too: its key=value lines read as one YAML string, and are the overrides all the same
+FORMATS = [("primus", ".yaml"), ("bridge", ".yaml"), ("bridge-overrides", ".txt"), ("bridge-overrides", ".yaml")]
 CASES = [
     load_case_yaml(REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"),
     make_case("Mixtral-8x7B-v0.1", nodes=2, gbs=64, tp=2, ep=4, sequence_parallel=True, pp=2),
