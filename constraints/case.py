@@ -12,8 +12,9 @@ The YAML recipe file (schema in the README) is the human-written form:
 """
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from pydantic import ValidationError, model_validator
 
@@ -54,9 +55,17 @@ class Case(Strict):
 MAPPING_SHAPES = {"recompute": "{granularity: selective} or {granularity: full, method: uniform, num_layers: 1}"}
 
 
-def _one_line(exc: ValidationError, prefix: str, rename: dict[str, str] | None = None) -> str:
-    """First pydantic error as `prefix.field: message (got value)`; `rename` maps spec fields to the file's keys."""
-    return prefix + validation_line(exc, rename, BOUND_REASONS, MAPPING_SHAPES)
+def _one_line(exc: ValidationError, prefix: str, rename: dict[str, str] | None = None,
+              fields: Iterable[str] = ()) -> str:
+    """First pydantic error as `prefix.field: message (got value)`; `rename` maps spec fields to the file's keys; for a
+    key the section does not have, the nearest of its `fields` is named (`job.precison` -> precision)."""
+    line = prefix + validation_line(exc, rename, BOUND_REASONS, MAPPING_SHAPES)
+    err = exc.errors()[0]
+    if err.get("type") == "extra_forbidden" and err.get("loc"):
+        near = difflib.get_close_matches(str(err["loc"][-1]), list(fields), n=1, cutoff=0.8)
+        if near:
+            line += f"; did you mean {prefix}{near[0]}?"
+    return line
 
 
 _TOP_KEYS = {"model", "hardware", "nodes", "gpus_per_node", "job", "recipe"}
@@ -91,11 +100,11 @@ def case_from_mapping(data: dict[str, Any], base_dir: Path | None = None) -> Cas
     try:
         job = JobSpec(**data["job"])
     except ValidationError as exc:
-        raise CaseError(_one_line(exc, "job.")) from None
+        raise CaseError(_one_line(exc, "job.", fields=JobSpec.model_fields)) from None
     try:
         recipe = Recipe(**data["recipe"])
     except ValidationError as exc:
-        raise CaseError(_one_line(exc, "recipe.")) from None
+        raise CaseError(_one_line(exc, "recipe.", fields=Recipe.model_fields)) from None
     hardware = str(data["hardware"])
     if base_dir is not None and is_regular_file(base_dir / hardware):
         hardware = str(base_dir / hardware)

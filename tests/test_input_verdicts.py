@@ -47,3 +47,17 @@ def test_cpu_offloading_must_leave_a_layer_on_the_gpu(layers, illegal):
 def test_yaml_recipe_pp_must_split_the_layers(pp, extra, illegal):
     # 32 layers: PP 3 splits only with an uneven first stage (10 + 11 + 11) or the embedding counted (33 / 3)
     assert ("layers_split" in _rules(gpus_per_node=6 if pp == 3 else 8, tp=1, pp=pp, **extra)) is illegal
+
+
+def test_a_misspelt_recipe_key_names_the_nearest_field():
+    """One line naming the field and the fix: `job.precison` -> job.precision, `recipe.tensor_parallel` -> recipe.tp is
+    too far to guess (no hint), `recipe.pipline_layout` -> recipe.pipeline_layout."""
+    bad = _mapping()
+    bad["job"] = {**bad["job"], "precison": "bf16"}
+    with pytest.raises(CaseError, match=r"job\.precison: Extra inputs are not permitted .*; did you mean job\.precision\?$"):
+        case_from_mapping(bad)
+    with pytest.raises(CaseError, match=r"did you mean recipe\.pipeline_layout\?$"):
+        case_from_mapping(_mapping(pipline_layout="Et*16|t*16L"))
+    with pytest.raises(CaseError) as exc:
+        case_from_mapping(_mapping(tensor_parallel=2))
+    assert "did you mean" not in str(exc.value)
