@@ -53,6 +53,8 @@ class LaunchCommand(BaseModel):
     sourced: list[str] = Field(default_factory=list, description="files read on the script's path: sourced, or run as "
                                "child scripts (`bash f`, `sbatch f`), in the order read")
     warnings: list[str] = Field(default_factory=list, description="`line N: ...` for each construct not followed")
+    allocation: list[str] = Field(default_factory=list, description="a Slurm allocation variable of this environment "
+                                  "that the job's #SBATCH lines set otherwise (the job's value is read)")
     misread: list[str] = Field(default_factory=list, description="`line N: ...` where bash or sbatch reads a line "
                                "otherwise than it looks: an ignored #SBATCH line, a command a broken continuation ended")
     missing: list[str] = Field(default_factory=list, description="files sourced or run that check could not read")
@@ -267,6 +269,7 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
     return LaunchCommand(script_args=args, script=unmark(tokens[k]), launcher=launcher, distributed=distributed,
                          env=env_out, unresolved=sorted(set(unresolved)), env_taken=_plain(run.sh.env_taken),
                          sourced=list(run.sourced), warnings=list(run.warnings), missing=list(run.missing),
+                         allocation=list(run.allocation),
                          misread=misread)
 
 

@@ -53,11 +53,12 @@ class Interpreter(Blocks):
         self.read_file = read_file
         self.steps, self.depth = 0, 0
         self.where = ""  # "file:" prefix of warnings from a sourced or child file
+        self.allocation: list[str] = []  # where this environment's Slurm allocation differs from the job's
         for name, value in (job_env or {}).items():
             self.sh.set(name, value)
             if env.get(name) not in (None, value):
-                self.warnings.append(f"{name}={env[name]} in this environment is not the job's: sbatch sets {name}={value} "
-                                     "from the script's #SBATCH lines")
+                self.allocation.append(f"{name}={env[name]} in this environment is not the job's: sbatch sets "
+                                       f"{name}={value} from the script's #SBATCH lines")
 
     # --- simple commands ------------------------------------------------------------------------------------
     def _simple(self, words: list[str], stmt: Stmt) -> None:

@@ -204,6 +204,7 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
                          for f in launch.missing]
                       + [_note("script_layout", w) for w in launch.misread]
                       + [_note("script_not_followed", w) for w in launch.warnings]
+                      + [_note("slurm_allocation", w) for w in launch.allocation]
                       + [_note("script_world", w) for w in world_notes]
                       + [_note("gpus_per_node_default", w) for w in node_notes]
                       + [_note("argument_source", n) for n in getattr(cfg, "notes", [])],
@@ -239,6 +240,7 @@ def _note(rule: str, message: str) -> Violation:
              "script_not_followed": "write the value in the script, or set the variable it tests in the environment",
              "script_layout": "edit the line it names: bash and sbatch run the script as the warning says, not as it looks",
              "script_world": "drop --nodes/--gpus-per-node to judge the script's own cluster",
+             "slurm_allocation": "nothing to do for the job itself; to judge another size, change its #SBATCH lines",
              "gpus_per_node_default": "pass --gpus-per-node G if a node holds another number of GPUs",
              "argument_source": "state the value in the arguments to make it explicit",
              "stack_config": "state the value in the config file to make the verdict independent of other files"}

@@ -86,7 +86,7 @@ def test_the_job_script_reads_the_allocation_sbatch_sets_from_its_sbatch_lines(t
     assert world(job, tmp_path, monkeypatch, {}) == 8
     other = extract_argv(job, env={"SLURM_NNODES": "4"})  # check run inside another allocation
     assert other.script_args[other.script_args.index("--global-batch-size") + 1] == "32"
-    assert any("SLURM_NNODES=4 in this environment is not the job's" in w for w in other.warnings)
+    assert any("SLURM_NNODES=4 in this environment is not the job's" in w for w in other.allocation)
 
 
 def test_a_bare_torchrun_starts_one_process_per_node(tmp_path, monkeypatch):
