@@ -56,7 +56,8 @@ def _convert(flag: str, info: mf.FlagInfo, text: str, choices_exit: bool = False
         if choices_exit:
             raise MegatronRecipeIllegal(f"Megatron's argparse exits: argument {flag}: invalid choice: {text!r} (choose from "
                                         f"{', '.join(allowed)})", "megatron_argparse", f"use {flag} {near}", flag)
-        raise MegatronArgsError(f"{flag} {text!r} is not one of {', '.join(allowed)}; pick one of them")
+        raise MegatronArgsError(f"{flag} {text!r} is not one of Megatron-LM's {', '.join(allowed)} (a value only a stack "
+                                f"on Megatron-LM defines, such as Primus's mxfp4 recipe, is not modelled); pick one of them")
     return text
 
 
