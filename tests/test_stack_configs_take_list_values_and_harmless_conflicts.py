@@ -46,3 +46,14 @@ def test_two_keys_of_a_no_effect_flag_are_a_note(tmp_path):
 def test_te_cross_entropy_fusion_in_a_stack_config_is_not_megatron_lm_s_exit(tmp_path):
     out = _primus(tmp_path, "      cross_entropy_loss_fusion: true\n      cross_entropy_fusion_impl: te\n")
     assert out["json"]["legal"], out["json"]["violations"]
+
+
+def test_a_recipe_only_the_stack_defines_is_said_to_be_not_modelled(tmp_path):
+    """Primus's backend adds an `mxfp4` FP4 recipe (primus/backends/megatron/core/enums.py) that Megatron-LM's
+    --fp4-recipe choices (nvfp4, custom) do not have: one line, exit 2, saying so."""
+    import pytest
+
+    from solver.inputs import InputError
+
+    with pytest.raises(InputError, match="Primus's mxfp4 recipe, is not modelled"):
+        _primus(tmp_path, "      fp4: e2m1\n      fp4_recipe: mxfp4\n")
