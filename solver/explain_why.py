@@ -105,7 +105,8 @@ def with_schedule(fields: dict) -> dict:
 def pin_pair_reasons(model, job, placement, profile, pins: dict, axes: list[str]) -> list[str]:
     """Why pins fail together when none says why alone (`--schedule zb-h1 --pp 1`: the schedule is not a numeric
     axis and PP 1 is legal): the rules that fail for a recipe with all of them set (the first value of each) and
-    pass for the default recipe."""
+    pass for the default recipe; when the pins are the defaults themselves (`--tp 1 --pp 1 --cp 1` with a global
+    batch DP 8 does not divide), every rule that recipe fails."""
     from constraints.spec import Recipe
 
     fields = recipe_pins({a: pins[a] for a in axes if a in pins})
@@ -117,7 +118,8 @@ def pin_pair_reasons(model, job, placement, profile, pins: dict, axes: list[str]
         return []
     base = failing_rules(model, job, placement, profile, Recipe())
     named = " ".join(f"{flag_of(a)} {v}" for a, v in fields.items() if a in axes)
-    return [f"{named}: {msg} ({rule})" for rule, msg in together.items() if rule not in base]
+    own = {rule: msg for rule, msg in together.items() if rule not in base} or together
+    return [f"{named}: {msg} ({rule})" for rule, msg in own.items()]
 
 
 def conflict_reasons(model, job, placement, profile, pins: dict, conflict: list[str], tables, margin: float) -> list[str]:

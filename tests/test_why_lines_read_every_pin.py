@@ -27,3 +27,11 @@ def test_vpp_is_judged_at_the_pinned_pp():
 def test_a_zero_bubble_schedule_at_pp1_says_why():
     lines = why({"schedule": ["zb-h1"], "pp": [1]})
     assert any("--pp 1" in ln and "--schedule zb-h1" in ln and "schedule_matches_vpp" in ln for ln in lines), lines
+
+
+def test_pins_at_their_defaults_still_say_why():
+    """`--tp 1 --pp 1 --cp 1` on 8 GPUs with a global batch of 63: DP 8 does not divide it. The pins equal the default
+    recipe, so no rule failed "only together"; the line names the rule the pinned recipe fails (it had no why)."""
+    job = JobSpec(seq_length=4096, global_batch_size=63)
+    lines = explain_infeasible(MODEL, job, PLACE, H100, {"tp": [1], "pp": [1], "cp": [1]}, {}, 0.0, remedies=False)["why"]
+    assert any("global_batch_divisible" in ln and "63" in ln for ln in lines), lines
