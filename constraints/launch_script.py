@@ -24,6 +24,7 @@ from typing import Optional, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from constraints.megatron_flags import lookup
+from constraints.megatron_refusals import MODELOPT_FLAGS
 from constraints.sbatch_directives import sbatch_directives, slurm_output_env
 from constraints.script_notes import LineNote
 from constraints.shell_expand import MARK, MARK_RE, Shell, unmark
@@ -202,7 +203,12 @@ def _resolve_args(args: list[str]) -> tuple[list[str], list[str]]:
         if m:
             name = m.group(1)
             info = lookup(flag) if flag else None
-            if info is None or not info.no_effect or tok.split("=", 1)[0] == flag and "=" not in tok and tok.startswith("--"):
+            # the value of a flag Megatron-LM does not define (a fork's `--train-weighted-split-paths $DATA`): argparse
+            # refuses the flag whatever the value, so the value stays text and the refusal names the flag
+            foreign = flag is not None and info is None and after == flag and not tok.startswith("--") \
+                and flag not in MODELOPT_FLAGS
+            if not foreign and (info is None or not info.no_effect
+                                or tok.split("=", 1)[0] == flag and "=" not in tok and tok.startswith("--")):
                 # the value of a flag only where it is one: `--flag=$X`, or right after a flag that takes a value
                 valued = info is not None and info.takes_value and (tok.startswith(flag + "=") or after == flag)
                 where = f"the value of {flag}" if valued else "a script argument"

@@ -178,3 +178,14 @@ def test_full_recompute_names_only_the_missing_setting(tmp_path):
     found = [v for v in result["violations"] if v["rule"] == "full_recompute_args"]
     assert found and found[0]["message"].endswith("needs --recompute-num-layers")
     assert found[0]["fix"] == "add --recompute-num-layers 1"
+
+
+def test_an_unset_value_of_a_flag_megatron_does_not_define_is_its_argparse_exit(tmp_path):
+    # bigcode-project/Megatron-LM's `--train-weighted-split-paths $DATA_EN`: argparse refuses the flag whatever the
+    # value, so the verdict names the flag instead of asking for DATA_EN
+    path = tmp_path / "train.sh"
+    path.write_text("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node 8 pretrain_gpt.py " + " ".join(BASE)
+                    + " --train-weighted-split-paths $DATA_EN\n")
+    result = check_and_project(load_check_input(str(path), "h100-sxm-80gb", None, None))["json"]
+    found = [v["message"] for v in result["violations"] if v["rule"] == "megatron_argparse"]
+    assert not result["legal"] and found and "--train-weighted-split-paths ${DATA_EN}" in found[0]
