@@ -141,7 +141,7 @@ def test_unknown_and_ignored_flags_reported_and_raw_kept():
     (["--pipeline-model-parallel-size"], r"--pipeline-model-parallel-size is missing its value"),
     (["--context-parallel-size", "--bf16"], r"--context-parallel-size is missing its value"),
     (["--hidden-dropout", "1.5"], r"--hidden-dropout=1.5"),
-    (["--recompute-granularity", "partial"], r"not one of full, selective"),
+    (["--recompute-granularity", "partial"], r"not one of Megatron-LM's full, selective"),
     (["--fp16"], r"--fp16 and --bf16"),
     (["--bf16=1"], r"takes no value"),
     (["--optimizer", "sgd"], r"--optimizer sgd is not modelled"),
