@@ -91,7 +91,6 @@ class Interpreter(Blocks):
             elif w == "&":
                 runs = True
             # a pipe's next member runs with its head
-        return
 
     def _status(self, part: list[str], stmt: Stmt) -> Optional[bool]:
         """Run one command of a list; its exit status: a test's value (None when unknown), True for anything else."""
