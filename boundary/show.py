@@ -32,6 +32,9 @@ def validation_line(exc, rename: dict[str, str] | None = None, reasons: dict[str
     err = exc.errors()[0]
     loc = ".".join(str((rename or {}).get(str(p), p)) for p in err["loc"]) or "value"
     msg = err["msg"]
+    if not err["loc"] and err.get("type") == "value_error":
+        # a whole-model validator's message already names its fields: pydantic's "value: Value error, " says nothing
+        return msg.removeprefix("Value error, ")
     if len(msg) > 300:  # a validator's message may quote the input itself
         msg = msg[:300] + "..."
     value = err.get("input")

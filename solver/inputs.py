@@ -188,7 +188,7 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
         placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
         case = Case(model=model, job=cfg.job, recipe=cfg.recipe, placement=placement)
     except ValidationError as exc:
-        raise InputError(validation_line(exc).removeprefix("value: Value error, ")) from None
+        raise InputError(validation_line(exc)) from None
     # a sourced or child file check cannot read may export what the environment rules judge: the environment is then
     # unknown (those rules are not judged, and the `sourced_file` warning below says why) unless the script itself
     # states the variable they read
@@ -336,5 +336,5 @@ def _with_trained_mtp(model: ModelSpec, raw: dict[str, Any], model_ref: str) -> 
     try:
         return ModelSpec.model_validate(fields)
     except ValidationError as exc:
-        line = validation_line(exc, rename={"mtp_num_layers": "--mtp-num-layers"}).removeprefix("value: Value error, ")
+        line = validation_line(exc, rename={"mtp_num_layers": "--mtp-num-layers"})
         raise InputError(f"--model {model_ref}: {line}; fix --mtp-num-layers") from None

@@ -82,3 +82,17 @@ def test_non_utf8_model_file_names_the_file(tmp_path):
         load_model(str(path))
 
 
+
+
+def test_a_whole_model_check_is_one_line_without_pydantic_s_prefix(tmp_path):
+    """A kv-head count that does not divide the heads fails ModelSpec's model validator; the line names the field and
+    the fix, without pydantic's "value: Value error, " (which the QA round saw on `solve --model`)."""
+    data = json.loads((MODELS_DIR / "Llama-3.1-8B.json").read_text())
+    data["num_key_value_heads"] = 5
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ModelError) as exc:
+        load_model(str(path))
+    text = str(exc.value)
+    assert "Value error" not in text and "value:" not in text
+    assert "num_key_value_heads" in text and "use a divisor of 32" in text
