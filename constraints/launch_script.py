@@ -81,10 +81,13 @@ class LaunchCommand(BaseModel):
         tasks, nodes = self.distributed.get("ntasks"), self.num_nodes
         if isinstance(tasks, int) and nodes and tasks % nodes == 0:
             return tasks // nodes
-        if self.launcher == "torchrun" and not any(k in self.distributed for k in
-                                                   ("nproc_per_node", "ntasks_per_node", "gpus_per_node", "ntasks")):
-            return 1
-        return None
+        return 1 if self.ranks_per_node_by_default else None
+
+    @property
+    def ranks_per_node_by_default(self) -> bool:
+        """A torchrun launch that states no ranks per node (nor a task count), so torch's default of 1 applies."""
+        return self.launcher == "torchrun" and not any(
+            k in self.distributed for k in ("nproc_per_node", "ntasks_per_node", "gpus_per_node", "ntasks"))
 
 
 def _parse_launcher(tokens: list[str], out: dict[str, Union[int, str]]) -> tuple[str, int]:
@@ -126,12 +129,9 @@ def _parse_launcher(tokens: list[str], out: dict[str, Union[int, str]]) -> tuple
     raise LaunchScriptError("no pretrain_*.py script after the launcher; write `torchrun ... pretrain_gpt.py ARGS`")
 
 
-def _sbatch(text: str, stmts: list[Stmt], submitted: list[list[str]], notes: list[LineNote]) -> dict[str, Union[int, str]]:
-    """`#SBATCH --nodes=N --ntasks-per-node=G ...` lines of the script that sbatch reads (those above its first
-    command: constraints.sbatch_directives, given the script's statements; a note for each it ignores), then those of
-    the files it submits or runs and the options of its `sbatch` commands (later ones override, as sbatch's command
-    line overrides #SBATCH)."""
-    out: dict[str, Union[int, str]] = {}
+def _sbatch_lines(text: str, stmts: list[Stmt], notes: list[LineNote]) -> list[list[str]]:
+    """The options of the `#SBATCH` lines of the script that sbatch reads (those above its first command:
+    constraints.sbatch_directives, given the script's statements; a note for each it ignores), split into words."""
     lines = []
     directives, ignored = sbatch_directives(text, stmts)
     notes.extend(ignored)
@@ -140,7 +140,15 @@ def _sbatch(text: str, stmts: list[Stmt], submitted: list[list[str]], notes: lis
             lines.append(shlex.split(line, comments=True))
         except ValueError:
             raise LaunchScriptError(f"#SBATCH {line[:60]}: unbalanced quote; fix the line") from None
-    for toks in lines + submitted:
+    return lines
+
+
+def _sbatch_sizes(lines: list[list[str]]) -> dict[str, Union[int, str]]:
+    """The sizes sbatch options give, in order (later ones override, as sbatch's command line overrides #SBATCH):
+    the script's own `#SBATCH` lines (`_sbatch_lines`), then those of the files it submits or runs and the options
+    of its `sbatch` commands."""
+    out: dict[str, Union[int, str]] = {}
+    for toks in lines:
         toks = [t for t in toks if not MARK_RE.search(t)]
         if toks:
             _parse_launcher(["sbatch"] + toks + ["pretrain_x.py"], out)
@@ -255,8 +263,10 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
         args, unresolved = _resolve_args([t for s in statements for w in split_words(s) for t in sh.words(w)])
         return LaunchCommand(script_args=args, unresolved=unresolved, env_taken=_plain(sh.env_taken))
     here = cwd or os.getcwd()
-    job_env = slurm_output_env(_sbatch(text, statements, [], []))  # what sbatch sets from the script's own #SBATCH lines
-    run = Interpreter(env or {}, script_path, file_reader(script_path, here), job_env)
+    notes: list[LineNote] = []
+    own = _sbatch_lines(text, statements, notes)
+    # what sbatch sets in the job from the script's own #SBATCH lines
+    run = Interpreter(env or {}, script_path, file_reader(script_path, here), slurm_output_env(_sbatch_sizes(own)))
     run.run(statements)
     if run.found is None:
         said = f" ({'; '.join(run.warnings[:3])})" if run.warnings else ""
@@ -265,8 +275,8 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
         raise LaunchScriptError("no `torchrun|python ... pretrain_*.py` command on the script's path; add one, or pass an "
                                 f"argument file{said}")
     tokens, prefix = run.found
-    notes = broken_continuations(text, statements)
-    distributed = _sbatch(text, statements, run.sbatch, notes)
+    notes += broken_continuations(text, statements)
+    distributed = _sbatch_sizes(own + run.sbatch)
     misread = [str(note) for note in sorted(notes, key=lambda note: note.line) + run.misread]  # child scripts' last
     launcher, k = _parse_launcher(tokens, distributed)
     args, unresolved = _resolve_args(tokens[k + 1:])

@@ -60,8 +60,7 @@ def world_from_launch(launch: LaunchCommand, nodes: Optional[int], gpus_per_node
             notes.append(f"the script launches {said} for {flag}, the command line says {cli}: judged with {flag} {cli} "
                          "(the command line wins)")
     defaults = []
-    if gpus_per_node is None and said_gpus == 1 and launch.launcher == "torchrun" and not any(
-            k in launch.distributed for k in ("nproc_per_node", "ntasks_per_node", "gpus_per_node", "ntasks")):
+    if gpus_per_node is None and launch.ranks_per_node_by_default:
         defaults.append("torchrun states no --nproc-per-node, so it starts 1 process per node (its default): judged "
                         "on 1 GPU per node")
     return nodes or said_nodes, gpus_per_node or said_gpus, notes, defaults

@@ -57,8 +57,8 @@ def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model
     `argument_file`: the list is a plain argument file, which one of GPT_ENTRY_POINTS will read, and every one of
     them defaults to GPT2BPETokenizer, so the file's tokenizer default is that too."""
     unrecognized: list[str] = []
-    raw, ignored, unknown = tokenize_args([str(a) for a in argv], unrecognized,
-                                          choices_exit=entry_point is not None or argument_file)
+    megatron_lm_launch = entry_point is not None or argument_file  # Megatron-LM's own argparse reads the list
+    raw, ignored, unknown = tokenize_args([str(a) for a in argv], unrecognized, choices_exit=megatron_lm_launch)
     name = model_name or "megatron-args"
     notes: list[str] = []
     gpt_default = entry_point in GPT_ENTRY_POINTS or (argument_file and entry_point is None)
@@ -85,5 +85,4 @@ def parse_megatron_args(argv: list[str], world_size: Optional[int] = None, model
     job = job_from_flags(raw, recipe, world_size)
     return MegatronConfig(model=model, model_missing=missing, model_name=name, job=job, recipe=recipe,
                           unknown_flags=unknown, ignored_flags=ignored, raw=raw, notes=notes,
-                          refusals=refusals(raw, unrecognized, entry_point,
-                                            megatron_lm_launch=entry_point is not None or argument_file))
+                          refusals=refusals(raw, unrecognized, entry_point, megatron_lm_launch=megatron_lm_launch))

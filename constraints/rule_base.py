@@ -33,6 +33,9 @@ class RuleInput:
     validated_by: Optional[str] = None
 
 
+BRIDGE_VALIDATED = "bridge"  # RuleInput.validated_by of a Megatron-Bridge config (its stack kind)
+
+
 Rule = Callable[[RuleInput], Optional[Violation]]
 
 

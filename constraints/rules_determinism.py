@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rule_base import RuleInput, Violation, rule, violation
+from constraints.rule_base import BRIDGE_VALIDATED, RuleInput, Violation, rule, violation
 
 DETERMINISM_FLAG = "--deterministic-mode"
 ACCEPTED_NCCL_ALGO_TOKENS = frozenset({"Ring", "CollnetDirect", "CollnetChain", "^NVLS"})
 ACCEPTED_ENV_VALUES = {"NVTE_ALLOW_NONDETERMINISTIC_ALGO": ("0",), "CUBLAS_WORKSPACE_CONFIG": (":4096:8", ":16:8")}
 SSM_DETERMINISM_VARIABLES = ("MAMBA_DETERMINISTIC", "CAUSAL_CONV1D_DETERMINISTIC")
-BRIDGE = "bridge"
 BRIDGE_NCCL_ALGOS = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
 
 
@@ -71,7 +70,7 @@ def deterministic_mode(x: RuleInput) -> Optional[Violation]:
     environment; a Megatron-Bridge config is held to Bridge's own checks (module docstring)."""
     if not x.flags.get(DETERMINISM_FLAG):
         return None
-    if x.validated_by == BRIDGE:
+    if x.validated_by == BRIDGE_VALIDATED:
         problem = _bridge_problem(x)
         return violation("deterministic_mode", *problem) if problem else None
     on = [flag for flag, set_ in (("--tp-comm-overlap", x.recipe.tp_comm_overlap),

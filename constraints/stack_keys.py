@@ -143,10 +143,12 @@ def flags_for_dest(dest: str, value: Any, path: str) -> Optional[list[str]]:
     if isinstance(value, (list, tuple)):
         if info.nargs in ("+", "*") or (isinstance(info.nargs, int) and info.nargs == len(value)):
             return [on, *(_value_text(v) for v in value)]
-        if on in TUPLE_FLAGS and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            return [on, ",".join(str(v) for v in value)]  # tuple_type parses "128,0"; a config holds the tuple itself
-        if on in PER_LAYER_LIST_FLAGS and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            return [on, "[" + ",".join(str(v) for v in value) + "]"]  # the per-layer list as the flag's text writes it
+        ints = ",".join(str(v) for v in value) if value and all(isinstance(v, int) and not isinstance(v, bool)
+                                                                for v in value) else None
+        if ints is not None and on in TUPLE_FLAGS:
+            return [on, ints]  # tuple_type parses "128,0"; a config holds the tuple itself
+        if ints is not None and on in PER_LAYER_LIST_FLAGS:
+            return [on, f"[{ints}]"]  # the per-layer list as the flag's text writes it
         raise StackKeyError(f"{path}: {on} takes one value, not a list ({value!r}); give one value")
     if isinstance(value, dict):
         raise StackKeyError(f"{path}: {on} takes a value, not a mapping; give one value")

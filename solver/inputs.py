@@ -20,6 +20,7 @@ from boundary.show import validation_line
 from constraints.case import Case, CaseError, case_from_mapping
 from constraints.models import load_model
 from constraints.megatron_errors import MegatronRecipeIllegal
+from constraints.rule_base import BRIDGE_VALIDATED
 from constraints.rules import Violation
 from constraints.spec import Activation, ModelSpec, Placement
 
@@ -41,13 +42,9 @@ class LoadedCase:
 
     @property
     def validated_by(self) -> Optional[str]:
-        return validator_of(self.source)
-
-
-def validator_of(source: str) -> Optional[str]:
-    """The stack whose launcher validates an input's flags instead of Megatron-LM's validate_args (RuleInput.validated_by):
-    Megatron-Bridge builds its model from the ConfigContainer; Primus and yaml-cfg configs go through Megatron-LM's."""
-    return source if source == "bridge" else None
+        """The stack whose launcher validates the flags instead of Megatron-LM's validate_args (RuleInput.validated_by):
+        Megatron-Bridge builds its model from the ConfigContainer; Primus and yaml-cfg configs go through Megatron-LM's."""
+        return BRIDGE_VALIDATED if self.source == BRIDGE_VALIDATED else None
 
 
 def _looks_like_recipe_yaml(path: Path, text: str) -> Optional[dict]:
