@@ -6,6 +6,7 @@ from __future__ import annotations
 from constraints.rules_features import NO_FP8_FIX
 from constraints.rules_fp4 import nvfp4_fallback_precisions
 from solver.fewest_gpus import CountScreen
+from solver.variants import MIN_FLEX_COMPUTE_CAPABILITY, supports_flex
 
 GIB = 1024 ** 3
 MAX_NODES_FACTOR = 64  # solver/explain.fewest_fitting_nodes scans up to this many times the user's nodes
@@ -78,6 +79,15 @@ def pin_reasons(model, job, placement, profile, axis: str, values, others: dict 
     return reasons
 
 
+def flex_hardware_reason(profile) -> str:
+    """Why a pinned flex dispatcher gives no recipe on this part: solve tries flex only where its backends run
+    (solver/variants.supports_flex), which no rule says, so the pin's reason is said here."""
+    arch = (f"of compute capability {profile.compute_capability:.1f}" if getattr(profile, "compute_capability", None)
+            else f"an {profile.vendor.upper()} part" if profile.vendor == "amd" else f"a {profile.vendor} part")
+    return (f"--moe-dispatcher flex: its DeepEP / HybridEP backends need an NVIDIA GPU of compute capability "
+            f"{MIN_FLEX_COMPUTE_CAPABILITY:.1f} or newer (Hopper, Blackwell); {profile.name} is {arch}")
+
+
 def failing_rules(model, job, placement, profile, recipe) -> dict[str, str]:
     """rule name -> message of every error the rules find in `recipe`."""
     from constraints.rules import RuleInput, check_rules
@@ -130,6 +140,8 @@ def conflict_reasons(model, job, placement, profile, pins: dict, conflict: list[
     for name in conflict:
         if name in flags:
             why += pin_reasons(model, job, placement, profile, flags[name], pins[flags[name]], pins)
+    if "--moe-dispatcher" in conflict and "flex" in pins.get("moe_dispatcher", ()) and not supports_flex(profile):
+        why.append(flex_hardware_reason(profile))
     if not why:
         why += pin_pair_reasons(model, job, placement, profile, pins, [flags[n] for n in conflict if n in flags])
     if "memory_fits" in conflict and len(tables.cand_peak):

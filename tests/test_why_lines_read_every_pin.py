@@ -35,3 +35,15 @@ def test_pins_at_their_defaults_still_say_why():
     job = JobSpec(seq_length=4096, global_batch_size=63)
     lines = explain_infeasible(MODEL, job, PLACE, H100, {"tp": [1], "pp": [1], "cp": [1]}, {}, 0.0, remedies=False)["why"]
     assert any("global_batch_divisible" in ln and "63" in ln for ln in lines), lines
+
+
+def test_a_pinned_flex_dispatcher_on_a_part_without_its_backends_says_why():
+    """`--moe-dispatcher flex` on MI300X or A100 gave "nothing fits: --moe-dispatcher" with no reason: solve tries flex
+    only where DeepEP / HybridEP run (NVIDIA compute capability >= 9.0, solver/variants.supports_flex). The why line
+    names the part and what it lacks."""
+    moe = load_model("Qwen3-30B-A3B")
+    for part, lacks in (("mi300x", "an AMD part"), ("a100-sxm-80gb", "of compute capability 8.0")):
+        place = Placement(hardware=part, num_nodes=1, gpus_per_node=8)
+        lines = explain_infeasible(moe, JOB, place, load_profile(part), {"moe_dispatcher": ["flex"]}, {}, 0.0,
+                                   remedies=False)["why"]
+        assert any(ln.startswith("--moe-dispatcher flex") and f"{part} is {lacks}" in ln for ln in lines), lines
