@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from boundary.errors import ShardplanError
 from shardplan.progress import step
-from shardplan.results import CheckResult, FewestGpus, HardwareInfo, ModelInfo, Parallel, RejectedRecipe, RenderResult, SolvedRecipe, SolveResult
+from shardplan.results import (CheckResult, FewestGpus, HardwareInfo, ModelInfo, Parallel, RejectedRecipe, RenderedFolder,
+                               RenderResult, SolvedRecipe, SolveResult)
 
 RangeLike = Union[int, str, tuple, None]
 
@@ -137,9 +138,11 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         if not result.ranked:
             out.explanation = _explanation(spec, job, placement, profile, pins, bounds, margin, tried)
     if render_dir and cases:
-        from templates.render_files import render_solutions
+        from templates.render_files import not_rendered, render_solutions
 
-        render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
+        written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
+        out.rendered = RenderedFolder(directory=str(render_dir), scripts=[p.name for p in written],
+                                      not_rendered=[f"rank {i}: {'; '.join(why)}" for i, why in not_rendered(cases).items()])
     return out.for_context(spec, placement, job)
 
 

@@ -93,6 +93,11 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         if result.proposer is not None:
             text += "\n" + format_hint_report(result.proposer)
     emit(solve_rows(data, result.context[0]), fmt, SOLVE_COLUMNS, json_data=data, text=text)
+    if result.rendered is not None:  # on stderr in every format: a missing script must not hide in SUMMARY.md
+        r = result.rendered
+        click.echo(f"render: {len(r.scripts)} of {len(result.recipes)} recipe(s) written to {r.directory} (SUMMARY.md lists them)", err=True)
+        for line in r.not_rendered:
+            click.echo(f"render: not written: {line}", err=True)
     if not result.ok and fmt in ("csv", "markdown"):  # a header alone would say nothing: why, on stderr as the table says it
         from solver.explain_why import format_explanation
 

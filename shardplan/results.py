@@ -125,10 +125,18 @@ class FewestGpus(Result):
     tried: list[dict[str, Any]]
 
 
+class RenderedFolder(Result):
+    """What `solve --render DIR` wrote: the scripts, and the answers it wrote none for and why."""
+
+    directory: str
+    scripts: list[str] = Field(description="file names written, in rank order (SUMMARY.md beside them)")
+    not_rendered: list[str] = Field(description="'rank N: why' for each answer pretrain_gpt.py cannot run as ranked")
+
+
 class SolveResult(Result):
     """`solve`: ranked legal recipes, the proof and the searched space, as `solve --json` prints it."""
 
-    _omit_when_none: ClassVar[tuple[str, ...]] = ("fewest_gpus", "explanation")
+    _omit_when_none: ClassVar[tuple[str, ...]] = ("fewest_gpus", "explanation", "rendered")
     recipes: list[SolvedRecipe]
     proven_optimal: bool
     bound: Optional[float] = Field(description="proven lower bound in the objective's unit (bound_unit)")
@@ -146,6 +154,7 @@ class SolveResult(Result):
     rejected_by_check: list[RejectedRecipe]
     fewest_gpus: Optional[FewestGpus] = None
     explanation: Optional[dict[str, Any]] = Field(None, description="when nothing fits: the conflict and the remedies")
+    rendered: Optional[RenderedFolder] = Field(None, description="with --render: what was written")
     _context: Any = PrivateAttr(None)
 
     @property

@@ -81,7 +81,7 @@ def unsupported_features(case: Case) -> list[str]:
     render refuses it unless forced, and says so."""
     if case.recipe.schedule in (PipelineSchedule.zb_h1, PipelineSchedule.zbv):
         fallback = "interleaved 1F1B" if case.recipe.vpp > 1 else "1F1B"
-        return [f"schedule {case.recipe.schedule.value} has no Megatron-LM pretrain_gpt.py flag; this script runs {fallback}"]
+        return [f"schedule {case.recipe.schedule.value} has no Megatron-LM pretrain_gpt.py flag; a script for it runs {fallback}"]
     return []
 
 

@@ -30,6 +30,12 @@ def script_name(rank: int, case: Case, fmt: Format) -> str:
     return f"{rank:02d}-{model}-tp{r.tp}-pp{r.pp}-vpp{r.vpp}-cp{r.cp}-ep{r.ep}-mbs{r.mbs}{SUFFIX[fmt]}"
 
 
+def not_rendered(cases: Sequence[Case]) -> dict[int, list[str]]:
+    """Rank (from 1) -> why `render_solutions` writes no script for that answer (what pretrain_gpt.py cannot run):
+    the caller says it where the user looks, since SUMMARY.md alone is easy to miss."""
+    return {i: why for i, case in enumerate(cases, start=1) if (why := unsupported_features(case))}
+
+
 def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format = "torchrun",
                      paths: RenderPaths | None = None, notes: Sequence[str] | None = None) -> list[Path]:
     """One script per case (in the given rank order) plus SUMMARY.md; `notes` adds one free-text column per
@@ -45,9 +51,10 @@ def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format =
     written: list[Path] = []
     rows = ["| rank | script | TP | PP | VPP | CP | EP | ETP | DP | MBS | SP | recompute | DP sharding | note |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    skipped = not_rendered(cases)
     for i, case in enumerate(cases, start=1):
         note = (notes[i - 1] if notes is not None else "").replace("|", "/").replace("\n", " ")
-        unsupported = unsupported_features(case)
+        unsupported = skipped.get(i)
         if unsupported:
             script = "not rendered"
             note = "; ".join([note] * bool(note) + [u.replace("|", "/") for u in unsupported])

@@ -304,7 +304,7 @@ def test_render_solutions_does_not_write_what_pretrain_gpt_cannot_run(tmp_path):
     summary = (tmp_path / "out" / "SUMMARY.md").read_text()
     assert summary.startswith("# shardplan: 1 of 2 recipe(s) rendered, format slurm")
     assert "| 2 | not rendered | 8 | 4 | 2 |" in summary
-    assert "1.4 s/step; schedule zbv has no Megatron-LM pretrain_gpt.py flag; this script runs interleaved 1F1B" in summary
+    assert "1.4 s/step; schedule zbv has no Megatron-LM pretrain_gpt.py flag; a script for it runs interleaved 1F1B" in summary
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sbatch",
                                                                     "SUMMARY.md"]
 
