@@ -36,8 +36,10 @@ GRID = {
     "grouped_gemm_half_tokens": [0.0, 64.0, 128.0, 256.0, 512.0, 1024.0],
     "moe_dispatch_overhead_us": [0.0, 50.0, 100.0, 200.0, 350.0, 500.0, 750.0, 1000.0],
     "moe_load_imbalance": [1.0, 1.1, 1.25, 1.5],
+    "gemm_launch_host_us": [0.0, 5.0, 10.0, 20.0, 40.0],
 }
-MOE_ONLY = ("grouped_gemm_relative_efficiency", "grouped_gemm_half_tokens", "moe_dispatch_overhead_us", "moe_load_imbalance")
+MOE_ONLY = ("grouped_gemm_relative_efficiency", "grouped_gemm_half_tokens", "moe_dispatch_overhead_us", "moe_load_imbalance",
+            "gemm_launch_host_us")
 
 
 def profile_with(base: HardwareProfile, sw: SoftwareConstants) -> HardwareProfile:

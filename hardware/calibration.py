@@ -46,6 +46,8 @@ class Calibration(_Strict):
                                        "a layer pass takes at least its ops' host time (CPU-bound small kernels)")
     moe_dispatch_overhead_us: float = Field(0.0, ge=0, le=1e7, description="per MoE layer, micro-batch and pass (fwd, bwd): host sync of the "
                                             "per-expert token counts and the launch gap behind it")
+    gemm_launch_host_us: float = Field(0.0, ge=0, le=1e7, description="host time of one GEMM a grouped GEMM launches per local expert "
+                                       "(Transformer Engine's multi-stream cuBLAS loop: measure/kernel_ops.grouped_gemm_ops)")
     attention_efficiency: float = Field(0.5, gt=0, le=1)
     memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")
     collective_bandwidth_efficiency: float = Field(0.7, gt=0, le=1)
@@ -83,6 +85,7 @@ class SoftwareConstants(_Strict):
     grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1)
     grouped_gemm_half_tokens: float = Field(0.0, ge=0)
     moe_dispatch_overhead_us: float = Field(0.0, ge=0)
+    gemm_launch_host_us: float = Field(0.0, ge=0)
     moe_load_imbalance: float = Field(1.0, ge=1.0)
     exposed_comm_fraction: float = Field(0.2, ge=0, le=1)
 
@@ -113,6 +116,7 @@ def derive_calibration(peak_bf16_tflops: float, peak_fp8_tflops: Optional[float]
         grouped_gemm_relative_efficiency=sw.grouped_gemm_relative_efficiency,
         grouped_gemm_half_tokens=sw.grouped_gemm_half_tokens,
         moe_dispatch_overhead_us=sw.moe_dispatch_overhead_us,
+        gemm_launch_host_us=sw.gemm_launch_host_us,
         moe_load_imbalance=sw.moe_load_imbalance,
         exposed_comm_fraction=sw.exposed_comm_fraction,
     )

@@ -42,6 +42,9 @@ class PhaseOp:
     # quantisation cast is launched inside the same Transformer Engine module call as its GEMM (te.Linear /
     # LayerNormLinear quantise their inputs in the module's forward and backward), so it adds no framework call
     host_op: bool = True
+    # GEMM launches the host issues one by one inside this op's module call: a Transformer Engine GroupedLinear
+    # outside a fused grouped MLP runs one cuBLAS GEMM per local expert (`grouped_gemm_ops`), 0 for every other op
+    gemm_launches: int = 0
 
     @property
     def key(self) -> str:
@@ -94,15 +97,26 @@ def gemm_ops(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "
     return ops + _casts(dtype, m * k, m * n, module)
 
 
-def grouped_gemm_ops(g: int, m: int, n: int, k: int, dtype: str, module: str) -> list[PhaseOp]:
-    """g GEMMs of m tokens each (`gemm_ops` per group; the roofline prices small m, see `grouped_token_efficiency`)."""
+def grouped_gemm_ops(g: int, m: int, n: int, k: int, dtype: str, module: str, per_group_launch: bool = True) -> list[PhaseOp]:
+    """g GEMMs of m tokens each (`gemm_ops` per group; the roofline prices small m, see `grouped_token_efficiency`).
+
+    `per_group_launch`: the host launches one GEMM per group. Transformer Engine's GroupedLinear (what Megatron's
+    TEGroupedMLP runs) calls `general_grouped_gemm` -> `nvte_multi_tensor_gemm`, which outside Hopper's opt-in CUTLASS
+    path (NVTE_USE_CUTLASS_GROUPED_GEMM) is `multi_stream_cublas_gemm`: a loop that builds and launches one cuBLASLt
+    GEMM per group (descriptors, heuristic query, launch) over the compute streams (TransformerEngine d0067d0d,
+    common/gemm/cublaslt_gemm.cu); its single-kernel grouped-tensor path (cuBLAS 13.3+) is opt-in and newer than the
+    published runs. A fused grouped MLP (one CUTLASS kernel per GEMM) passes False."""
     ib = DTYPE_BYTES[dtype]
     flops = 2.0 * g * m * n * k
     casts = _casts(dtype, g * m * k, g * m * n, module)
+    launches = g if per_group_launch else 0
     return casts + [
-        PhaseOp(Op(OpKind.grouped_gemm, (g, m, n, k), dtype), Phase.fwd, module, flops, g * ((m * k + k * n) * ib + m * n * 2)),
-        PhaseOp(Op(OpKind.grouped_gemm, (g, m, k, n), dtype), Phase.bwd_dgrad, module, flops, g * ((m * n + k * n) * ib + m * k * 2)),
-        PhaseOp(Op(OpKind.grouped_gemm, (g, k, n, m), dtype), Phase.bwd_wgrad, module, flops, g * ((m * k + m * n) * ib + k * n * 4)),
+        PhaseOp(Op(OpKind.grouped_gemm, (g, m, n, k), dtype), Phase.fwd, module, flops, g * ((m * k + k * n) * ib + m * n * 2),
+                gemm_launches=launches),
+        PhaseOp(Op(OpKind.grouped_gemm, (g, m, k, n), dtype), Phase.bwd_dgrad, module, flops, g * ((m * n + k * n) * ib + m * k * 2),
+                gemm_launches=launches),
+        PhaseOp(Op(OpKind.grouped_gemm, (g, k, n, m), dtype), Phase.bwd_wgrad, module, flops, g * ((m * k + m * n) * ib + k * n * 4),
+                gemm_launches=launches),
     ]
 
 

@@ -116,24 +116,29 @@ class _OpSums:
     dense_params: int
     expert_params: int
     n_by_module: dict  # module -> (forward ops, backward ops), what CUDA graph scopes capture (measure/cuda_graphs.py)
+    launches_by_module: dict  # module -> (forward, backward) GEMMs launched one by one inside ops (PhaseOp.gemm_launches)
 
 
 def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
     by = {ph: 0.0 for ph in Phase}
     fwd_by_module: dict[str, float] = {}
     n_by_module: dict[str, tuple[int, int]] = {}
+    launches_by_module: dict[str, tuple[int, int]] = {}
     n_fwd = n_bwd = dense_p = expert_p = 0
     for p, t in timed:
         by[p.phase] += t
         f, b = n_by_module.get(p.module, (0, 0))
+        lf, lb = launches_by_module.get(p.module, (0, 0))
         issued = int(p.host_op)  # kernels launched inside another op's module call add no host op (kernel_ops.PhaseOp)
         if p.phase == Phase.fwd:
             n_fwd += issued
             n_by_module[p.module] = (f + issued, b)
+            launches_by_module[p.module] = (lf + p.gemm_launches, lb)
             fwd_by_module[p.module] = fwd_by_module.get(p.module, 0.0) + t
         elif p.phase in (Phase.bwd_dgrad, Phase.bwd_wgrad):
             n_bwd += issued
             n_by_module[p.module] = (f, b + issued)
+            launches_by_module[p.module] = (lf, lb + p.gemm_launches)
         if p.phase == Phase.bwd_wgrad and p.op.kind.value in ("gemm", "grouped_gemm"):
             s = p.op.shape
             n = s[0] * s[1] * s[2] if p.op.kind.value == "grouped_gemm" else s[0] * s[1]
@@ -142,7 +147,7 @@ def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
             else:
                 dense_p += n
     return _OpSums(by[Phase.fwd], by[Phase.bwd_dgrad], by[Phase.bwd_wgrad], fwd_by_module, n_fwd, n_bwd, dense_p, expert_p,
-                   n_by_module)
+                   n_by_module, launches_by_module)
 
 
 def _memo(cache: dict, key: tuple, make):
@@ -153,14 +158,12 @@ def _memo(cache: dict, key: tuple, make):
     return hit
 
 
-def _host_floor(by: dict, n_fwd: int, n_bwd: int, per_op_s: float) -> None:
+def _host_floor(by: dict, fwd_host_s: float, bwd_host_s: float) -> None:
     """A layer pass cannot run faster than the host issues it: forward >= its ops' host time, backward
     (dgrad + wgrad) >= theirs, the shortfall added to dgrad. Small per-rank kernels (high TP/EP, MBS 1,
-    small hidden) leave the GPU waiting on Python and launches (why CUDA graphs help MoE layers)."""
-    if per_op_s <= 0:
-        return
-    by[Phase.fwd] = max(by[Phase.fwd], n_fwd * per_op_s)
-    by[Phase.bwd_dgrad] += max(n_bwd * per_op_s - by[Phase.bwd_dgrad] - by[Phase.bwd_wgrad], 0.0)
+    small hidden, many local experts) leave the GPU waiting on Python and launches (why CUDA graphs help MoE layers)."""
+    by[Phase.fwd] = max(by[Phase.fwd], fwd_host_s)
+    by[Phase.bwd_dgrad] += max(bwd_host_s - by[Phase.bwd_dgrad] - by[Phase.bwd_wgrad], 0.0)
 
 
 def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile, t_sp: int,
@@ -247,7 +250,9 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
         by[Phase.fwd] += sync_s
         fwd_by_module["moe_act"] = fwd_by_module.get("moe_act", 0.0) + sync_s
     n_fwd, n_bwd = uncaptured_ops(cuda_graph_scope, kind, (attn.n_fwd, attn.n_bwd), blk.n_by_module)
-    _host_floor(by, n_fwd, n_bwd, cal.host_time_per_op_us * 1e-6)
+    l_fwd, l_bwd = uncaptured_ops(cuda_graph_scope, kind, (0, 0), blk.launches_by_module)
+    per_op_s, per_launch_s = cal.host_time_per_op_us * 1e-6, cal.gemm_launch_host_us * 1e-6
+    _host_floor(by, n_fwd * per_op_s + l_fwd * per_launch_s, n_bwd * per_op_s + l_bwd * per_launch_s)
     sort = _memo(op_cache, ("alltoall_sort",) + block_key(model, job, recipe, kind), lambda: _op_sums(timed_ops(
         alltoall_sort_ops(model, job, recipe) if kind.has_moe else [], profile, table, fp, cal.moe_load_imbalance, op_cache)))
     return LayerParts(fwd_s=by[Phase.fwd], dgrad_s=by[Phase.bwd_dgrad], wgrad_s=by[Phase.bwd_wgrad],
