@@ -32,7 +32,9 @@ def test_captured_scopes_leave_the_host_floor():
     """With a host time far above the kernels' GPU time, a layer pass takes its uncaptured ops x the host time per op:
     all of them without graphs, the MoE block's less its norm and router under attn + moe_router, none when whole."""
     per_op_s = 1e-3
-    prof = H100.model_copy(update={"calibration": H100.calibration.model_copy(update={"host_time_per_op_us": per_op_s * 1e6})})
+    # per-expert GEMM launches off: tests/test_grouped_gemm_launches_per_expert.py holds them
+    prof = H100.model_copy(update={"calibration": H100.calibration.model_copy(update={"host_time_per_op_us": per_op_s * 1e6,
+                                                                                      "gemm_launch_host_us": 0.0})})
     r = Recipe(ep=8)
     attn, moe = attention_ops(QWEN_MOE, JOB, r), block_ops(QWEN_MOE, JOB, r, LayerKind.moe)
     none = layer_parts(QWEN_MOE, JOB, r, PLACE, prof, LayerKind.moe)
@@ -45,7 +47,7 @@ def test_captured_scopes_leave_the_host_floor():
     whole = layer_parts(QWEN_MOE, JOB, r, PLACE, prof, LayerKind.moe, cuda_graph_scope=graph_scope("full_iteration", []))
     # GPU time alone: no host time per op and no dispatcher host sync (a full-iteration graph removes both)
     gpu = layer_parts(QWEN_MOE, JOB, r, PLACE, H100.model_copy(update={"calibration": H100.calibration.model_copy(
-        update={"host_time_per_op_us": 0.0, "moe_dispatch_overhead_us": 0.0})}), LayerKind.moe)
+        update={"host_time_per_op_us": 0.0, "moe_dispatch_overhead_us": 0.0, "gemm_launch_host_us": 0.0})}), LayerKind.moe)
     assert whole.fwd_s == pytest.approx(gpu.fwd_s) and whole.fwd_s < part.fwd_s < none.fwd_s
 
 
