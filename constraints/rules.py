@@ -20,7 +20,7 @@ from constraints.rule_base import (SPLIT_FIELDS, UNEVEN_SPLIT_FIELDS, Rule, Rule
                                    rule, violation)
 
 __all__ = ["RULES", "Rule", "RuleInput", "SPLIT_FIELDS", "UNEVEN_SPLIT_FIELDS", "Violation", "check_rules", "divisors",
-           "nearest", "rule", "violation"]
+           "nearest", "recipe_free_violations", "rule", "violation"]
 
 RULE_MODULES: tuple[ModuleType, ...] = (rules_world, rules_pipeline, rules_attention, rules_attention_backend,
                                         rules_features, rules_fp4, rules_bf16_layers, rules_hybrid, rules_layer_variants,
@@ -40,6 +40,13 @@ _BY_NAME = {fn.__name__: fn for fn in RULES}
 def check_rules(x: RuleInput) -> list[Violation]:
     """Every rule's verdict on one input, in RULES order."""
     return [v for v in (fn(x) for fn in RULES) if v is not None]
+
+
+def recipe_free_violations(x: RuleInput) -> list[Violation]:
+    """The verdicts of the rules that read no recipe field (`rule(reads="")`): they hold or fail for every recipe of
+    the job alike, so `solve` says them once for the job (an error empties the space; a warning, such as NVFP4's
+    Transformer Engine version, applies to every answer) where `check` says them per script."""
+    return [v for v in (fn(x) for fn in RULES if getattr(fn, "reads", None) == frozenset()) if v is not None]
 
 
 def __getattr__(name: str):

@@ -174,8 +174,18 @@ def _solve_result(result, tables, cases, objective, placement, profile, hint_rep
                        method=result.method, space=tables.counts, evaluated=result.evaluated, proposer=hint_report,
                        objective=objective, nodes=placement.num_nodes, best_objective=result.stats.get("best_objective"),
                        projection_calibrated=profile.calibrated, model_notes=list(tables.space.model.config_notes),
+                       job_warnings=_job_warnings(tables.space.model, tables.space.job, placement, profile),
                        rejected_by_check=[RejectedRecipe(recipe=r.model_dump(mode="json", exclude_defaults=True), why=why)
                                           for r, why in result.rejected])
+
+
+def _job_warnings(model, job, placement, profile) -> list[str]:
+    """The warnings `check` gives every script of this job (rules that read no recipe field), said once by `solve`."""
+    from constraints.rules import RuleInput, recipe_free_violations
+    from constraints.spec import Recipe
+
+    return [f"{v.rule}: {v.message} (fix: {v.fix})" for v in
+            recipe_free_violations(RuleInput(model, job, Recipe(), placement.world_size, profile)) if v.severity == "warning"]
 
 
 def _explanation(spec, job, placement, profile, pins, bounds, margin, tried) -> dict:

@@ -26,6 +26,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
     if payload["recipes"] and payload.get("projection_calibrated") is False:
         lines.append(uncalibrated_note(placement.hardware))
     lines += [f"! model config: {note}" for note in payload.get("model_notes", [])]
+    lines += [f"warning: {w}" for w in payload.get("job_warnings", [])]
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:

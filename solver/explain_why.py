@@ -24,18 +24,15 @@ def recipe_free_blockers(model, job, placement, profile) -> list[str]:
     """Rules that read no recipe field (constraints.rules: reads="") and fail: they reject every recipe, so they are
     the whole reason the space is empty (e.g. a sequence longer than the position embeddings, FP8 on a part
     without FP8 tensor cores)."""
-    from constraints.rules import RULES, RuleInput
+    from constraints.rules import RuleInput, recipe_free_violations
     from constraints.spec import Recipe
 
-    x = RuleInput(model, job, Recipe(), placement.world_size, profile)
     out = []
-    for fn in RULES:
-        if getattr(fn, "reads", None) == frozenset():
-            v = fn(x)
-            if v is not None and v.severity == "error":
-                fix = (f"use --precision {' or '.join(nvfp4_fallback_precisions(profile))}" if v.rule == "nvfp4_hardware"
-                       else _solve_option(v.fix))
-                out.append(f"rule {v.rule}: {v.message} (fix: {fix})")
+    for v in recipe_free_violations(RuleInput(model, job, Recipe(), placement.world_size, profile)):
+        if v.severity == "error":
+            fix = (f"use --precision {' or '.join(nvfp4_fallback_precisions(profile))}" if v.rule == "nvfp4_hardware"
+                   else _solve_option(v.fix))
+            out.append(f"rule {v.rule}: {v.message} (fix: {fix})")
     return out
 
 

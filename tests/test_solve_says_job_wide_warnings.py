@@ -1,0 +1,41 @@
+"""`solve` says once the warnings that `check` gives every script of the job: the rules that read no recipe field
+(constraints.rules.recipe_free_violations). An NVFP4 job needs Transformer Engine >= 2.7 (Megatron-LM validate_args),
+which `check` said on each rendered script and `solve` never said."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from constraints.models import load_model
+from constraints.rules import RuleInput, recipe_free_violations
+from constraints.spec import JobSpec, Precision, Recipe
+from hardware.profile import load_profile
+from shardplan.cli import cli
+
+ARGS = ["solve", "--model", "Llama-3.1-8B", "--hardware", "b200", "--nodes", "1", "--gpus-per-node", "8",
+        "--seq-length", "4096", "--global-batch-size", "64", "--top", "1", "--proposer", "none"]
+
+
+def test_nvfp4_solve_carries_the_transformer_engine_warning():
+    res = CliRunner().invoke(cli, ARGS + ["--precision", "nvfp4", "--json"])
+    assert res.exit_code == 0, res.output
+    warnings = json.loads(res.stdout)["job_warnings"]
+    assert len(warnings) == 1 and warnings[0].startswith("fp4_transformer_engine: --fp4-format needs Transformer Engine >= 2.7")
+    table = CliRunner().invoke(cli, ARGS + ["--precision", "nvfp4"])
+    assert "warning: fp4_transformer_engine" in table.stdout
+
+
+def test_a_bf16_solve_has_none():
+    res = CliRunner().invoke(cli, ARGS + ["--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["job_warnings"] == []
+
+
+def test_recipe_free_rules_judge_the_job_alone():
+    """The same verdicts whatever the recipe: TP 8 and TP 1 give the same list."""
+    model, b200 = load_model("Llama-3.1-8B"), load_profile("b200")
+    job = JobSpec(seq_length=4096, global_batch_size=64, precision=Precision.nvfp4)
+    one = recipe_free_violations(RuleInput(model, job, Recipe(), 8, b200))
+    eight = recipe_free_violations(RuleInput(model, job, Recipe(tp=8), 8, b200))
+    assert [v.rule for v in one] == [v.rule for v in eight] == ["fp4_transformer_engine"]
