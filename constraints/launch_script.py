@@ -268,6 +268,10 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
     # what sbatch sets in the job from the script's own #SBATCH lines
     run = Interpreter(env or {}, script_path, file_reader(script_path, here), slurm_output_env(_sbatch_sizes(own)))
     run.run(statements)
+    if run.found is None and run.bridge_launch:
+        raise LaunchScriptError(f"the script runs {run.bridge_launch}, which builds its training config in Python from "
+                                "the recipe, not from pretrain_*.py arguments; check the config YAML that run saves "
+                                "(Megatron-Bridge ConfigContainer, `save_config_filepath`) or the recipe's key=value overrides")
     if run.found is None:
         said = f" ({'; '.join(run.warnings[:3])})" if run.warnings else ""
         if run.exited:

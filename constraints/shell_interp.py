@@ -25,7 +25,8 @@ from constraints.shell_blocks import (
     ASSIGN_RE, SCRIPT_RE, Blocks, LoopBreak, LoopContinue, ScriptExit, ScriptReturn,
 )
 from constraints.shell_expand import MARK_RE, Shell, Value, mark
-from constraints.shell_launchers import LAUNCHERS, SHELLS, launcher_end, launcher_env, protect_marks, sbatch_options
+from constraints.shell_launchers import (LAUNCHERS, SHELLS, bridge_entry, launcher_end, launcher_env, protect_marks,
+                                        sbatch_options)
 from constraints.shell_lex import HEREDOC_MARK, LaunchScriptError, Stmt, scan, statements as split_statements, without_redirections
 
 HEREDOC_RE = re.compile("\x00<<([0-9]+)\x00")
@@ -42,6 +43,7 @@ class Interpreter(Blocks):
         they are the job's whatever this process's environment holds, which a warning names where it differs."""
         self.sh = Shell(env, script_path)
         self.found: Optional[tuple[list[str], dict[str, str]]] = None
+        self.bridge_launch = ""  # the Megatron-Bridge entry point a command on the path runs (shell_launchers.bridge_entry)
         self.sourced: list[str] = []  # files read on the taken path (sourced or run as child scripts)
         self.exited = ""  # where the taken path reached `exit`, if it did
         self.missing: list[str] = []  # "where:line N: PATH" of files sourced or run that could not be read
@@ -194,6 +196,7 @@ class Interpreter(Blocks):
             script = next(i for i, t in enumerate(tokens) if SCRIPT_RE.match(os.path.basename(t)))
             self.found = (tokens, {**prefix, **launcher_env(tokens[:script], self.sh.get)})
             return
+        self.bridge_launch = self.bridge_launch or bridge_entry(tokens)
         # a launcher/sbatch that runs a shell: find where the shell (or the submitted file) starts
         launch_prefix, j = [], 0
         base = os.path.basename(tokens[0])
@@ -279,6 +282,7 @@ class Interpreter(Blocks):
         for n, v in child.sh.env_taken.items():
             if n not in env or n in self.sh.env_in:
                 self.sh.env_taken.setdefault(n, v)
+        self.bridge_launch = self.bridge_launch or child.bridge_launch
         if child.found:
             tokens, pre = child.found
             self.found = ((prefix or []) + tokens, pre)

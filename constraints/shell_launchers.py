@@ -102,3 +102,28 @@ def launcher_env(tokens: list[str], lookup) -> dict[str, str]:
             continue
         i += 1
     return out
+
+
+# Megatron-Bridge's performance entry points (NVIDIA-NeMo/Megatron-Bridge scripts/performance/, README "setup_experiment.py
+# launches bootstrap.py on each rank ... either run_script.py for flat performance recipes or run_recipe.py for model
+# recipes"): they build the training config in Python from a named recipe, so no pretrain_*.py argument list exists
+BRIDGE_ENTRY_SCRIPTS = ("setup_experiment.py", "bootstrap.py", "run_recipe.py", "run_script.py")
+# their argument_parser.py flags naming the model family and the recipe
+_BRIDGE_RECIPE_FLAGS = {"-m": "family", "--model_family_name": "family", "-mr": "recipe", "--model_recipe_name": "recipe"}
+
+
+def bridge_entry(tokens: list[str]) -> str:
+    """'' unless the command runs a Megatron-Bridge performance entry point; else what it runs, with the recipe and
+    family it names (`run_recipe.py (recipe llama3_8b, family llama)`)."""
+    script = next((os.path.basename(t) for t in tokens if os.path.basename(t) in BRIDGE_ENTRY_SCRIPTS), "")
+    if not script:
+        return ""
+    named: dict[str, str] = {}
+    for i, t in enumerate(tokens):
+        flag, eq, value = t.partition("=")
+        if flag in _BRIDGE_RECIPE_FLAGS:
+            value = value if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
+            if value and not MARK_RE.search(value):
+                named.setdefault(_BRIDGE_RECIPE_FLAGS[flag], value)
+    said = ", ".join(f"{k} {named[k]}" for k in ("recipe", "family") if k in named)
+    return f"Megatron-Bridge's {script}" + (f" ({said})" if said else "")
