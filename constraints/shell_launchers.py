@@ -115,15 +115,18 @@ _BRIDGE_RECIPE_FLAGS = {"-m": "family", "--model_family_name": "family", "-mr": 
 def bridge_entry(tokens: list[str]) -> str:
     """'' unless the command runs a Megatron-Bridge performance entry point; else what it runs, with the recipe and
     family it names (`run_recipe.py (recipe llama3_8b, family llama)`)."""
-    script = next((os.path.basename(t) for t in tokens if os.path.basename(t) in BRIDGE_ENTRY_SCRIPTS), "")
-    if not script:
+    at = next((i for i, t in enumerate(tokens) if os.path.basename(t) in BRIDGE_ENTRY_SCRIPTS), None)
+    if at is None:
         return ""
+    script, args = os.path.basename(tokens[at]), tokens[at + 1:]  # its own flags: python's or srun's `-m` come before it
+    if "performance/" not in tokens[at] and not any(t.partition("=")[0] in _BRIDGE_RECIPE_FLAGS for t in args):
+        return ""  # a file of that name elsewhere (tools/bootstrap.py) is not Bridge's entry point
     named: dict[str, str] = {}
-    for i, t in enumerate(tokens):
+    for i, t in enumerate(args):
         flag, eq, value = t.partition("=")
         if flag in _BRIDGE_RECIPE_FLAGS:
-            value = value if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
+            value = value if eq else (args[i + 1] if i + 1 < len(args) else "")
             if value and not MARK_RE.search(value):
-                named.setdefault(_BRIDGE_RECIPE_FLAGS[flag], value)
+                named[_BRIDGE_RECIPE_FLAGS[flag]] = value  # argparse keeps the last
     said = ", ".join(f"{k} {named[k]}" for k in ("recipe", "family") if k in named)
     return f"Megatron-Bridge's {script}" + (f" ({said})" if said else "")

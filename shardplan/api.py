@@ -137,7 +137,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
             out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
         if not result.ranked:
             out.explanation = _explanation(spec, job, placement, profile, pins, bounds, margin, tried)
-    if render_dir and cases:
+    if render_dir:  # nothing fits: SUMMARY.md says 0 of 0 and an earlier render's scripts go (no stale answer)
         from templates.render_files import not_rendered, render_solutions
 
         written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])

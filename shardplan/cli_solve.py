@@ -73,6 +73,8 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
                       --seq-length 8192 --global-batch-size 128 --top 5 --pp 2..8
     """
     proposer_config = config_from_options(**proposer_kw)  # a bad --proposer llm combination fails before any work
+    if render_dir is not None and not render_dir.strip():
+        raise ShardplanError("--render: empty folder name; give the folder to write the scripts to")
     if target_tokens_per_s is not None and objective != "fewest-gpus":
         raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
     if no_recompute and recompute not in (None, "none"):
@@ -98,6 +100,9 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         click.echo(f"render: {len(r.scripts)} of {len(result.recipes)} recipe(s) written to {r.directory} (SUMMARY.md lists them)", err=True)
         for line in r.not_rendered:
             click.echo(f"render: not written: {line}", err=True)
+    if fmt in ("csv", "markdown"):  # the table prints them; csv / markdown rows have no place for them
+        for w in result.job_warnings:
+            click.echo(f"warning: {w}", err=True)
     if not result.ok and fmt in ("csv", "markdown"):  # a header alone would say nothing: why, on stderr as the table says it
         from solver.explain_why import format_explanation
 

@@ -79,8 +79,9 @@ def pin_reasons(model, job, placement, profile, axis: str, values, others: dict 
 def flex_hardware_reason(profile) -> str:
     """Why a pinned flex dispatcher gives no recipe on this part: solve tries flex only where its backends run
     (solver/variants.supports_flex), which no rule says, so the pin's reason is said here."""
-    arch = (f"of compute capability {profile.compute_capability:.1f}" if getattr(profile, "compute_capability", None)
-            else f"an {profile.vendor.upper()} part" if profile.vendor == "amd" else f"a {profile.vendor} part")
+    cc = getattr(profile, "compute_capability", None)
+    arch = (f"of compute capability {cc:.1f}" if cc else f"an {profile.vendor.upper()} part" if profile.vendor == "amd"
+            else "a part whose profile gives no compute_capability")
     return (f"--moe-dispatcher flex: its DeepEP / HybridEP backends need an NVIDIA GPU of compute capability "
             f"{MIN_FLEX_COMPUTE_CAPABILITY:.1f} or newer (Hopper, Blackwell); {profile.name} is {arch}")
 
@@ -137,7 +138,7 @@ def conflict_reasons(model, job, placement, profile, pins: dict, conflict: list[
     for name in conflict:
         if name in flags:
             why += pin_reasons(model, job, placement, profile, flags[name], pins[flags[name]], pins)
-    if "--moe-dispatcher" in conflict and "flex" in pins.get("moe_dispatcher", ()) and not supports_flex(profile):
+    if "flex" in pins.get("moe_dispatcher", ()) and not supports_flex(profile):  # also where memory fails as well
         why.append(flex_hardware_reason(profile))
     if not why:
         why += pin_pair_reasons(model, job, placement, profile, pins, [flags[n] for n in conflict if n in flags])

@@ -28,7 +28,8 @@ MIN_FLEX_COMPUTE_CAPABILITY = 9.0
 
 
 def supports_flex(profile) -> bool:
-    """The flex dispatcher's DeepEP / HybridEP backends run on CUDA compute capability >= 9.0 (None: unknown, allow)."""
+    """The flex dispatcher's DeepEP / HybridEP backends run on NVIDIA compute capability >= 9.0. No profile (None) allows
+    it; a profile without a compute capability does not (it cannot show it has one)."""
     return profile is None or (getattr(profile, "vendor", "") == "nvidia"
                                and (getattr(profile, "compute_capability", None) or 0.0) >= MIN_FLEX_COMPUTE_CAPABILITY)
 

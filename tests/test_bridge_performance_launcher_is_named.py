@@ -30,3 +30,14 @@ def test_setup_experiment_through_a_function_is_named_without_an_unknown_recipe(
 
 def test_a_script_with_no_launch_keeps_the_old_refusal():
     assert _refusal("echo hello\n").startswith("no `torchrun|python ... pretrain_*.py` command")
+
+
+def test_only_the_entry_points_own_flags_name_the_recipe():
+    """python's `-m torch.distributed.run` before the script is not Bridge's `-m`; a repeated `-mr` is argparse's last."""
+    msg = _refusal("python -m torch.distributed.run --nproc_per_node 8 scripts/performance/run_recipe.py -m llama "
+                   "-mr llama3_8b -mr qwen3_8b\n")
+    assert msg.startswith("the script runs Megatron-Bridge's run_recipe.py (recipe qwen3_8b, family llama)")
+
+
+def test_a_file_of_the_same_name_elsewhere_is_not_bridges():
+    assert _refusal("python tools/bootstrap.py --install-deps\n").startswith("no `torchrun|python ... pretrain_*.py` command")

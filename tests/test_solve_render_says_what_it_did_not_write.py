@@ -33,3 +33,19 @@ def test_a_rendered_answer_lists_its_scripts(tmp_path):
     assert rendered["not_rendered"] == [] and len(rendered["scripts"]) == 2
     assert all((out / name).is_file() for name in rendered["scripts"])
     assert "not written" not in res.stderr
+
+
+def test_nothing_fits_clears_an_earlier_render_and_says_so(tmp_path):
+    out = tmp_path / "scripts"
+    assert CliRunner().invoke(cli, ARGS + ["--render", str(out)]).exit_code == 0
+    assert len(list(out.glob("*.sh"))) == 2
+    res = CliRunner().invoke(cli, ARGS + ["--tp", "3", "--render", str(out), "--json"])
+    assert res.exit_code == 1
+    assert json.loads(res.stdout)["rendered"] == {"directory": str(out), "scripts": [], "not_rendered": []}
+    assert f"render: 0 of 0 recipe(s) written to {out}" in res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["SUMMARY.md"]  # no stale answer beside it
+
+
+def test_an_empty_render_folder_is_bad_input():
+    res = CliRunner().invoke(cli, ARGS + ["--render", ""])
+    assert res.exit_code == 2 and "--render: empty folder name" in res.output

@@ -39,3 +39,9 @@ def test_recipe_free_rules_judge_the_job_alone():
     one = recipe_free_violations(RuleInput(model, job, Recipe(), 8, b200))
     eight = recipe_free_violations(RuleInput(model, job, Recipe(tp=8), 8, b200))
     assert [v.rule for v in one] == [v.rule for v in eight] == ["fp4_transformer_engine"]
+
+
+def test_csv_and_markdown_say_it_on_stderr():
+    for fmt in ("csv", "markdown"):
+        res = CliRunner().invoke(cli, ARGS + ["--precision", "nvfp4", "--format", fmt])
+        assert res.exit_code == 0 and "warning: fp4_transformer_engine" in res.stderr

@@ -47,3 +47,14 @@ def test_a_pinned_flex_dispatcher_on_a_part_without_its_backends_says_why():
         lines = explain_infeasible(moe, JOB, place, load_profile(part), {"moe_dispatcher": ["flex"]}, {}, 0.0,
                                    remedies=False)["why"]
         assert any(ln.startswith("--moe-dispatcher flex") and f"{part} is {lacks}" in ln for ln in lines), lines
+
+
+def test_the_flex_reason_stays_when_memory_fails_too():
+    """DeepSeek-V3 on one MI300X node: nothing fits in memory with or without the pin, and no recipe could use flex on
+    that part anyway: the why line says both, so adding nodes alone is not presented as the way out."""
+    ds = load_model("DeepSeek-V3")
+    place = Placement(hardware="mi300x", num_nodes=1, gpus_per_node=8)
+    job = JobSpec(seq_length=4096, global_batch_size=1024)
+    lines = explain_infeasible(ds, job, place, load_profile("mi300x"), {"moe_dispatcher": ["flex"]}, {}, 0.0,
+                               remedies=False)["why"]
+    assert any(ln.startswith("--moe-dispatcher flex") for ln in lines), lines
