@@ -91,6 +91,28 @@ def flex_dispatcher_group(x: RuleInput) -> Optional[Violation]:
     return None
 
 
+# the flex dispatcher's backends: DeepEP ("Hopper GPUs", its README) and HybridEP (Blackwell NVL72) run on NVIDIA
+# compute capability 9.0 and newer; solver/variants.py tries flex only there
+FLEX_MIN_COMPUTE_CAPABILITY = 9.0
+
+
+@rule(reads="moe_dispatcher")
+def flex_dispatcher_hardware(x: RuleInput) -> Optional[Violation]:
+    """--moe-token-dispatcher-type flex on a part where its DeepEP / HybridEP backends do not run (AMD, or NVIDIA below
+    compute capability 9.0): Megatron-LM's validation does not know the part, so this is a warning, not a verdict
+    (a stack may bring its own port, e.g. an AMD DeepEP build); `solve` does not try flex there."""
+    if not (x.model.is_moe and x.recipe.moe_dispatcher == MoeDispatcher.flex) or x.profile is None:
+        return None
+    vendor, cc = getattr(x.profile, "vendor", ""), getattr(x.profile, "compute_capability", None)
+    if vendor == "nvidia" and cc is not None and cc >= FLEX_MIN_COMPUTE_CAPABILITY:
+        return None
+    part = (f"has compute capability {cc:.1f}" if cc else f"is an {vendor.upper()} part" if vendor == "amd"
+            else "gives no compute capability")
+    return violation("flex_dispatcher_hardware", f"--moe-token-dispatcher-type flex needs DeepEP / HybridEP, which run on NVIDIA "
+                     f"compute capability {FLEX_MIN_COMPUTE_CAPABILITY:.1f} or newer; {x.profile.name} {part}",
+                     "use --moe-token-dispatcher-type alltoall", "warning")
+
+
 @rule(reads="overlap_moe_expert_parallel_comm ep moe_dispatcher pp vpp recompute moe_shared_expert_overlap")
 def ep_comm_overlap(x: RuleInput) -> Optional[Violation]:
     """[26] --overlap-moe-expert-parallel-comm: EP>1, alltoall/flex dispatcher, VPP set when PP>1, no full

@@ -19,12 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from constraints.rules import RULES, RuleInput
+from constraints.rules_features import FLEX_MIN_COMPUTE_CAPABILITY
 from constraints.spec import MoeDispatcher
 from solver.table_rules import unvalidated_recipe
 
-VARIANT_RULES = ("shared_expert_overlap_dispatcher", "ep_comm_overlap", "flex_dispatcher_group")
+VARIANT_RULES = ("shared_expert_overlap_dispatcher", "ep_comm_overlap", "flex_dispatcher_group", "flex_dispatcher_hardware")
 DEFAULT = ("alltoall", False)  # Megatron recipes' dispatcher for MoE and no EP overlap: the rows' own recipe
-MIN_FLEX_COMPUTE_CAPABILITY = 9.0
+MIN_FLEX_COMPUTE_CAPABILITY = FLEX_MIN_COMPUTE_CAPABILITY
 
 
 def supports_flex(profile) -> bool:

@@ -53,6 +53,8 @@ CASES = {
     "moe_sequence_parallel": (dict(model="Mixtral-8x7B-v0.1", tp=2, ep=4, sequence_parallel=True), dict(model="Mixtral-8x7B-v0.1", tp=2, ep=4)),
     "shared_expert_overlap_dispatcher": (dict(model="Moonlight-16B-A3B", moe_shared_expert_overlap=True),
                                          dict(model="Moonlight-16B-A3B", moe_shared_expert_overlap=True, moe_dispatcher="allgather")),
+    "flex_dispatcher_hardware": (dict(model="Mixtral-8x7B-v0.1", ep=2, moe_dispatcher="flex"),
+                                 dict(model="Mixtral-8x7B-v0.1", ep=2, moe_dispatcher="flex", profile=A100)),
     "flex_dispatcher_group": (dict(model="Mixtral-8x7B-v0.1", ep=2, moe_dispatcher="flex"),
                               dict(model="Mixtral-8x7B-v0.1", moe_dispatcher="flex")),
     "ep_comm_overlap": (dict(model="Mixtral-8x7B-v0.1", ep=8, overlap_moe_expert_parallel_comm=True),
