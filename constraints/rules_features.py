@@ -92,8 +92,19 @@ def flex_dispatcher_group(x: RuleInput) -> Optional[Violation]:
 
 
 # the flex dispatcher's backends: DeepEP ("Hopper GPUs", its README) and HybridEP (Blackwell NVL72) run on NVIDIA
-# compute capability 9.0 and newer; solver/variants.py tries flex only there
+# compute capability 9.0 and newer
 FLEX_MIN_COMPUTE_CAPABILITY = 9.0
+
+
+def flex_hardware_gap(profile) -> str:
+    """'' where the flex dispatcher's backends run on this part, else what the part lacks, as the rest of a sentence
+    that starts with its name (`is an AMD part`). One test for the rule below, `solve`'s variant screen
+    (solver/variants.supports_flex) and its nothing-fits line."""
+    vendor, cc = getattr(profile, "vendor", ""), getattr(profile, "compute_capability", None)
+    if vendor == "nvidia" and cc is not None and cc >= FLEX_MIN_COMPUTE_CAPABILITY:
+        return ""
+    return (f"is of compute capability {cc:.1f}" if cc else f"is an {vendor.upper()} part" if vendor == "amd"
+            else "gives no compute capability")
 
 
 @rule(reads="moe_dispatcher")
@@ -103,13 +114,11 @@ def flex_dispatcher_hardware(x: RuleInput) -> Optional[Violation]:
     (a stack may bring its own port, e.g. an AMD DeepEP build); `solve` does not try flex there."""
     if not (x.model.is_moe and x.recipe.moe_dispatcher == MoeDispatcher.flex) or x.profile is None:
         return None
-    vendor, cc = getattr(x.profile, "vendor", ""), getattr(x.profile, "compute_capability", None)
-    if vendor == "nvidia" and cc is not None and cc >= FLEX_MIN_COMPUTE_CAPABILITY:
+    gap = flex_hardware_gap(x.profile)
+    if not gap:
         return None
-    part = (f"has compute capability {cc:.1f}" if cc else f"is an {vendor.upper()} part" if vendor == "amd"
-            else "gives no compute capability")
     return violation("flex_dispatcher_hardware", f"--moe-token-dispatcher-type flex needs DeepEP / HybridEP, which run on NVIDIA "
-                     f"compute capability {FLEX_MIN_COMPUTE_CAPABILITY:.1f} or newer; {x.profile.name} {part}",
+                     f"compute capability {FLEX_MIN_COMPUTE_CAPABILITY:.1f} or newer; {x.profile.name} {gap}",
                      "use --moe-token-dispatcher-type alltoall", "warning")
 
 

@@ -3,10 +3,10 @@ the human lines of an explanation (solver/explain.py finds the conflict and the 
 the options the user typed: `solve`'s own flags, not Megatron's)."""
 from __future__ import annotations
 
-from constraints.rules_features import NO_FP8_FIX
+from constraints.rules_features import FLEX_MIN_COMPUTE_CAPABILITY, NO_FP8_FIX, flex_hardware_gap
 from constraints.rules_fp4 import nvfp4_fallback_precisions
 from solver.fewest_gpus import CountScreen
-from solver.variants import MIN_FLEX_COMPUTE_CAPABILITY, supports_flex
+from solver.variants import supports_flex
 
 GIB = 1024 ** 3
 MAX_NODES_FACTOR = 64  # solver/explain.fewest_fitting_nodes scans up to this many times the user's nodes
@@ -78,12 +78,10 @@ def pin_reasons(model, job, placement, profile, axis: str, values, others: dict 
 
 def flex_hardware_reason(profile) -> str:
     """Why a pinned flex dispatcher gives no recipe on this part: solve tries flex only where its backends run
-    (solver/variants.supports_flex), which no rule says, so the pin's reason is said here."""
-    cc = getattr(profile, "compute_capability", None)
-    arch = (f"of compute capability {cc:.1f}" if cc else f"an {profile.vendor.upper()} part" if profile.vendor == "amd"
-            else "a part whose profile gives no compute_capability")
+    (solver/variants.supports_flex), and the rule that says so (flex_dispatcher_hardware) is a warning, which no
+    conflict names, so the pin's reason is said here."""
     return (f"--moe-dispatcher flex: its DeepEP / HybridEP backends need an NVIDIA GPU of compute capability "
-            f"{MIN_FLEX_COMPUTE_CAPABILITY:.1f} or newer (Hopper, Blackwell); {profile.name} is {arch}")
+            f"{FLEX_MIN_COMPUTE_CAPABILITY:.1f} or newer (Hopper, Blackwell); {profile.name} {flex_hardware_gap(profile)}")
 
 
 def failing_rules(model, job, placement, profile, recipe) -> dict[str, str]:

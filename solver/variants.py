@@ -19,20 +19,18 @@ from __future__ import annotations
 import numpy as np
 
 from constraints.rules import RULES, RuleInput
-from constraints.rules_features import FLEX_MIN_COMPUTE_CAPABILITY
+from constraints.rules_features import flex_hardware_gap
 from constraints.spec import MoeDispatcher
 from solver.table_rules import unvalidated_recipe
 
 VARIANT_RULES = ("shared_expert_overlap_dispatcher", "ep_comm_overlap", "flex_dispatcher_group", "flex_dispatcher_hardware")
 DEFAULT = ("alltoall", False)  # Megatron recipes' dispatcher for MoE and no EP overlap: the rows' own recipe
-MIN_FLEX_COMPUTE_CAPABILITY = FLEX_MIN_COMPUTE_CAPABILITY
 
 
 def supports_flex(profile) -> bool:
     """The flex dispatcher's DeepEP / HybridEP backends run on NVIDIA compute capability >= 9.0. No profile (None) allows
     it; a profile without a compute capability does not (it cannot show it has one)."""
-    return profile is None or (getattr(profile, "vendor", "") == "nvidia"
-                               and (getattr(profile, "compute_capability", None) or 0.0) >= MIN_FLEX_COMPUTE_CAPABILITY)
+    return profile is None or not flex_hardware_gap(profile)
 
 
 def space_variants(space, profile) -> list[tuple[str, bool]]:
