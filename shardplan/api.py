@@ -96,7 +96,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     from constraints.spec import JobSpec, Placement
     from hardware.profile import load_profile
     from solver.proposer.loop import ProposerConfig
-    from solver.workflow import collect_pins, resolve_recompute_kind
+    from solver.workflow import collect_pins, inapplicable_pins, resolve_recompute_kind
 
     _fraction(max_memory_fraction)
     _choice("objective", objective, ("throughput", "memory", "fewest-gpus"))
@@ -133,6 +133,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         result, tables, placement, tried, hint_report = answer
         cases = [Case(model=spec, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
         out = _solve_result(result, tables, cases, objective, placement, profile, hint_report)
+        out.ignored_pins = inapplicable_pins(spec, pins)
         if tried is not None:
             out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
         if not result.ranked:
@@ -180,12 +181,16 @@ def _solve_result(result, tables, cases, objective, placement, profile, hint_rep
 
 
 def _job_warnings(model, job, placement, profile) -> list[str]:
-    """The warnings `check` gives every script of this job (rules that read no recipe field), said once by `solve`."""
+    """The warnings `check` gives every script of this job (rules that read no recipe field), said once by `solve`.
+    None where such a rule's error rejects the job (NVFP4 on a part without FP4 tensor cores): then no recipe runs, and
+    a warning about how it would run (the Transformer Engine version NVFP4 needs) would stand above the reason."""
     from constraints.rules import RuleInput, recipe_free_violations
     from constraints.spec import Recipe
 
-    return [f"{v.rule}: {v.message} (fix: {v.fix})" for v in
-            recipe_free_violations(RuleInput(model, job, Recipe(), placement.world_size, profile)) if v.severity == "warning"]
+    found = recipe_free_violations(RuleInput(model, job, Recipe(), placement.world_size, profile))
+    if any(v.severity == "error" for v in found):
+        return []
+    return [f"{v.rule}: {v.message} (fix: {v.fix})" for v in found if v.severity == "warning"]
 
 
 def _explanation(spec, job, placement, profile, pins, bounds, margin, tried) -> dict:

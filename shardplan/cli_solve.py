@@ -103,6 +103,8 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     if fmt in ("csv", "markdown"):  # the table prints them; csv / markdown rows have no place for them
         for w in result.job_warnings:
             click.echo(f"warning: {w}", err=True)
+        for p in result.ignored_pins:
+            click.echo(f"note: {p}", err=True)
     if not result.ok and fmt in ("csv", "markdown"):  # a header alone would say nothing: why, on stderr as the table says it
         from solver.explain_why import format_explanation
 

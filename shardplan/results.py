@@ -153,6 +153,8 @@ class SolveResult(Result):
     model_notes: list[str] = Field([], description="what the model's HF config reader did not follow (constraints/hf_reading.py)")
     job_warnings: list[str] = Field([], description="warnings of the rules that read no recipe field: they hold for every "
                                     "answer (constraints.rules.recipe_free_violations), as 'rule: message (fix: ...)'")
+    ignored_pins: list[str] = Field([], description="pins the model does not read (MoE-only options on a dense model), "
+                                    "as 'option value: not applied: why'")
     rejected_by_check: list[RejectedRecipe]
     fewest_gpus: Optional[FewestGpus] = None
     explanation: Optional[dict[str, Any]] = Field(None, description="when nothing fits: the conflict and the remedies")

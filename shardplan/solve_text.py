@@ -27,6 +27,7 @@ def format_solve(payload: dict, model, placement, job) -> str:
         lines.append(uncalibrated_note(placement.hardware))
     lines += [f"! model config: {note}" for note in payload.get("model_notes", [])]
     lines += [f"warning: {w}" for w in payload.get("job_warnings", [])]
+    lines += [f"note: {p}" for p in payload.get("ignored_pins", [])]
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:

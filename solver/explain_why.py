@@ -93,7 +93,7 @@ def failing_rules(model, job, placement, profile, recipe) -> dict[str, str]:
 
 
 # solve's pinned axes that are Recipe fields of the same name and value (the rest are derived or not fields)
-_RECIPE_PIN_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "schedule", "dp_sharding")
+_RECIPE_PIN_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "schedule", "dp_sharding", "moe_dispatcher")
 
 
 def recipe_pins(pins: dict) -> dict:

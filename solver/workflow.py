@@ -53,6 +53,25 @@ def collect_pins(ranges: dict, schedule=None, recompute=None, no_recompute=False
     return pins, bounds
 
 
+# pins that only an MoE model reads: a dense model has no dispatcher, no EP overlap and no expert TP to set
+_MOE_ONLY_PINS = (("moe_dispatcher", "--moe-dispatcher"), ("ep_comm_overlap", "--ep-comm-overlap"), ("etp", "--etp"))
+
+
+def inapplicable_pins(model, pins: dict) -> list[str]:
+    """The pins this model does not read, each as 'option value: why', so that solve says it did not follow them
+    instead of answering as if it had (a dense model's recipes carry no dispatcher, EP overlap or expert TP)."""
+    if model.is_moe:
+        return []
+    out = []
+    for axis, flag in _MOE_ONLY_PINS:
+        if axis in pins:
+            value = pins[axis][0]
+            shown = ("" if value else "no-") if isinstance(value, bool) else f" {value}"
+            option = flag.replace("--", f"--{shown}", 1) if isinstance(value, bool) else flag + shown
+            out.append(f"{option}: not applied: {model.name} has no MoE layers")
+    return out
+
+
 def resolve_recompute_kind(model, pins: dict) -> dict:
     """--recompute full|selective (pins['recompute_kind']) as a pin on every recompute choice of that granularity,
     so the solve and the explanation see one ordinary pin."""

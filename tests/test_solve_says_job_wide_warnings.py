@@ -45,3 +45,16 @@ def test_csv_and_markdown_say_it_on_stderr():
     for fmt in ("csv", "markdown"):
         res = CliRunner().invoke(cli, ARGS + ["--precision", "nvfp4", "--format", fmt])
         assert res.exit_code == 0 and "warning: fp4_transformer_engine" in res.stderr
+
+
+def test_a_job_the_part_refuses_says_the_refusal_without_the_warnings():
+    """NVFP4 on H100: the rule nvfp4_hardware rejects every recipe. The Transformer Engine version warning, which is
+    about how an NVFP4 run would go, stood above the refusal; now the refusal is said alone."""
+    h100 = [a if a != "b200" else "h100-sxm-80gb" for a in ARGS]
+    res = CliRunner().invoke(cli, h100 + ["--precision", "nvfp4", "--json"])
+    assert res.exit_code == 1
+    data = json.loads(res.stdout)
+    assert data["job_warnings"] == []
+    assert "nvfp4_hardware" in json.dumps(data["explanation"])
+    table = CliRunner().invoke(cli, h100 + ["--precision", "nvfp4"])
+    assert "fp4_transformer_engine" not in table.stdout and "rule nvfp4_hardware" in table.stdout

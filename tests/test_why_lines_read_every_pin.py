@@ -58,3 +58,15 @@ def test_the_flex_reason_stays_when_memory_fails_too():
     lines = explain_infeasible(ds, job, place, load_profile("mi300x"), {"moe_dispatcher": ["flex"]}, {}, 0.0,
                                remedies=False)["why"]
     assert any(ln.startswith("--moe-dispatcher flex") for ln in lines), lines
+
+
+def test_flex_pinned_with_tp1_and_ep1_names_the_group_rule():
+    """`--tp 1 --ep 1 --moe-dispatcher flex` said "nothing fits: --tp + --ep + --moe-dispatcher" with no why: the
+    dispatcher pin was not among the pins the pair check sets. Megatron's flex dispatcher needs TP x EP > 1
+    (megatron/core/transformer/moe/token_dispatcher.py MoEFlexTokenDispatcher), which the rule flex_dispatcher_group
+    holds; the line names all three pins and that rule."""
+    moe = load_model("Qwen3-30B-A3B")
+    pins = {"tp": [1], "ep": [1], "moe_dispatcher": ["flex"]}
+    lines = explain_infeasible(moe, JOB, PLACE, H100, pins, {}, 0.0, remedies=False)["why"]
+    assert any("--tp 1" in ln and "--ep 1" in ln and "--moe-dispatcher flex" in ln and "flex_dispatcher_group" in ln
+               for ln in lines), lines
