@@ -9,8 +9,10 @@ first second, not after minutes of solving or measuring.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -103,8 +105,9 @@ def atomic_write_text(path: str | Path, text: str, label: str | None = None, exe
             mode = stat.S_IMODE(os.stat(target).st_mode)
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:200]}.", suffix=".tmp")
-    try:
+    tmp = None
+    try:  # mkstemp inside the try: a Ctrl-C right after it must not leave its file behind
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:200]}.", suffix=".tmp")
         os.fchmod(fd, mode)
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
@@ -113,6 +116,47 @@ def atomic_write_text(path: str | Path, text: str, label: str | None = None, exe
         _refuse_non_regular(target, label, str(path))  # again: a FIFO or device put there while we wrote
         os.replace(tmp, target)
     except BaseException:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def _interrupts_held():
+    """Hold Ctrl-C (SIGINT) for the body and deliver it after, where the platform can (the main thread on POSIX):
+    a handful of renames that must land together or not at all."""
+    import signal
+    import threading
+
+    can = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    if can:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        if can:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def atomic_write_folder(directory: str | Path, files: list[tuple[str, str, bool]], remove: set[str] = frozenset()) -> None:
+    """Write `files` ((name, text, executable), the last one the index that lists the others, e.g. SUMMARY.md) into
+    `directory` together, and remove the names in `remove`: all of it or none. Why: `solve --render` interrupted
+    half-way left 17 of 20 scripts and no SUMMARY.md. Everything is first written into a hidden staging folder
+    beside them (same file system; Ctrl-C there leaves the folder as it was), then renamed into place with Ctrl-C
+    held, the index last. Targets are judged as `atomic_write_text` judges them (regular files or new names only)."""
+    directory = _resolved(directory)
+    for name, _, _ in files:
+        _refuse_non_regular(_resolved(directory / name), "output file", str(directory / name))
+    staging = None
+    try:
+        staging = Path(tempfile.mkdtemp(dir=directory, prefix=".shardplan-staging-"))
+        for name, text, executable in files:
+            atomic_write_text(staging / name, text, executable=executable)
+        with _interrupts_held():
+            for name, _, _ in files:
+                os.replace(staging / name, _resolved(directory / name))
+            for name in remove:
+                (directory / name).unlink(missing_ok=True)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)

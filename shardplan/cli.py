@@ -193,6 +193,19 @@ def _internal(exc: BaseException) -> str:
             "(a bug in shardplan, not your input; please report it with the command line)")
 
 
+def _exit_interrupted(word: str) -> None:
+    """Exit 130 after Ctrl-C, without the interpreter's own shutdown. Why: a CP-SAT search stopped mid-way can leave
+    one of OR-Tools' C++ threads joinable (seen with ortools 9.15), and a normal exit then dies in its destructor
+    ("terminate called without an active exception", exit 134). The interrupt has already unwound every `finally`
+    on its way here (temporary files removed, nothing half-renamed), so only the streams are left to flush."""
+    import os
+
+    click.echo(word, err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def main(argv=None) -> None:
     from solver.heap import keep_heap
 
@@ -200,8 +213,7 @@ def main(argv=None) -> None:
     try:
         cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
+        _exit_interrupted("aborted")
     except click.ClickException as exc:
         if isinstance(exc, click.UsageError):
             click.echo(f"error: {exc.format_message()}", err=True)
@@ -212,8 +224,7 @@ def main(argv=None) -> None:
         click.echo(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
+        _exit_interrupted("interrupted")
     except Exception as exc:  # noqa: BLE001 - the one place a bug becomes exit 3 instead of a traceback
         click.echo(_internal(exc), err=True)
         sys.exit(EXIT_INTERNAL)

@@ -17,6 +17,8 @@ Deterministic: one worker, fixed seed, deterministic time limit.
 """
 from __future__ import annotations
 
+import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -200,12 +202,44 @@ def new_cp_solver(max_time_s: float) -> cp_model.CpSolver:
     s.parameters.max_presolve_iterations = 1
     s.parameters.cp_model_probing_level = 0
     s.parameters.presolve_inclusion_work_limit = 0  # OR-Tools #5293: keep enforced one-hot x bytes sums enforced
+    # CP-SAT's own Ctrl-C handler ends the search "as if a time limit was reached" (sat_parameters.proto
+    # catch_sigint_signal): the interrupted solve then carried on, said "proven optimal" and exited 0. solve_model
+    # takes Ctrl-C instead and stops the search itself
+    s.parameters.catch_sigint_signal = False
     return s
 
 
 def solve_model(rm, solver: cp_model.CpSolver, callback=None) -> int:
-    """Solve; MODEL_INVALID is an error naming OR-Tools' reason (e.g. int64 overflow), never read as a verdict."""
-    status = solver.solve(rm.model, callback)
+    """Solve; MODEL_INVALID is an error naming OR-Tools' reason (e.g. int64 overflow), never read as a verdict.
+
+    Why a worker thread: CP-SAT's search runs in C++ (it releases the GIL), where Python's Ctrl-C and the --max-time
+    alarm cannot land until it returns. The main thread waits in short joins, so KeyboardInterrupt or the alarm lands
+    there at once: the search is stopped, the thread joined, and the interrupt goes on up (exit 130, or the one-line
+    time-limit error), with no answer read from a cut search."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["status"] = solver.solve(rm.model, callback)
+        except BaseException as exc:  # handed to the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="cp-sat", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+    except BaseException:
+        solver.stop_search()
+        while worker.is_alive():
+            try:
+                worker.join(0.05)
+            except BaseException:  # the alarm re-arms itself until it lands: keep stopping, keep the first interrupt
+                solver.stop_search()
+        raise
+    if "error" in box:
+        raise box["error"]
+    status = box["status"]
     if status == cp_model.MODEL_INVALID:
         raise RuntimeError(f"CP-SAT rejected the model: {rm.model.validate()}")
     return status
@@ -282,9 +316,13 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             raise RuntimeError(f"CP-SAT: {solver.status_name(status)} where the exact tables fit; raise --time-limit")
         proven = status == cp_model.OPTIMAL
-        if proven and int(solver.objective_value) != best_value:
+        # the objective is an integer (µs or bytes), but OR-Tools reports it as a double: 18198174 came back as
+        # 18198173.999999996 (DeepSeek-V3 / 256 H100), which int() truncated into a false "disagrees"; read the
+        # integer expression's value instead, and round the bound up only past float noise (it stays a lower bound)
+        target = rm.time_us if objective == "throughput" else rm.peak_bytes
+        if proven and int(solver.value(target)) != best_value:
             raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
-        bound = best_value if proven else int(solver.best_objective_bound)
+        bound = best_value if proven else math.ceil(solver.best_objective_bound - 1e-6)
     if reaches_pruned(tables, k, len(best), limit):
         proven, bound = False, min(best_value, pruned_lb)
     return SolveResult(best, proven, bound, "cpsat", evaluated=len(ranker.done), rejected=ranker.rejected,

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from boundary.write import atomic_write_folder
 from constraints.case import Case, atomic_write_text
 from templates.megatron_args import RenderPaths
 from templates.render import Format, render_script, unsupported_features
@@ -46,6 +47,7 @@ def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format =
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     earlier = rendered_before(directory)
+    files: list[tuple[str, str, bool]] = []
     if notes is not None and len(notes) != len(cases):
         raise ValueError(f"render_solutions: {len(notes)} notes for {len(cases)} cases; give one per case")
     written: list[Path] = []
@@ -60,7 +62,7 @@ def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format =
             note = "; ".join([note] * bool(note) + [u.replace("|", "/") for u in unsupported])
         else:
             path = directory / script_name(i, case, fmt)
-            write_script(path, render_script(case, fmt, paths))
+            files.append((path.name, render_script(case, fmt, paths), True))
             written.append(path)
             script = path.name
         r = case.recipe
@@ -73,9 +75,10 @@ def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format =
         header += [f"Model {c.model.name} on {c.placement.num_nodes} x {c.placement.gpus_per_node} "
                    f"{c.placement.hardware}, seq {c.job.seq_length}, global batch {c.job.global_batch_size}, "
                    f"{c.job.precision.value}.", ""]
-    atomic_write_text(directory / "SUMMARY.md", "\n".join(header + rows) + "\n")
-    for stale in earlier - {path.name for path in written}:
-        (directory / stale).unlink(missing_ok=True)
+    # the scripts and SUMMARY.md land together or not at all, and an earlier render's scripts this one does not write
+    # again go with them: never a stale answer, nor a folder half new (boundary.write.atomic_write_folder)
+    atomic_write_folder(directory, files + [("SUMMARY.md", "\n".join(header + rows) + "\n", False)],
+                        remove=earlier - {path.name for path in written})
     return written
 
 
