@@ -18,7 +18,8 @@ from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
 
 from constraints.hf_reading import (KNOWN_TYPES, PLAIN_MLP_ACTIVATIONS, UNREAD_FAMILY_TIE_DEFAULT, geglu_family,
-                                     not_modelled_layers, reading_notes, rope_fields, unread_moe_keys)
+                                     not_modelled_layers, reading_notes, rope_fields, unread_moe_keys,
+                                     hidden_act_of)
 from constraints.spec import BOUND_REASONS, MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -59,6 +60,11 @@ _HF_INT_FIELDS = (
 )
 _HF_FLOAT_FIELDS = ("attention_dropout", "hidden_dropout", "resid_pdrop", "attn_pdrop")
 _HF_BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias")
+# other families' names for the three shape keys every reader needs (DBRX d_model / n_heads / n_layers, the Falcon
+# RefinedWeb layout n_head / n_layer, GPT-2's n_embd outside model_type gpt2): seen, they get a refusal naming them
+_OWN_NAMES = {"hidden_size": ("d_model", "n_embd", "dim", "model_dim"),
+              "num_attention_heads": ("n_heads", "n_head", "num_heads"),
+              "num_hidden_layers": ("n_layers", "n_layer", "num_layers")}
 
 
 def _check_hf_types(raw: dict, name: str) -> None:
@@ -130,6 +136,13 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
             attention_bias=True, mlp_bias=True, hidden_dropout=raw.get("resid_pdrop", 0.1) or 0.0,
             attention_dropout=raw.get("attn_pdrop", 0.1) or 0.0,
         )
+    if unread_moe_keys(raw) and not _get(raw, "n_routed_experts", "num_local_experts", "num_experts"):
+        # a family's own words for experts (DBRX ffn_config.moe_num_experts): said before any missing dense key, whose
+        # fix (add hidden_size ...) would lead to a model read as dense
+        raise ModelError(f"model {name}: the config describes experts in keys shardplan does not read "
+                         f"({', '.join(unread_moe_keys(raw)[:4])}); read without them it would price another model: write a "
+                         "model YAML (num_experts, moe_router_topk, moe_ffn_hidden_size, "
+                         "moe_shared_expert_intermediate_size: README 'Recipe YAML')")
     h = _get(raw, "hidden_size")
     heads = _get(raw, "num_attention_heads")
     layers = _get(raw, "num_hidden_layers")
@@ -139,6 +152,13 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
             raise ModelError(f"model {name}: model_type {shown(mt)} is multimodal: its language model's {key} is under "
                              "text_config, and shardplan prices the decoder alone (no vision encoder); give text_config's "
                              "contents as the config")
+        if value is None and _OWN_NAMES.get(key, ()) and any(k in raw for k in _OWN_NAMES[key]):
+            # the family names its shape its own way (DBRX d_model / n_heads / n_layers, Falcon RW n_head / n_layer):
+            # copying one key over would leave the others read by guess
+            own = ", ".join(f"{k}={shown(raw[k], 16)}" for k in _OWN_NAMES[key] if k in raw)
+            raise ModelError(f"model {name}: config has no {key}; model_type {shown(mt)} names it its own way ({own}), "
+                             "which shardplan does not read: write a model YAML (num_layers, hidden_size, ffn_hidden_size, "
+                             "num_attention_heads, num_query_groups, vocab_size: README 'Recipe YAML')")
         if not value or value < 0:
             got = "it is missing" if value is None else f"got {value}"
             raise ModelError(f"model {name}: config needs a positive {key} ({got}); copy it from the model's HF config.json")
@@ -167,7 +187,7 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
                          "model YAML (num_experts, moe_router_topk, moe_ffn_hidden_size, "
                          "moe_shared_expert_intermediate_size: README 'Recipe YAML')")
     mla = raw.get("kv_lora_rank") is not None
-    act = PLAIN_MLP_ACTIVATIONS.get(raw.get("hidden_act", "silu"), Activation.swiglu)
+    act = PLAIN_MLP_ACTIVATIONS.get(hidden_act_of(raw) or "silu", Activation.swiglu)
     if geglu_family(mt):  # GeGLU has SwiGLU's shapes (hf_reading notes the gate's function)
         act = Activation.swiglu
     glu: dict[str, Any] = {}

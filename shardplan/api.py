@@ -119,7 +119,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         spec = load_model(model)
         profile = load_profile(hardware)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
-        placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node or profile.gpus_per_node)
+        placement = Placement(hardware=hardware, num_nodes=nodes,
+                              gpus_per_node=profile.gpus_per_node if gpus_per_node is None else gpus_per_node)
         ranges = {"tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "etp": etp, "mbs": mbs}
         pins, bounds = collect_pins(ranges, schedule, None if recompute == "none" else recompute, recompute == "none",
                                     sequence_parallel, dp_sharding, tp_comm_overlap, moe_dispatcher, ep_comm_overlap, uneven_stages)

@@ -101,6 +101,8 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         for line in r.not_rendered:
             click.echo(f"render: not written: {line}", err=True)
     if fmt in ("csv", "markdown"):  # the table prints them; csv / markdown rows have no place for them
+        for note in result.model_notes:  # what the HF config reader did not follow: never silent in any format
+            click.echo(f"! model config: {note}", err=True)
         for w in result.job_warnings:
             click.echo(f"warning: {w}", err=True)
         for p in result.ignored_pins:

@@ -157,7 +157,7 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         spec = load_model(model)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
         for hw in profiles:  # every profile and the node counts are checked before the first solve
-            Placement(hardware=hw, num_nodes=counts[-1], gpus_per_node=gpus_per_node or load_profile(hw).gpus_per_node)
+            Placement(hardware=hw, num_nodes=counts[-1], gpus_per_node=load_profile(hw).gpus_per_node if gpus_per_node is None else gpus_per_node)
     return sweep_specs(spec, job, profiles, counts, gpus_per_node, 1.0 - max_memory_fraction, train_tokens, usd_per_gpu_hour)
 
 
@@ -177,7 +177,7 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
     per_node: set[int] = set()
     for hw in hardware:
         profile = load_profile(hw)
-        node_gpus = gpus_per_node or profile.gpus_per_node
+        node_gpus = profile.gpus_per_node if gpus_per_node is None else gpus_per_node
         per_node.add(node_gpus)
         screen = CountScreen(model, job, profile, margin_fraction, pins, bounds)
         shared_parts: dict = {}  # layer parts by shape and scale-up domain, for every size of this profile
