@@ -7,6 +7,7 @@ library checks again, so the API holds the same bounds as the command line.
 from __future__ import annotations
 
 import math
+import typing
 
 from boundary.errors import InputRefused
 
@@ -31,4 +32,24 @@ def bounded_int(value, name: str, lo: int, hi: int, why: str) -> int:
         raise InputRefused(f"{name}: not an integer ({str(value)[:40]!r}); give an integer in [{lo}, {hi}]")
     if not lo <= value <= hi:
         raise InputRefused(f"{name}: {value} is outside [{lo}, {hi}]; {why}")
+    return value
+
+
+def is_number_annotation(annotation) -> bool:
+    """True for a pydantic field typed int or float (also Optional / Annotated), never for one that admits bool."""
+    if annotation in (int, float):
+        return True
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Annotated:
+        return is_number_annotation(args[0])
+    return bool(args) and bool not in args and any(is_number_annotation(a) for a in args if a is not type(None))
+
+
+def refuse_bool_number(value, annotation):
+    """`value` unchanged, unless it is a bool given for a number field: pydantic's lax mode reads True as 1, so a YAML
+    `tp: true` (or `yes`, `on`) was judged as TP 1 and `nodes: yes` as one node. A before-validator of the strict
+    bases (constraints.spec.Strict, hardware.profile) calls this for every field."""
+    if isinstance(value, bool) and is_number_annotation(annotation):
+        raise ValueError(f"give a number, not {str(value).lower()} (YAML reads true / false, yes / no, on / off as "
+                         "booleans)")
     return value

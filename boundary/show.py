@@ -35,6 +35,7 @@ def validation_line(exc, rename: dict[str, str] | None = None, reasons: dict[str
     if not err["loc"] and err.get("type") == "value_error":
         # a whole-model validator's message already names its fields: pydantic's "value: Value error, " says nothing
         return msg.removeprefix("Value error, ")
+    msg = msg.removeprefix("Value error, ")  # a field validator's own words say enough (boundary.numbers)
     if len(msg) > 300:  # a validator's message may quote the input itself
         msg = msg[:300] + "..."
     value = err.get("input")

@@ -17,6 +17,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from boundary.errors import InputRefused, ShardplanError
+from boundary.numbers import refuse_bool_number
 from boundary.parse import load_yaml
 from boundary.read import read_text
 from boundary.show import validation_line
@@ -30,6 +31,11 @@ PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, value, info):
+        return refuse_bool_number(value, cls.model_fields[info.field_name].annotation)
 
 
 # Physical ranges for profile numbers. They keep every time finite and every byte count inside int64: a peak of

@@ -29,7 +29,8 @@ def option_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     field = str(err["loc"][0]) if err.get("loc") else ""
     option = _OPTION_OF_FIELD.get(field, field.replace("_", "-") or "input")
-    return f"{option}: {err['msg'][:1].lower() + err['msg'][1:]} (got {err.get('input')!r})"
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{option}: {msg[:1].lower() + msg[1:]} (got {err.get('input')!r})"
 
 
 @contextmanager
