@@ -393,8 +393,11 @@ def model_from_mapping(data: dict, name: str) -> ModelSpec:
 
 
 def load_model(name_or_path: str) -> ModelSpec:
-    """A bundled model by case-insensitive stem (e.g. `llama-3.1-70b`), or a path to an HF config.json / model YAML."""
+    """A bundled model by case-insensitive stem (e.g. `llama-3.1-70b`), a path to an HF config.json / model YAML, or
+    an HF model folder holding config.json."""
     path = Path(name_or_path)
+    if path.is_dir() and is_regular_file(path / "config.json"):
+        path = path / "config.json"  # an HF checkpoint or download folder: its config.json describes the model
     if not is_regular_file(path):
         bundled = {p.stem.lower(): p for p in MODELS_DIR.glob("*.json")}
         path = bundled.get(name_or_path.lower())

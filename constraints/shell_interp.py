@@ -26,6 +26,7 @@ from constraints.shell_blocks import (
 )
 from constraints.shell_expand import MARK_RE, Shell, Value, mark
 from constraints.shell_launchers import (LAUNCHERS, SHELLS, bridge_entry, launcher_end, launcher_env, protect_marks,
+                                         runs_its_argument,
                                         sbatch_options)
 from constraints.shell_lex import HEREDOC_MARK, LaunchScriptError, Stmt, scan, statements as split_statements, without_redirections
 
@@ -192,7 +193,8 @@ class Interpreter(Blocks):
             return
         if any(SCRIPT_RE.match(os.path.basename(t)) for t in tokens) and \
                 (LAUNCHERS.match(os.path.basename(tokens[0])) or SCRIPT_RE.match(os.path.basename(tokens[0]))
-                 or MARK_RE.fullmatch(tokens[0])):  # `${LAUNCHER} pretrain_gpt.py ...`: a launcher check cannot know
+                 or MARK_RE.fullmatch(tokens[0])  # `${LAUNCHER} pretrain_gpt.py ...`: a launcher check cannot know
+                 or runs_its_argument(tokens)):
             script = next(i for i, t in enumerate(tokens) if SCRIPT_RE.match(os.path.basename(t)))
             self.found = (tokens, {**prefix, **launcher_env(tokens[:script], self.sh.get)})
             return

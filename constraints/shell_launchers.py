@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 
+from constraints.shell_blocks import SCRIPT_RE
 from constraints.shell_expand import MARK_RE
 
 # programs that run the launch line (or a shell that does) after options of their own; nohup / time / nice / stdbuf /
@@ -16,6 +17,19 @@ from constraints.shell_expand import MARK_RE
 LAUNCHERS = re.compile(r"^(torchrun|python[0-9.]*|srun|mpirun|mpiexec|uv|deepspeed|numactl|nsys|env|exec"
                        r"|nohup|time|nice|stdbuf|timeout|taskset)$")
 SHELLS = ("bash", "sh", "zsh", "dash")
+# wrappers that exec the program they are given, named as launch guides name them: Megatron-LM's DeepSeek-V3 GB200
+# guide (docs/discussions/deepseek-v3-gb200-optimization, dev branch) runs `/path/to/bindpcie /path/to/pretrain_gpt.py`
+WRAPPERS = ("bindpcie",)
+
+
+def runs_its_argument(tokens: list[str]) -> bool:
+    """`WRAPPER pretrain_*.py ...` at the top of a script: a known wrapper, or any program named by its path
+    (`./bind.sh`, `/opt/tools/wrap`), directly followed by the training script. Accepted under srun already; at the top
+    level the line was refused as "no pretrain_*.py command". A command named bare (`echo pretrain_gpt.py`) is not."""
+    if len(tokens) < 2 or not SCRIPT_RE.match(os.path.basename(tokens[1])):
+        return False
+    first = tokens[0]
+    return os.path.basename(first) in WRAPPERS or "/" in first
 
 
 def protect_marks(text: str) -> tuple[str, dict[str, str]]:

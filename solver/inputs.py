@@ -47,8 +47,18 @@ class LoadedCase:
         return BRIDGE_VALIDATED if self.source == BRIDGE_VALIDATED else None
 
 
+RECIPE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _is_recipe_file(path: Path, text: str) -> bool:
+    """A recipe by its name (.yaml / .yml / .json, any case) or, named otherwise, by a JSON object's opening brace:
+    a recipe saved as `recipe.json` or `recipe.YAML` was read as a launch script and refused as "no pretrain_*.py
+    command". A launch script never starts with `{`."""
+    return path.suffix.lower() in RECIPE_SUFFIXES or text.lstrip().startswith("{")
+
+
 def _looks_like_recipe_yaml(path: Path, text: str) -> Optional[dict]:
-    if path.suffix not in (".yaml", ".yml"):
+    if not _is_recipe_file(path, text):
         return None
     try:
         data = load_yaml(text, "recipe", f"recipe file {path}")
@@ -67,7 +77,7 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
     """A Case from FILE; command-line --hardware/--nodes/--gpus-per-node/--model override or complete it."""
     p = Path(path)
     try:  # a recipe or a launch script / argument file: the same 1 MiB limit
-        text = read_text(p, "launch script" if p.suffix not in (".yaml", ".yml") else "recipe", str(path),
+        text = read_text(p, "recipe" if p.suffix.lower() in RECIPE_SUFFIXES else "launch script", str(path),
                          expected=_EXPECTED.removeprefix("give "))
     except InputRefused as exc:
         raise InputError(str(exc)) from None
@@ -90,6 +100,11 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
 def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_path: Optional[str] = None) -> LoadedCase:
     from constraints.launch_script import extract_argv
     from constraints.launch_world import entry_family_error
+
+    if "\r\n" in text:  # bash reads the carriage return as part of each word: `\` then \r continues no line
+        raise InputError(f"{script_path or 'the script'}: Windows (CRLF) line endings, which bash reads as part of each "
+                         "line (a `\\` before them continues nothing); convert the file with dos2unix, or "
+                         "sed -i 's/\\r$//' FILE")
 
     try:
         # bash semantics: a variable the script reads but never sets comes from the environment it runs in
