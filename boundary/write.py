@@ -160,3 +160,15 @@ def atomic_write_folder(directory: str | Path, files: list[tuple[str, str, bool]
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def refuse_overwriting_input(source: str | Path, output: str | Path, label: str) -> None:
+    """Refuse an output path that names the input file itself (links followed): `render train.sh -o train.sh` replaced
+    the user's own script with the rendered one."""
+    try:
+        same = Path(source).resolve().samefile(Path(output).resolve())
+    except OSError:  # either does not exist (yet): not the same file
+        return
+    if same:
+        raise InputRefused(f"{label}: {output} is the input file; writing there would replace what was read: "
+                           "write elsewhere")

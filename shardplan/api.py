@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional, Union
 from pydantic import ValidationError
 
 from boundary.errors import ShardplanError
+from boundary.write import refuse_overwriting_input
 from shardplan.progress import step
 from shardplan.results import (CheckResult, FewestGpus, HardwareInfo, ModelInfo, Parallel, RejectedRecipe, RenderedFolder,
                                RenderResult, SolvedRecipe, SolveResult)
@@ -243,6 +244,8 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
                                         script_site_paths)
 
     _choice("format", format, RENDER_FORMATS)  # stack config formats too (configs hook)
+    if output is not None and not isinstance(source, Mapping):
+        refuse_overwriting_input(source, output, "output")
     with input_boundary():
         loaded = load_render_input(source, hardware, nodes, gpus_per_node)
         given = {k: v for k, v in paths.items() if v is not None and v != DATA_PATH_PLACEHOLDER}  # the CLI's default: none given
