@@ -60,6 +60,22 @@ def tp_comm_overlap_needs_sp(x: RuleInput) -> Optional[Violation]:
     return None
 
 
+@rule(reads="tp_comm_overlap tp")
+def tp_comm_overlap_within_nvlink(x: RuleInput) -> Optional[Violation]:
+    """--tp-comm-overlap runs Transformer Engine's userbuffers, which exchange TP shards over NVLink only: CUDA IPC
+    within one node (at most 8 GPUs) or a multi-node NVLink fabric (NVL72), never over the network
+    (transformer_engine/common/comm_gemm_overlap/userbuffers/userbuffers.h "for TP-parallelism, only single node is
+    implemented"; userbuffers-host.cpp "CUDA IPC supports only up to 8 GPUs in an NVLink domain", TransformerEngine
+    d0067d0d). A TP group larger than the part's NVLink (scale-up) domain cannot overlap; priced as if it did, TP 16 on
+    H100 read within 5 % of the best single-node recipe."""
+    r, p = x.recipe, x.profile
+    if not r.tp_comm_overlap or p is None or r.tp <= p.scale_up_domain_size:
+        return None
+    return violation("tp_comm_overlap_within_nvlink", f"--tp-comm-overlap with TP={r.tp} spans more than the "
+                     f"{p.scale_up_domain_size}-GPU NVLink domain of {p.name}; Transformer Engine's userbuffers overlap "
+                     "TP only over NVLink", f"drop --tp-comm-overlap, or use TP <= {p.scale_up_domain_size}")
+
+
 @rule(reads="cp")
 def context_parallel_seq(x: RuleInput) -> Optional[Violation]:
     """[19] CP>1 needs --seq-length % (2*CP) == 0 (load-balanced causal chunks; validate_args)."""

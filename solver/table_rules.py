@@ -26,6 +26,7 @@ from solver.splits import is_uneven, split_choices
 
 BATCH_RULES = {"global_batch_divisible", "interleaved_microbatches"}
 ACTIVATION_RULES = {"sequence_parallel_needs_tp", "sequence_parallel_divides_seq", "tp_comm_overlap_needs_sp",
+                    "tp_comm_overlap_within_nvlink",
                     "moe_sequence_parallel", "full_recompute_args", "selective_recompute_args", "fp8_delayed_recompute",
                     "distribute_saved_activations", "cpu_offloading", "zero_bubble_no_recompute",
                     "moe_act_needs_grouped_gemm", "ep_comm_overlap"}

@@ -41,6 +41,9 @@ CASES = {
     "sequence_parallel_needs_tp": (dict(tp=2, sequence_parallel=True), dict(tp=1, sequence_parallel=True)),
     "sequence_parallel_divides_seq": (dict(tp=8, sequence_parallel=True, seq=4096), dict(tp=8, sequence_parallel=True, seq=4100)),
     "tp_comm_overlap_needs_sp": (dict(tp=2, sequence_parallel=True, tp_comm_overlap=True), dict(tp=2, tp_comm_overlap=True)),
+    # H100's NVLink domain is one 8-GPU node; GB200 NVL72's is 72 GPUs (multi-node NVLink)
+    "tp_comm_overlap_within_nvlink": (dict(tp=8, sequence_parallel=True, tp_comm_overlap=True),
+                                      dict(tp=16, world=16, sequence_parallel=True, tp_comm_overlap=True)),
     "context_parallel_seq": (dict(cp=2, seq=4096), dict(cp=4, seq=4100)),
     "position_embeddings_cover_seq": (dict(model="GPT-3-175B", seq=2048, world=8, tp=8), dict(model="GPT-3-175B", seq=4096, world=8, tp=8)),
     "hierarchical_cp": (dict(cp=4, cp_comm_type="a2a+p2p", hierarchical_cp_sizes=(2, 2)), dict(cp=4, cp_comm_type="a2a+p2p")),
@@ -196,3 +199,10 @@ def test_a_micro_batch_group_below_pp_is_named_with_its_own_fix():
              if v.rule == "interleaved_microbatches"]
     assert found and "at least PP=8" in found[0].message
     assert found[0].fix.startswith("use --microbatch-group-size-per-virtual-pipeline-stage 8")
+
+
+def test_tp_comm_overlap_across_nodes_of_an_nvl72_rack_is_legal():
+    """Multi-node NVLink (GB200 NVL72, 72 GPUs in one NVLink domain): userbuffers use the fabric, TP 16 overlaps."""
+    gb200 = load_profile("gb200-nvl72")
+    x = rin(tp=16, world=16, sequence_parallel=True, tp_comm_overlap=True, profile=gb200)
+    assert "tp_comm_overlap_within_nvlink" not in _rule_names(check_rules(x))
