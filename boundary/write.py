@@ -52,6 +52,8 @@ def _probe_directory(directory: Path, label: str) -> None:
 def check_output_file(path: str | Path, label: str) -> None:
     """Refuse, before any work, an output path that is a directory / FIFO / device / socket, or whose folder
     is missing or not writable."""
+    if not str(path).strip():  # Path("") is ".", a directory: say what is wrong with it instead
+        raise InputRefused(f"{label}: an empty path; give a file path, e.g. train.sh")
     target = _resolved(path)
     _refuse_non_regular(target, label, str(path))
     parent = target.parent
@@ -96,6 +98,8 @@ def atomic_write_text(path: str | Path, text: str, label: str | None = None, exe
     0666 & ~umask (0644 under umask 022), as `open(path, "w")` would give. `executable` (launch scripts, so
     `./script.sh` works) gives 0777 & ~umask, owner rwx always, set before the rename: never a moment without it."""
     label = label or "output file"
+    if not str(path).strip():  # Path("") is ".", a directory: say what is wrong with it instead
+        raise InputRefused(f"{label}: an empty path; give a file path, e.g. train.sh")
     target = _resolved(path)
     _refuse_non_regular(target, label, str(path))
     if executable:

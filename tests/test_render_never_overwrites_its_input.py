@@ -38,3 +38,8 @@ def test_another_output_is_written(tmp_path):
     out = tmp_path / "train.sh"
     res = CliRunner().invoke(cli, ["render", str(EXAMPLE), "-o", str(out)])
     assert res.exit_code == 0 and out.read_text().startswith("#!")
+
+
+def test_an_empty_output_path_says_so():
+    res = CliRunner().invoke(cli, ["render", str(EXAMPLE), "-o", ""])
+    assert res.exit_code == 2 and "an empty path" in res.stderr
