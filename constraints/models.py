@@ -392,11 +392,19 @@ def model_from_mapping(data: dict, name: str) -> ModelSpec:
                          "model's HF config.json") from None
 
 
+def _is_folder(path: Path) -> bool:
+    """A directory, False for a name the OS cannot even look up (too long, NUL): that is an unknown model."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def load_model(name_or_path: str) -> ModelSpec:
     """A bundled model by case-insensitive stem (e.g. `llama-3.1-70b`), a path to an HF config.json / model YAML, or
     an HF model folder holding config.json."""
     path = Path(name_or_path)
-    if path.is_dir() and is_regular_file(path / "config.json"):
+    if _is_folder(path) and is_regular_file(path / "config.json"):
         path = path / "config.json"  # an HF checkpoint or download folder: its config.json describes the model
     if not is_regular_file(path):
         bundled = {p.stem.lower(): p for p in MODELS_DIR.glob("*.json")}
