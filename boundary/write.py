@@ -53,7 +53,7 @@ def check_output_file(path: str | Path, label: str) -> None:
     """Refuse, before any work, an output path that is a directory / FIFO / device / socket, or whose folder
     is missing or not writable."""
     if not str(path).strip():  # Path("") is ".", a directory: say what is wrong with it instead
-        raise InputRefused(f"{label}: an empty path; give a file path, e.g. train.sh")
+        raise InputRefused(f"{label}: an empty path; give a file path")
     target = _resolved(path)
     _refuse_non_regular(target, label, str(path))
     parent = target.parent
@@ -99,7 +99,7 @@ def atomic_write_text(path: str | Path, text: str, label: str | None = None, exe
     `./script.sh` works) gives 0777 & ~umask, owner rwx always, set before the rename: never a moment without it."""
     label = label or "output file"
     if not str(path).strip():  # Path("") is ".", a directory: say what is wrong with it instead
-        raise InputRefused(f"{label}: an empty path; give a file path, e.g. train.sh")
+        raise InputRefused(f"{label}: an empty path; give a file path")
     target = _resolved(path)
     _refuse_non_regular(target, label, str(path))
     if executable:

@@ -12,6 +12,7 @@ import itertools
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Iterable, Optional
 
 import click
@@ -118,6 +119,10 @@ def _load_inputs(model_name, hardware, recipe_file, seq_length, precision, space
         model = load_model(model_name)
         job = JobSpec(seq_length=seq_length, global_batch_size=max(space["mbs"]), precision=Precision(precision))
         recipes = recipes_from_space(space["tp"], space["cp"], space["ep"], space["etp"], space["mbs"], space["sp"])
+    if job.precision.value == "nvfp4":  # bench_ops has no fp4 GEMM to time (torch has no NVFP4 matmul to call)
+        raise click.UsageError("--precision nvfp4: measure times bf16, fp16 and fp8 kernels; NVFP4 GEMMs have no "
+                               "benchmark here; measure --precision mxfp8 or bf16 (the projection prices NVFP4 from the "
+                               "part's FP4 peak)")
     if hardware is not None:
         profile = load_profile(hardware)
         if job.precision.is_fp8 and not profile.supports_fp8:
@@ -128,7 +133,7 @@ def _load_inputs(model_name, hardware, recipe_file, seq_length, precision, space
 EPILOG = """\b
 Examples:
   shardplan measure --model Llama-3.1-8B --hardware h100-sxm-80gb --seq-length 8192 \\
-      --tp 1,2,4,8 --mbs 1 --device cuda --out hardware/measured/h100.json
+      --tp 1,2,4,8 --mbs 1 --device cuda --out hardware/measured/h100-sxm-80gb.json
   shardplan measure --recipe constraints/examples/llama3-70b-h100.yaml --device cuda --out table.json
   shardplan measure --model tiny.yaml --seq-length 128 --device cpu --max-elements 1000000 --out cpu.json
 A second run with the same --out measures only the entries that are missing."""
@@ -147,7 +152,7 @@ A second run with the same --out measures only the entries that are missing."""
 @click.option("--mbs", default="1", show_default=True, help="micro-batch sizes")
 @click.option("--sequence-parallel/--no-sequence-parallel", default=True, show_default=True, help="SP when TP>1")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cuda", show_default=True)
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="cost-table JSON (created or resumed)")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="cost-table JSON (created or resumed); not needed with --list")
 @click.option("--reps", type=click.IntRange(1), default=20, show_default=True, help="timed repetitions per kernel")
 @click.option("--warmup", type=click.IntRange(0), default=3, show_default=True, help="untimed calls first")
 @click.option("--max-elements", type=click.IntRange(1), default=None, help="skip kernels whose largest tensor is bigger")
@@ -165,14 +170,17 @@ def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp
     from measure.cost_table import CostTable, CostTableError
 
     check_measure_limits(budget_s, threads, reps, warmup)
+    if not list_only and out_path is None:
+        raise click.UsageError("Missing option '--out': give the cost-table JSON to create or resume (--list needs none)")
     if not list_only:
         check_output_file(out_path, "--out")  # before loading and measuring: a doomed write fails now
+        refuse_cpu_into_part_tables(device, out_path)
     space = {"tp": _int_list("--tp", tp), "cp": _int_list("--cp", cp), "ep": _int_list("--ep", ep),
              "etp": _int_list("--etp", etp), "mbs": _int_list("--mbs", mbs), "sp": sequence_parallel}
     try:
         model, job, recipes = _load_inputs(model_name, hardware, recipe_file, seq_length, precision, space)
         keys, excluded = keys_for(model, job, recipes)
-        table = CostTable.load(out_path, missing_ok=True)
+        table = CostTable.load(out_path, missing_ok=True) if out_path is not None else None
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
@@ -191,6 +199,20 @@ def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp
             click.echo(key)
         return
     _measure_keys(table, keys, device, out_path, reps, warmup, max_elements, budget_s, threads, op_num_elements, split_key)
+
+
+def refuse_cpu_into_part_tables(device: str, out_path: str) -> None:
+    """A CPU measurement written into hardware/measured/ would sit where every projection of a GPU profile looks
+    (measure/measured_tables.py ignores it there, so it would only be lost work): refused before measuring."""
+    from measure.measured_tables import MEASURED_DIR
+
+    try:
+        inside = Path(out_path).resolve().parent == MEASURED_DIR.resolve()
+    except OSError:
+        return
+    if device == "cpu" and inside:
+        raise MeasureInputError(f"--out {out_path}: hardware/measured/ holds the tables GPU profiles are priced with, and "
+                                "a CPU's kernel times are not a GPU's; write a CPU table elsewhere (e.g. --out cpu.json)")
 
 
 def check_measure_limits(budget_s: float, threads: Optional[int], reps: int, warmup: int) -> None:

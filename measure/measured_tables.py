@@ -7,7 +7,7 @@ then use the measured kernel times without the user passing the file. A table pa
 
 The file is the ordinary cost-table JSON (measure/cost_table.py). Its entries are looked up under one
 fingerprint: a device measured by `shardplan measure` when the file has one, else the published
-reconstruction (fingerprints starting `published:`, bench/published_tables.py); a table that does not load is ignored with the
+reconstruction (fingerprints starting `published:`, bench/published_tables.py), never a CPU's; a table that does not load is ignored with the
 reason kept in `load_errors` rather than failing every projection of the part.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Optional
 from measure.cost_table import CostTable, CostTableError
 
 MEASURED_DIR = Path(__file__).resolve().parents[1] / "hardware" / "measured"
+CPU_PREFIX = "cpu:"  # measure/fingerprint.py: a CPU device's fingerprint
 
 _CACHE: dict = {}
 load_errors: dict[str, str] = {}
@@ -43,7 +44,12 @@ def bundled_table(profile_name: str, directory: Optional[Path] = None) -> tuple[
         except CostTableError as exc:
             load_errors[profile_name] = str(exc)
             table = None
-        fps = sorted(table.fingerprints(), key=lambda f: f.startswith("published:")) if table is not None else []
+        # a GPU measurement first, then the published reconstruction; never a CPU's (`measure --device cpu` into this
+        # file made an H100 projection 53x slower, silently): every bundled profile is an accelerator
+        fps = sorted((f for f in table.fingerprints() if not f.startswith(CPU_PREFIX)),
+                     key=lambda f: f.startswith("published:")) if table is not None else []
+        if table is not None and not fps and table.fingerprints():
+            load_errors[profile_name] = f"{path}: only CPU measurements ({', '.join(table.fingerprints())}); not used"
         hit = _CACHE[key] = (table, fps[0]) if fps else (None, None)
     return hit
 

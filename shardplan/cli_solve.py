@@ -13,7 +13,7 @@ from boundary.errors import ShardplanError
 from shardplan import api
 from shardplan.completion import complete_hardware, complete_model
 from shardplan.formats import emit, format_option, resolve_format
-from shardplan.solve_text import format_solve, solve_rows, SOLVE_COLUMNS
+from shardplan.solve_text import format_solve, solve_rows, SOLVE_COLUMNS, thin_headroom_line
 from solver.proposer.cli_options import config_from_options, format_hint_report, proposer_options
 from solver.workflow import RANGE_AXES
 
@@ -107,6 +107,9 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
             click.echo(f"warning: {w}", err=True)
         for p in result.ignored_pins:
             click.echo(f"note: {p}", err=True)
+        thin = thin_headroom_line(data)
+        if thin:
+            click.echo(thin, err=True)
     if not result.ok and fmt in ("csv", "markdown"):  # a header alone would say nothing: why, on stderr as the table says it
         from solver.explain_why import format_explanation
 

@@ -23,13 +23,9 @@ def format_solve(payload: dict, model, placement, job) -> str:
     if any(ranking_gap(r) > RANKING_GAP_NOTE for r in payload["recipes"]):
         lines.append(f"* the ranking closed form and the simulated step differ by more than {RANKING_GAP_NOTE:.0%} here (interleaved "
                      "schedules with unequal stages); the order follows the closed form, the step column the simulator")
-    thin = [str(i) for i, r in enumerate(payload["recipes"], start=1)
-            if r["memory"]["capacity_bytes"] - r["memory"]["peak_bytes"] < THIN_HEADROOM * r["memory"]["capacity_bytes"]]
+    thin = thin_headroom_line(payload)
     if thin:
-        lines.append(f"* rank {', '.join(thin[:8])}{' ...' if len(thin) > 8 else ''}: under {THIN_HEADROOM:.0%} of HBM left "
-                     "free; the peak is allocated bytes, and allocator fragmentation and CUDA-graph pools are not "
-                     "modelled (published runs at 97-99 % of capacity ran out of memory: README 'Memory'); "
-                     "--max-memory-fraction 0.95 keeps the margin")
+        lines.append(thin)
     if payload["recipes"] and payload.get("projection_calibrated") is False:
         lines.append(uncalibrated_note(placement.hardware))
     lines += [f"! model config: {note}" for note in payload.get("model_notes", [])]
@@ -57,6 +53,19 @@ RANKING_GAP_NOTE = 0.02  # flag answers whose ranking time and displayed (simula
 # flag answers with less free than this share of HBM capacity: the Megatron-Bridge memory studies (bench/data runs.csv
 # MBSKILL rows) saw runs allocated at 97-99 % of capacity die of fragmentation or CUDA-graph pools
 THIN_HEADROOM = 0.03
+
+
+def thin_headroom_line(payload: dict) -> str | None:
+    """The note for answers with under THIN_HEADROOM of HBM free, or None: the table prints it under the rows, csv /
+    markdown on stderr (shardplan/cli_solve.py)."""
+    thin = [str(i) for i, r in enumerate(payload["recipes"], start=1)
+            if r["memory"]["capacity_bytes"] - r["memory"]["peak_bytes"] < THIN_HEADROOM * r["memory"]["capacity_bytes"]]
+    if not thin:
+        return None
+    return (f"* rank {', '.join(thin[:8])}{' ...' if len(thin) > 8 else ''}: under {THIN_HEADROOM:.0%} of HBM left "
+            "free; the peak is allocated bytes, and allocator fragmentation and CUDA-graph pools are not "
+            "modelled (published runs at 97-99 % of capacity ran out of memory: README 'Memory'); "
+            "--max-memory-fraction 0.95 keeps the margin")
 
 
 def ranking_gap(r: dict) -> float:

@@ -136,7 +136,9 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
     from hardware.profile import load_profile
     from shardplan.api import input_boundary
 
-    profiles = [h.strip() for text in ([hardware] if isinstance(hardware, str) else hardware) for h in text.split(",") if h.strip()]
+    named = [h.strip() for text in ([hardware] if isinstance(hardware, str) else hardware) for h in text.split(",") if h.strip()]
+    # each profile once, first mention first (a name given twice, in any case, solved and listed twice)
+    profiles = list({h.lower(): h for h in reversed(named)}.values())[::-1]
     counts = parse_nodes(nodes) if isinstance(nodes, str) else sorted(set(nodes))
     if not profiles:
         raise ShardplanError(f"--hardware: no profile given ({hardware!r}); name one, e.g. h100-sxm-80gb")

@@ -29,3 +29,11 @@ def test_the_suggested_fraction_clears_the_flag():
                                           "--max-memory-fraction", "0.95"])
     assert res.exit_code == 0, res.output
     assert "of HBM left free" not in res.stdout
+
+
+def test_csv_and_markdown_say_it_on_stderr():
+    for fmt in ("csv", "markdown"):
+        res = CliRunner().invoke(cli, ARGS + ["--nodes", "2", "--gpus-per-node", "1", "--global-batch-size", "96",
+                                              "--format", fmt])
+        assert res.exit_code == 0 and "* rank 1: under 3% of HBM left free" in res.stderr
+        assert "HBM left free" not in res.stdout

@@ -86,7 +86,11 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m shardplan.report.browser REPORT.html SCREENSHOT.png", file=sys.stderr)
         return 2
-    facts = inspect_page(Path(argv[0]), Path(argv[1]))
+    try:
+        facts = inspect_page(Path(argv[0]), Path(argv[1]))
+    except FileNotFoundError as exc:  # no browser on this machine, or no report at that path: one line, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for sel in SELECTORS:
         print(f"{sel:<36} {facts.counts[sel]:>6} drawn, {facts.empty[sel]} empty")
     print(f"console errors: {len(facts.severe)}")

@@ -48,6 +48,22 @@ def proposer_options(fn):
     return fn
 
 
+def check_url_parts(url: str) -> None:
+    """The URL's host and port as urllib will read them when the first request goes out: a port out of range or not a
+    number, an unclosed IPv6 bracket or no host failed there as an internal error (exit 3) or as three retries."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port, host = parts.port, parts.hostname
+    except ValueError as exc:
+        raise ProposerOptionError(f"--llm-base-url: {exc} in the URL; give e.g. http://localhost:8000/v1") from None
+    if not host:
+        raise ProposerOptionError("--llm-base-url: the URL names no host; give e.g. http://localhost:8000/v1")
+    if port == 0:
+        raise ProposerOptionError("--llm-base-url: port 0 is no server's port; give the port the endpoint listens on")
+
+
 def config_from_options(proposer: str = "rules", llm_base_url: Optional[str] = None, llm_model: Optional[str] = None,
                         llm_api_key_env: str = "OPENAI_API_KEY", llm_timeout: float = 60.0, proposer_rounds: int = 3,
                         **_ignored) -> ProposerConfig:
@@ -58,6 +74,7 @@ def config_from_options(proposer: str = "rules", llm_base_url: Optional[str] = N
             raise ProposerOptionError(f"--proposer llm: also give {' and '.join(missing)} (or use --proposer rules, offline)")
         if not llm_base_url.startswith(("http://", "https://")):
             raise ProposerOptionError(f"--llm-base-url {llm_base_url!r}: give an http(s) URL, e.g. http://localhost:8000/v1")
+        check_url_parts(llm_base_url)
     try:
         return ProposerConfig(kind=proposer, base_url=llm_base_url, model=llm_model, api_key_env=llm_api_key_env,
                               timeout_s=llm_timeout, max_rounds=proposer_rounds)
