@@ -45,12 +45,21 @@ def cell(value: Any, spec: Union[str, Callable[[Any], str]] = "{}") -> str:
 
 
 def to_csv(rows: Sequence[dict], columns: Sequence[Column]) -> str:
+    """CSV for machines: numbers without the table's thousands separators (`models --format csv` printed
+    "671,026,404,352", quoted, where a spreadsheet wants 671026404352)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([header for header, _, _ in columns])
     for row in rows:
-        writer.writerow([cell(row.get(key), spec) for _, key, spec in columns])
+        writer.writerow([cell(row.get(key), _plain(spec, row.get(key))) for _, key, spec in columns])
     return buf.getvalue().rstrip("\n")
+
+
+def _plain(spec, value):
+    """`spec` without its thousands separator, for a number."""
+    if isinstance(spec, str) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return spec.replace("{:,", "{:")
+    return spec
 
 
 def to_markdown(rows: Sequence[dict], columns: Sequence[Column]) -> str:
