@@ -50,6 +50,15 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
                            message=f"{profile.name} {uncalibrated_reason(profile)}",
                            fix="add a microbench: block (published matmul, attention, HBM and all-reduce figures) to the "
                                "profile")] if projection is not None and not profile.calibrated else []
+    if projection is not None:
+        from measure.measured_tables import bundled_table, table_path
+
+        _, device = bundled_table(profile.name)
+        if device and not device.startswith("published:"):  # a device measured here (shardplan measure), not the shipped table
+            uncertain.append(Violation(rule="measured_kernel_table", severity="warning",
+                                       message=f"kernel times come from {table_path(profile.name)} (device {device}) for "
+                                               "every op it holds, the roofline for the rest",
+                                       fix="move that file away to price from the profile's published figures alone"))
     lowering = memory_lowering_flags(loaded.flags or {})
     if lowering and report.memory is not None:  # the peak is the run's without them: an upper bound, so an OOM may not be one
         uncertain.append(Violation(rule="memory_flags_not_modelled", severity="warning",

@@ -60,3 +60,23 @@ def test_measure_refuses_nvfp4_before_measuring(tmp_path):
     res = CliRunner().invoke(cli, ["measure", "--model", str(model), "--seq-length", "128", "--device", "cpu",
                                    "--precision", "nvfp4", "--out", str(out)])
     assert res.exit_code == 2 and "--precision nvfp4" in res.stderr and not out.exists()
+
+
+def test_check_names_a_measured_table_that_prices_it(tmp_path, monkeypatch):
+    """A device measured with `shardplan measure` (not the shipped published table) changes every projection of the
+    profile: check says so, naming the file and the device."""
+    import shardplan
+
+    monkeypatch.setattr(mt, "MEASURED_DIR", tmp_path)
+    recipe = {"model": "Llama-3.1-8B", "hardware": "h100-sxm-80gb", "nodes": 1, "gpus_per_node": 8,
+              "job": {"seq_length": 4096, "global_batch_size": 32}, "recipe": {"tp": 2, "sequence_parallel": True}}
+    assert not [w for w in shardplan.check(recipe).warnings if w.rule == "measured_kernel_table"]
+    table = CostTable()
+    env = Environment(device_name="NVIDIA H100 80GB HBM3", device_type="cuda", compute_capability="9.0",
+                      torch_version="2.13.0", host="test")
+    for pop in layer_ops(MODEL, JOB, RECIPE, LayerKind.dense):
+        table.add("cuda:NVIDIA H100 80GB HBM3:sm90:torch2.13.0", pop.key,
+                  Entry(median_s=1e-4, num_reps=3, spread_s=0.0, dtype_used="bf16"), environment=env)
+    table.save(tmp_path / "h100-sxm-80gb.json")
+    said = [w for w in shardplan.check(recipe).warnings if w.rule == "measured_kernel_table"]
+    assert said and "h100-sxm-80gb.json" in said[0].message and "cuda:NVIDIA H100" in said[0].message
