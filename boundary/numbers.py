@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import typing
 
+from pydantic import BaseModel, field_validator
+
 from boundary.errors import InputRefused
 
 
@@ -48,8 +50,18 @@ def is_number_annotation(annotation) -> bool:
 def refuse_bool_number(value, annotation):
     """`value` unchanged, unless it is a bool given for a number field: pydantic's lax mode reads True as 1, so a YAML
     `tp: true` (or `yes`, `on`) was judged as TP 1 and `nodes: yes` as one node. A before-validator of the strict
-    bases (constraints.spec.Strict, hardware.profile) calls this for every field."""
+    bases (NumbersAreNotBooleans) calls this for every field."""
     if isinstance(value, bool) and is_number_annotation(annotation):
         raise ValueError(f"give a number, not {str(value).lower()} (YAML reads true / false, yes / no, on / off as "
                          "booleans)")
     return value
+
+
+class NumbersAreNotBooleans(BaseModel):
+    """The base of the strict input models (constraints.spec.Strict, hardware.profile's): a boolean given for an int
+    or float field is refused (`refuse_bool_number`), one validator for every field of every subclass."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, value, info):
+        return refuse_bool_number(value, cls.model_fields[info.field_name].annotation)

@@ -31,11 +31,9 @@ def validation_line(exc, rename: dict[str, str] | None = None, reasons: dict[str
     mapping to an example of one, added when a plain value was given instead."""
     err = exc.errors()[0]
     loc = ".".join(str((rename or {}).get(str(p), p)) for p in err["loc"]) or "value"
-    msg = err["msg"]
+    msg = err["msg"].removeprefix("Value error, ")  # a validator's own words say enough: pydantic's prefix says nothing
     if not err["loc"] and err.get("type") == "value_error":
-        # a whole-model validator's message already names its fields: pydantic's "value: Value error, " says nothing
-        return msg.removeprefix("Value error, ")
-    msg = msg.removeprefix("Value error, ")  # a field validator's own words say enough (boundary.numbers)
+        return msg  # a whole-model validator's message already names its fields
     if len(msg) > 300:  # a validator's message may quote the input itself
         msg = msg[:300] + "..."
     value = err.get("input")

@@ -38,6 +38,16 @@ def _refuse_non_regular(target: Path, label: str, shown_path: str) -> None:
                            "or new paths, give another path")
 
 
+def _output_target(path: str | Path, label: str) -> Path:
+    """The file a write to `path` lands on, refused unless it is a regular file or a new name. An empty path is named
+    as such: Path("") is ".", which would be refused as a directory."""
+    if not str(path).strip():
+        raise InputRefused(f"{label}: an empty path; give a file path")
+    target = _resolved(path)
+    _refuse_non_regular(target, label, str(path))
+    return target
+
+
 def _probe_directory(directory: Path, label: str) -> None:
     """Create and remove a temp file in `directory`: the one test that holds for root, read-only mounts and ACLs."""
     try:
@@ -52,10 +62,7 @@ def _probe_directory(directory: Path, label: str) -> None:
 def check_output_file(path: str | Path, label: str) -> None:
     """Refuse, before any work, an output path that is a directory / FIFO / device / socket, or whose folder
     is missing or not writable."""
-    if not str(path).strip():  # Path("") is ".", a directory: say what is wrong with it instead
-        raise InputRefused(f"{label}: an empty path; give a file path")
-    target = _resolved(path)
-    _refuse_non_regular(target, label, str(path))
+    target = _output_target(path, label)
     parent = target.parent
     if not parent.is_dir():
         raise InputRefused(f"{label}: the folder {parent} does not exist; create it or give another path")
@@ -98,10 +105,7 @@ def atomic_write_text(path: str | Path, text: str, label: str | None = None, exe
     0666 & ~umask (0644 under umask 022), as `open(path, "w")` would give. `executable` (launch scripts, so
     `./script.sh` works) gives 0777 & ~umask, owner rwx always, set before the rename: never a moment without it."""
     label = label or "output file"
-    if not str(path).strip():  # Path("") is ".", a directory: say what is wrong with it instead
-        raise InputRefused(f"{label}: an empty path; give a file path")
-    target = _resolved(path)
-    _refuse_non_regular(target, label, str(path))
+    target = _output_target(path, label)
     if executable:
         mode = 0o777 & ~_umask() | 0o700
     else:
@@ -150,7 +154,7 @@ def atomic_write_folder(directory: str | Path, files: list[tuple[str, str, bool]
     held, the index last. Targets are judged as `atomic_write_text` judges them (regular files or new names only)."""
     directory = _resolved(directory)
     for name, _, _ in files:
-        _refuse_non_regular(_resolved(directory / name), "output file", str(directory / name))
+        _output_target(directory / name, "output file")
     staging = None
     try:
         staging = Path(tempfile.mkdtemp(dir=directory, prefix=".shardplan-staging-"))

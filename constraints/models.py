@@ -18,8 +18,7 @@ from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
 
 from constraints.hf_reading import (KNOWN_TYPES, PLAIN_MLP_ACTIVATIONS, UNREAD_FAMILY_TIE_DEFAULT, geglu_family,
-                                     not_modelled_layers, reading_notes, rope_fields, unread_moe_keys,
-                                     hidden_act_of)
+                                     hidden_act_of, not_modelled_layers, reading_notes, rope_fields, unread_moe_keys)
 from constraints.spec import BOUND_REASONS, MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -65,6 +64,16 @@ _HF_BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias")
 _OWN_NAMES = {"hidden_size": ("d_model", "n_embd", "dim", "model_dim"),
               "num_attention_heads": ("n_heads", "n_head", "num_heads"),
               "num_hidden_layers": ("n_layers", "n_layer", "num_layers")}
+
+
+def _unread_experts(name: str, moe_unread: list[str]) -> ModelError:
+    """A family's own words for experts (ERNIE-4.5 moe_num_experts, Hunyuan num_shared_expert, DBRX
+    ffn_config.moe_num_experts): read without them, the model would be priced as a dense model, or without its shared
+    experts."""
+    return ModelError(f"model {name}: the config describes experts in keys shardplan does not read "
+                      f"({', '.join(moe_unread[:4])}); read without them it would price another model: write a "
+                      "model YAML (num_experts, moe_router_topk, moe_ffn_hidden_size, "
+                      "moe_shared_expert_intermediate_size: README 'Recipe YAML')")
 
 
 def _check_hf_types(raw: dict, name: str) -> None:
@@ -136,13 +145,12 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
             attention_bias=True, mlp_bias=True, hidden_dropout=raw.get("resid_pdrop", 0.1) or 0.0,
             attention_dropout=raw.get("attn_pdrop", 0.1) or 0.0,
         )
-    if unread_moe_keys(raw) and not _get(raw, "n_routed_experts", "num_local_experts", "num_experts"):
-        # a family's own words for experts (DBRX ffn_config.moe_num_experts): said before any missing dense key, whose
-        # fix (add hidden_size ...) would lead to a model read as dense
-        raise ModelError(f"model {name}: the config describes experts in keys shardplan does not read "
-                         f"({', '.join(unread_moe_keys(raw)[:4])}); read without them it would price another model: write a "
-                         "model YAML (num_experts, moe_router_topk, moe_ffn_hidden_size, "
-                         "moe_shared_expert_intermediate_size: README 'Recipe YAML')")
+    num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
+    moe_unread = unread_moe_keys(raw)
+    if moe_unread and not num_experts:
+        # said before any missing dense key (DBRX ffn_config.moe_num_experts), whose fix (add hidden_size ...) would
+        # lead to a model read as dense
+        raise _unread_experts(name, moe_unread)
     h = _get(raw, "hidden_size")
     heads = _get(raw, "num_attention_heads")
     layers = _get(raw, "num_hidden_layers")
@@ -172,20 +180,13 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
                                  "reads by name; write a model YAML instead (num_layers, hidden_size, ffn_hidden_size, "
                                  "num_attention_heads, num_query_groups, vocab_size: README 'Recipe YAML')")
             raise ModelError(f"model {name}: config has no {key}; add \"{key}\" from the model's HF config.json")
-    num_experts = _get(raw, "n_routed_experts", "num_local_experts", "num_experts")
-    moe_unread = unread_moe_keys(raw)
     if num_experts and _get(raw, "num_experts_per_tok", "experts_per_token") is None:
         named = f"; its own expert keys ({', '.join(moe_unread[:4])}) are not ones shardplan reads" if moe_unread else ""
         raise ModelError(f"model {name}: config has {num_experts} experts but no num_experts_per_tok (experts per "
                          f"token){named}: add \"num_experts_per_tok\" if the model routes each token to that many "
                          "experts and has no other expert settings, else write a model YAML (README 'Recipe YAML')")
     if moe_unread:
-        # a family's own words for experts (ERNIE-4.5 moe_num_experts, Hunyuan num_shared_expert): read without them,
-        # the model would be priced as a dense model, or without its shared experts
-        raise ModelError(f"model {name}: the config describes experts in keys shardplan does not read "
-                         f"({', '.join(moe_unread[:4])}); read without them it would price another model: write a "
-                         "model YAML (num_experts, moe_router_topk, moe_ffn_hidden_size, "
-                         "moe_shared_expert_intermediate_size: README 'Recipe YAML')")
+        raise _unread_experts(name, moe_unread)
     mla = raw.get("kv_lora_rank") is not None
     act = PLAIN_MLP_ACTIVATIONS.get(hidden_act_of(raw) or "silu", Activation.swiglu)
     if geglu_family(mt):  # GeGLU has SwiGLU's shapes (hf_reading notes the gate's function)

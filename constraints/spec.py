@@ -10,9 +10,9 @@ import math
 from enum import Enum
 from typing import Annotated, Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from boundary.numbers import refuse_bool_number
+from boundary.numbers import NumbersAreNotBooleans
 from constraints.hybrid_pattern import check_hybrid_fields
 from constraints.magnitudes import magnitude_error
 
@@ -42,13 +42,8 @@ BOUND_REASONS = {
 }
 
 
-class Strict(BaseModel):
+class Strict(NumbersAreNotBooleans):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _numbers_are_not_booleans(cls, value, info):
-        return refuse_bool_number(value, cls.model_fields[info.field_name].annotation)
 
 
 class Activation(str, Enum):

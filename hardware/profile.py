@@ -14,10 +14,10 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from boundary.errors import InputRefused, ShardplanError
-from boundary.numbers import refuse_bool_number
+from boundary.numbers import NumbersAreNotBooleans
 from boundary.parse import load_yaml
 from boundary.read import read_text
 from boundary.show import validation_line
@@ -29,13 +29,8 @@ __all__ = ["Calibration", "HardwareProfile", "Microbench", "PeakTflops", "Profil
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 
 
-class _Strict(BaseModel):
+class _Strict(NumbersAreNotBooleans):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _numbers_are_not_booleans(cls, value, info):
-        return refuse_bool_number(value, cls.model_fields[info.field_name].annotation)
 
 
 # Physical ranges for profile numbers. They keep every time finite and every byte count inside int64: a peak of

@@ -170,9 +170,9 @@ def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp
     from measure.cost_table import CostTable, CostTableError
 
     check_measure_limits(budget_s, threads, reps, warmup)
-    if not list_only and out_path is None:
-        raise click.UsageError("Missing option '--out': give the cost-table JSON to create or resume (--list needs none)")
     if not list_only:
+        if out_path is None:
+            raise click.UsageError("Missing option '--out': give the cost-table JSON to create or resume (--list needs none)")
         check_output_file(out_path, "--out")  # before loading and measuring: a doomed write fails now
         refuse_cpu_into_part_tables(device, out_path)
     space = {"tp": _int_list("--tp", tp), "cp": _int_list("--cp", cp), "ep": _int_list("--ep", ep),

@@ -54,21 +54,25 @@ def collect_pins(ranges: dict, schedule=None, recompute=None, no_recompute=False
 
 
 # pins that only an MoE model reads: a dense model has no dispatcher, no EP overlap and no expert TP to set
-_MOE_ONLY_PINS = (("moe_dispatcher", "--moe-dispatcher"), ("ep_comm_overlap", "--ep-comm-overlap"), ("etp", "--etp"))
+_MOE_ONLY_PINS = ("moe_dispatcher", "ep_comm_overlap", "etp")
 
 
 def inapplicable_pins(model, pins: dict) -> list[str]:
-    """The pins this model does not read, each as 'option value: why', so that solve says it did not follow them
-    instead of answering as if it had (a dense model's recipes carry no dispatcher, EP overlap or expert TP)."""
+    """The pins this model does not read, each as 'option value: why' in the options solve takes
+    (solver.explain_why.flag_of), so that solve says it did not follow them instead of answering as if it had (a dense
+    model's recipes carry no dispatcher, EP overlap or expert TP)."""
+    from solver.explain_why import flag_of
+
     if model.is_moe:
         return []
     out = []
-    for axis, flag in _MOE_ONLY_PINS:
-        if axis in pins:
-            value = pins[axis][0]
-            shown = ("" if value else "no-") if isinstance(value, bool) else f" {value}"
-            option = flag.replace("--", f"--{shown}", 1) if isinstance(value, bool) else flag + shown
-            out.append(f"{option}: not applied: {model.name} has no MoE layers")
+    for axis in (a for a in _MOE_ONLY_PINS if a in pins):
+        flag, value = flag_of(axis), pins[axis][0]
+        if isinstance(value, bool):  # a switch: --ep-comm-overlap / --no-ep-comm-overlap
+            option = flag if value else flag.replace("--", "--no-", 1)
+        else:
+            option = f"{flag} {value}"
+        out.append(f"{option}: not applied: {model.name} has no MoE layers")
     return out
 
 
