@@ -1,7 +1,7 @@
 """The `shardplan` console command: the CLI, with Ctrl-C during start-up said in one line.
 
-Why a module of its own, outside the packages: importing `shardplan.cli` loads pydantic, numpy, OR-Tools and the
-rules (about a second); a Ctrl-C in that second raised KeyboardInterrupt before shardplan.cli.main could catch it, and
+Why a module of its own, outside the packages: importing `shardplan.cli.main` loads pydantic, numpy, OR-Tools and the
+rules (about a second); a Ctrl-C in that second raised KeyboardInterrupt before shardplan.cli.main.main could catch it, and
 Python printed a traceback. This module imports nothing of shardplan until it is inside the handler.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 def main() -> None:
     try:
-        from shardplan.cli import main as run_cli
+        from shardplan.cli.main import main as run_cli
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.stderr.flush()

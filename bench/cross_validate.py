@@ -52,7 +52,7 @@ from bench.release_spread import configuration, summary_line
 from bench.run_slices import (is_headline, is_torch_native, model_family, published_regression, release_group, source_group,
                               throughput_cases)
 from bench.runs import RunCase
-from measure.project import project
+from measure.projection.project import project
 
 GROUPINGS: dict[str, Callable[[RunCase], str]] = {"source": source_group, "hardware": lambda c: c.hardware,
                                                   "family": model_family, "release": release_group}

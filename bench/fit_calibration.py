@@ -26,7 +26,7 @@ from bench.runs import RunCase
 from bench.fit_software import SharedFit
 from hardware.calibration import SOFTWARE_CONSTANTS_PATH, SoftwareConstants
 from hardware.profile import Calibration, HardwareProfile, load_profile
-from measure.project import project
+from measure.projection.project import project
 
 BASE_CURVE = ((20.0, 0.05), (30.0, 0.45), (36.0, 0.70), (40.0, 0.75))
 LOCAL = {

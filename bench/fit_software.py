@@ -16,7 +16,7 @@ from collections import defaultdict
 from bench.runs import RunCase
 from hardware.calibration import SoftwareConstants, derive_calibration
 from hardware.profile import HardwareProfile, load_profile
-from measure.project import project
+from measure.projection.project import project
 
 GRID = {
     # training-shaped GEMMs over the part's best matmul: power-capped clocks, wave tails, TE casts

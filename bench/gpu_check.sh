@@ -3,7 +3,7 @@
 #  1. measure a cost table for a few bundled models' layers on this GPU (hardware/measured/<profile>.json,
 #     resumable: rerunning measures only what is missing);
 #  2. time a real torch training step of reduced dense models (4 layers, TP=PP=1) and print, per model,
-#     one JSON line with the measured step, the sum of measured kernels, and measure.project.project's
+#     one JSON line with the measured step, the sum of measured kernels, and measure.projection.project.project's
 #     step time with the table and with the roofline only (projection_error_pct, roofline_error_pct).
 # Usage: bench/gpu_check.sh [PROFILE]      PROFILE defaults from the GPU name (h100-sxm-80gb, h200-sxm-141gb, ...)
 # Env: PYTHON (interpreter with torch+CUDA/ROCm, pydantic, click, pyyaml), SEQ (default 4096), REPS (default 10).
@@ -38,7 +38,7 @@ TABLE="hardware/measured/${PROFILE}.json"
 mkdir -p hardware/measured
 echo "gpu_check: $("$PY" -c 'import torch; print(torch.cuda.get_device_name(0), "torch", torch.__version__)') -> profile $PROFILE, table $TABLE" >&2
 
-measure() { "$PY" -m measure.cli_measure --device cuda --hardware "$PROFILE" --out "$TABLE" --reps "$REPS" --budget-s 1 "$@"; }
+measure() { "$PY" -m shardplan.cli.measure --device cuda --hardware "$PROFILE" --out "$TABLE" --reps "$REPS" --budget-s 1 "$@"; }
 # 1. layers of a few bundled models at the slicings their published recipes use
 measure --model Llama-3.1-8B --seq-length "$SEQ" --tp 1,2,4,8
 measure --model Qwen3-8B --seq-length "$SEQ" --tp 1,2

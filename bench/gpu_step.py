@@ -2,10 +2,10 @@
 
 Why: the cost table prices kernels one at a time; a real step adds launch gaps, allocator work,
 casts and the optimizer's copies. This script builds a plain-torch GPT (few layers, TP=PP=1) whose
-modules mirror `measure.layer_ops` shapes (norm, fused QKV, SDPA causal GQA, output projection,
+modules mirror `measure.kernels.layer_ops` shapes (norm, fused QKV, SDPA causal GQA, output projection,
 fc1/activation/fc2, residual adds; embedding, final norm, output layer, cross-entropy), trains it
 in bf16 with fp32 master weights and Adam (as Megatron's mixed-precision optimizer does), and prints
-one JSON line: the measured step, the sum of measured kernels, and `measure.project.project` with
+one JSON line: the measured step, the sum of measured kernels, and `measure.projection.project.project` with
 the cost table (kernels it lacks are measured on the spot) and without it (roofline only).
 
     python bench/gpu_step.py --model Llama-3.1-8B --layers 4 --seq-length 4096 --device cuda \
@@ -24,7 +24,7 @@ from typing import Optional
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from constraints.spec import Activation, JobSpec, ModelSpec, Normalization, Placement, Recipe  # noqa: E402
-from measure.layer_ops import LayerKind, head_ops, layer_ops, padded_vocab  # noqa: E402
+from measure.kernels.layer_ops import LayerKind, head_ops, layer_ops, padded_vocab  # noqa: E402
 
 
 def reduced_model(model: ModelSpec, num_layers: int) -> ModelSpec:
@@ -145,12 +145,12 @@ def run(model_name: str, num_layers: int, seq_length: int, mbs: int, device: str
     """Measure one reduced model's step and its projections; returns the JSON-able result."""
     import torch
 
-    from constraints.models import load_model
-    from measure.bench_ops import measure_key, resolve_dtype
-    from measure.cost_table import CostTable
-    from measure.measured_tables import ROOFLINE_ONLY
-    from measure.fingerprint import device_environment, device_fingerprint, resolve_device
-    from measure.timing import time_call
+    from constraints.models.load import load_model
+    from measure.microbench.kernels import measure_key, resolve_dtype
+    from measure.kernels.cost_table import CostTable
+    from measure.kernels.measured_tables import ROOFLINE_ONLY
+    from measure.kernels.fingerprint import device_environment, device_fingerprint, resolve_device
+    from measure.microbench.timing import time_call
 
     dev = resolve_device(device)
     dtype, dtype_name = resolve_dtype("bf16", dev)
@@ -176,7 +176,7 @@ def run(model_name: str, num_layers: int, seq_length: int, mbs: int, device: str
     result["kernel_sum_s"] = sum(table.lookup(fp, p.key) for p in pops)  # without the optimizer step
     if hardware is not None:
         from hardware.profile import load_profile
-        from measure.project import project
+        from measure.projection.project import project
 
         profile = load_profile(hardware)
         placement = Placement(hardware=profile.name, num_nodes=1, gpus_per_node=1)
@@ -202,7 +202,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seq-length", type=int, default=4096)
     parser.add_argument("--mbs", type=int, default=1)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
-    parser.add_argument("--hardware", help="profile for measure.project (omit to skip the projection)")
+    parser.add_argument("--hardware", help="profile for measure.projection.project (omit to skip the projection)")
     parser.add_argument("--table", help="cost table to read and extend")
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args(argv)

@@ -2,7 +2,7 @@
 
 Why: Primus (AMD-AGI/Primus) ships its users' recipes as experiment YAMLs (examples/megatron/configs/<GPU>/*.yaml)
 over its own model and trainer files; they are the reference shapes for `check` on a Primus config
-(constraints/stack_primus.py). Each runs on one node of 8 of the GPU its folder names (MI300X -> mi300x, ...),
+(constraints/stacks/primus.py). Each runs on one node of 8 of the GPU its folder names (MI300X -> mi300x, ...),
 in a clean environment (every `${NAME:default}` takes its default). Diffusion experiments are skipped: not a
 Megatron GPT recipe.
 
@@ -35,7 +35,7 @@ def experiments(root: Path) -> list[tuple[Path, str]]:
 def run_one(path: Path, hardware: str) -> tuple[int, str, int]:
     """(exit status, verdict or the one-line refusal, number of keys not understood)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMUS_")}
-    p = subprocess.run([sys.executable, "-m", "shardplan.cli", "check", str(path), "--hardware", hardware, "--nodes",
+    p = subprocess.run([sys.executable, "-m", "shardplan.cli.main", "check", str(path), "--hardware", hardware, "--nodes",
                         "1", "--gpus-per-node", "8", "--json"], capture_output=True, text=True, env=env, timeout=300)
     if p.returncode == 2:
         return 2, p.stderr.strip().removeprefix("error: ")[:160], 0

@@ -19,8 +19,8 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
   moe_a2a_overlap) and, when the row is silent, the recompute of that release's benchmark preset whose
   TP/PP/VPP/EP/MBS (and the published GBS, which picks between V1/V2 variants) match the row
   (bench/mbridge_presets.py; a card that names no VP takes the preset's VPP); the preset's CUDA graph capture
-  (`RunCase.cuda_graph_scope`, passed to the projection: measure/cuda_graphs.py) and, on fp8 rows, its
-  fp8_dot_product_attention (`RunCase.fp8_attention`, measure/roofline.py); the preset's fused grouped MLP
+  (`RunCase.cuda_graph_scope`, passed to the projection: measure/kernels/cuda_graphs.py) and, on fp8 rows, its
+  fp8_dot_product_attention (`RunCase.fp8_attention`, measure/kernels/roofline.py); the preset's fused grouped MLP
   (`RunCase.fused_grouped_mlp`) removes the eager activation clamp, expert-bias passes and host sync it replaces
   (measure/layer_ops.moe_ops); its own kernel speed is not modelled (priced, it made the held-out figures worse:
   README Limits).
@@ -59,8 +59,8 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict
 
 from bench.mbridge_presets import preset_for
-from measure.cuda_graphs import graph_scope
-from constraints.models import load_model
+from measure.kernels.cuda_graphs import graph_scope
+from constraints.models.load import load_model
 from constraints.spec import (Activation, DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, Normalization,
                               Optimizer, PipelineSchedule, Placement, Precision, Recipe, Recompute, RecomputeGranularity,
                               RecomputeMethod, RecomputeModule)
@@ -146,11 +146,11 @@ class RunCase(BaseModel):
     source: str
     assumed: tuple[str, ...] = ()
     memory_after_first_iteration: bool = False  # the measured peak was read after iteration 1 (before Adam's moments exist)
-    # kernels the run captured in CUDA graphs (measure/cuda_graphs.py), from its release's Megatron-Bridge preset;
-    # not a Recipe field, so it is passed to measure.project.project as `cuda_graph_scope`
+    # kernels the run captured in CUDA graphs (measure/kernels/cuda_graphs.py), from its release's Megatron-Bridge preset;
+    # not a Recipe field, so it is passed to measure.projection.project.project as `cuda_graph_scope`
     cuda_graph_scope: frozenset[str] = frozenset()
-    # the preset sets fp8_dot_product_attention (core attention in fp8, measure/roofline.py); not a Recipe field either,
-    # passed to measure.project.project as `fp8_attention`
+    # the preset sets fp8_dot_product_attention (core attention in fp8, measure/kernels/roofline.py); not a Recipe field either,
+    # passed to measure.projection.project.project as `fp8_attention`
     fp8_attention: bool = False
     # the preset's cutedsl_fused_grouped_mlp (Transformer Engine's fused grouped MLP for the experts)
     fused_grouped_mlp: bool = False
@@ -159,7 +159,7 @@ class RunCase(BaseModel):
     bridge_release: Optional[str] = None
 
     def run_options(self) -> dict:
-        """measure.project.project's keyword arguments that describe how the run executed, not its recipe: every
+        """measure.projection.project.project's keyword arguments that describe how the run executed, not its recipe: every
         bench that projects a row passes these, so a run option added here reaches all of them."""
         return {"cuda_graph_scope": self.cuda_graph_scope, "fp8_attention": self.fp8_attention,
                 "fused_grouped_mlp": self.fused_grouped_mlp}

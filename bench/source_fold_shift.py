@@ -23,7 +23,7 @@ from bench.cross_validate import pct, training_rows
 from bench.fit_software import SharedFit
 from bench.run_slices import is_headline, source_group, throughput_cases
 from hardware.calibration import SoftwareConstants, load_software_constants
-from measure.project import project
+from measure.projection.project import project
 
 SHOWN = ("gemm_scale", "memory_scale", "host_time_per_op_us", "moe_dispatch_overhead_us", "gemm_launch_host_us")
 

@@ -6,10 +6,10 @@ Usage: python bench/validate_memory.py [--rows] [--csv PATH ...] [--target-media
   out of the development set) with `mem_per_gpu_gib` (peak *allocated*, as torch.cuda.max_memory_allocated reports
   it; Megatron-Bridge's decimal GB are converted in bench/runs.py) vs our peak minus the framework overhead (CUDA
   context, NCCL and allocator reserve are not "allocated" by tensors): median and worst absolute % error. A peak
-  read after iteration 1 is compared with the first iteration's peak (constraints/memory_first_step.py).
+  read after iteration 1 is compared with the first iteration's peak (constraints/memory/first_step.py).
   Exit 1 when the held-out median exceeds --target-median-pct (issue 14's 10 %).
 - Side by side with Megatron-LM's own estimator (`theoretical_memory_usage.py`, re-derived in
-  bench/megatron_memory.py) on every compared row it can express.
+  bench/megatron/memory.py) on every compared row it can express.
 - Out of sample: the memory model has no constant fitted on runs.csv (framework overhead and fragmentation are
   fixed profile defaults, the terms come from papers and Megatron's source), so every row is held out from
   everything the model was built with; the table is also printed per source (`source_id` prefix) and the
@@ -29,10 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.family_slices import family_slices  # noqa: E402
-from bench.megatron_memory import megatron_estimate_bytes  # noqa: E402
+from bench.megatron.memory import megatron_estimate_bytes  # noqa: E402
 from bench.runs import MEMORY_CSV, RUNS_CSV, load_all  # noqa: E402
-from constraints.memory import memory_report  # noqa: E402
-from constraints.memory_first_step import first_iteration_peak_bytes  # noqa: E402
+from constraints.memory.per_rank import memory_report  # noqa: E402
+from constraints.memory.first_step import first_iteration_peak_bytes  # noqa: E402
 from constraints.stages import StageSplitError  # noqa: E402
 from hardware.profile import load_profile  # noqa: E402
 
@@ -60,7 +60,7 @@ def evaluate(csv_paths=(RUNS_CSV, MEMORY_CSV)):
         for label in family_slices(c.model, c.job):
             confusion[(label, c.outcome, predicted)] += 1
         if "mem_per_gpu_gib" in c.measured:
-            # a peak read after iteration 1 is compared with the first iteration's peak (constraints/memory_first_step.py)
+            # a peak read after iteration 1 is compared with the first iteration's peak (constraints/memory/first_step.py)
             peak = first_iteration_peak_bytes(mem, c.job) if c.memory_after_first_iteration else mem.peak_bytes
             ours_gib = (peak - cal.framework_overhead_bytes) / GIB
             measured = c.measured["mem_per_gpu_gib"]

@@ -24,8 +24,8 @@ from boundary.read import is_regular_file, read_text
 from boundary.show import validation_line
 from boundary.write import atomic_write_text  # noqa: F401  (re-exported: the writers import it from here)
 
-from constraints.magnitudes import magnitude_error
-from constraints.models import ModelError, load_model, model_from_mapping
+from constraints.memory.magnitudes import magnitude_error
+from constraints.models.load import ModelError, load_model, model_from_mapping
 from constraints.spec import BOUND_REASONS, JobSpec, ModelSpec, Placement, Recipe, Strict
 
 

@@ -10,8 +10,8 @@ from typing import Any, Mapping, Optional
 from pydantic import Field
 
 from constraints.case import Case
-from constraints.memory import MemoryReport, memory_report
-from constraints.rules import RuleInput, Violation, check_rules
+from constraints.memory.per_rank import MemoryReport, memory_report
+from constraints.rules.registry import RuleInput, Violation, check_rules
 from constraints.spec import DataParallelSharding, Strict
 from constraints.stages import StageSplitError
 
@@ -76,7 +76,7 @@ def _memory_fix(term: str, sharding: Optional[DataParallelSharding] = None) -> s
 
 
 def model_config_warnings(model) -> list[Violation]:
-    """What the model's config reader did not follow (constraints/hf_reading.py), as warnings: the verdict stands on
+    """What the model's config reader did not follow (constraints/models/hf_reading.py), as warnings: the verdict stands on
     the model as read, and the user learns what that reading left out."""
     return [Violation(rule="model_config", message=note, severity="warning",
                       fix="where it changes the model, write a model YAML whose fields express it (README 'Recipe "
@@ -86,7 +86,7 @@ def model_config_warnings(model) -> list[Violation]:
 
 def node_size_warnings(gpus_per_node: int, profile) -> list[Violation]:
     """A node said to hold more GPUs than the part's server or tray does (`HardwareProfile.gpus_per_node`): the verdict
-    stands (measure.topology prices NVLink domains of the profile's size), but such a node is not that part's, so it
+    stands (measure.comm.topology prices NVLink domains of the profile's size), but such a node is not that part's, so it
     is said rather than judged silently."""
     have = getattr(profile, "gpus_per_node", None)
     if not have or gpus_per_node <= have:

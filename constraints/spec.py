@@ -13,8 +13,8 @@ from typing import Annotated, Any, Optional
 from pydantic import ConfigDict, Field, model_validator
 
 from boundary.numbers import NumbersAreNotBooleans
-from constraints.hybrid_pattern import check_hybrid_fields
-from constraints.magnitudes import magnitude_error
+from constraints.models.hybrid_pattern import check_hybrid_fields
+from constraints.memory.magnitudes import magnitude_error
 
 # A global batch or a sequence past these is a typo, not a training job; they also keep every
 # integer-byte product far below 2**62 (CP-SAT's bound) — see solver notes.
@@ -170,7 +170,7 @@ class MoeDispatcher(str, Enum):
 class AttentionBackend(str, Enum):
     """`--attention-backend` (Megatron AttnBackend, default auto). auto / flash / fused run a fused kernel that keeps
     no s x s scores; unfused (Transformer Engine's UnfusedDotProductAttention) and local (Megatron's own
-    DotProductAttention) store them: constraints/attention_scores.py."""
+    DotProductAttention) store them: constraints/memory/attention_scores.py."""
 
     auto = "auto"
     flash = "flash"
@@ -272,7 +272,7 @@ class ModelSpec(Strict):
     layer_is_moe: Optional[tuple[bool, ...]] = Field(None, description="per layer: MoE (True) or dense (False)")
     moe_latent_size: Optional[int] = Field(None, gt=0, le=1 << 20, description="latent MoE (Nemotron 3 Super, Megatron "
                                            "--moe-latent-size): routed experts and their dispatch run in this width, "
-                                           "between projections h -> latent -> h (constraints/latent_moe.py)")
+                                           "between projections h -> latent -> h (constraints/models/latent_moe.py)")
     # --- MLA (DeepSeek-V3 style); q_lora_rank None = no q compression ---
     multi_latent_attention: bool = False
     q_lora_rank: Optional[int] = Field(None, gt=0, le=1 << 20)
@@ -285,13 +285,13 @@ class ModelSpec(Strict):
     mtp_repeated_layer: bool = Field(False, description="one MTP block's weights run at every depth (Megatron "
                                      "--mtp-use-repeated-layer, MultiTokenPredictionBlock: 'only 1 layer is created and "
                                      "applied mtp_num_layers times'); weights once, activations and FLOPs per depth")
-    # --- sliding-window attention (Megatron --window-size (W, 0), --window-attn-skip-freq; constraints/window.py) ---
+    # --- sliding-window attention (Megatron --window-size (W, 0), --window-attn-skip-freq; constraints/models/window.py) ---
     window_size: Optional[int] = Field(None, ge=0, le=MAX_SEQ_LENGTH, description="left window W: each query sees itself and W earlier tokens")
     window_layers: Optional[tuple[bool, ...]] = Field(None, description="per layer: sliding window (True) or full attention; None = all")
     # --- position encoding per layer (Llama 4: every 4th layer without RoPE, Megatron --no-rope-freq) ---
     no_rope_layers: Optional[tuple[bool, ...]] = Field(None, description="per layer: True = no rotary embedding (NoPE)")
     qk_l2_norm: bool = Field(False, description="parameter-free L2 norm of q and k (Llama 4 use_qk_norm, Megatron --qk-l2-norm)")
-    # --- hybrid Mamba-2 / attention (Megatron --hybrid-layer-pattern; constraints/mamba.py) ---
+    # --- hybrid Mamba-2 / attention (Megatron --hybrid-layer-pattern; constraints/models/mamba.py) ---
     hybrid_layer_pattern: Optional[str] = Field(
         None, max_length=4096, description="one symbol per layer: M Mamba-2, * attention, - MLP, E MoE (no | or /)")
     mamba_num_heads: Optional[int] = Field(None, gt=0, le=1 << 14)
@@ -504,7 +504,7 @@ class Recipe(Strict):
     moe_shared_expert_overlap: bool = False
     cpu_offloading_num_layers: int = Field(0, ge=0, le=MAX_NUM_LAYERS, description=(
         "--cpu-offloading-num-layers: the first N decoder layers' activations go to host memory (Transformer Engine's "
-        "CPU offload; constraints/memory.py offloaded_layers_peak); PP 1 and no recompute only"))
+        "CPU offload; constraints/memory/per_rank.py offloaded_layers_peak); PP 1 and no recompute only"))
     make_vocab_size_divisible_by: int = Field(128, gt=0, le=1 << 20, description="Megatron pads the vocab to a multiple of this x TP")
     # not searched by solve (it keeps the default); read from scripts and written back by render
     attention_backend: AttentionBackend = Field(AttentionBackend.auto, description="--attention-backend")

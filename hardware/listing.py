@@ -1,7 +1,7 @@
 """The bundled hardware profiles as flat rows (what `shardplan hardware` and `shardplan.hardware()` list).
 
 Why a separate module: the listing is a thin view over `hardware.profile`; the command itself lives in
-shardplan/cli.py, above every library layer.
+shardplan/cli/main.py, above every library layer.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
 """`python -m shardplan ...` runs the CLI."""
-from shardplan.cli import main
+from shardplan.cli.main import main
 
 main()

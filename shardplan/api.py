@@ -52,8 +52,8 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
           project: bool = True, suggest: bool = False) -> CheckResult:
     """Judge one recipe: a YAML recipe file, a Megatron launch script or argument file, or a recipe mapping (the YAML's
     content). hardware / nodes / gpus_per_node / model override or complete what the source states."""
-    from solver.inputs import LoadedCase, load_check_input
-    from solver.report import check_and_project
+    from constraints.read import LoadedCase, load_check_input
+    from shardplan.verdict import check_and_project
 
     _fraction(max_memory_fraction)
     with input_boundary():
@@ -94,7 +94,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     solver.proposer.loop.ProposerConfig (for an LLM endpoint). `max_time_s` bounds the whole solve's wall
     clock (solver/deadline.py): past it, SolveTimeLimit says so."""
     from constraints.case import Case
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from constraints.spec import JobSpec, Placement
     from hardware.profile import load_profile
     from solver.proposer.loop import ProposerConfig
@@ -108,7 +108,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     if target_tokens_per_s is not None and objective != "fewest-gpus":
         raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
     from boundary.write import check_output_dir
-    from solver.cpsat_solve import check_solve_limits
+    from solver.cpsat.solve import check_solve_limits
 
     check_solve_limits(top, time_limit_s)  # NaN / infinite limits and an unwritable render_dir fail before any work
     if render_dir:
@@ -187,7 +187,7 @@ def _job_warnings(model, job, placement, profile) -> list[str]:
     """The warnings `check` gives every script of this job (rules that read no recipe field), said once by `solve`.
     None where such a rule's error rejects the job (NVFP4 on a part without FP4 tensor cores): then no recipe runs, and
     a warning about how it would run (the Transformer Engine version NVFP4 needs) would stand above the reason."""
-    from constraints.rules import RuleInput, recipe_free_violations
+    from constraints.rules.registry import RuleInput, recipe_free_violations
     from constraints.spec import Recipe
 
     found = recipe_free_violations(RuleInput(model, job, Recipe(), placement.world_size, profile))
@@ -210,7 +210,7 @@ def _explanation(spec, job, placement, profile, pins, bounds, margin, tried) -> 
 
 def solved_recipe(ranked, case) -> SolvedRecipe:
     """One ranked answer with its layout, memory, projection, Megatron arguments and launch environment."""
-    from templates.megatron_args import recipe_to_megatron_args
+    from templates.recipe_args import recipe_to_megatron_args
     from templates.render import launch_env
 
     r, rep = case.recipe, ranked.check
@@ -233,11 +233,11 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
     bridge-overrides; yaml-cfg is refused, templates.stack_render.render_yaml_cfg) for a recipe YAML file or mapping,
     or any file `check` reads (a launch script, argument file or stack config). hardware / nodes / gpus_per_node override or complete what the source states.
     The recipe is checked first: an illegal one raises RenderRefused (a ShardplanError listing every problem) unless
-    force=True. `paths`: data_path, tokenizer_model, checkpoint_dir, megatron_path (templates.megatron_args.RenderPaths).
+    force=True. `paths`: data_path, tokenizer_model, checkpoint_dir, megatron_path (templates.recipe_args.RenderPaths).
     `output`: also write it there (atomically). From a launch script, the script's own --data-path and HF
     --tokenizer-model are kept unless `paths` gives others, and `not_carried` lists the script's flags the rendered
     script leaves out or sets otherwise. `shardplan render` is this function and nothing else."""
-    from templates.megatron_args import DATA_PATH_PLACEHOLDER, RenderPaths
+    from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths
     from templates.render import RENDER_FORMATS, render_script
     from templates.render_files import write_script
     from templates.render_input import (flags_not_carried, load_render_input, refuse_unless_forced, render_problems,
@@ -267,8 +267,8 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
 
 def models() -> list[ModelInfo]:
     """Every bundled model with exact total and active parameter counts."""
-    from constraints.models import bundled_models, load_model
-    from constraints.params import param_counts
+    from constraints.models.load import bundled_models, load_model
+    from constraints.models.params import param_counts
 
     rows = []
     for name in bundled_models():

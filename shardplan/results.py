@@ -11,10 +11,10 @@ from typing import Any, ClassVar, Optional
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from constraints.check import MemorySummary
-from constraints.rules import Violation
+from constraints.rules.registry import Violation
 from constraints.spec import Recipe
-from measure.project import Projection
-from solver.proposer.report import HintReport
+from measure.projection.project import Projection
+from solver.proposer.summary import HintReport
 
 
 class Result(BaseModel):
@@ -45,7 +45,7 @@ class CheckResult(Result):
     unknown_flags: list[str] = []
     ignored_flags: list[str] = []
     cuda_graph_scope: list[str] = Field([], description="what the input's run captures in CUDA graphs (--cuda-graph-impl / "
-                                        "--cuda-graph-modules; measure/cuda_graphs.py), which the projection prices; "
+                                        "--cuda-graph-modules; measure/kernels/cuda_graphs.py), which the projection prices; "
                                         "empty when nothing is captured or the input is a recipe YAML")
     fused_grouped_mlp: bool = Field(False, description="the input's MoE experts run Transformer Engine's fused grouped MLP "
                                     "(--use-transformer-engine-op-fuser with --moe-grouped-gemm), which the projection prices")
@@ -150,9 +150,9 @@ class SolveResult(Result):
     nodes: int
     best_objective: Optional[float]
     projection_calibrated: bool
-    model_notes: list[str] = Field([], description="what the model's HF config reader did not follow (constraints/hf_reading.py)")
+    model_notes: list[str] = Field([], description="what the model's HF config reader did not follow (constraints/models/hf_reading.py)")
     job_warnings: list[str] = Field([], description="warnings of the rules that read no recipe field: they hold for every "
-                                    "answer (constraints.rules.recipe_free_violations), as 'rule: message (fix: ...)'")
+                                    "answer (constraints.rules.registry.recipe_free_violations), as 'rule: message (fix: ...)'")
     ignored_pins: list[str] = Field([], description="pins the model does not read (MoE-only options on a dense model), "
                                     "as 'option value: not applied: why'")
     rejected_by_check: list[RejectedRecipe]
@@ -184,7 +184,7 @@ class RenderResult(Result):
     script: str
     path: Optional[str] = Field(None, description="where it was written, when asked to write it")
     problems: list[str] = Field(description="violations found by check (rendered anyway only with force=True)")
-    model_notes: list[str] = Field([], description="what the model's HF config reader did not follow (constraints/hf_reading.py); "
+    model_notes: list[str] = Field([], description="what the model's HF config reader did not follow (constraints/models/hf_reading.py); "
                                    "the script renders the model as read")
     not_carried: list[str] = Field([], description="a source launch script's flags the rendered torchrun / slurm script "
                                    "leaves out or sets otherwise, one line each (`--train-iters 1000: rendered as 500000`)")

@@ -57,7 +57,7 @@ THIN_HEADROOM = 0.03
 
 def thin_headroom_line(payload: dict) -> str | None:
     """The note for answers with under THIN_HEADROOM of HBM free, or None: the table prints it under the rows, csv /
-    markdown on stderr (shardplan/cli_solve.py)."""
+    markdown on stderr (shardplan/cli/solve.py)."""
     thin = [str(i) for i, r in enumerate(payload["recipes"], start=1)
             if r["memory"]["capacity_bytes"] - r["memory"]["peak_bytes"] < THIN_HEADROOM * r["memory"]["capacity_bytes"]]
     if not thin:

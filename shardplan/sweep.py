@@ -10,12 +10,12 @@ count and which collectives cross nodes, so no size's tables serve another's):
 - the tables are the branch-and-bound ones for K = 1 (solver/prune.py), ranked by the numpy scan over them
   (solver/exhaustive.py) instead of a CP-SAT listing: the same best recipe with the same proof (the tests hold
   the scan equal to CP-SAT), without building a one-hot model per size;
-- the layer costs of every per-rank shape (measure.layer_cost.layer_parts, the vectorised projection's costliest
+- the layer costs of every per-rank shape (measure.projection.layer_cost.layer_parts, the vectorised projection's costliest
   factor): they read the placement only through the TP / CP / EP / ETP group spans, which depend on the scale-up
-  domain, not the node count, so one dict serves every size with the same domain (measure.vectorized.Evaluator's
+  domain, not the node count, so one dict serves every size with the same domain (measure.projection.vectorized.Evaluator's
   `shared_parts`);
-- the rule verdicts cached per axis values (solver/table_rules.py) and the loaded model and profiles.
-bench/bench_sweep.py measures this against one `solve` per size.
+- the rule verdicts cached per axis values (solver/tables/rules.py) and the loaded model and profiles.
+bench/speed/sweep.py measures this against one `solve` per size.
 """
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
     list, or comma-separated names); `nodes` a list or parse_nodes' text ('1..64'); `gpus_per_node` None takes each
     profile's GPUs per server or tray (`HardwareProfile.gpus_per_node`). Unusable input raises
     ShardplanError before any solve."""
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from constraints.spec import JobSpec, Placement
     from boundary.errors import ShardplanError
     from hardware.profile import load_profile
@@ -203,10 +203,10 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
 def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_fraction: float, pins: dict,
             bounds: dict) -> SweepPoint:
     """One size: proven empty by the screen (no tables), or the pruned K = 1 tables' best, verified by check."""
-    from measure.vectorized import Evaluator
+    from measure.projection.vectorized import Evaluator
     from solver.exhaustive import solve_exhaustive
     from solver.space import build_space
-    from solver.tables import build_tables
+    from solver.tables.build import build_tables
     from shardplan.results import recipe_label
 
     t0 = time.perf_counter()

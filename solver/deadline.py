@@ -4,7 +4,7 @@ and explanations together. Past it the solve stops and says so in one line.
 Why a process alarm and not checks sprinkled through the code: the long steps are numpy table builds and
 CP-SAT calls spread over many modules; SIGALRM interrupts any Python step at the limit, and CP-SAT, which
 the alarm cannot interrupt inside C++, gets the time left as its own wall-clock limit (`remaining_s`, read by
-solver/cpsat_solve.py). Where no alarm can be set (not the main thread, or no SIGALRM), CP-SAT still gets
+solver/cpsat/solve.py). Where no alarm can be set (not the main thread, or no SIGALRM), CP-SAT still gets
 the time left, and the limit is checked between steps only; the result says nothing false either way.
 """
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """`--method exhaustive`: the same top-K as CP-SAT by numpy alone over the same tables.
 
 Why it exists: a cross-check that shares nothing with CP-SAT but the tables. Every legal (activation row,
-sharding) candidate already carries its exact peak bytes and ranking time (solver/tables.py); this keeps
-those that fit and satisfy the pins, sorts them, and verifies the head exactly as solver/cpsat_solve.py does.
+sharding) candidate already carries its exact peak bytes and ranking time (solver/tables/build.py); this keeps
+those that fit and satisfy the pins, sorts them, and verifies the head exactly as solver/cpsat/solve.py does.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-from solver.cpsat_solve import SolveResult, fitting_index, primary_key, reaches_pruned, refuse_pruned, top_verified
-from solver.tables import Tables
+from solver.cpsat.solve import SolveResult, fitting_index, primary_key, reaches_pruned, refuse_pruned, top_verified
+from solver.tables.build import Tables
 
 
 def fitting_candidates(tables: Tables, pins: Optional[dict] = None) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """Why nothing fits: the smallest conflicting set of user pins / constraint groups, and what would fit.
 
-Each user pin and the memory group get an enforcement literal (solver/cpsat_model.py); the model is solved
+Each user pin and the memory group get an enforcement literal (solver/cpsat/model.py); the model is solved
 under those assumptions; CP-SAT's sufficient_assumptions_for_infeasibility is intersected with the
 assumption set (OR-Tools issue #5141), shrunk by deletion (drop one, re-solve), and verified by re-solving
 with the core alone. Above CPSAT_EXPLAIN_MAX_CANDIDATES candidates the same question (does some candidate meet
@@ -18,14 +18,14 @@ from typing import Optional
 import numpy as np
 
 from constraints.spec import JobSpec, Placement, Precision
-from solver.cp_sat import cp_model
-from solver.cpsat_model import build_model
-from solver.cpsat_solve import CPSAT_EXPLAIN_MAX_CANDIDATES, new_cp_solver, solve_model
+from solver.cpsat.backend import cp_model
+from solver.cpsat.model import build_model
+from solver.cpsat.solve import CPSAT_EXPLAIN_MAX_CANDIDATES, new_cp_solver, solve_model
 from solver.fewest_gpus import CountScreen
 from solver.space import build_space
 from solver.explain_why import (  # noqa: F401  (recipe_free_blockers, format_explanation: re-exported)
     MAX_NODES_FACTOR, conflict_reasons, flag_of, format_explanation, recipe_free_blockers)
-from solver.tables import VARIANT_AXES, build_tables
+from solver.tables.build import VARIANT_AXES, build_tables
 
 # the node-count remedy scans nodes+1 .. min(MAX_NODES_FACTOR x nodes, MAX_NODES), building tables for at most
 # MAX_NODE_TABLE_BUILDS counts the screens cannot rule out (each build is ~1-4 s for a 671B MoE on 2 cores)

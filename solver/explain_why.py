@@ -3,8 +3,8 @@ the human lines of an explanation (solver/explain.py finds the conflict and the 
 the options the user typed: `solve`'s own flags, not Megatron's)."""
 from __future__ import annotations
 
-from constraints.rules_features import FLEX_MIN_COMPUTE_CAPABILITY, NO_FP8_FIX, flex_hardware_gap
-from constraints.rules_fp4 import nvfp4_fallback_precisions
+from constraints.rules.features import FLEX_MIN_COMPUTE_CAPABILITY, NO_FP8_FIX, flex_hardware_gap
+from constraints.rules.fp4 import nvfp4_fallback_precisions
 from solver.fewest_gpus import CountScreen
 from solver.variants import supports_flex
 
@@ -21,10 +21,10 @@ def flag_of(axis: str) -> str:
 
 
 def recipe_free_blockers(model, job, placement, profile) -> list[str]:
-    """Rules that read no recipe field (constraints.rules: reads="") and fail: they reject every recipe, so they are
+    """Rules that read no recipe field (constraints.rules.registry: reads="") and fail: they reject every recipe, so they are
     the whole reason the space is empty (e.g. a sequence longer than the position embeddings, FP8 on a part
     without FP8 tensor cores)."""
-    from constraints.rules import RuleInput, recipe_free_violations
+    from constraints.rules.registry import RuleInput, recipe_free_violations
     from constraints.spec import Recipe
 
     out = []
@@ -86,7 +86,7 @@ def flex_hardware_reason(profile) -> str:
 
 def failing_rules(model, job, placement, profile, recipe) -> dict[str, str]:
     """rule name -> message of every error the rules find in `recipe`."""
-    from constraints.rules import RuleInput, check_rules
+    from constraints.rules.registry import RuleInput, check_rules
 
     return {v.rule: v.message for v in check_rules(RuleInput(model, job, recipe, placement.world_size, profile))
             if v.severity == "error"}

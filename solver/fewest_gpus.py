@@ -8,14 +8,14 @@ recipe (the exact throughput solve's first answer) reaches the target wins.
 Why screens: a big MoE model needs dozens of full solves, most of them at counts that cannot win. A count
 is skipped, without building its tables, only when a bound that holds under the projection proves its
 best total tokens/s is below the target (CountScreen; the two that prove 'no recipe' first):
-- memory: even perfectly sharded static state (constraints.memory's own bytes per parameter, every
+- memory: even perfectly sharded static state (constraints.memory.per_rank's own bytes per parameter, every
   parameter stored once across the world) plus the framework reserve exceeds usable HBM, so no recipe fits;
 - empty: no TP x PP x CP from the domains divides the world with the global batch divisible by MBS x DP
   and a pipeline split that exists (even, account-for, or an uneven first/last pair where the space
   allows them), so the space has no legal recipe (the rules global_batch_divisible and world_divisible,
   and the stage splits build_tables drops);
 - throughput: every GPU at the fastest FLOP rate the projection's roofline can price a kernel at (peak
-  for the dtype times the calibration's top efficiency) over the Megatron FLOPs per token (measure/flops.py,
+  for the dtype times the calibration's top efficiency) over the Megatron FLOPs per token (measure/projection/flops.py,
   least vocabulary padding) is below the target: MFU at most that top efficiency (~0.71 on H100).
 The answer is the plain scan's: a skipped count provably has best < target, and the largest count is never
 skipped (its solve is the reported result when nothing reaches the target). `prune=False` is the plain scan.
@@ -26,7 +26,7 @@ import itertools
 from typing import Callable, Optional
 
 from boundary.numbers import bounded_float
-from constraints import memory as mem
+from constraints.memory import per_rank as mem
 from constraints.spec import Recompute
 from boundary.errors import ShardplanError
 from solver.space import SpaceError, bf16_layers_error
@@ -59,7 +59,7 @@ class CountScreen:
 
     # ---- memory --------------------------------------------------------------------------------
     def state_bytes(self) -> int:
-        """Static bytes of the whole model stored exactly once: bytes per parameter (constraints.memory's
+        """Static bytes of the whole model stored exactly once: bytes per parameter (constraints.memory.per_rank's
         static_from_params on one parameter of a recipe made by solver.space.make_recipe, so the optimizer
         and weight bytes are those of every recipe the space holds) times
         every parameter one pipeline stage at TP=EP=1 holds (rank_params: least vocabulary padding, MTP).
@@ -79,23 +79,23 @@ class CountScreen:
 
     def min_peak_bytes(self, world_size: int) -> int:
         """A lower bound on any recipe's exact peak at this world size: the static bound plus the framework
-        reserve every rank's activation terms carry (constraints.memory.rank_activation_terms)."""
+        reserve every rank's activation terms carry (constraints.memory.per_rank.rank_activation_terms)."""
         return -(-self.state_bytes() // world_size) + self.profile.calibration.framework_overhead_bytes
 
     # ---- throughput ----------------------------------------------------------------------------
     def max_tokens_per_s(self, world_size: int) -> float:
         """Total tokens/s no recipe's projection exceeds: world x fastest per-GPU FLOP rate / FLOPs per token.
-        measure/roofline.py prices a matmul at FLOPs / (peak(dtype) x efficiency) or slower, the efficiency
+        measure/kernels/roofline.py prices a matmul at FLOPs / (peak(dtype) x efficiency) or slower, the efficiency
         at most the calibration curve's top (times the fp8 factor for fp8, times grouped factors <= 1 for
         grouped GEMMs), and attention at FLOPs / (bf16 peak x attention efficiency); other kernels carry no
         FLOPs. Those kernels' FLOPs summed over the world cover Megatron's count (attention backward is priced
         at 2.5x forward where Megatron counts 2x, more than the MLA '+1' norm terms it adds; held by
         tests/test_solver_fewest_gpus.py), and each GPU's step is at least its own kernels' time."""
         if self._per_gpu_rate is None:
-            from constraints.params import padded_vocab_size
-            from measure.flops import flops_per_token
-            from measure.layer_ops import gemm_dtype
-            from measure.roofline import peak_flops
+            from constraints.models.params import padded_vocab_size
+            from measure.projection.flops import flops_per_token
+            from measure.kernels.layer_ops import gemm_dtype
+            from measure.kernels.roofline import peak_flops
 
             cal, dtype = self.profile.calibration, gemm_dtype(self.job)
             top = max(y for _, y in cal.gemm_efficiency)
@@ -137,7 +137,7 @@ class CountScreen:
         """True when no (TP, PP, CP, MBS, schedule/VPP, split) of the space's domains passes the batch
         divisibility rules and has a pipeline split; a domain error is left for the solve to report."""
         from solver.space import build_space
-        from solver.table_rules import schedule_vpp_pairs
+        from solver.tables.rules import schedule_vpp_pairs
 
         try:
             space = build_space(self.model, self.job, placement, pins=dict(self.pins), ranges=self.ranges)

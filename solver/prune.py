@@ -4,7 +4,7 @@ Why: a structural row (TP, PP, VPP, CP, EP, ETP, schedule, split) fans out into 
 recompute, TP overlap, sharding, MoE variant), each needing rule calls, exact bytes and a price; on Mixtral-8x22B /
 64 GPUs only 6 of 5,958 rows hold a top-10 candidate. Each row gets a lower bound on the ranking time of every
 candidate under it, whatever its legality or memory:
-- the closed form (measure/vectorized.py) of the row with recompute off, under every MBS, SP / TP-overlap pair,
+- the closed form (measure/projection/vectorized.py) of the row with recompute off, under every MBS, SP / TP-overlap pair,
   MoE variant and DP sharding of the space, minimised. Recompute only adds the re-run forward to the backward pass
   (`rec` >= 0 in `_step_terms`), and the staged closed form, p2p, DP and optimizer terms are non-decreasing in it,
   so a recomputing candidate is never faster than the same candidate without recompute (tests hold the bound
@@ -13,9 +13,9 @@ candidate under it, whatever its legality or memory:
   prices overlap on where the space allows it and skips the same row with it off;
 - minus 1 µs against float reassociation.
 Then rows are expanded best first (in bound order, batches doubling) until the next row's bound exceeds T, the K-th
-best fitting time found, and the rows with bound <= T are built together (solver/tables.py). A row left out has
+best fitting time found, and the rows with bound <= T are built together (solver/tables/build.py). A row left out has
 bound > T, so each of its candidates ranks after the K-th: the top-K of the pruned tables is the top-K of the space,
-and solver/cpsat_solve.py proves optimality only for answers below `Tables.pruned_lb_us`.
+and solver/cpsat/solve.py proves optimality only for answers below `Tables.pruned_lb_us`.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from solver.table_time import UNPRICEABLE_US, ranking_time_us, row_columns
+from solver.tables.time import UNPRICEABLE_US, ranking_time_us, row_columns
 from solver.variants import DEFAULT as DEFAULT_VARIANT, space_variants
 
 FIRST_ROWS = 16  # rows expanded in the first batch (each next batch doubles)

@@ -1,7 +1,7 @@
 """The searched recipe space: one candidate domain per axis, narrowed by user pins and bounds.
 
 Why candidate domains and not legal ones: legality is decided by the rule functions themselves
-(constraints.rules / rules_features), called on recipes over small factor tables in solver/tables.py;
+(constraints.rules.registry / rules_features), called on recipes over small factor tables in solver/tables/build.py;
 this module only says which values are *tried* per axis. The defaults are generous supersets of what
 the rules allow (every power of two up to a cap, every divisor where a divisor is required) and the
 caps are stated here, each with why, so a user can widen them with a bound (`--tp 1..16`).
@@ -14,7 +14,7 @@ from typing import Iterable, Optional, Sequence
 from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, PipelineSchedule, Placement, Recipe,
                               Recompute, RecomputeGranularity, RecomputeMethod, RecomputeModule)
 from boundary.show import shown
-from constraints.magnitudes import magnitude_error
+from constraints.memory.magnitudes import magnitude_error
 from solver.splits import split_fields
 from boundary.errors import ShardplanError
 
@@ -149,7 +149,7 @@ def _restrict(name: str, values: list, allowed: Iterable) -> list:
 
 
 def bf16_layers_error(job: JobSpec) -> Optional[str]:
-    """The search tables price every decoder layer in the job's precision (measure/vectorized.py keys layers by kind,
+    """The search tables price every decoder layer in the job's precision (measure/projection/vectorized.py keys layers by kind,
     not index), so a job with --first-last-layers-bf16 layers is refused rather than ranked and sized without them;
     `check` prices those layers in bf16."""
     if not job.has_bf16_layers:

@@ -11,7 +11,7 @@ A split value, as the solver's tables carry it: False (even), True (account-for 
 (first, last) of decoder layers on the first and last rank, or for a hybrid model with more than one stage a
 PipeSegments: the same even or (first, last) split written as `|` segments of --hybrid-layer-pattern. Megatron gives
 a hybrid model virtual stages only through pipes (validate_args refuses the VPP flags, layouts and account-for flags
-with a pattern; constraints/rules_hybrid.py), and at VPP 1 a pattern without pipes is split at run time with a
+with a pattern; constraints/rules/hybrid.py), and at VPP 1 a pattern without pipes is split at run time with a
 deprecation warning (megatron/core/models/hybrid/hybrid_layer_allocation.py select_pipeline_segment @ d98e8a64), so
 the solver writes pipes at every PP x VPP > 1. Account-for splits are never tried for a hybrid model. The uneven pairs tried make each end up to
 MAX_TRIM_LAYERS lighter than a middle rank, in steps of VPP layers (never heavier: the ends carry extra work), and
@@ -35,7 +35,7 @@ def max_trim_chunks(vpp: int) -> int:
 @dataclass(frozen=True)
 class PipeSegments:
     """A hybrid model's pipeline split as `|` segments of its pattern (Recipe.pipeline_layout stands for them:
-    decoder layers only, the embedding on the first segment, the loss on the last; constraints/mamba.py
+    decoder layers only, the embedding on the first segment, the loss on the last; constraints/models/mamba.py
     layout_as_segments). `first` / `last` are the per-rank layer counts of the (first, last) split the segments
     write (0 = the even split), which is how the projection's stage rows read it (the chunks are the same)."""
 

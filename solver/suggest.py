@@ -13,10 +13,10 @@ from pydantic import ValidationError
 
 from constraints.case import Case
 from constraints.spec import AttentionBackend
-from solver.cpsat_model import axis_value
-from solver.cpsat_solve import ExactRanker, fitting_index
+from solver.cpsat.model import axis_value
+from solver.cpsat.solve import ExactRanker, fitting_index
 from solver.space import build_space, recompute_name
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split",
         "uneven_stages", "tp_comm_overlap")
@@ -102,7 +102,7 @@ def _verified(case: Case, ranked: list, profile, margin: float, flags, env, vali
     """(candidate, recipe, report, projection) for the first candidate that passes check with the user's flags and
     env: with the user's values of the fields not searched kept, else as searched; None if none passes."""
     from constraints.check import check_case
-    from measure.project import project
+    from measure.projection.project import project
 
     r0 = case.recipe
     searched = _SEARCHED_FIELDS if case.model.is_moe else _SEARCHED_FIELDS - _MOE_FIELDS  # a dense model keeps them

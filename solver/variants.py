@@ -1,6 +1,6 @@
 """MoE communication variants: the token dispatcher and EP communication overlap, chosen per candidate.
 
-Why not two more table axes: under the memory model neither choice changes a byte (constraints/memory.py reads
+Why not two more table axes: under the memory model neither choice changes a byte (constraints/memory/per_rank.py reads
 neither `moe_dispatcher` nor `overlap_moe_expert_parallel_comm`), and only two rules read them, so for every
 (activation row, sharding) candidate the best legal variant is decided alone: the one with the smallest
 ranking time. That inner minimisation is exact for every objective the solver ranks by (time first; memory
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from constraints.rules import RULES, RuleInput
-from constraints.rules_features import flex_hardware_gap
+from constraints.rules.registry import RULES, RuleInput
+from constraints.rules.features import flex_hardware_gap
 from constraints.spec import MoeDispatcher
-from solver.table_rules import unvalidated_recipe
+from solver.tables.rules import unvalidated_recipe
 
 VARIANT_RULES = ("shared_expert_overlap_dispatcher", "ep_comm_overlap", "flex_dispatcher_group", "flex_dispatcher_hardware")
 DEFAULT = ("alltoall", False)  # Megatron recipes' dispatcher for MoE and no EP overlap: the rows' own recipe
@@ -55,7 +55,7 @@ def variant_fields(variant: tuple[str, bool]) -> dict:
     return {"moe_dispatcher": MoeDispatcher(variant[0]), "overlap_moe_expert_parallel_comm": bool(variant[1])}
 
 
-# Recipe fields the solver varies per activation row -> the row column (solver/table_time.py `row_columns`) that holds them;
+# Recipe fields the solver varies per activation row -> the row column (solver/tables/time.py `row_columns`) that holds them;
 # every other field a variant rule may read is the base recipe's, the same on every row
 ROW_COLUMNS = {"tp": ("tp",), "pp": ("pp",), "vpp": ("vpp",), "cp": ("cp",), "ep": ("ep",), "etp": ("etp", "tp"),
                "mbs": ("mbs",), "sequence_parallel": ("sp", "tp"), "recompute": ("rc",), "schedule": ("sched",),
@@ -66,7 +66,7 @@ PER_CANDIDATE = {"dp_sharding", "overlap_param_gather"}  # vary per candidate, n
 
 def key_columns() -> list[str]:
     """Row columns the variant rules' verdicts depend on, from the fields they declare they read
-    (constraints.rules.rule(reads=...)); every row column when a rule declares nothing."""
+    (constraints.rules.registry.rule(reads=...)); every row column when a rule declares nothing."""
     cols: set[str] = set()
     for fn in _rule_fns():
         reads = getattr(fn, "reads", None)

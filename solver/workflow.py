@@ -98,9 +98,9 @@ def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margi
     """solve_case, steered by the proposer (solver/proposer) when `proposer_config` asks for one (throughput
     objective only); returns (SolveResult, Tables, HintReport or None). The answer is always the full
     solve, re-verified. `step(label)`, when given, wraps each phase (the CLI shows progress with it)."""
-    from solver.cpsat_solve import solve_cpsat
+    from solver.cpsat.solve import solve_cpsat
     from solver.exhaustive import solve_exhaustive
-    from solver.tables import build_tables
+    from solver.tables.build import build_tables
 
     step = step or (lambda label: nullcontext())
     space = build_space(model, job, placement, pins=resolve_recompute_kind(model, pins), ranges=bounds)

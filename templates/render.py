@@ -15,9 +15,9 @@ from typing import Literal
 import jinja2
 
 from constraints.case import Case
-from constraints.mamba import entry_script
+from constraints.models.mamba import entry_script
 from constraints.spec import PipelineSchedule
-from templates.megatron_args import (
+from templates.recipe_args import (
     GROUPS, RenderPaths, megatron_arg_groups, needs_cuda_device_max_connections_1, uses_fsdp,
 )
 from boundary.errors import ShardplanError
@@ -123,7 +123,7 @@ def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None) ->
     cuda_max_connections = _cuda_max_connections(case)
     return {
         "header": _header(case),
-        "entry_script": entry_script(case.model),  # pretrain_hybrid.py for a hybrid pattern (constraints/mamba.py)
+        "entry_script": entry_script(case.model),  # pretrain_hybrid.py for a hybrid pattern (constraints/models/mamba.py)
         "job_name": slurm_job_name(case.model.name),
         "cuda_max_connections": cuda_max_connections,
         "megatron_path": shlex.quote(paths.megatron_path),

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from boundary.write import atomic_write_folder
 from constraints.case import Case, atomic_write_text
-from templates.megatron_args import RenderPaths
+from templates.recipe_args import RenderPaths
 from templates.render import Format, render_script, unsupported_features
 
 SUFFIX = {"torchrun": ".sh", "slurm": ".sbatch"}

@@ -1,9 +1,9 @@
 """`render --format primus|bridge|bridge-overrides|yaml-cfg`: a recipe as the config file of a stack on Megatron-LM.
 
 Why from the Megatron argument list: `render --format torchrun` already writes the exact `pretrain_gpt.py`
-arguments of a recipe (templates.megatron_args); each writer lays those same arguments out under the stack's
-key names (constraints.stack_keys), so `check` reads the file back to the same recipe (tests/
-test_stack_configs_roundtrip.py). Layouts: constraints.stack_primus / stack_bridge / stack_yaml_cfg.
+arguments of a recipe (templates.recipe_args); each writer lays those same arguments out under the stack's
+key names (constraints.stacks.keys), so `check` reads the file back to the same recipe (tests/
+test_stack_configs_roundtrip.py). Layouts: constraints.stacks.primus / stack_bridge / stack_yaml_cfg.
 """
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import Any
 
 import yaml
 
-from constraints.bridge_precision import PRECISION_DESTS, fields_from_dests, recipe_name
+from constraints.stacks.bridge_precision import PRECISION_DESTS, fields_from_dests, recipe_name
 from constraints.case import Case
 from constraints.spec import Activation
-from constraints.stack_bridge import BRIDGE_SECTIONS
-from constraints.stack_keys import CORE_RENAMES, QUICK_GELU_TARGET, dests_from_args
-from templates.megatron_args import RenderPaths, recipe_to_megatron_args
+from constraints.stacks.bridge import BRIDGE_SECTIONS
+from constraints.stacks.keys import CORE_RENAMES, QUICK_GELU_TARGET, dests_from_args
+from templates.recipe_args import RenderPaths, recipe_to_megatron_args
 
 STACK_FORMATS: tuple[str, ...] = ("primus", "bridge", "bridge-overrides", "yaml-cfg")
 
@@ -68,7 +68,7 @@ def _bridge_sections(case: Case, paths: RenderPaths | None) -> dict[str, Any]:
     dests = _dests(case, paths)
     sections: dict[str, Any] = {"model": {}}
     # every precision field lives in mixed_precision: Bridge copies that section over the model and DDP configs
-    # (constraints/bridge_precision.py), so a value left in `model` would be overwritten by the recipe's
+    # (constraints/stacks/bridge_precision.py), so a value left in `model` would be overwritten by the recipe's
     precision = {k: dests.pop(k) for k in list(dests) if k in PRECISION_DESTS}
     for dest, value in dests.items():
         homes = [s for s, keys in BRIDGE_SECTIONS.items() if dest in keys]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from constraints.case import Case
-from constraints.models import MODELS_DIR, load_model
+from constraints.models.load import MODELS_DIR, load_model
 from constraints.spec import JobSpec, Placement, Recipe
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,10 +35,10 @@ recipe: {tp: 2, pp: 1, mbs: 3, sequence_parallel: true}
 
 
 def run_cli(*args, env=None, cwd=None):
-    """The real entry point (shardplan.cli:main) in a subprocess, so the `error:` prefix and exit status are what a
+    """The real entry point (shardplan.cli.main:main) in a subprocess, so the `error:` prefix and exit status are what a
     user sees; returns (returncode, stdout, stderr)."""
     full_env = None if env is None else {**os.environ, **env}
-    p = subprocess.run([sys.executable, "-m", "shardplan.cli", *args], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "shardplan.cli.main", *args], capture_output=True, text=True,
                        cwd=cwd or REPO, env=full_env)
     return p.returncode, p.stdout, p.stderr
 

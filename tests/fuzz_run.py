@@ -63,7 +63,7 @@ def _on_alarm(signum, frame):
 
 def run_case(case: Case, folder: Path, timeout_s: float) -> Outcome:
     """The CLI's exit status, stdout and stderr for `case`, run in this process under a wall-clock alarm."""
-    from shardplan.cli import main
+    from shardplan.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     previous = signal.signal(signal.SIGALRM, _on_alarm)

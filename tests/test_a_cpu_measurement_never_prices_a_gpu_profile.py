@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-import measure.measured_tables as mt
-from constraints.models import load_model
+import measure.kernels.measured_tables as mt
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Precision, Recipe
 from hardware.profile import load_profile
-from measure.cost_table import CostTable, Entry, Environment
-from measure.layer_ops import LayerKind, layer_ops
-from measure.project import project
-from shardplan.cli import cli
+from measure.kernels.cost_table import CostTable, Entry, Environment
+from measure.kernels.layer_ops import LayerKind, layer_ops
+from measure.projection.project import project
+from shardplan.cli.main import cli
 
 H100 = load_profile("h100-sxm-80gb")
 MODEL = load_model("Llama-3.1-8B")

@@ -1,4 +1,4 @@
-"""The coefficient form of per-rank activations equals constraints.memory.chunk_activation exactly,
+"""The coefficient form of per-rank activations equals constraints.memory.per_rank.chunk_activation exactly,
 over every bundled model and a spread of splits, recompute settings and layer shapes."""
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import itertools
 
 import pytest
 
-from constraints import activations as act
-from constraints import memory as mem
-from constraints.activation_coef import evaluate, rank_coefficients, values_of
-from constraints.models import bundled_models, load_model
-from constraints.params import padded_vocab_size
+from constraints.memory import activations as act
+from constraints.memory import per_rank as mem
+from constraints.memory.activation_coef import evaluate, rank_coefficients, values_of
+from constraints.models.load import bundled_models, load_model
+from constraints.models.params import padded_vocab_size
 from constraints.spec import JobSpec, Recipe, Recompute, RecomputeMethod, RecomputeModule
 from constraints.stages import StageSplitError, rank_chunks
 

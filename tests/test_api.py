@@ -15,13 +15,13 @@ from pydantic import ValidationError
 import shardplan
 from boundary.errors import InputRefused
 from constraints.case import CaseError
-from constraints.megatron_errors import MegatronArgsError
-from constraints.models import ModelError
-from constraints.shell_lex import LaunchScriptError
+from constraints.megatron.errors import MegatronArgsError
+from constraints.models.load import ModelError
+from constraints.script.lex import LaunchScriptError
 from hardware.profile import ProfileError
-from shardplan.cli import cli, main
+from shardplan.cli.main import cli, main
 from shardplan.results import CheckResult, SolveResult
-from solver.inputs import InputError
+from constraints.read import InputError
 from solver.space import SpaceError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,12 +122,12 @@ def test_a_bug_is_an_internal_error_with_exit_3_not_unusable_input(monkeypatch, 
 
 def test_a_plain_value_error_inside_the_library_is_internal_too(monkeypatch, capsys):
     """A ValueError that is not a ShardplanError is a bug (before: reported as unusable input, exit 2)."""
-    import solver.report
+    import shardplan.verdict
 
     def broken(*args, **kwargs):
         raise ValueError("an internal invariant")
 
-    monkeypatch.setattr(solver.report, "check_and_project", broken)
+    monkeypatch.setattr(shardplan.verdict, "check_and_project", broken)
     with pytest.raises(SystemExit) as exit_info:
         main(["check", str(EXAMPLE)])
     assert exit_info.value.code == 3 and "internal error: ValueError" in capsys.readouterr().err

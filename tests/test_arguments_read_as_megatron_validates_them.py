@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.megatron_args import parse_megatron_args
+from constraints.megatron.argv_to_specs import parse_megatron_args
 from constraints.spec import RecomputeGranularity
-from solver.inputs import InputError, load_check_input
-from solver.report import check_and_project
+from constraints.read import InputError, load_check_input
+from shardplan.verdict import check_and_project
 
 BASE = ["--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size", "14336", "--num-attention-heads", "32",
         "--seq-length", "4096", "--max-position-embeddings", "4096", "--micro-batch-size", "1", "--global-batch-size", "64",
@@ -95,9 +95,9 @@ def test_a_hybrid_model_with_a_learned_position_table_renders_it():
     """A hybrid script that leaves --position-embedding-type at learned_absolute builds the table (hybrid_builders.py);
     render wrote `none` for every hybrid model, so the rendered script trained a model 2 MiB lighter than the one
     check judged."""
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from constraints.spec import JobSpec, Recipe
-    from templates.megatron_args import recipe_to_megatron_args
+    from templates.recipe_args import recipe_to_megatron_args
 
     def position(model) -> str:
         args = recipe_to_megatron_args(model, JobSpec(seq_length=4096, global_batch_size=64), Recipe())
@@ -118,7 +118,7 @@ def test_megatrons_own_asserts_on_sequence_and_checkpoint_flags(tmp_path, extra,
 
 
 def test_a_released_checkpoints_name_finds_its_bundled_model():
-    from constraints.megatron_vocab import bundled_model_for
+    from constraints.megatron.vocab import bundled_model_for
 
     # the SFT recipes' tokenizer: the publisher's prefix and the weight precision are not part of the model's name
     assert bundled_model_for("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16") == "Nemotron-3-Nano-30B-A3B"
@@ -132,7 +132,7 @@ def test_padded_vocab_size_is_the_embeddings_row_count_unpadded():
     c = parse_megatron_args(BASE + ["--padded-vocab-size", "32002", "--tensor-model-parallel-size", "2"])
     assert c.model.vocab_size == 32002 and c.recipe.make_vocab_size_divisible_by == 1
     assert "--padded-vocab-size" not in c.unknown_flags
-    from constraints.params import padded_vocab_size
+    from constraints.models.params import padded_vocab_size
 
     assert padded_vocab_size(c.model, 2, c.recipe.make_vocab_size_divisible_by) == 32002  # not padded to 32,256
 

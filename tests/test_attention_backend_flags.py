@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from constraints.megatron_args import MegatronArgsError, parse_megatron_args
+from constraints.megatron.argv_to_specs import MegatronArgsError, parse_megatron_args
 from constraints.spec import AttentionBackend
-from solver.inputs import load_check_input
-from shardplan.cli_render import render_command
+from constraints.read import load_check_input
+from shardplan.cli.render import render_command
 
 MODEL = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --group-query-attention --num-query-groups 4 "
          "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 32 --bf16 "

@@ -1,12 +1,12 @@
 """`--attention-backend local / unfused` store the s x s attention scores: the bytes of each saved tensor, worked by
-hand from the sources constraints/attention_scores.py names (Megatron-LM dot_product_attention.py and
+hand from the sources constraints/memory/attention_scores.py names (Megatron-LM dot_product_attention.py and
 fused_softmax.py, Transformer Engine's UnfusedDotProductAttention and softmax.py) and from Korthikanti et al. 2022
 (arXiv 2205.05198) Table 2, whose attention block without flash keeps 5as^2b bytes: softmax output 2as^2b, dropout
 mask as^2b, dropout output 2as^2b."""
 from __future__ import annotations
 
-from constraints import activations as act
-from constraints.attention_scores import batches_per_block
+from constraints.memory import activations as act
+from constraints.memory.attention_scores import batches_per_block
 from constraints.spec import AttentionBackend, JobSpec, ModelSpec, Recipe, Recompute, RecomputeGranularity, RecomputeModule
 
 # a GPT-3 1.3B-shaped layer (Korthikanti's notation: h hidden, a heads, s sequence, b micro-batch)

@@ -8,18 +8,18 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from constraints import activations as act
-from constraints.megatron_args import parse_megatron_args
-from constraints.memory import memory_report
-from constraints.models import load_model
-from constraints.nvfp4_weights import rank_quantised_weights
-from constraints.rules import RuleInput, check_rules
+from constraints.memory import activations as act
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.memory.per_rank import memory_report
+from constraints.models.load import load_model
+from constraints.memory.nvfp4_weights import rank_quantised_weights
+from constraints.rules.registry import RuleInput, check_rules
 from constraints.spec import JobSpec, Placement, Precision, Recipe
 from hardware.profile import load_profile
-from measure.project import project
-from solver.inputs import load_check_input
+from measure.projection.project import project
+from constraints.read import load_check_input
 from solver.space import SpaceError, build_space
-from templates.megatron_args import recipe_to_megatron_args
+from templates.recipe_args import recipe_to_megatron_args
 
 LLAMA = "Llama-3.1-8B"  # 32 layers
 
@@ -92,7 +92,7 @@ def test_bridge_recipes_and_mapping_defaults(tmp_path):
 
 def test_memory_prices_bf16_layers_at_bf16_exactly():
     """One rank (PP 1) holds every layer: keeping the last 4 of 32 out of NVFP4 adds, exactly, their bf16 weights less
-    their NVFP4 copies (constraints/nvfp4_weights.py) and their bf16 saved GEMM inputs less the NVFP4 ones."""
+    their NVFP4 copies (constraints/memory/nvfp4_weights.py) and their bf16 saved GEMM inputs less the NVFP4 ones."""
     model = load_model(LLAMA)
     recipe = Recipe(tp=2, sequence_parallel=True, fp4_param_gather=True)
     nv = JobSpec(seq_length=8192, global_batch_size=64, precision=Precision.nvfp4)

@@ -1,21 +1,21 @@
 """A Megatron-Bridge key that is no field of its section's dataclasses (a typo Bridge never applies) is an error
 naming the nearest real field; a real field shardplan has no Megatron flag for stays "not modelled"
-(constraints.stack_field_names over the fields dumped in constraints.bridge_field_table)."""
+(constraints.stacks.field_names over the fields dumped in constraints.stacks.bridge_fields)."""
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from constraints.stack_field_names import bridge_fields, unknown_bridge_key
-from solver.inputs import InputError, load_check_input
+from constraints.stacks.field_names import bridge_fields, unknown_bridge_key
+from constraints.read import InputError, load_check_input
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "stack_configs"
 
 
 def test_a_misspelt_model_field_is_exit_2_naming_the_real_one():
-    p = subprocess.run([sys.executable, "-m", "shardplan.cli", "check", str(DATA / "bridge-misspelt-tp.yaml"),
+    p = subprocess.run([sys.executable, "-m", "shardplan.cli.main", "check", str(DATA / "bridge-misspelt-tp.yaml"),
                         "--hardware", "h100-sxm-80gb", "--nodes", "1", "--gpus-per-node", "8"],
                        capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 2 and p.stdout == ""

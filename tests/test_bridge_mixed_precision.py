@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from constraints.bridge_precision import RECIPES, precision_args, recipe_name
+from constraints.stacks.bridge_precision import RECIPES, precision_args, recipe_name
 from constraints.case import Case
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Precision, Recipe
-from solver.inputs import load_check_input
+from constraints.read import load_check_input
 from templates.stack_render import render_bridge
 
 BASE = yaml.safe_load((Path(__file__).parent / "data" / "stack_configs" / "bridge-llama8b-legal.yaml").read_text())
@@ -92,7 +92,7 @@ def test_bridge_render_writes_precision_where_bridge_reads_it(tmp_path):
     ("bf16_mixd", "mixed_precision: bf16_mixd is not a recipe shardplan knows"),
 ])
 def test_bad_values_are_one_line_errors(tmp_path, mixed, message):
-    from solver.inputs import InputError
+    from constraints.read import InputError
 
     with pytest.raises(InputError, match=message):
         _load(tmp_path, mixed)

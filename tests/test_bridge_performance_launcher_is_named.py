@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.launch_script import LaunchScriptError, extract_argv
+from constraints.megatron.launch_script import LaunchScriptError, extract_argv
 
 
 def _refusal(text: str, env: dict | None = None) -> str:

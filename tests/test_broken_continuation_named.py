@@ -1,11 +1,11 @@
 """A launch command whose backslash continuation breaks early (a commented-out flag inside it, a blank after the
-trailing `\\`) is read as bash runs it, and check names the line that broke it (constraints.shell_continuation).
+trailing `\\`) is read as bash runs it, and check names the line that broke it (constraints.script.continuation).
 What bash launches for these scripts is asserted by tests/test_scripts_match_bash.py, which runs them."""
 from pathlib import Path
 
 import pytest
 
-from constraints.launch_script import extract_argv
+from constraints.megatron.launch_script import extract_argv
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 
@@ -32,7 +32,7 @@ def test_a_blank_after_the_trailing_backslash_is_an_argument_of_one_space_and_is
 
 
 def test_the_required_flag_error_says_which_line_broke_the_command():
-    from solver.inputs import InputError, load_check_input
+    from constraints.read import InputError, load_check_input
 
     with pytest.raises(InputError) as err:
         load_check_input(str(SCRIPTS / "continuation_comment.sh"), "h100-sxm-80gb", None, None)
@@ -41,7 +41,7 @@ def test_the_required_flag_error_says_which_line_broke_the_command():
 
 
 def test_a_warning_when_the_check_goes_on():
-    from solver.inputs import load_check_input
+    from constraints.read import load_check_input
 
     loaded = load_check_input(str(SCRIPTS / "continuation_blank_after_backslash.sh"), "h100-sxm-80gb", None, None)
     assert [w.message[:8] for w in loaded.warnings if w.rule == "script_layout"] == ["line 9: "]

@@ -22,7 +22,7 @@ def test_non_utf8_file_names_the_file_and_what_was_expected(tmp_path, name):
 
 
 def test_binary_utf8_file_names_the_file(tmp_path):
-    from solver.inputs import InputError, load_check_input
+    from constraints.read import InputError, load_check_input
 
     path = tmp_path / "r.yaml"
     path.write_bytes(b"\x00\x01 garbage")
@@ -60,7 +60,7 @@ torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py \\
 
 
 def test_launch_script_variable_set_in_the_environment_is_read_and_warned(tmp_path, monkeypatch):
-    from solver.inputs import load_check_input
+    from constraints.read import load_check_input
 
     script = tmp_path / "s.sh"
     script.write_text(UNSET_TP_SCRIPT)
@@ -81,7 +81,7 @@ def test_launch_script_variable_from_the_environment_through_the_cli(tmp_path):
 
 
 def test_launch_script_variable_unset_everywhere_says_how_to_set_it(tmp_path, monkeypatch):
-    from solver.inputs import InputError, load_check_input
+    from constraints.read import InputError, load_check_input
 
     script = tmp_path / "s.sh"
     script.write_text(UNSET_TP_SCRIPT)
@@ -92,7 +92,7 @@ def test_launch_script_variable_unset_everywhere_says_how_to_set_it(tmp_path, mo
 
 
 def test_variable_the_script_sets_is_not_taken_from_the_environment(tmp_path, monkeypatch):
-    from solver.inputs import load_check_input
+    from constraints.read import load_check_input
 
     script = tmp_path / "s.sh"
     script.write_text(UNSET_TP_SCRIPT.replace("#!/bin/bash\n", "#!/bin/bash\nTP_SIZE=8\n"))
@@ -103,7 +103,7 @@ def test_variable_the_script_sets_is_not_taken_from_the_environment(tmp_path, mo
 
 def test_secret_environment_values_are_not_printed(tmp_path, monkeypatch):
     """check output lands in CI logs; a variable named like a credential is reported by name only."""
-    from solver.inputs import load_check_input
+    from constraints.read import load_check_input
 
     monkeypatch.setenv("WANDB_API_KEY", "wb_SECRET456")
     monkeypatch.setenv("TP_SIZE", "2")
@@ -119,7 +119,7 @@ def test_secret_environment_values_are_not_printed(tmp_path, monkeypatch):
 
 def test_a_sourced_file_is_named_not_ignored(tmp_path):
     """`source ./cluster_env.sh` may set what the verdict depends on; check says it did not read it."""
-    from solver.inputs import load_check_input
+    from constraints.read import load_check_input
 
     script = tmp_path / "train.sh"
     script.write_text("#!/bin/bash\nsource ./cluster_env.sh\n. /etc/profile.d/nccl.sh\ntorchrun --nproc_per_node 8 pretrain_gpt.py "

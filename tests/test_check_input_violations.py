@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 from tests.conftest import LLAMA8B_MBS3
 
 
 def test_violations_found_while_reading_the_input_make_the_verdict_illegal(tmp_path):
-    # the reader (solver/inputs.py) hands such violations over as LoadedCase.preflight_violations
-    from constraints.rules import Violation
-    from solver.inputs import load_check_input
-    from solver.report import check_and_project
+    # the reader (constraints/read.py) hands such violations over as LoadedCase.preflight_violations
+    from constraints.rules.registry import Violation
+    from constraints.read import load_check_input
+    from shardplan.verdict import check_and_project
 
     path = tmp_path / "ok.yaml"
     path.write_text(LLAMA8B_MBS3.replace("mbs: 3", "mbs: 1"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.models import bundled_models, load_model
+from constraints.models.load import bundled_models, load_model
 
 from tests.conftest import A5_ARGS, run_cli
 
@@ -24,7 +24,7 @@ def test_model_option_that_contradicts_the_arguments_is_an_error_naming_the_flag
 
 def test_model_option_that_agrees_completes_the_arguments(tmp_path):
     """a5 lacks --max-position-embeddings: --model fills it in, and the stated flags match Llama-3.1-8B."""
-    from solver.inputs import load_check_input
+    from constraints.read import load_check_input
 
     args = tmp_path / "a5.txt"
     args.write_text(A5_ARGS)
@@ -33,7 +33,7 @@ def test_model_option_that_agrees_completes_the_arguments(tmp_path):
 
 
 def test_switch_that_contradicts_the_model_is_named(tmp_path):
-    from solver.inputs import InputError, load_check_input
+    from constraints.read import InputError, load_check_input
 
     args = tmp_path / "a.txt"
     args.write_text(A5_ARGS.replace("--swiglu", "--swiglu --qk-layernorm"))
@@ -42,7 +42,7 @@ def test_switch_that_contradicts_the_model_is_named(tmp_path):
 
 
 def test_gqa_groups_of_the_arguments_are_compared(tmp_path):
-    from solver.inputs import InputError, load_check_input
+    from constraints.read import InputError, load_check_input
 
     args = tmp_path / "a.txt"
     args.write_text(A5_ARGS.replace("--group-query-attention --num-query-groups 8 ", ""))  # MHA: 32 groups
@@ -57,8 +57,8 @@ def test_rendered_arguments_agree_with_their_own_model(tmp_path, name):
     import shlex
 
     from constraints.spec import JobSpec, Recipe
-    from solver.inputs import load_check_input
-    from templates.megatron_args import recipe_to_megatron_args
+    from constraints.read import load_check_input
+    from templates.recipe_args import recipe_to_megatron_args
 
     model = load_model(name)
     args = tmp_path / "args.txt"
@@ -67,7 +67,7 @@ def test_rendered_arguments_agree_with_their_own_model(tmp_path, name):
 
 
 def test_partial_model_flags_name_the_missing_ones(tmp_path):
-    from solver.inputs import InputError, load_check_input
+    from constraints.read import InputError, load_check_input
 
     args = tmp_path / "a5.txt"
     args.write_text(A5_ARGS)
@@ -78,7 +78,7 @@ def test_partial_model_flags_name_the_missing_ones(tmp_path):
 def test_switch_the_arguments_leave_out_is_compared_too(tmp_path):
     """arguments that state a model shape but omit --swiglu build Megatron's default GeLU MLP; a --model with
     SwiGLU is a different network, so it is refused rather than silently swapped in."""
-    from solver.inputs import InputError, load_check_input
+    from constraints.read import InputError, load_check_input
 
     args = tmp_path / "a.txt"
     args.write_text(A5_ARGS.replace("--swiglu ", ""))
@@ -89,7 +89,7 @@ def test_switch_the_arguments_leave_out_is_compared_too(tmp_path):
 def test_qk_layernorm_with_mla_is_not_a_conflict_with_deepseek_v3(tmp_path):
     """Megatron's MLA spec normalises DeepSeek's q/kv latents when --qk-layernorm is given; --model DeepSeek-V3 (whose
     config has no qk norm field) must accept it, while a non-MLA model still refuses a --qk-layernorm it lacks."""
-    from solver.inputs import InputError, load_check_input
+    from constraints.read import InputError, load_check_input
 
     mla = ("--num-layers 61 --hidden-size 7168 --num-attention-heads 128 --multi-latent-attention --qk-layernorm "
            "--q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128 --swiglu "

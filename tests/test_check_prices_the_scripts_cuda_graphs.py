@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from constraints.run_flags import cuda_graph_request
-from measure.cuda_graphs import graph_scope
+from constraints.megatron.run_flags import cuda_graph_request
+from measure.kernels.cuda_graphs import graph_scope
 
 # Qwen3-30B-A3B (Qwen/Qwen3-30B-A3B config.json): 48 layers, hidden 2048, 32 heads, 4 KV heads of 128, 128 experts
 # top-8 of width 768; EP 8 at MBS 1, where small per-rank kernels leave the GPU waiting on the host
@@ -67,10 +67,10 @@ def test_a_script_that_captures_is_projected_faster_and_says_so(tmp_path):
 
 def test_the_op_fuser_on_a_moe_script_is_the_fused_grouped_mlp_and_on_a_dense_one_is_not_understood(tmp_path):
     """gpt-oss's experts: `--use-transformer-engine-op-fuser` takes TEGroupedMLP's fused implementation, which drops the
-    eager clamp, bias passes and host sync (measure/layer_ops.py), as Megatron-Bridge's cutedsl_fused_grouped_mlp
+    eager clamp, bias passes and host sync (measure/kernels/layer_ops.py), as Megatron-Bridge's cutedsl_fused_grouped_mlp
     presets are priced; a dense model's op-fuser MLP is not modelled, so there the flag stays "not understood"."""
     from constraints.case import Case
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from constraints.spec import JobSpec, Placement, Recipe
     from templates.render import render_script
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import shardplan
-from constraints.models import MODELS_DIR, load_model
+from constraints.models.load import MODELS_DIR, load_model
 
 ARGS = ("--tensor-model-parallel-size 2 --pipeline-model-parallel-size 1 --num-layers 32 --hidden-size 4096 "
         "--num-attention-heads 32 --ffn-hidden-size 14336 --group-query-attention --num-query-groups 8 --seq-length 4096 "

@@ -2,8 +2,8 @@
 import pytest
 
 from constraints.case import load_case_yaml
-from solver.inputs import load_check_input
-from solver.report import check_and_project
+from constraints.read import load_check_input
+from shardplan.verdict import check_and_project
 from templates.render import render_script
 from tests.conftest import REPO, make_case
 
@@ -21,7 +21,7 @@ def _verdict(loaded):
 def test_rendered_script_checks_like_the_yaml(tmp_path, case):
     script = tmp_path / "train.sh"
     script.write_text(render_script(case, "torchrun"))
-    from solver.inputs import LoadedCase
+    from constraints.read import LoadedCase
     direct = _verdict(LoadedCase(case=case))
     loaded = load_check_input(str(script), case.placement.hardware, case.placement.num_nodes, case.placement.gpus_per_node)
     # MoE-only settings are not written for a dense model; Megatron's defaults come back instead
@@ -35,7 +35,7 @@ def test_rendered_script_checks_like_the_yaml(tmp_path, case):
 def test_quoted_empty_word_reaches_check_as_a_stray_value():
     """bash passes `''` and `"$EMPTY"` as empty arguments (argparse then rejects them); dropping them would
     hide the mistake and shift what follows."""
-    from constraints.launch_script import extract_argv
+    from constraints.megatron.launch_script import extract_argv
 
     text = "EMPTY=\nARGS=(--lr '' --seq-length 8)\npython pretrain_gpt.py \"${ARGS[@]}\" \"$EMPTY\" $EMPTY --mbs 1\n"
     assert extract_argv(text).script_args == ["--lr", "", "--seq-length", "8", "", "--mbs", "1"]
@@ -43,7 +43,7 @@ def test_quoted_empty_word_reaches_check_as_a_stray_value():
 
 def test_control_characters_in_a_path_stay_literal():
     """The parser marks unresolved variables internally; a path holding the marker bytes must not be read as one."""
-    from constraints.launch_script import LaunchScriptError, extract_argv
+    from constraints.megatron.launch_script import LaunchScriptError, extract_argv
 
     got = extract_argv("python pretrain_gpt.py --data-path '/d/\x01HOME\x02' --lr 1\n")
     assert got.script_args == ["--data-path", "/d/\x01HOME\x02", "--lr", "1"] and got.unresolved == []
@@ -70,12 +70,12 @@ def test_forced_render_of_an_illegal_recipe_keeps_its_violations(tmp_path, fmt):
     assert {v.rule for v in check_case(loaded.case, prof, flags=loaded.flags, env=loaded.env).violations} == want
 
 
-@pytest.mark.xfail(strict=True, reason="constraints/activations.py reads selective recompute with no modules as "
+@pytest.mark.xfail(strict=True, reason="constraints/memory/activations.py reads selective recompute with no modules as "
                    "recomputing nothing; Megatron's --recompute-modules default is [core_attn], which the script states")
 def test_selective_recompute_without_modules_checks_like_its_script(tmp_path):
     case = make_case("Llama-3.1-8B", tp=2, sequence_parallel=True, recompute={"granularity": "selective"})
     script = tmp_path / "train.sh"
     script.write_text(render_script(case, "torchrun"))
-    from solver.inputs import LoadedCase
+    from constraints.read import LoadedCase
     loaded = load_check_input(str(script), "h100-sxm-80gb", 1, 8)
     assert _verdict(loaded)[2]["peak_bytes"] == _verdict(LoadedCase(case=case))[2]["peak_bytes"]

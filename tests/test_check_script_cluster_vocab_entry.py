@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.megatron_args import MegatronArgsError, parse_megatron_args
-from solver.inputs import InputError, load_check_input
+from constraints.megatron.argv_to_specs import MegatronArgsError, parse_megatron_args
+from constraints.read import InputError, load_check_input
 
 MODEL = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
          "--micro-batch-size 1 --global-batch-size 32 --bf16")
@@ -106,7 +106,7 @@ def test_an_unreadable_sourced_file_leaves_the_launch_environment_unjudged(tmp_p
     args = f"{MODEL} --vocab-size 32000 --tensor-model-parallel-size 2"
     p = tmp_path / "train.sh"
     p.write_text(f"#!/bin/bash\nsource ./cluster_env.sh\ntorchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py {args}\n")
-    from solver.report import check_and_project
+    from shardplan.verdict import check_and_project
 
     unknown = load_check_input(str(p), "h100-sxm-80gb", None, None)
     assert unknown.env is None

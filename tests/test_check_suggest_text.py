@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 from tests.conftest import LLAMA8B_MBS3
 
 
@@ -25,7 +25,7 @@ def test_suggestion_keeps_flags_it_does_not_search():
     """--suggest searches the parallel axes only; a non-axis flag the user set (here --grad-reduce-in-bf16) is kept
     in the suggestion (which still passes check), not reset to the default."""
     from constraints.case import Case
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from constraints.spec import JobSpec, Placement, Recipe
     from solver.suggest import suggest_fix
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import shardplan
 from shardplan.check_text import format_check
-from shardplan.cli import check_row, cli
+from shardplan.cli.main import check_row, cli
 from shardplan.formats import to_csv, to_markdown
 from tests.conftest import LLAMA8B_MBS3
 from tests.test_hf_config_reading import GEMMA2_9B
@@ -91,7 +91,7 @@ def test_cli_table_is_the_text_view_and_other_formats_are_the_flat_row():
     table = runner.invoke(cli, ["check", str(EXAMPLE)])
     assert table.exit_code == 0 and table.stdout == format_check(result) + "\n"
     row = check_row(result.to_json())
-    from shardplan.cli import CHECK_COLUMNS
+    from shardplan.cli.main import CHECK_COLUMNS
 
     assert runner.invoke(cli, ["check", str(EXAMPLE), "--format", "csv"]).stdout == to_csv([row], CHECK_COLUMNS) + "\n"
     assert runner.invoke(cli, ["check", str(EXAMPLE), "--format", "markdown"]).stdout == to_markdown([row], CHECK_COLUMNS) + "\n"

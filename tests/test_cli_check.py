@@ -11,7 +11,7 @@ EXAMPLE = REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"
 
 
 def run(*args, cwd=None):
-    p = subprocess.run([sys.executable, "-m", "shardplan.cli", *args], capture_output=True, text=True, cwd=cwd or REPO)
+    p = subprocess.run([sys.executable, "-m", "shardplan.cli.main", *args], capture_output=True, text=True, cwd=cwd or REPO)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -90,7 +90,7 @@ def test_models_json_lists_exact_counts():
 def test_every_command_help_has_an_example():
     from click.testing import CliRunner
 
-    from shardplan.cli import cli
+    from shardplan.cli.main import cli
     for name in cli.commands:
         res = CliRunner().invoke(cli, [name, "--help"])
         assert res.exit_code == 0 and "Example" in res.output, name

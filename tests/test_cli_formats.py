@@ -9,11 +9,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from constraints.models import bundled_models
+from constraints.models.load import bundled_models
 from hardware.profile import available_profiles
 from shardplan import progress
-from shardplan.cli import cli
-from shardplan.completion import complete_hardware, complete_model
+from shardplan.cli.main import cli
+from shardplan.cli.completion import complete_hardware, complete_model
 from shardplan.formats import to_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,7 +91,7 @@ def test_completion_names_models_and_hardware():
 
 def test_completion_through_clicks_protocol(monkeypatch):
     """What the shell sees: `_SHARDPLAN_COMPLETE=bash_complete` with the words typed so far."""
-    from shardplan.cli import cli as group
+    from shardplan.cli.main import cli as group
 
     monkeypatch.setenv("_SHARDPLAN_COMPLETE", "bash_complete")
     monkeypatch.setenv("COMP_WORDS", "shardplan solve --hardware gb")

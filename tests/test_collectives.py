@@ -3,8 +3,8 @@ import pytest
 
 from constraints.spec import Placement, Recipe
 from hardware.profile import load_profile
-from measure import collectives as col
-from measure.topology import group_span, recipe_groups
+from measure.comm import collectives as col
+from measure.comm.topology import group_span, recipe_groups
 
 H100 = load_profile("h100-sxm-80gb")
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from measure.cost_table import CostTable, CostTableError, Entry, Environment
+from measure.kernels.cost_table import CostTable, CostTableError, Entry, Environment
 
 REPO = Path(__file__).resolve().parents[1]
 FP_A = "cuda:NVIDIA H100 80GB HBM3:sm90:torch2.13.0"
@@ -95,14 +95,14 @@ def test_interrupted_save_leaves_the_old_table_intact(tmp_path, monkeypatch):
 
 
 def test_measure_modules_import_without_torch():
-    code = ("import sys; import measure.cost_table, measure.timing, measure.bench_ops, measure.fingerprint, "
-            "measure.cli_measure; assert 'torch' not in sys.modules, 'torch imported'")
+    code = ("import sys; import measure.kernels.cost_table, measure.microbench.timing, measure.microbench.kernels, measure.kernels.fingerprint, "
+            "shardplan.cli.measure; assert 'torch' not in sys.modules, 'torch imported'")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 
 def test_measure_without_torch_says_how_to_install(tmp_path, monkeypatch):
-    from measure.cli_measure import measure_command
+    from shardplan.cli.measure import measure_command
 
     model = tmp_path / "tiny.yaml"
     model.write_text("num_layers: 1\nhidden_size: 32\nffn_hidden_size: 64\nnum_attention_heads: 2\nvocab_size: 128\n")
@@ -116,7 +116,7 @@ def test_measure_without_torch_says_how_to_install(tmp_path, monkeypatch):
 
 
 def test_list_shows_phase_keys_without_measuring(tmp_path):
-    from measure.cli_measure import measure_command
+    from shardplan.cli.measure import measure_command
 
     model = tmp_path / "tiny.yaml"
     model.write_text("num_layers: 1\nhidden_size: 32\nffn_hidden_size: 64\nnum_attention_heads: 2\nvocab_size: 128\n")
@@ -143,7 +143,7 @@ def test_per_element_seconds_from_the_largest_entry():
 
 
 def test_recipe_file_gives_exactly_its_shapes():
-    from measure.cli_measure import measure_command
+    from shardplan.cli.measure import measure_command
 
     recipe = REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"
     result = CliRunner().invoke(measure_command, ["--recipe", str(recipe), "--out", "unused.json", "--list"])

@@ -4,12 +4,12 @@ proposer's EP-within-the-scale-up-domain sub-search), the optimum 18,198,174 us 
 The minimise path now reads the integer objective expression."""
 from __future__ import annotations
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
-from solver.cpsat_solve import fitting_index, primary_key, solve_cpsat
+from solver.cpsat.solve import fitting_index, primary_key, solve_cpsat
 from solver.space import build_space
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 
 
 def test_the_minimise_path_agrees_with_the_tables_where_the_double_falls_short():

@@ -1,5 +1,5 @@
 """`--cpu-offloading-num-layers N` takes N decoder layers' activations off the GPU, as Transformer Engine's CPU offload
-schedules them (constraints/memory.py `offloaded_layers_peak`).
+schedules them (constraints/memory/per_rank.py `offloaded_layers_peak`).
 
 Why: the flag was read into the recipe but the memory model still held every layer's activations, so a script that
 offloads was told it does not fit. Transformer Engine (d0067d0d, pytorch/cpu_offload.py `DefaultOffloadSynchronizer`)
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.memory import memory_report, offloaded_layers_peak
-from constraints.models import load_model
+from constraints.memory.per_rank import memory_report, offloaded_layers_peak
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Recipe
-from solver.inputs import load_check_input
-from solver.report import check_and_project
+from constraints.read import load_check_input
+from shardplan.verdict import check_and_project
 
 LLAMA = load_model("Llama-3.1-8B")  # 32 decoder layers of one kind
 JOB = JobSpec(seq_length=8192, global_batch_size=64)

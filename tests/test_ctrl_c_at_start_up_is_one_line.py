@@ -1,5 +1,5 @@
 """A Ctrl-C while the CLI was still importing its modules (the first second of every command) raised KeyboardInterrupt
-before shardplan.cli.main could catch it, and Python printed a traceback (found by QA with `timeout -s INT 0.5`). The
+before shardplan.cli.main.main could catch it, and Python printed a traceback (found by QA with `timeout -s INT 0.5`). The
 console command now enters through shardplan_entry, which imports the CLI inside its own handler."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-# the import of shardplan.cli raises KeyboardInterrupt, as a Ctrl-C landing during it does
+# the import of shardplan.cli.main raises KeyboardInterrupt, as a Ctrl-C landing during it does
 INTERRUPTED_IMPORT = """
 import builtins
 real = builtins.__import__
 def interrupted(name, *args, **kwargs):
-    if name == "shardplan.cli":
+    if name == "shardplan.cli.main":
         raise KeyboardInterrupt
     return real(name, *args, **kwargs)
 builtins.__import__ = interrupted

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from solver.cp_sat import cp_model
-from solver.cpsat_solve import new_cp_solver, solve_model
+from solver.cpsat.backend import cp_model
+from solver.cpsat.solve import new_cp_solver, solve_model
 
 
 class _Model:

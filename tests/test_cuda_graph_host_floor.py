@@ -1,13 +1,13 @@
-"""CUDA graph capture takes the captured kernels out of the host-issue floor (measure/cuda_graphs.py), and the
+"""CUDA graph capture takes the captured kernels out of the host-issue floor (measure/kernels/cuda_graphs.py), and the
 published Megatron-Bridge rows carry the capture of their release's preset."""
 import pytest
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.profile import load_profile
-from measure.cuda_graphs import graph_scope, uncaptured_ops
-from measure.layer_cost import layer_parts
-from measure.layer_ops import LayerKind, Phase, attention_ops, block_ops
+from measure.kernels.cuda_graphs import graph_scope, uncaptured_ops
+from measure.projection.layer_cost import layer_parts
+from measure.kernels.layer_ops import LayerKind, Phase, attention_ops, block_ops
 
 H100 = load_profile("h100-sxm-80gb")
 QWEN_MOE = load_model("Qwen3-30B-A3B")

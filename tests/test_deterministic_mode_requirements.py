@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from solver.inputs import load_check_input
-from solver.report import check_and_project
+from constraints.read import load_check_input
+from shardplan.verdict import check_and_project
 
 BASE = ["--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size", "14336", "--num-attention-heads", "32",
         "--seq-length", "4096", "--max-position-embeddings", "4096", "--micro-batch-size", "1", "--global-batch-size", "64",

@@ -1,16 +1,16 @@
 """Data-parallel traffic hides only behind one micro-batch: Megatron-LM reduces gradients in the last micro-batch's
 backward (schedules.py runs the others inside `no_sync_func()`) and, with overlap_param_gather, waits on the
-parameter all-gather in the first micro-batch's forward pre-hooks (measure/dp_comm.py)."""
+parameter all-gather in the first micro-batch's forward pre-hooks (measure/comm/data_parallel.py)."""
 import pytest
 
 from bench.runs import load_all
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import DataParallelSharding, JobSpec, Placement, Precision, Recipe
 from hardware.profile import load_profile
-from measure import collectives as col
-from measure.dp_comm import exposed_dp_s, hidden_behind
-from measure.project import project
-from measure.topology import recipe_groups
+from measure.comm import collectives as col
+from measure.comm.data_parallel import exposed_dp_s, hidden_behind
+from measure.projection.project import project
+from measure.comm.topology import recipe_groups
 
 
 def test_overlapped_collective_shows_what_exceeds_its_window():

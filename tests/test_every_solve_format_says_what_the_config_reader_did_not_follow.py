@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import shardplan
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 from tests.conftest import hf_config
 
 

@@ -1,4 +1,4 @@
-"""Iteration 1 peaks without the optimizer's moments (lazy Adam state, constraints/memory_first_step.py).
+"""Iteration 1 peaks without the optimizer's moments (lazy Adam state, constraints/memory/first_step.py).
 
 Published check: Megatron-Bridge's Nemotron 3 Nano H100 study (skills/nemo-mbridge-perf-activation-recompute/SKILL.md
 @067f987d) read rank 0's peak after iteration 1 of runs that died in iteration 2: 66.297 GB with no recompute and
@@ -7,9 +7,9 @@ first-iteration peak, moments not yet allocated, is within 8 %."""
 import pytest
 
 from bench.runs import RUNS_CSV, load_all
-from constraints.memory import memory_report
-from constraints.memory_first_step import first_iteration_peak_bytes, moment_bytes
-from constraints.models import load_model
+from constraints.memory.per_rank import memory_report
+from constraints.memory.first_step import first_iteration_peak_bytes, moment_bytes
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Optimizer, Recipe
 from hardware.profile import load_profile
 

@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from constraints import megatron_flags as mf
+from constraints.megatron import flags as mf
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLES = {"megatron_flag_table.py", "megatron_flags.py"}
+TABLES = {"constraints/megatron/flag_table.py", "constraints/megatron/flags.py"}
 
 
 def _reader_sources() -> str:
     """The text of every module that can read a parsed flag: constraints/ (rules, refusals, spec builders)."""
-    files = [p for p in (ROOT / "constraints").glob("*.py") if p.name not in TABLES]
+    files = [p for p in (ROOT / "constraints").rglob("*.py") if p.relative_to(ROOT).as_posix() not in TABLES]
     return "\n".join(p.read_text() for p in files)
 
 
@@ -27,7 +27,7 @@ def test_flag_marked_read_is_read_by_a_module(flag):
 
 def test_a_flag_read_by_nothing_is_reported_not_understood():
     # --moe-router-num-groups was marked "read by a rule" with no rule reading it; now it is listed as not understood
-    from constraints.megatron_tokenize import tokenize_args
+    from constraints.megatron.tokenize import tokenize_args
 
     raw, ignored, unknown = tokenize_args(["--moe-router-num-groups", "8", "--use-tp-pp-dp-mapping"])
     assert unknown == ["--moe-router-num-groups"] and "--use-tp-pp-dp-mapping" in raw

@@ -2,10 +2,10 @@
 import pytest
 
 from bench.runs import load_runs
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Recipe
-from measure.flops import flops_per_iteration, flops_per_token, megatron_flops
-from measure.layer_ops import padded_vocab
+from measure.projection.flops import flops_per_iteration, flops_per_token, megatron_flops
+from measure.kernels.layer_ops import padded_vocab
 
 
 def test_llama31_70b_hand_derived():

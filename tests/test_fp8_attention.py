@@ -1,17 +1,17 @@
 """FP8 dot-product attention (Transformer Engine `fp8_dot_product_attention`): core attention's MMA share at the fp8 rate,
-the softmax share unchanged (measure/roofline.py), and the Megatron-Bridge presets that turn it on (bench/runs.py)."""
+the softmax share unchanged (measure/kernels/roofline.py), and the Megatron-Bridge presets that turn it on (bench/runs.py)."""
 import pytest
 
 from bench.mbridge_presets import preset_for
 from bench.runs import load_runs
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Precision, Recipe
 from hardware.profile import load_profile
-from measure.cuda_graphs import FULL_ITERATION
-from measure.layer_ops import attention_ops
-from measure.ops import OpKind
-from measure.project import project
-from measure.roofline import attention_head_dim_factor, fp8_attention_time_factor, op_time_s
+from measure.kernels.cuda_graphs import FULL_ITERATION
+from measure.kernels.layer_ops import attention_ops
+from measure.kernels.ops import OpKind
+from measure.projection.project import project
+from measure.kernels.roofline import attention_head_dim_factor, fp8_attention_time_factor, op_time_s
 
 H100 = load_profile("h100-sxm-80gb")
 QWEN = load_model("Qwen3-30B-A3B")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.megatron_args import MegatronArgsError, parse_megatron_args
-from constraints.memory import static_from_params
+from constraints.megatron.argv_to_specs import MegatronArgsError, parse_megatron_args
+from constraints.memory.per_rank import static_from_params
 from constraints.spec import DataParallelSharding, FsdpShardingStrategy, JobSpec, Recipe
-from solver.inputs import load_check_input
+from constraints.read import load_check_input
 
 PARAMS = 8_030_261_248  # Llama-3.1-8B total parameters (published count); divisible by DP = 8
 BIGGEST = 128_256 * 4_096  # its largest single layer: the embedding (vocab x hidden)
@@ -65,8 +65,8 @@ def test_without_megatron_fsdp_the_flag_changes_nothing_and_a_bad_value_is_refus
 
 @pytest.mark.parametrize("strategy", list(FsdpShardingStrategy))
 def test_render_writes_the_strategy_and_parsing_reads_it_back(strategy):
-    from constraints.models import load_model
-    from templates.megatron_args import recipe_to_megatron_args
+    from constraints.models.load import load_model
+    from templates.recipe_args import recipe_to_megatron_args
 
     model, job = load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=64)
     recipe = Recipe(dp_sharding=DataParallelSharding.megatron_fsdp, fsdp_sharding_strategy=strategy)

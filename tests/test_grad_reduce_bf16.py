@@ -1,8 +1,8 @@
 """--grad-reduce-in-bf16: Megatron's validate_args turns accumulate_allreduce_grads_in_fp32 off with bf16
 params, so the grad buffer holds the param dtype (2 B/param instead of 4). Parsed from arguments, priced by memory,
 written by render; fp16 training is unaffected."""
-from constraints.megatron_args import parse_megatron_args
-from constraints.memory import static_from_params
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.memory.per_rank import static_from_params
 from constraints.spec import DataParallelSharding, JobSpec, Precision, Recipe
 
 BASE = ["--num-layers", "24", "--hidden-size", "2048", "--num-attention-heads", "16", "--seq-length", "2048",
@@ -33,8 +33,8 @@ def test_gradients_take_two_bytes_with_bf16_params_only():
 
 
 def test_render_writes_the_flag_and_parsing_reads_it_back():
-    from constraints.models import load_model
-    from templates.megatron_args import recipe_to_megatron_args
+    from constraints.models.load import load_model
+    from templates.recipe_args import recipe_to_megatron_args
 
     model, job = load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=64)
     args = recipe_to_megatron_args(model, job, Recipe(tp=2, sequence_parallel=True, grad_reduce_in_bf16=True))

@@ -1,19 +1,19 @@
 """A Transformer Engine GroupedLinear (Megatron's TEGroupedMLP) launches one cuBLAS GEMM per local expert from the host
 (`nvte_multi_tensor_gemm` -> `multi_stream_cublas_gemm`, TransformerEngine d0067d0d common/gemm/cublaslt_gemm.cu), so a
 rank holding many experts can be host-bound where one holding few is not. The projection charges each such launch
-`gemm_launch_host_us` inside the layer's host floor (measure/layer_cost.py); a fused grouped MLP (one kernel per GEMM)
+`gemm_launch_host_us` inside the layer's host floor (measure/projection/layer_cost.py); a fused grouped MLP (one kernel per GEMM)
 and a CUDA graph that captures the experts charge none."""
 import pytest
 
 from bench.runs import load_runs
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.profile import load_profile
-from measure.cuda_graphs import graph_scope
-from measure.kernel_ops import grouped_gemm_ops
-from measure.layer_cost import layer_parts
-from measure.layer_ops import LayerKind
-from measure.project import project
+from measure.kernels.cuda_graphs import graph_scope
+from measure.kernels.common import grouped_gemm_ops
+from measure.projection.layer_cost import layer_parts
+from measure.kernels.layer_ops import LayerKind
+from measure.projection.project import project
 
 B200 = load_profile("b200")
 QWEN_MOE = load_model("Qwen3-30B-A3B")  # 128 experts (Qwen/Qwen3-30B-A3B config.json num_experts)

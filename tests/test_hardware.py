@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 import hardware.profile as profile_module
 from hardware.listing import profiles_table
-from shardplan.cli import hardware_command, main
+from shardplan.cli.main import hardware_command, main
 from hardware.profile import PROFILES_DIR, HardwareProfile, ProfileError, available_profiles, load_profile
 
 EXPECTED_NAMES = {

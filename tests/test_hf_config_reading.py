@@ -9,9 +9,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from constraints.models import ModelError, bundled_models, load_model, model_from_mapping
-from constraints.params import param_counts
-from shardplan.cli import cli
+from constraints.models.load import ModelError, bundled_models, load_model, model_from_mapping
+from constraints.models.params import param_counts
+from shardplan.cli.main import cli
 
 # google/gemma-2-9b config.json (huggingface.co/google/gemma-2-9b, transformers 4.42); 9,241,705,984 parameters
 # (model card / safetensors index). Gemma2Config defaults tie_word_embeddings to True.
@@ -164,7 +164,7 @@ def test_an_unknown_family_missing_a_key_is_pointed_to_a_model_yaml():
 
 def test_rope_theta_and_llama3_scaling_reach_the_rendered_flags():
     from constraints.spec import JobSpec, Recipe
-    from templates.megatron_args import recipe_to_megatron_args
+    from templates.recipe_args import recipe_to_megatron_args
 
     llama = load_model("Llama-3.1-70B")
     assert llama.rotary_base == 500000.0 and llama.llama3_rope_scaling_factor == 8.0
@@ -176,7 +176,7 @@ def test_rope_theta_and_llama3_scaling_reach_the_rendered_flags():
 
 
 def test_megatron_add_qkv_bias_adds_no_output_projection_bias():
-    from constraints.megatron_model import model_from_flags
+    from constraints.megatron.model import model_from_flags
 
     flags = {"--num-layers": 32, "--hidden-size": 4096, "--num-attention-heads": 32, "--group-query-attention": True,
              "--num-query-groups": 8, "--ffn-hidden-size": 14336, "--swiglu": True, "--max-position-embeddings": 4096,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from constraints.models import ModelError, load_model, model_from_mapping
-from constraints.params import param_counts
+from constraints.models.load import ModelError, load_model, model_from_mapping
+from constraints.models.params import param_counts
 
 DATA = Path(__file__).resolve().parent / "data" / "hf_other"
 LLAMA_LIKE = {"hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 4, "num_hidden_layers": 4,

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from constraints.models import ModelError, load_model
-from constraints.params import param_counts
+from constraints.models.load import ModelError, load_model
+from constraints.models.params import param_counts
 
 # DBRX's config.json as the hub lays it out (databricks/dbrx-base), trimmed to the keys that matter here
 DBRX = {"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40, "max_seq_len": 32768,

@@ -5,20 +5,20 @@ HF's NemotronHForCausalLM are in tests/test_params.py (docs/facts/models/params.
 tests/test_rules.py."""
 import pytest
 
-from constraints import activations as act
-from constraints.hybrid_pattern import HybridPatternError, split_pattern
-from constraints.mamba import entry_script, entry_script_problem, layout_as_segments, mamba_mixer_params, pattern_with_pipes
-from constraints.megatron_args import MegatronArgsError, parse_megatron_args
-from constraints.models import load_model, model_from_mapping
-from constraints.params import layer_params
-from constraints.rules import RuleInput, check_rules
+from constraints.memory import activations as act
+from constraints.models.hybrid_pattern import HybridPatternError, split_pattern
+from constraints.models.mamba import entry_script, entry_script_problem, layout_as_segments, mamba_mixer_params, pattern_with_pipes
+from constraints.megatron.argv_to_specs import MegatronArgsError, parse_megatron_args
+from constraints.models.load import load_model, model_from_mapping
+from constraints.models.params import layer_params
+from constraints.rules.registry import RuleInput, check_rules
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.profile import load_profile
-from measure.flops import megatron_flops
-from measure.layer_ops import LayerKind, layer_ops
-from measure.project import project
+from measure.projection.flops import megatron_flops
+from measure.kernels.layer_ops import LayerKind, layer_ops
+from measure.projection.project import project
 from solver.space import SpaceError, build_space
-from templates.megatron_args import recipe_to_megatron_args
+from templates.recipe_args import recipe_to_megatron_args
 
 NH8 = "Nemotron-H-8B-Base-8K"
 NANO = "Nemotron-3-Nano-30B-A3B"
@@ -174,7 +174,7 @@ def test_linear_attention_is_refused_as_not_modelled():
         parse_megatron_args(_flags("--linear-attention-freq", "4"))
     with pytest.raises(MegatronArgsError, match="gated delta net"):
         parse_megatron_args(["--hybrid-layer-pattern", "MG*-"] + _flags()[2:])
-    from constraints.models import ModelError
+    from constraints.models.load import ModelError
     with pytest.raises(ModelError, match="not modelled"):
         model_from_mapping({"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_heads": 16,
                             "num_hidden_layers": 48, "intermediate_size": 5120, "vocab_size": 151936}, "q3n")

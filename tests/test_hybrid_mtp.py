@@ -11,18 +11,18 @@ import math
 import pytest
 
 from constraints.case import Case
-from constraints.memory import memory_report
-from constraints.megatron_args import parse_megatron_args
-from constraints.models import MODELS_DIR, ModelError, load_model, model_from_mapping
-from constraints.params import mtp_params, param_counts
+from constraints.memory.per_rank import memory_report
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.models.load import MODELS_DIR, ModelError, load_model, model_from_mapping
+from constraints.models.params import mtp_params, param_counts
 from constraints.spec import JobSpec, ModelSpec, Placement, Recipe
 from hardware.profile import load_profile
-from measure.flops import megatron_flops
-from measure.project import project
-from solver.inputs import LoadedCase
-from solver.report import check_and_project
+from measure.projection.flops import megatron_flops
+from measure.projection.project import project
+from constraints.read import LoadedCase
+from shardplan.verdict import check_and_project
 from solver.workflow import solve_case
-from templates.megatron_args import recipe_to_megatron_args
+from templates.recipe_args import recipe_to_megatron_args
 
 SUPER = "Nemotron-3-Super-120B-A12B"
 
@@ -119,7 +119,7 @@ def test_solve_answers_for_a_hybrid_model_with_mtp_agree_with_check():
 
 
 def test_activation_coefficients_count_the_mtp_pattern_on_the_last_stage():
-    from constraints.activation_coef import evaluate, rank_coefficients, values_of
+    from constraints.memory.activation_coef import evaluate, rank_coefficients, values_of
     from constraints.stages import rank_chunks
     from tests.test_activation_coef import RECOMPUTES, chunk_activation_sums
 

@@ -13,9 +13,9 @@ from boundary.parse import load_json, load_yaml
 from boundary.read import read_text
 from boundary.show import shown
 from constraints.case import CaseError, load_case_yaml
-from constraints.models import ModelError, load_model
+from constraints.models.load import ModelError, load_model
 from hardware.profile import ProfileError, load_profile
-from measure.cost_table import CostTable, CostTableError
+from measure.kernels.cost_table import CostTable, CostTableError
 
 # Each reader with the error type its callers catch.
 READERS = [

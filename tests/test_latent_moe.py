@@ -3,17 +3,17 @@ Megatron's theoretical_memory_usage.py count them, saved activations and dispatc
 NVFP4 weight shapes, Megatron's FLOP count (training.py hybrid_flops / transformer_flops), the kernels, and the flag
 read and rendered back. Exact totals against HF on the meta device: tests/test_params.py; the shared-expert-overlap
 refusal's legal / illegal pair: tests/test_rules.py."""
-from constraints import activations as act
-from constraints.latent_moe import latent_projection_params
-from constraints.megatron_args import parse_megatron_args
-from constraints.memory import comm_buffer_bytes
-from constraints.models import load_model
-from constraints.nvfp4_weights import layer_shapes
-from constraints.params import LayerParams, layer_params, param_counts
+from constraints.memory import activations as act
+from constraints.models.latent_moe import latent_projection_params
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.memory.per_rank import comm_buffer_bytes
+from constraints.models.load import load_model
+from constraints.memory.nvfp4_weights import layer_shapes
+from constraints.models.params import LayerParams, layer_params, param_counts
 from constraints.spec import JobSpec, Recipe
-from measure.flops import megatron_flops
-from measure.layer_ops import LayerKind, layer_ops
-from templates.megatron_args import recipe_to_megatron_args
+from measure.projection.flops import megatron_flops
+from measure.kernels.layer_ops import LayerKind, layer_ops
+from templates.recipe_args import recipe_to_megatron_args
 
 SUPER = "Nemotron-3-Super-120B-A12B"
 
@@ -40,7 +40,7 @@ def test_without_the_latent_size_the_experts_would_be_h_wide():
 
 def test_saved_activations_and_dispatch_buffers_are_latent_wide():
     """Super, seq 8192, MBS 1, TP 1: 8192 x 22 = 180,224 routed copies, each 1024 wide in bf16 (369,098,752 B for the
-    expert fc1 input; the experts' fc2 output is not kept, see constraints/activations.py); fc2_latent_proj keeps its
+    expert fc1 input; the experts' fc2 output is not kept, see constraints/memory/activations.py); fc2_latent_proj keeps its
     8192 x 1024 input (16,777,216 B);
     fc1_latent_proj's bf16 input is the router's (0 extra), its FP8 copy 8192 x 4096 x 1 B."""
     model = load_model(SUPER)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.launch_script import extract_argv
-from constraints.shell_lex import LaunchScriptError
-from solver.inputs import InputError, load_check_input
+from constraints.megatron.launch_script import extract_argv
+from constraints.script.lex import LaunchScriptError
+from constraints.read import InputError, load_check_input
 
 ARGS = ("pretrain_gpt.py --tensor-model-parallel-size 2 --sequence-parallel --num-layers 32 --hidden-size 4096 "
         "--ffn-hidden-size 14336 --num-attention-heads 32 --seq-length 4096 --max-position-embeddings 4096 "

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from constraints.launch_script import LaunchScriptError, extract_argv
+from constraints.megatron.launch_script import LaunchScriptError, extract_argv
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.launch_script import LaunchScriptError, extract_argv
+from constraints.megatron.launch_script import LaunchScriptError, extract_argv
 
 ARGS = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
         "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 --bf16")

@@ -1,4 +1,4 @@
-"""extract_argv's `misread` notes: each carries its line as a number (constraints.script_notes.LineNote) and they are
+"""extract_argv's `misread` notes: each carries its line as a number (constraints.script.notes.LineNote) and they are
 listed in line order without reading the line back out of their text; the #SBATCH reader takes the statements
 extract_argv already lexed, so a script is lexed once."""
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-import constraints.shell_lex as shell_lex
-from constraints.launch_script import extract_argv
-from constraints.sbatch_directives import sbatch_directives
-from constraints.script_notes import LineNote
-from constraints.shell_continuation import broken_continuations
+import constraints.script.lex as shell_lex
+from constraints.megatron.launch_script import extract_argv
+from constraints.script.sbatch import sbatch_directives
+from constraints.script.notes import LineNote
+from constraints.script.continuation import broken_continuations
 
 # notes on lines 4 (#SBATCH below `set -e`), 9 (a flag after a commented-out continuation) and 11 (#SBATCH again):
 # in line order 4, 9, 11, which sorting the shown text ("line 11" < "line 4" < "line 9") would not give

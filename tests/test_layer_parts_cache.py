@@ -6,11 +6,11 @@ import itertools
 
 import pytest
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, MoeDispatcher, Placement, Recipe
 from hardware.profile import load_profile
-from measure.layer_cost import layer_parts, timed_ops
-from measure.layer_ops import LayerKind, Phase, alltoall_sort_ops, layer_ops
+from measure.projection.layer_cost import layer_parts, timed_ops
+from measure.kernels.layer_ops import LayerKind, Phase, alltoall_sort_ops, layer_ops
 
 PROF = load_profile("h100-sxm-80gb")
 PLACE = Placement(hardware="h100-sxm-80gb", num_nodes=4, gpus_per_node=8)

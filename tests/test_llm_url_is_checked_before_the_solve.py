@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 
 ARGS = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
         "--global-batch-size", "64", "--top", "1", "--proposer", "llm", "--llm-model", "x", "--llm-base-url"]

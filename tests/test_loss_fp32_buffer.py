@@ -1,9 +1,9 @@
-"""The loss holds an fp32 copy of the logits, fused or not (constraints/activations.py output_bytes): Megatron's
+"""The loss holds an fp32 copy of the logits, fused or not (constraints/memory/activations.py output_bytes): Megatron's
 cross entropy casts the vocab-parallel logits to fp32 and saves that buffer while the bf16 logits are alive."""
-from constraints import activations as act
-from constraints.memory import memory_report
-from constraints.models import load_model
-from constraints.params import padded_vocab_size
+from constraints.memory import activations as act
+from constraints.memory.per_rank import memory_report
+from constraints.models.load import load_model
+from constraints.models.params import padded_vocab_size
 from constraints.spec import JobSpec, Recipe
 from hardware.profile import load_profile
 

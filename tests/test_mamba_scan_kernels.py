@@ -1,4 +1,4 @@
-"""The Mamba-2 mixer's conv + SSD scan priced kernel by kernel (measure/mamba_ssd.py), against byte counts worked out by
+"""The Mamba-2 mixer's conv + SSD scan priced kernel by kernel (measure/kernels/mamba_ssd.py), against byte counts worked out by
 hand from mamba_ssm's tensor shapes (state-spaces/mamba @ e9594ce1, mamba_ssm/ops/triton/ssd_combined.py and the
 ssd_*.py kernels it calls) for Nemotron-H-8B at TP 2, MBS 1, sequence 8192.
 
@@ -41,13 +41,13 @@ The old single op: forward 2*T*(9280 + 4096) + 2 * 4*64*64*64*128 = 487,587,840 
 """
 import pytest
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Recipe
 from hardware.profile import load_profile
-from measure.kernel_ops import Phase
-from measure.mamba_ops import mamba_ops
-from measure.mamba_ssd import backward_kernels, forward_kernels, scan_ops, scan_shape
-from measure.roofline import curve_efficiency, peak_flops
+from measure.kernels.common import Phase
+from measure.kernels.mamba_ops import mamba_ops
+from measure.kernels.mamba_ssd import backward_kernels, forward_kernels, scan_ops, scan_shape
+from measure.kernels.roofline import curve_efficiency, peak_flops
 
 NH8 = "Nemotron-H-8B-Base-8K"
 JOB = JobSpec(seq_length=8192, global_batch_size=64)
@@ -114,7 +114,7 @@ def test_one_host_op_per_autograd_call_and_mamba_ops_carry_the_kernels():
 
 
 def test_scan_kernels_sit_below_the_bf16_ridge_so_bytes_price_them():
-    """Why measure.roofline may price them as memory-bound: on the H100 profile each kernel's FLOPs per byte is below
+    """Why measure.kernels.roofline may price them as memory-bound: on the H100 profile each kernel's FLOPs per byte is below
     the ridge at the GEMM efficiency its whole-kernel FLOPs would get."""
     prof = load_profile("h100-sxm-80gb")
     cal = prof.calibration

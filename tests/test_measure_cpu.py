@@ -10,13 +10,13 @@ from click.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
-from measure import bench_ops  # noqa: E402
-from measure.bench_ops import UnsupportedOp, build_benchmark, measure_key, op_num_elements, split_key  # noqa: E402
-from measure.cli_measure import measure_command  # noqa: E402
-from measure.cost_table import CostTable  # noqa: E402
-from measure.fingerprint import DeviceUnavailable, device_fingerprint, resolve_device  # noqa: E402
-from measure.ops import Op, OpKind  # noqa: E402
-from measure.timing import backward_call, summarize, time_call  # noqa: E402
+from measure.microbench import kernels as bench_ops  # noqa: E402
+from measure.microbench.kernels import UnsupportedOp, build_benchmark, measure_key, op_num_elements, split_key  # noqa: E402
+from shardplan.cli.measure import measure_command  # noqa: E402
+from measure.kernels.cost_table import CostTable  # noqa: E402
+from measure.kernels.fingerprint import DeviceUnavailable, device_fingerprint, resolve_device  # noqa: E402
+from measure.kernels.ops import Op, OpKind  # noqa: E402
+from measure.microbench.timing import backward_call, summarize, time_call  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")

@@ -3,16 +3,16 @@
 the published reconstructions shipped there cite their source and hold the published numbers."""
 import pytest
 
-import measure.measured_tables as mt
-from bench.published_tables import PUBLISHED, build
-from constraints.models import load_model
+import measure.kernels.measured_tables as mt
+from bench.published.tables import PUBLISHED, build
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Precision, Recipe
 from hardware.profile import load_profile
-from measure.cost_table import CostTable, Entry, Environment
-from measure.layer_ops import LayerKind, layer_ops
-from measure.project import project
-from measure.recipe_batch import RecipeBatch
-from measure.vectorized import Evaluator
+from measure.kernels.cost_table import CostTable, Entry, Environment
+from measure.kernels.layer_ops import LayerKind, layer_ops
+from measure.projection.project import project
+from measure.projection.recipe_batch import RecipeBatch
+from measure.projection.vectorized import Evaluator
 
 H100 = load_profile("h100-sxm-80gb")
 MODEL = load_model("Llama-3.1-8B")

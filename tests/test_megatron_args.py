@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from constraints.launch_script import extract_argv
-from constraints.megatron_args import MegatronArgsError, parse_megatron_args
+from constraints.megatron.launch_script import extract_argv
+from constraints.megatron.argv_to_specs import MegatronArgsError, parse_megatron_args
 from constraints.spec import (
     Activation, CpCommType, DataParallelSharding, MoeDispatcher, Normalization, PipelineSchedule, Precision,
     RecomputeGranularity, RecomputeMethod, RecomputeModule,
@@ -127,7 +127,7 @@ def test_unknown_and_ignored_flags_reported_and_raw_kept():
     c = parse_megatron_args(extract_argv((SCRIPTS / "qwen_moe.args").read_text()).script_args)
     assert "--my-custom-flag (not a Megatron-LM flag)" in c.unknown_flags
     assert "--moe-router-num-groups" in c.unknown_flags  # a Megatron flag shardplan does not model
-    assert "--cuda-graph-impl" not in c.unknown_flags + c.ignored_flags  # read for the projection (constraints/run_flags.py)
+    assert "--cuda-graph-impl" not in c.unknown_flags + c.ignored_flags  # read for the projection (constraints/megatron/run_flags.py)
     assert {"--lr", "--save", "--data-path"} <= set(c.ignored_flags)
     assert c.raw["--tp-comm-overlap"] is True and c.raw["--moe-router-num-groups"] == 8
     assert c.raw["--recompute-modules"] == ["moe_act", "layernorm"] and c.raw["--my-custom-flag"] == "7"

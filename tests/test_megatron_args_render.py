@@ -1,20 +1,20 @@
 """Recipe -> Megatron-LM arguments, one flag family at a time.
 
 Expected values are the models' published HF configs (bundled under constraints/models) and Megatron-LM's own
-flag spellings (megatron/training/arguments.py @ d98e8a64, as dumped into constraints/megatron_flags.py).
+flag spellings (megatron/training/arguments.py @ d98e8a64, as dumped into constraints/megatron/flags.py).
 """
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from constraints.megatron_flags import FLAGS
-from constraints.models import bundled_models, load_model
+from constraints.megatron.flags import FLAGS
+from constraints.models.load import bundled_models, load_model
 from constraints.spec import (
     CpCommType, DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, Optimizer, Precision, Recipe, Recompute,
     RecomputeMethod, RecomputeModule,
 )
-from templates.megatron_args import (
+from templates.recipe_args import (
     GROUPS, RenderPaths, megatron_arg_groups, moe_layer_freq_string, needs_cuda_device_max_connections_1,
     recipe_to_megatron_args,
 )
@@ -306,7 +306,7 @@ def _read_back_equivalent(model: ModelSpec, r: Recipe) -> Recipe:
        st.sampled_from(list(Precision)), st.sampled_from(list(Optimizer)))
 def test_parser_reads_back_every_field_the_arguments_carry(name, fields, precision, optimizer):
     """Legal or not (render --force writes illegal ones too), what the recipe says comes back from its argv."""
-    from constraints.megatron_args import parse_megatron_args
+    from constraints.megatron.argv_to_specs import parse_megatron_args
 
     model = load_model(name)
     if not model.is_moe:

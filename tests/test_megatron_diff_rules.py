@@ -1,13 +1,13 @@
-"""Rule fixes found by bench/megatron_diff.py (shardplan vs Megatron-LM's own parse_args + validate_args +
+"""Rule fixes found by bench/megatron/diff.py (shardplan vs Megatron-LM's own parse_args + validate_args +
 TransformerConfig on the same rendered arguments, NVIDIA/Megatron-LM snapshot 2026-08-22). Each test pins the
 verdict on the recipe the differential run flagged (ids are from `--n 2000 --seed 0`), with Megatron's verdict on
 that recipe's rendered arguments in the docstring."""
 from constraints.check import check_case
-from constraints.models import load_model
-from constraints.rules import RuleInput, check_rules
+from constraints.models.load import load_model
+from constraints.rules.registry import RuleInput, check_rules
 from constraints.spec import JobSpec, Recipe, Recompute, RecomputeModule
 from hardware.profile import load_profile
-from templates.megatron_args import recipe_to_megatron_args
+from templates.recipe_args import recipe_to_megatron_args
 from tests.conftest import make_case
 
 
@@ -117,7 +117,7 @@ def test_fixes_name_the_axis_that_can_change():
     end-stage layer counts past the model get a bound on those counts, not the PP the recipe already has."""
     from constraints.case import Case
     from constraints.check import check_case
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from constraints.spec import JobSpec, Placement, Recipe
     from hardware.profile import load_profile
 

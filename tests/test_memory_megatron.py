@@ -7,9 +7,9 @@ flash attention, GQA, SwiGLU) the tests compare the corresponding terms only.
 """
 import pytest
 
-from constraints import activations as act
-from constraints.memory import memory_report
-from constraints.params import layer_params, padded_vocab_size
+from constraints.memory import activations as act
+from constraints.memory.per_rank import memory_report
+from constraints.models.params import layer_params, padded_vocab_size
 from constraints.spec import Activation, JobSpec, ModelSpec, Normalization, Recipe, RecomputeModule, Recompute
 
 GPT = ModelSpec(name="gpt-2.7b", num_layers=32, hidden_size=2560, ffn_hidden_size=4 * 2560, num_attention_heads=32,
@@ -42,7 +42,7 @@ def test_layer_params_equal_megatron(model):
 
 
 def test_mla_layer_params_equal_megatron():
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     m = load_model("DeepSeek-V3")
     h, a = m.hidden_size, m.num_attention_heads
     q_term = m.q_lora_rank * (h + a * (m.qk_head_dim + m.qk_pos_emb_head_dim) + 1)

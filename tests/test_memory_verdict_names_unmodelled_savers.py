@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.megatron_unmodelled import memory_lowering_flags
-from solver.inputs import load_check_input
-from solver.report import check_and_project
+from constraints.megatron.unmodelled import memory_lowering_flags
+from constraints.read import load_check_input
+from shardplan.verdict import check_and_project
 
 LLAMA8B = """torchrun --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 1 --num-layers 32 --hidden-size 4096 \\
   --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention --num-query-groups 8 --seq-length 8192 \\

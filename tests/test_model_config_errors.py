@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from constraints.models import MODELS_DIR, ModelError, bundled_models, load_model
+from constraints.models.load import MODELS_DIR, ModelError, bundled_models, load_model
 
 from tests.conftest import hf_config
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 
-LLAMA_8B = Path(__file__).resolve().parents[1] / "constraints" / "models" / "Llama-3.1-8B.json"
+LLAMA_8B = Path(__file__).resolve().parents[1] / "constraints" / "models" / "hf_configs" / "Llama-3.1-8B.json"
 
 
 def test_kv_heads_must_divide_attention_heads(tmp_path):

@@ -7,8 +7,8 @@
   saves a quantised copy (1 B per element).
 - QK layernorm (Qwen3): the per-head q/k RMSNorm saves its bf16 input and fp32 rstd.
 Dimensions are the published HF configs (Qwen3-30B-A3B, Moonlight-16B-A3B, Qwen3-8B)."""
-from constraints import activations as act
-from constraints.models import load_model
+from constraints.memory import activations as act
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Precision, Recipe
 
 SEQ = 4096

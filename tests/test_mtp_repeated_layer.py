@@ -9,14 +9,14 @@ import json
 
 import pytest
 
-from constraints.megatron_args import parse_megatron_args
-from constraints.memory import memory_report
-from constraints.models import MODELS_DIR, model_from_mapping
-from constraints.params import mtp_params, param_counts
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.memory.per_rank import memory_report
+from constraints.models.load import MODELS_DIR, model_from_mapping
+from constraints.models.params import mtp_params, param_counts
 from constraints.spec import JobSpec, Recipe
 from hardware.profile import load_profile
-from measure.flops import megatron_flops
-from templates.megatron_args import recipe_to_megatron_args
+from measure.projection.flops import megatron_flops
+from templates.recipe_args import recipe_to_megatron_args
 
 SUPER = "Nemotron-3-Super-120B-A12B"
 MTP_BLOCK_PARAMS = 2_942_324_736  # the release's MTP layer tensors (tests/test_hybrid_mtp.py)
@@ -64,7 +64,7 @@ def test_the_flag_is_read_and_rendered_back():
 def test_a_scripts_mtp_flags_override_the_models_depth(tmp_path):
     """--model completes a script's shape, but the MTP depth is the script's training choice (Megatron-Bridge trains
     Super at 2 repeated depths over the HF config's 1): stated MTP flags replace the model's, they are not a conflict."""
-    from solver.inputs import load_check_input
+    from constraints.read import load_check_input
 
     args = tmp_path / "args.txt"
     args.write_text("--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 64 "
@@ -80,8 +80,8 @@ def test_a_scripts_mtp_flags_override_the_models_depth(tmp_path):
 def test_ep_overlap_allows_at_most_one_mtp_layer():
     """TransformerConfig.__post_init__ @ d98e8a64: 'MTP supports at most one layer when enabling
     overlap_moe_expert_parallel_comm' (mtp_num_layers in (None, 0, 1)), a repeated layer included; found by the
-    Megatron differential (bench/megatron_diff.py, seed 7)."""
-    from constraints.rules import RuleInput, check_rules
+    Megatron differential (bench/megatron/diff.py, seed 7)."""
+    from constraints.rules.registry import RuleInput, check_rules
 
     job = JobSpec(seq_length=8192, global_batch_size=512)
     recipe = Recipe(tp=1, ep=64, etp=1, overlap_moe_expert_parallel_comm=True)
@@ -93,7 +93,7 @@ def test_ep_overlap_allows_at_most_one_mtp_layer():
 
 
 def test_an_mtp_depth_past_the_bound_is_one_line_naming_the_flag(tmp_path):
-    from solver.inputs import InputError, load_check_input
+    from constraints.read import InputError, load_check_input
 
     args = tmp_path / "args.txt"
     args.write_text("--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 64 "

@@ -1,11 +1,11 @@
 """"Nothing fits" explanations are readable and actionable: why in plain lines, the fewest node count that fits,
 remedies in solve's own options; the proposer does not search when the tables already say nothing fits (its cost on
-a large infeasible space is measured by bench/bench_nothing_fits.py)."""
+a large infeasible space is measured by bench/speed/nothing_fits.py)."""
 from __future__ import annotations
 
 
 def _llama8b_one_node():
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from constraints.spec import JobSpec, Placement
     from hardware.profile import load_profile
 
@@ -32,7 +32,7 @@ DSV3 = dict(seq_length=4096, global_batch_size=512)
 
 
 def _dsv3_eight_h800_nodes():
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from constraints.spec import JobSpec, Placement
     from hardware.profile import load_profile
 
@@ -60,10 +60,10 @@ def test_dsv3_on_8_h800_nodes_gets_the_fewest_node_count_that_fits():
 
 def test_proposer_skips_its_sub_searches_when_nothing_fits():
     # the rules proposer used to run 4 sub-searches and a final CP-SAT infeasibility proof over ~1.1M candidates
-    # (~180 s on 2 cores); the tables already say nothing fits (no rounds run; its time: bench/bench_nothing_fits.py)
+    # (~180 s on 2 cores); the tables already say nothing fits (no rounds run; its time: bench/speed/nothing_fits.py)
     from solver.proposer.loop import ProposerConfig, solve_with_proposer
     from solver.space import build_space
-    from solver.tables import build_tables
+    from solver.tables.build import build_tables
 
     model, job, pl, prof = _dsv3_eight_h800_nodes()
     tables = build_tables(build_space(model, job, pl), prof, 0.0)
@@ -76,7 +76,7 @@ def test_proposer_skips_its_sub_searches_when_nothing_fits():
 def test_precision_blockers_speak_solve_options_and_offer_a_precision_remedy():
     """`solve` takes --precision, not Megatron's --fp8-recipe / --bf16; FP8 on a part without it is fixed
     by training in bf16, which the remedies now try (each verified on a legal recipe)."""
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from constraints.spec import JobSpec, Placement, Precision
     from hardware.profile import load_profile
     from solver.explain import explain_infeasible

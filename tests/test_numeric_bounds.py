@@ -10,13 +10,13 @@ import yaml
 
 from boundary.errors import InputRefused
 from boundary.numbers import bounded_float, bounded_int
-from constraints.magnitudes import MAX_TOTAL_BYTES, magnitude_error, params_upper_bound
-from constraints.models import bundled_models, load_model
-from constraints.params import param_counts
+from constraints.memory.magnitudes import MAX_TOTAL_BYTES, magnitude_error, params_upper_bound
+from constraints.models.load import bundled_models, load_model
+from constraints.models.params import param_counts
 from constraints.spec import JobSpec, ModelSpec, Placement, Recipe
 from hardware.profile import PROFILES_DIR, ProfileError, load_profile
-from measure.cli_measure import check_measure_limits
-from solver.cpsat_solve import check_solve_limits
+from shardplan.cli.measure import check_measure_limits
+from solver.cpsat.solve import check_solve_limits
 from solver.fewest_gpus import fewest_gpus
 from solver.space import SpaceError, build_space, parse_range
 

@@ -3,17 +3,17 @@
 Megatron's refusals as violations (the rules' own legal/illegal cases are in tests/test_rules.py)."""
 import pytest
 
-from constraints import activations as act
+from constraints.memory import activations as act
 from constraints.check import check_case
 from constraints.case import Case
-from constraints.megatron_args import MegatronArgsError, parse_megatron_args
-from constraints.models import load_model
+from constraints.megatron.argv_to_specs import MegatronArgsError, parse_megatron_args
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Precision, Recipe
 from hardware.profile import load_profile
-from measure.layer_ops import attention_ops, gemm_dtype
-from measure.project import project
-from measure.roofline import peak_flops
-from templates.megatron_args import recipe_to_megatron_args
+from measure.kernels.layer_ops import attention_ops, gemm_dtype
+from measure.projection.project import project
+from measure.kernels.roofline import peak_flops
+from templates.recipe_args import recipe_to_megatron_args
 
 BASE = ["--num-layers", "32", "--hidden-size", "4096", "--num-attention-heads", "32", "--seq-length", "8192",
         "--max-position-embeddings", "8192", "--vocab-size", "128256", "--micro-batch-size", "1",

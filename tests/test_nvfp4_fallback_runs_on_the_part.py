@@ -2,10 +2,10 @@
 which `precision_supported` then refuses on the same part."""
 import pytest
 
-from constraints.models import load_model
-from constraints.rules import RuleInput
-from constraints.rules_features import precision_supported
-from constraints.rules_fp4 import nvfp4_hardware
+from constraints.models.load import load_model
+from constraints.rules.registry import RuleInput
+from constraints.rules.features import precision_supported
+from constraints.rules.fp4 import nvfp4_hardware
 from constraints.spec import JobSpec, Recipe
 from hardware.profile import available_profiles, load_profile
 

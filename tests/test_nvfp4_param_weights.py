@@ -1,11 +1,11 @@
 """--fp4-param-gather weights: the bytes Megatron + Transformer Engine keep per NVFP4 weight (row- and column-wise
 E2M1 data, E4M3 scales padded to 128 x 4 tiles, two fp32 amax), which weights are quantised, and the per-rank
 weights term. Every expected number below is worked by hand from TE's NVFP4Quantizer.get_scale_shape /
-inner_tensor_specs (constraints/nvfp4_weights.py names the sources)."""
-from constraints.memory import memory_report
-from constraints.models import load_model
-from constraints.nvfp4_weights import layer_shapes, nvfp4_tensor_bytes, rank_quantised_weights
-from constraints.params import layer_params
+inner_tensor_specs (constraints/memory/nvfp4_weights.py names the sources)."""
+from constraints.memory.per_rank import memory_report
+from constraints.models.load import load_model
+from constraints.memory.nvfp4_weights import layer_shapes, nvfp4_tensor_bytes, rank_quantised_weights
+from constraints.models.params import layer_params
 from constraints.spec import JobSpec, Recipe
 
 B200_BYTES = 192 * 2**30

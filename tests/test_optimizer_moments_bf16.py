@@ -3,12 +3,12 @@
 and on Megatron-Bridge's Moonlight-16B H100 recipe it brings the peak to the published measurement."""
 import pytest
 
-from constraints.megatron_args import parse_megatron_args
-from constraints.memory import memory_report, static_from_params
-from constraints.models import load_model
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.memory.per_rank import memory_report, static_from_params
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Precision, Recipe
 from hardware.profile import load_profile
-from templates.megatron_args import recipe_to_megatron_args
+from templates.recipe_args import recipe_to_megatron_args
 
 BASE = ["--num-layers", "24", "--hidden-size", "2048", "--num-attention-heads", "16", "--seq-length", "2048",
         "--max-position-embeddings", "2048", "--vocab-size", "50257", "--micro-batch-size", "1",

@@ -22,7 +22,7 @@ def _setuptools() -> dict:
 
 def _tracked_data_files() -> list[str]:
     """Non-Python files git tracks inside the packages pyproject lists."""
-    packages = [p.replace(".", "/") for p in _setuptools()["packages"]]
+    packages = [p.rstrip("*") for p in _setuptools()["packages"]["find"]["include"]]
     out = subprocess.run(["git", "ls-files", *packages], cwd=REPO, capture_output=True, text=True, check=True).stdout
     return [f for f in out.split() if not f.endswith(".py") and "__pycache__" not in f]
 

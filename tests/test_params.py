@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from constraints.models import ModelError, bundled_models, load_model
-from constraints.params import padded_vocab_size, param_counts
+from constraints.models.load import ModelError, bundled_models, load_model
+from constraints.models.params import padded_vocab_size, param_counts
 
 REF = json.loads((Path(__file__).parents[1] / "docs" / "facts" / "models" / "params.json").read_text())["models"]
 

@@ -3,9 +3,9 @@ import random
 
 import pytest
 
-from constraints.schedule import inflight_chunks
+from constraints.memory.in_flight import inflight_chunks
 from constraints.spec import PipelineSchedule as S, Recipe
-from measure.pipeline_sim import closed_form_s, simulate
+from measure.pipeline.simulator import closed_form_s, simulate
 
 
 def _equal(p, v, f=1.0, b=2.0, w=0.0):
@@ -74,7 +74,7 @@ def _sweep_cases():
 
 def test_zero_bubble_sweep_finishes_within_the_memory_model():
     """Brute sweep over PP, M, p2p and random per-chunk times: every zero-bubble schedule completes, does all
-    the work, and never holds more chunks than constraints.schedule.inflight_chunks (memory is never understated)."""
+    the work, and never holds more chunks than constraints.memory.in_flight.inflight_chunks (memory is never understated)."""
     for sched, p, _v, m, p2p, (f, b, w) in _sweep_cases():
         r = simulate(sched, f, b, w, m, p2p)
         for i in range(p):

@@ -14,7 +14,7 @@ import pytest
 from bench.run_slices import throughput_cases
 from constraints.case import load_case_yaml
 from hardware.profile import load_profile
-from measure.project import project
+from measure.projection.project import project
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "constraints" / "examples" / "llama3-70b-h100.yaml"
 

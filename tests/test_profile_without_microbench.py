@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from hardware.calibration import Calibration, derive_calibration, load_software_constants
 from hardware.profile import bundled_profiles, load_profile
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 
 # NVIDIA L40S datasheet (nvidia.com/en-us/data-center/l40s): 362.05 dense BF16 tensor TFLOP/s (733 FP8 dense),
 # 48 GB GDDR6 at 864 GB/s, PCIe Gen4 x16 (32 GB/s one direction), no NVLink.

@@ -5,11 +5,11 @@ import pytest
 
 from bench.runs import load_all
 from bench.validate_projection import assume_moe_dispatcher, evaluate
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Precision, Recipe, Recompute, RecomputeMethod
 from hardware.profile import load_profile
-from measure.flops import flops_per_iteration
-from measure.project import project
+from measure.projection.flops import flops_per_iteration
+from measure.projection.project import project
 
 H100 = load_profile("h100-sxm-80gb")
 LLAMA = load_model("Llama-3.1-70B")

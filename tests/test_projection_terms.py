@@ -2,16 +2,16 @@
 dispatch, per-micro-batch FSDP traffic and the host floor."""
 import pytest
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import (DataParallelSharding, JobSpec, MoeDispatcher, Placement, Precision, Recipe)
 from hardware.profile import load_profile
-from measure import collectives as col
-from measure.layer_ops import LayerKind, Phase, layer_ops
-from measure.ops import OpKind
-from measure.layer_cost import layer_cost
-from measure.project import project
-from measure.roofline import grouped_token_efficiency
-from measure.topology import GroupSpan
+from measure.comm import collectives as col
+from measure.kernels.layer_ops import LayerKind, Phase, layer_ops
+from measure.kernels.ops import OpKind
+from measure.projection.layer_cost import layer_cost
+from measure.projection.project import project
+from measure.kernels.roofline import grouped_token_efficiency
+from measure.comm.topology import GroupSpan
 
 H100 = load_profile("h100-sxm-80gb")
 QWEN_MOE = load_model("Qwen3-30B-A3B")
@@ -51,7 +51,7 @@ def test_moe_layer_has_router_topk_and_two_permutes_each_way():
 
 def test_flex_dispatcher_layer_is_cheaper_by_the_alltoall_resorts():
     """finish_parts adds the alltoall dispatcher's two re-sort passes (fwd and bwd) to its compute and nothing to flex."""
-    from measure.layer_cost import finish_parts, layer_parts
+    from measure.projection.layer_cost import finish_parts, layer_parts
     place = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)
     parts = layer_parts(QWEN_MOE, JOB, Recipe(ep=8), place, H100, LayerKind.moe)
     a2a = finish_parts(parts, frozenset(), False, MoeDispatcher.alltoall, False, H100.calibration)
@@ -115,7 +115,7 @@ def test_host_floor_bounds_a_pass_by_its_ops_host_time():
 def test_ep_overlap_hides_at_most_the_other_micro_batch_compute():
     """--overlap-moe-expert-parallel-comm (Megatron combined_1f1b: a forward A2A hides behind another micro-batch's
     backward compute and vice versa): a short A2A leaves the exposed fraction, a long one its excess over that compute."""
-    from measure.layer_cost import finish_parts, layer_parts
+    from measure.projection.layer_cost import finish_parts, layer_parts
     place = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8)
     r = Recipe(ep=16)
     cal = H100.calibration
@@ -136,7 +136,7 @@ def test_ep_overlap_hides_at_most_the_other_micro_batch_compute():
 def test_attention_rate_follows_flashattention3_head_dim_scaling():
     """FlashAttention-3 (arXiv 2407.08608, Fig. 5, H100 BF16 forward, 16k, non-causal): 497 / 648 / 756 TFLOP/s at head
     dim 64 / 128 / 256; the parts' attention microbenchmarks are head-dim-128 kernels."""
-    from measure.roofline import attention_head_dim_factor, roofline_time_s
+    from measure.kernels.roofline import attention_head_dim_factor, roofline_time_s
     assert attention_head_dim_factor(128) == pytest.approx(1.0)
     assert attention_head_dim_factor(64) == pytest.approx(497 / 648, rel=0.01)
     assert attention_head_dim_factor(256) == pytest.approx(756 / 648, rel=0.02)

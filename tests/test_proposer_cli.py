@@ -7,7 +7,7 @@ import click
 from click.testing import CliRunner
 
 from solver.proposer import ProposerConfig, solve_with_proposer
-from solver.proposer.cli_options import config_from_options, format_hint_report, proposer_options
+from shardplan.cli.proposer_options import config_from_options, format_hint_report, proposer_options
 from tests.test_proposer_helpers import TINY, assert_all_legal, tables_for
 
 

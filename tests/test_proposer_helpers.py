@@ -13,11 +13,11 @@ from typing import Any
 
 from constraints.case import Case
 from constraints.check import check_case
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.space import build_space
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 
 # Llama-3.1-8B on one H100 node, 72 declared points: solves in well under a second
 TINY = {"tp": [1, 2, 4], "pp": [1, 2], "vpp": [1], "cp": [1], "mbs": [1],

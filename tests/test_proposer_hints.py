@@ -106,7 +106,7 @@ def test_preference_maps_to_a_fitting_table_candidate():
 
 def test_a_flood_of_dropped_hints_is_counted_below_the_table_not_printed():
     from solver.proposer.hints import Rejected
-    from solver.proposer.report import MAX_DROPPED_SHOWN, HintReport, format_hint_report
+    from solver.proposer.summary import MAX_DROPPED_SHOWN, HintReport, format_hint_report
 
     report = HintReport(kind="llm", rejected=[Rejected(hint={"tp": i}, reason="too many hints", source="llm:x")
                                               for i in range(1000)])

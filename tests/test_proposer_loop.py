@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import solver.proposer.loop as loop_mod
-from solver.cpsat_solve import solve_cpsat
+from solver.cpsat.solve import solve_cpsat
 from solver.proposer import ProposerConfig, solve_with_proposer
 from tests.test_proposer_helpers import TINY, assert_all_legal, tables_for
 

@@ -1,4 +1,4 @@
-"""Pure parts of bench/published_recipes.py, its candidate batch (bench/published_groups.py), and the runs.py
+"""Pure parts of bench/published/recipes.py, its candidate batch (bench/published/groups.py), and the runs.py
 assumptions they rely on (real runs.csv rows)."""
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from bench import published_groups as pg
-from bench import published_recipes as pr
-from bench import published_space as ps
+from bench.published import groups as pg
+from bench.published import recipes as pr
+from bench.published import space as ps
 from bench.runs import load_all
 from constraints.case import Case
 from constraints.check import check_case
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import DataParallelSharding, JobSpec, Placement, Recipe
 from hardware.profile import load_profile
 
@@ -99,9 +99,9 @@ def test_summary_and_table():
 def test_candidate_tps_is_the_closed_form_projection_of_the_table_recipe():
     """The ranks use the tables' own ranking times: tokens/s/GPU of tables.recipe as project(simulate_pipeline=False)
     prices it (within the ranking time's rounding up to whole microseconds), MoE variants included."""
-    from measure.project import project
+    from measure.projection.project import project
     from solver.space import build_space
-    from solver.tables import build_tables
+    from solver.tables.build import build_tables
 
     for name, nodes, pins in (("Llama-3.1-8B", 1, {"tp": [1, 2], "pp": [1, 2], "cp": [1], "mbs": [1, 2]}),
                               ("Mixtral-8x7B-v0.1", 4, {"tp": [1, 2], "pp": [2, 4], "cp": [1], "ep": [2, 8], "etp": [1], "mbs": [1]})):

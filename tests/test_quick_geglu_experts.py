@@ -2,23 +2,23 @@
 7 and 1 added to the up half (HF GptOssExperts; Megatron-Bridge's gpt-oss bridge), whose fused path
 (`fused_bias_geglu.weighted_bias_quick_geglu_impl`) clamps and concatenates in eager PyTorch and builds a device tensor
 on every call (a blocking host-to-device copy, i.e. a stream synchronisation); Transformer Engine's fused grouped MLP
-replaces all of it (measure/layer_ops.py)."""
+replaces all of it (measure/kernels/layer_ops.py)."""
 from __future__ import annotations
 
 import pytest
 
 from bench.runs import load_all
 from constraints.case import Case
-from constraints.launch_script import extract_argv
-from constraints.megatron_args import parse_megatron_args
-from constraints.models import load_model
+from constraints.megatron.launch_script import extract_argv
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.models.load import load_model
 from constraints.spec import Activation, JobSpec, ModelSpec, Placement, Precision, Recipe, Recompute
 from hardware.profile import load_profile
-from measure.kernel_ops import Phase
-from measure.layer_cost import layer_cost, layer_parts
-from measure.layer_ops import LayerKind, expert_activation_host_syncs, expert_glu_clamp_ops, moe_ops
-from solver.inputs import LoadedCase, load_check_input
-from solver.report import check_and_project
+from measure.kernels.common import Phase
+from measure.projection.layer_cost import layer_cost, layer_parts
+from measure.kernels.layer_ops import LayerKind, expert_activation_host_syncs, expert_glu_clamp_ops, moe_ops
+from constraints.read import LoadedCase, load_check_input
+from shardplan.verdict import check_and_project
 from templates.render import RenderError, render_script
 
 JOB = JobSpec(seq_length=4096, global_batch_size=1280, precision=Precision.bf16)
@@ -125,15 +125,15 @@ def test_formats_that_cannot_state_the_gate_refuse(fmt):
 def test_clamped_gate_keeps_a_second_copy_of_fc1_output_unless_recomputed():
     """Memory: the fused function saves the concatenation while the clamps keep FC1's output: routed tokens x 2 ffn
     x 2 B more per MoE layer (65,536 x 5,760 x 2 = 754,974,720 B at EP 64, MBS 4), gone under moe_act recompute."""
-    from constraints.activations import layer_terms, shape_of
+    from constraints.memory.activations import layer_terms, shape_of
     sh = shape_of(JOB, RECIPE)
     assert layer_terms(load_model("gpt-oss-120b"), sh, True)["expert_glu_clamp_output"] == 65_536 * 5_760 * 2 == 754_974_720
     assert layer_terms(load_model("Qwen3-30B-A3B"), sh, True)["expert_glu_clamp_output"] == 0
 
 
 def test_megatron_flag_precedence_and_refusals():
-    from constraints.megatron_args import parse_megatron_args
-    from constraints.megatron_errors import MegatronArgsError
+    from constraints.megatron.argv_to_specs import parse_megatron_args
+    from constraints.megatron.errors import MegatronArgsError
     base = ("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
             "--micro-batch-size 1 --global-batch-size 8 --vocab-size 100 --bf16").split()
     # argument_utils.py: --squared-relu is tested before --quick-geglu; the clamp is ignored off a gated unit

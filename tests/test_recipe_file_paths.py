@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from constraints.case import load_case_yaml
 from hardware.profile import load_profile
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -22,7 +22,7 @@ def _recipe_beside_its_files(tmp_path: Path) -> Path:
     profile["name"] = "our-h100"
     profile["hbm_capacity_bytes"] = 64 * 1024 ** 3  # a cut-down part, so reading the bundled h100 instead would show
     (folder / "our-h100.yaml").write_text(yaml.safe_dump(profile))
-    shutil.copy(REPO / "constraints/models/Llama-3.1-8B.json", folder / "my-model.json")
+    shutil.copy(REPO / "constraints/models/hf_configs/Llama-3.1-8B.json", folder / "my-model.json")
     recipe = {"model": "my-model.json", "hardware": "our-h100.yaml", "nodes": 1, "gpus_per_node": 8,
               "job": {"seq_length": 4096, "global_batch_size": 64}, "recipe": {"tp": 2, "pp": 1, "mbs": 1}}
     path = folder / "recipe.yaml"

@@ -16,13 +16,13 @@ import yaml
 from click.testing import CliRunner
 
 from constraints.case import Case, case_from_mapping
-from constraints.launch_script import extract_argv
-from constraints.megatron_args import parse_megatron_args
-from constraints.models import bundled_models, load_model
+from constraints.megatron.launch_script import extract_argv
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.models.load import bundled_models, load_model
 from constraints.spec import JobSpec, Placement, Recipe, Recompute, RecomputeMethod, RecomputeModule
-from shardplan.cli_render import render_command
+from shardplan.cli.render import render_command
 from templates.render_files import render_solutions
-from templates.megatron_args import RenderPaths, recipe_to_megatron_args
+from templates.recipe_args import RenderPaths, recipe_to_megatron_args
 from templates.render import FORMATS, RenderError, render_script, unsupported_features
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
@@ -229,12 +229,12 @@ def same_run(case: Case, parsed) -> tuple:
     assert parsed.model.moe_layers == model.moe_layers
     update = {"name": model.name, "layer_is_moe": model.layer_is_moe}
     if model.multi_latent_attention:
-        # KNOWN GAP (constraints/megatron_args.py): the parser takes kv_channels = hidden/heads when --kv-channels is
-        # absent; for MLA ModelSpec uses qk_head_dim + qk_pos_emb_head_dim (constraints/models.py). Megatron's MLA does
+        # KNOWN GAP (constraints/megatron/argv_to_specs.py): the parser takes kv_channels = hidden/heads when --kv-channels is
+        # absent; for MLA ModelSpec uses qk_head_dim + qk_pos_emb_head_dim (constraints/models/load.py). Megatron's MLA does
         # not read kv_channels, so render does not write it.
         update["kv_channels"] = model.kv_channels
     if model.is_moe and model.mlp_bias:
-        # KNOWN GAP (constraints/megatron_args.py): Megatron's TopKRouter has a bias whenever add_bias_linear is on
+        # KNOWN GAP (constraints/megatron/argv_to_specs.py): Megatron's TopKRouter has a bias whenever add_bias_linear is on
         # (megatron/core/transformer/moe/router.py), so no --disable-bias-linear implies the gpt-oss router bias.
         update["moe_router_bias"] = model.moe_router_bias
     got_model = parsed.model.model_copy(update=update)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import shardplan
 from boundary.errors import ShardplanError
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 from templates.render_input import RenderRefused
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,11 +4,11 @@ import pytest
 
 from constraints.case import Case
 from constraints.check import check_case
-from constraints.megatron_args import parse_megatron_args
-from constraints.models import load_model
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Recipe, Recompute, RecomputeMethod, RecomputeModule
 from hardware.profile import load_profile
-from templates.megatron_args import recipe_to_megatron_args
+from templates.recipe_args import recipe_to_megatron_args
 
 PROF = load_profile("h100-sxm-80gb")
 JOB = JobSpec(seq_length=4096, global_batch_size=64)

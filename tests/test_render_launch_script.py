@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from solver.inputs import load_check_input
-from shardplan.cli_render import render_command
+from constraints.read import load_check_input
+from shardplan.cli.render import render_command
 
 SHAPES = Path(__file__).parent / "data" / "scripts" / "shapes"
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import shardplan
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "constraints" / "examples" / "llama3-70b-h100.yaml"
 

@@ -4,7 +4,7 @@ unless given others, and lists the script's flags it leaves out or sets otherwis
 from click.testing import CliRunner
 
 import shardplan
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 
 SCRIPT = """#!/bin/bash
 export CUDA_DEVICE_MAX_CONNECTIONS=1

@@ -2,7 +2,7 @@
 
 For each model a small cluster and job where recipes fit (some axes pinned so the solve takes about a second)
 is solved once (module-level cache); each of the top-K recipes is rendered to torchrun and to SLURM, passes
-`bash -n`, and is read back by `check` (solver.inputs.load_check_input, the user's path). Asserted: the same
+`bash -n`, and is read back by `check` (constraints.read.load_check_input, the user's path). Asserted: the same
 recipe field by field after normalisation, the same job and placement, no flag check does not understand,
 the same legal/fits verdict, the same memory report (peak bytes included) and the same projection as checking
 the recipe directly, and as the solver's own re-verification. Hypothesis then draws hostile site paths
@@ -26,15 +26,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from constraints.case import Case
-from constraints.launch_script import extract_argv
-from constraints.mamba import entry_script
-from constraints.models import bundled_models, load_model
+from constraints.megatron.launch_script import extract_argv
+from constraints.models.mamba import entry_script
+from constraints.models.load import bundled_models, load_model
 from constraints.spec import JobSpec, PipelineSchedule, Placement, Recipe
 from hardware.profile import load_profile
 from solver.workflow import solve_case
-from solver.inputs import LoadedCase, load_check_input
-from solver.report import check_and_project
-from templates.megatron_args import RenderPaths, recipe_to_megatron_args
+from constraints.read import LoadedCase, load_check_input
+from shardplan.verdict import check_and_project
+from templates.recipe_args import RenderPaths, recipe_to_megatron_args
 from templates.render import FORMATS, render_script, unsupported_features
 from tests.test_render import same_run
 

@@ -14,7 +14,7 @@ EXAMPLE = ROOT / "constraints" / "examples" / "llama3-70b-h100.yaml"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shardplan.cli", "report", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "shardplan.cli.main", "report", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=300)
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from constraints.case import Case
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.profile import load_profile
-from measure.project import project
+from measure.projection.project import project
 from shardplan.report.timeline import chrome_trace, simulate_timeline
-from solver.inputs import load_check_input
+from constraints.read import load_check_input
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "constraints" / "examples" / "llama3-70b-h100.yaml"
 

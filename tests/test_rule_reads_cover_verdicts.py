@@ -1,6 +1,6 @@
-"""Each rule's declared `reads` (constraints.rules.rule) covers every Recipe field its verdict depends on.
+"""Each rule's declared `reads` (constraints.rules.registry.rule) covers every Recipe field its verdict depends on.
 
-Why: solver/table_rules.py memoises a rule's verdict by the values of the fields it declares, so an
+Why: solver/tables/rules.py memoises a rule's verdict by the values of the fields it declares, so an
 undeclared read would make the solver silently disagree with `check`. For random inputs (models, jobs,
 world sizes, hardware, env, flags and every Recipe field drawn from pools that reach each rule's branches)
 this re-draws all fields a rule does not declare and requires the identical verdict (message included).
@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from constraints.models import load_model
-from constraints.rules import RULES, RuleInput
+from constraints.models.load import load_model
+from constraints.rules.registry import RULES, RuleInput
 from constraints.spec import (AttentionBackend, CpCommType, DataParallelSharding, FsdpShardingStrategy, JobSpec,
                               MoeDispatcher, PipelineSchedule, Recipe, Recompute,
                               RecomputeGranularity, RecomputeMethod, RecomputeModule)
@@ -94,9 +94,9 @@ def test_rules_register_in_one_order_whichever_module_is_imported_first():
     import subprocess
     import sys
 
-    code = ("import {0}, constraints.rules_features; from constraints.rules import RULES, layers_split; "
+    code = ("import {0}, constraints.rules.features; from constraints.rules.registry import RULES, layers_split; "
             "print(' '.join(f.__name__ for f in RULES))")
     orders = {subprocess.run([sys.executable, "-c", code.format(m)], capture_output=True, text=True, check=True).stdout
-              for m in ("constraints.rules", "constraints.rules_attention", "constraints.rules_pipeline")}
+              for m in ("constraints.rules.registry", "constraints.rules.attention", "constraints.rules.pipeline")}
     assert len(orders) == 1
     assert orders.pop().split() == [fn.__name__ for fn in RULES]

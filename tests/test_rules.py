@@ -1,8 +1,8 @@
 """Each legality rule on one legal and one illegal case (the illegal one must trip exactly that rule)."""
 import pytest
 
-from constraints.models import load_model
-from constraints.rules import RULES, RuleInput, check_rules
+from constraints.models.load import load_model
+from constraints.rules.registry import RULES, RuleInput, check_rules
 from constraints.spec import JobSpec, Recipe, Recompute, RecomputeModule
 from hardware.profile import load_profile
 
@@ -80,18 +80,18 @@ CASES = {
     "muon_no_fsdp": (dict(optimizer="muon"), dict(optimizer="muon", dp_sharding="megatron_fsdp")),
     "precision_supported": (dict(precision="mxfp8", profile=B200), dict(precision="fp8-tensorwise", profile=A100)),
     "mla_excludes_gqa": (dict(model="DeepSeek-V3", world=64, ep=8, pp=1), None),
-    # NVFP4 (constraints/rules_fp4.py)
+    # NVFP4 (constraints/rules/fp4.py)
     "fp4_excludes_fp8": (dict(precision="nvfp4", profile=B200), dict(precision="nvfp4", profile=B200, flags={"--fp8-format": "e4m3"})),
     "fp4_param_gather": (dict(precision="nvfp4", profile=B200, fp4_param_gather=True), dict(fp4_param_gather=True)),
     "fp4_weight_shards": (dict(precision="nvfp4", profile=B200, tp=2, fp4_param_gather=True, flags={"--tensor-parallel-num-weight-shards": 4}),
                           dict(precision="nvfp4", profile=B200, tp=2, flags={"--tensor-parallel-num-weight-shards": 4})),
     "nvfp4_hardware": (dict(precision="nvfp4", profile=B200), dict(precision="nvfp4", profile=H100)),
     "fp4_transformer_engine": (dict(precision="mxfp8", profile=B200), dict(precision="nvfp4", profile=B200)),
-    # --first-last-layers-bf16 (constraints/rules_bf16_layers.py); Llama-3.1-8B has 32 layers
+    # --first-last-layers-bf16 (constraints/rules/bf16_layers.py); Llama-3.1-8B has 32 layers
     "bf16_layers_delayed_scaling": (dict(precision="fp8-tensorwise", bf16_layers=(1, 1)), dict(precision="fp8-delayed", bf16_layers=(1, 1))),
     "bf16_layers_per_stage": (dict(precision="fp8-tensorwise", pp=4, bf16_layers=(8, 8)),
                               dict(precision="fp8-tensorwise", pp=4, bf16_layers=(1, 9))),
-    # hybrid Mamba (constraints/rules_hybrid.py); mamba_fp8_width's illegal case needs a non-bundled shape: tests/test_hybrid_mamba.py
+    # hybrid Mamba (constraints/rules/hybrid.py); mamba_fp8_width's illegal case needs a non-bundled shape: tests/test_hybrid_mamba.py
     "hybrid_pipeline_flags": (dict(model=NH8, pp=2, pipeline_layout="Et*26|t*26L"),
                               dict(model=NH8, pp=2, pipeline_layout="Et*26|t*26L", flags={"--pipeline-model-parallel-layout": "Et*26|t*26L"})),
     "hybrid_virtual_pipeline": (dict(model=NH8, pp=2, vpp=2, schedule="interleaved", pipeline_layout="Et*13|t*13|t*13|t*13L"),
@@ -100,11 +100,11 @@ CASES = {
     "mamba_fp8_width": (dict(model=NH8, precision="fp8-tensorwise"), None),
     "latent_moe_shared_expert_overlap": (dict(model=SUPER, world=64, ep=64, gbs=64),
                                          dict(model=SUPER, world=64, ep=64, gbs=64, moe_shared_expert_overlap=True)),
-    # unfused attention backends (constraints/rules_attention_backend.py)
+    # unfused attention backends (constraints/rules/attention_backend.py)
     "unfused_attention_without_cp": (dict(attention_backend="unfused", cp=1), dict(attention_backend="local", cp=2)),
     "local_attention_query_groups": (dict(attention_backend="local", tp=8), dict(attention_backend="local", tp=16, world=16)),
     "unfused_attention_projection": (dict(attention_backend="flash"), dict(attention_backend="unfused")),
-    # per-layer attention variants (constraints/rules_layer_variants.py)
+    # per-layer attention variants (constraints/rules/layer_variants.py)
     "no_rope_freq": (dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 4}),
                      dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--no-rope-freq": 5})),
     "top1_router_pre_softmax": (dict(model="Llama-4-Scout-17B-16E", world=16, ep=16, flags={"--moe-router-topk": 1, "--moe-router-pre-softmax": True}),
@@ -112,7 +112,7 @@ CASES = {
     # Transformer Engine's context-parallel asserts (TE d0067d0d context_parallel.py attn_forward_func_with_cp)
     "cp_comm_type_for_attention_variant": (dict(model="gpt-oss-20b", cp=2, cp_comm_type="a2a"),
                                            dict(model="gpt-oss-20b", cp=2, cp_comm_type="p2p")),
-    # --deterministic-mode (constraints/rules_determinism.py)
+    # --deterministic-mode (constraints/rules/determinism.py)
     "deterministic_mode": (dict(flags={"--deterministic-mode": True}, cross_entropy_loss_fusion=False, env={"NCCL_ALGO": "Ring"}),
                            dict(flags={"--deterministic-mode": True}, cross_entropy_loss_fusion=False, env={"NCCL_ALGO": "Tree"})),
 }

@@ -14,7 +14,7 @@ import pytest
 
 from boundary.errors import InputRefused
 from boundary.write import atomic_write_text, check_output_dir, check_output_file
-from measure.cost_table import CostTable, Entry, Environment
+from measure.kernels.cost_table import CostTable, Entry, Environment
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -109,7 +109,7 @@ def test_save_merges_what_another_run_saved(tmp_path):
 
 _WRITER = textwrap.dedent("""
     import sys
-    from measure.cost_table import CostTable, Entry, Environment
+    from measure.kernels.cost_table import CostTable, Entry, Environment
     path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     env = Environment(device_name="test cpu", device_type="cpu", torch_version="0", host="h")
     table = CostTable.load(path, missing_ok=True)

@@ -2,9 +2,9 @@
 src/sbatch/opt.c `_opt_batch_script`; sbatch man page). The others are named, one warning each."""
 from pathlib import Path
 
-from constraints.launch_script import extract_argv
-from constraints.sbatch_directives import sbatch_directives
-from constraints.shell_lex import statements
+from constraints.megatron.launch_script import extract_argv
+from constraints.script.sbatch import sbatch_directives
+from constraints.script.lex import statements
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 
@@ -42,7 +42,7 @@ def test_blank_and_comment_lines_do_not_end_the_directives():
 
 
 def test_check_reports_the_ignored_directive_with_the_world_sbatch_gives():
-    from solver.inputs import load_check_input
+    from constraints.read import load_check_input
 
     loaded = load_check_input(str(SCRIPTS / "sbatch_late_directives.sh"), "h100-sxm-80gb", None, None)
     assert (loaded.case.placement.num_nodes, loaded.case.placement.gpus_per_node) == (2, 8)

@@ -4,7 +4,7 @@ Each script of the shape corpus (tests/data/scripts/shapes, written for these te
 Megatron-LM's examples/) runs under real bash with stub launchers first on PATH: `torchrun`, `python`,
 `python3`, `srun` and `sbatch` record their argv as JSON; `srun` then runs the program it launches and
 `sbatch` the job script it submits (a file or the here-document on its stdin), as the real tools do. The
-pretrain_*.py arguments bash passed are compared with constraints.launch_script.extract_argv's, where a value
+pretrain_*.py arguments bash passed are compared with constraints.megatron.launch_script.extract_argv's, where a value
 check marks unknown (`${...}`: a command's output, a variable set under a test it does not follow) matches
 whatever bash produced for it (zero or more words, as an unquoted expansion may give).
 Also asserted: the world size, files read and warnings check reports for the shapes where they matter.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from constraints.launch_script import extract_argv
+from constraints.megatron.launch_script import extract_argv
 
 SHAPES = Path(__file__).parent / "data" / "scripts" / "shapes"
 OLDER = Path(__file__).parent / "data" / "scripts"  # the first corpus (gpt3 / mixtral / llama fp8 / srun shapes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 
 ARGS = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--seq-length", "8192", "--top", "3",
         "--proposer", "none"]

@@ -3,10 +3,10 @@ as plain DDP. `solve` listed each such recipe two or three times (distributed_op
 the same step time; now once, as the distributed optimizer's row. A pinned sharding is still searched."""
 from __future__ import annotations
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
-from solver.table_rules import one_sharding_when_nothing_shards
+from solver.tables.rules import one_sharding_when_nothing_shards
 from solver.workflow import solve_case
 
 DOMAIN = ["distributed_optimizer", "none", "megatron_fsdp"]

@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 
 BASE = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
         "--global-batch-size", "16", "--proposer", "none", "--pp", "1..2", "--vpp", "1", "--mbs", "1..2", "--cp", "1"]
@@ -80,7 +80,7 @@ def test_json_args_with_their_env_pass_check():
     (CUDA_DEVICE_MAX_CONNECTIONS=1 for TP > 1 on Hopper); each answer now carries it, and args + env pass check."""
     from constraints.case import Case
     from constraints.check import check_case
-    from constraints.megatron_args import parse_megatron_args
+    from constraints.megatron.argv_to_specs import parse_megatron_args
     from constraints.spec import Placement
     from hardware.profile import load_profile
 

@@ -7,7 +7,7 @@ import json
 
 from click.testing import CliRunner
 
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 
 ARGS = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--gpus-per-node", "8",
         "--seq-length", "4096", "--global-batch-size", "64", "--pp", "2", "--top", "2", "--proposer", "none"]

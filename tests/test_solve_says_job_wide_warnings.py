@@ -1,5 +1,5 @@
 """`solve` says once the warnings that `check` gives every script of the job: the rules that read no recipe field
-(constraints.rules.recipe_free_violations). An NVFP4 job needs Transformer Engine >= 2.7 (Megatron-LM validate_args),
+(constraints.rules.registry.recipe_free_violations). An NVFP4 job needs Transformer Engine >= 2.7 (Megatron-LM validate_args),
 which `check` said on each rendered script and `solve` never said."""
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 
 from click.testing import CliRunner
 
-from constraints.models import load_model
-from constraints.rules import RuleInput, recipe_free_violations
+from constraints.models.load import load_model
+from constraints.rules.registry import RuleInput, recipe_free_violations
 from constraints.spec import JobSpec, Precision, Recipe
 from hardware.profile import load_profile
-from shardplan.cli import cli
+from shardplan.cli.main import cli
 
 ARGS = ["solve", "--model", "Llama-3.1-8B", "--hardware", "b200", "--nodes", "1", "--gpus-per-node", "8",
         "--seq-length", "4096", "--global-batch-size", "64", "--top", "1", "--proposer", "none"]

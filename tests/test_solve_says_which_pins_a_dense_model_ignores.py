@@ -7,8 +7,8 @@ import json
 
 from click.testing import CliRunner
 
-from constraints.models import load_model
-from shardplan.cli import cli
+from constraints.models.load import load_model
+from shardplan.cli.main import cli
 from solver.workflow import inapplicable_pins
 
 ARGS = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--gpus-per-node", "8",

@@ -36,7 +36,7 @@ def test_max_time_must_be_finite_and_positive(bad):
 
 
 def test_the_time_left_is_known_inside_the_limit_only():
-    # solver/cpsat_solve.py gives CP-SAT remaining_s() as its wall-clock limit (its C++ search ignores the alarm)
+    # solver/cpsat/solve.py gives CP-SAT remaining_s() as its wall-clock limit (its C++ search ignores the alarm)
     assert remaining_s() == math.inf
     with wall_clock_limit(5.0):
         assert 0 < remaining_s() <= 5.0

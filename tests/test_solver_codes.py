@@ -1,8 +1,8 @@
-"""solver.codes equals numpy's unique on the value ranges the tables produce (small codes, negatives, large keys)."""
+"""solver.tables.codes equals numpy's unique on the value ranges the tables produce (small codes, negatives, large keys)."""
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from solver.codes import column_ranks, unique_ints
+from solver.tables.codes import column_ranks, unique_ints
 
 
 @settings(max_examples=200, deadline=None)

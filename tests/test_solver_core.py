@@ -6,14 +6,14 @@ import pytest
 
 from constraints.case import Case
 from constraints.check import check_case
-from constraints.memory import memory_report
-from constraints.models import load_model
+from constraints.memory.per_rank import memory_report
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
-from solver.cpsat_solve import fitting_index, solve_cpsat
+from solver.cpsat.solve import fitting_index, solve_cpsat
 from solver.exhaustive import fitting_candidates, solve_exhaustive
 from solver.space import build_space
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 
 SMALL = {"vpp": [1, 2], "mbs": [1, 2], "cp": [1, 2]}
 
@@ -68,7 +68,7 @@ def test_ranking_time_is_the_closed_form_projection():
     """The table's ranking time is project(simulate_pipeline=False), rounded up to whole microseconds."""
     import math
 
-    from measure.project import project
+    from measure.projection.project import project
 
     t = _tables(pins={"pp": [1, 2, 4]})
     idx = fitting_index(t)
@@ -87,7 +87,7 @@ def test_margin_tightens_memory():
 
 def test_minimise_path_for_large_regions_agrees_with_exhaustive(monkeypatch):
     """Regions above MAX_CPSAT_ENUMERATION are proven by minimisation instead of listing: same answer."""
-    import solver.cpsat_solve as cs
+    import solver.cpsat.solve as cs
 
     t = _tables(pins={"pp": [1, 2], "recompute": ["none", "selective:core_attn", "full:uniform:1"]})
     listed = solve_cpsat(t, k=5)

@@ -9,13 +9,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.workflow import solve_case
-from solver.cpsat_solve import SolveResult
+from solver.cpsat.solve import SolveResult
 from solver.fewest_gpus import CountScreen, fewest_gpus
-from solver.table_time import US
+from solver.tables.time import US
 
 HW = "h100-sxm-80gb"
 BOUNDS = {"vpp": (1, 2), "mbs": (1, 2), "cp": (1, 2), "pp": (1, 4)}
@@ -140,7 +140,7 @@ def test_screened_scan_equals_plain_scan(case, frac):
 
 
 def test_unreachable_target_gives_the_target_explanation():
-    from shardplan.cli import cli
+    from shardplan.cli.main import cli
 
     args = ["solve", "--model", "Llama-3.1-70B", "--hardware", HW, "--nodes", "2", "--seq-length", "4096",
             "--global-batch-size", "64", "--top", "1", "--vpp", "1..2", "--mbs", "1..2", "--cp", "1..2", "--pp", "1..4",
@@ -173,9 +173,9 @@ def test_projection_kernels_cover_megatron_flops():
     over the world, hold at least Megatron's model FLOPs (dense, GQA, MoE with and without SP, MLA + MTP)."""
     from constraints.spec import Recompute
     from constraints.stages import rank_chunks
-    from measure.flops import flops_per_iteration
-    from measure.layer_ops import LayerKind, head_ops, layer_ops
-    from measure.ops import OpKind
+    from measure.projection.flops import flops_per_iteration
+    from measure.kernels.layer_ops import LayerKind, head_ops, layer_ops
+    from measure.kernels.ops import OpKind
     from solver.space import make_recipe
 
     kinds = (OpKind.gemm, OpKind.grouped_gemm, OpKind.attention_fwd, OpKind.attention_bwd)

@@ -13,19 +13,19 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from constraints.case import Case
 from constraints.check import check_case
-from constraints.mamba import layout_as_segments
-from constraints.memory import memory_report
-from constraints.models import load_model
+from constraints.models.mamba import layout_as_segments
+from constraints.memory.per_rank import memory_report
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, ModelSpec, Placement
 from hardware.profile import load_profile
-from measure.project import project
-from solver.cpsat_solve import solve_cpsat
+from measure.projection.project import project
+from solver.cpsat.solve import solve_cpsat
 from solver.exhaustive import solve_exhaustive
-from solver.report import check_and_project
-from solver.inputs import LoadedCase
+from shardplan.verdict import check_and_project
+from constraints.read import LoadedCase
 from solver.space import build_space
 from solver.splits import PipeSegments, split_choices
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 from solver.workflow import solve_case
 
 NH8, NH47, NH56, NANO = "Nemotron-H-8B-Base-8K", "Nemotron-H-47B-Base-8K", "Nemotron-H-56B-Base-8K", "Nemotron-3-Nano-30B-A3B"
@@ -121,7 +121,7 @@ def test_pipeline_stages_of_a_hybrid_model_are_pipe_segments_and_account_for_is_
 
 
 def test_pipe_segment_answers_render_as_pipes():
-    from templates.megatron_args import recipe_to_megatron_args
+    from templates.recipe_args import recipe_to_megatron_args
 
     t = _tables(NH8, 1, {"pp": [2], "vpp": [2], "mbs": [1], "schedule": ["interleaved"]})
     ex = solve_exhaustive(t, k=1)

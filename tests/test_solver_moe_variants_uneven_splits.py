@@ -9,15 +9,15 @@ import pytest
 
 from constraints.case import Case
 from constraints.check import check_case
-from constraints.models import load_model
-from constraints.rules import RuleInput, check_rules
+from constraints.models.load import load_model
+from constraints.rules.registry import RuleInput, check_rules
 from constraints.spec import JobSpec, MoeDispatcher, Placement
 from hardware.profile import load_profile
-from measure.project import project
-from solver.cpsat_solve import solve_cpsat
+from measure.projection.project import project
+from solver.cpsat.solve import solve_cpsat
 from solver.exhaustive import solve_exhaustive
 from solver.space import build_space
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 
 JOB = JobSpec(seq_length=4096, global_batch_size=64)
 # Moonlight: 27 layers (odd: even splits fail at PP 2/4, uneven pairs exist), first layer dense, MLA
@@ -109,7 +109,7 @@ def test_dense_model_and_pp1_space_build():
 def test_solve_json_is_plain_json_with_uneven_answers():
     from click.testing import CliRunner
 
-    from shardplan.cli import cli
+    from shardplan.cli.main import cli
 
     out = CliRunner().invoke(cli, ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1",
                                     "--seq-length", "4096", "--global-batch-size", "32", "--top", "2", "--pp", "4",

@@ -6,13 +6,13 @@ import json
 import numpy as np
 from click.testing import CliRunner
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
-from solver.cpsat_solve import fitting_index, solve_cpsat
+from solver.cpsat.solve import fitting_index, solve_cpsat
 from solver.exhaustive import solve_exhaustive
 from solver.space import build_space
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 
 PINS = {"vpp": [1, 2], "mbs": [1, 2], "cp": [1, 2], "recompute": ["none", "selective:core_attn", "full:uniform:1"]}
 
@@ -43,7 +43,7 @@ def test_throughput_and_memory_objectives_differ():
 
 
 def test_cli_fewest_gpus_stops_at_first_node_count_reaching_target():
-    from shardplan.cli import cli
+    from shardplan.cli.main import cli
 
     base = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "3", "--seq-length", "4096",
             "--global-batch-size", "48", "--top", "2", "--vpp", "1..2", "--mbs", "1..2", "--cp", "1..2", "--pp", "1..2",
@@ -62,7 +62,7 @@ def test_cli_fewest_gpus_stops_at_first_node_count_reaching_target():
 
 
 def test_cli_rejects_non_positive_sizes_in_one_line():
-    from shardplan.cli import cli
+    from shardplan.cli.main import cli
 
     base = ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
             "--global-batch-size", "16", "--proposer", "none"]
@@ -75,7 +75,7 @@ def test_full_model_is_valid_and_explains_memory_when_nothing_fits():
     """Many candidates that do not fit (Llama-3.1-70B on one node): the full CP-SAT model must stay a valid
     int64 model (an unpriced-candidate sentinel of 2^50 once overflowed its objective bound), and the
     explanation must name the memory limit, with more nodes as the remedy."""
-    from solver.cpsat_model import build_model
+    from solver.cpsat.model import build_model
     from solver.explain import explain_infeasible
 
     model = load_model("Llama-3.1-70B")

@@ -10,11 +10,11 @@ from constraints.case import Case
 from constraints.check import check_case
 from constraints.spec import JobSpec, ModelSpec, Placement
 from hardware.profile import load_profile
-from solver.cpsat_model import axis_value
-from solver.cpsat_solve import solve_cpsat
+from solver.cpsat.model import axis_value
+from solver.cpsat.solve import solve_cpsat
 from solver.explain import explain_infeasible
 from solver.space import build_space
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 
 SMALL = {"vpp": [1, 2], "mbs": [1, 2], "cp": [1, 2], "recompute": ["none", "selective:core_attn", "full:uniform:1"]}
 
@@ -48,7 +48,7 @@ def test_answers_pass_check_and_pinning_optimum_keeps_it(problem):
 
 
 def test_explanation_names_conflicting_pins():
-    from constraints.models import load_model
+    from constraints.models.load import load_model
 
     # 8B params x 18 B (bf16 weight, fp32 grad, Adam state) = 144 GB > 80 GB unless sharded or split
     model = load_model("Llama-3.1-8B")
@@ -61,7 +61,7 @@ def test_explanation_names_conflicting_pins():
 
 
 def test_cli_solve_json():
-    from shardplan.cli import cli
+    from shardplan.cli.main import cli
 
     res = CliRunner().invoke(cli, ["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1",
                                    "--seq-length", "4096", "--global-batch-size", "16", "--top", "3", "--vpp", "1..2",
@@ -117,8 +117,8 @@ def test_moe_answers_pass_check_and_pinning_every_axis_of_the_optimum_keeps_it(p
 
 def test_table_core_equals_cpsat_core():
     """The numpy explanation core (used above CPSAT_EXPLAIN_MAX_CANDIDATES) names what CP-SAT's assumption core names."""
-    from constraints.models import load_model
-    from solver.cpsat_model import build_model
+    from constraints.models.load import load_model
+    from solver.cpsat.model import build_model
     from solver.explain import minimal_core, minimal_core_tables
 
     model = load_model("Llama-3.1-8B")
@@ -134,7 +134,7 @@ def test_table_core_equals_cpsat_core():
 
 
 def test_empty_space_names_the_recipe_free_rule_that_rejects_everything():
-    from constraints.models import load_model
+    from constraints.models.load import load_model
     from solver.explain import recipe_free_blockers
 
     pl = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8)

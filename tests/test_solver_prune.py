@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
-from solver.cpsat_solve import solve_cpsat
+from solver.cpsat.solve import solve_cpsat
 from solver.exhaustive import solve_exhaustive
 from solver.prune import struct_lower_bounds_us
 from solver.space import build_space
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 from tests.test_solver_props import problems
 
 # (model, hardware, nodes, gpus/node, seq, GBS, pins): dense, GQA + uneven splits, MoE with two variants, MLA

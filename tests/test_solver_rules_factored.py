@@ -1,20 +1,20 @@
 """The solver's factorised legality equals check_rules on full recipes.
 
-solver/table_rules.py judges each rule group on the table whose axes it reads (and caches activation
+solver/tables/rules.py judges each rule group on the table whose axes it reads (and caches activation
 verdicts without ETP and the split); this enumerates every full assignment of a small MoE space, asks
 check_rules about each complete recipe, and requires the tables to hold exactly the legal ones."""
 from __future__ import annotations
 
 import itertools
 
-from constraints.models import load_model
-from constraints.rules import RuleInput, check_rules
+from constraints.models.load import load_model
+from constraints.rules.registry import RuleInput, check_rules
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.space import build_space, make_recipe
 from solver.splits import split_choices
-from solver.table_rules import schedule_vpp_pairs
-from solver.tables import build_tables
+from solver.tables.rules import schedule_vpp_pairs
+from solver.tables.build import build_tables
 
 PINS = {"tp": [1, 2, 4], "pp": [1, 2, 4], "vpp": [1, 2, 3], "cp": [1, 2], "ep": [1, 2, 8], "etp": [1, 2], "mbs": [1, 2],
         "recompute": ["none", "selective:core_attn+moe_act", "full:uniform:1", "full:block:8"],

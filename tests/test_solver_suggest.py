@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from constraints.case import Case
 from constraints.check import check_case
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.profile import load_profile
 from solver.suggest import suggest_fix

@@ -8,16 +8,16 @@ import pytest
 
 from constraints.case import Case
 from constraints.check import check_case
-from constraints.memory import memory_report
-from constraints.models import load_model
+from constraints.memory.per_rank import memory_report
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement, Recipe
 from constraints.stages import virtual_stage_layer_counts
 from hardware.profile import load_profile
-from measure.project import project
-from solver.cpsat_solve import solve_cpsat
+from measure.projection.project import project
+from solver.cpsat.solve import solve_cpsat
 from solver.space import build_space
 from solver.splits import split_choices, uneven_pairs
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 
 
 @pytest.mark.parametrize("layers,pp,vpp", [(32, 4, 1), (61, 8, 1), (60, 4, 2), (126, 16, 1), (30, 2, 1), (48, 2, 3)])
@@ -86,7 +86,7 @@ def test_uneven_pin_keeps_the_pair_that_equals_account_for():
     """Review finding: under --uneven-stages the pair with account-for's layout was dropped as its duplicate although
     the pin drops account-for itself (Llama-3.1-405B at PP 16: (7, 7))."""
     from constraints.spec import Recompute
-    from solver.table_rules import struct_rows
+    from solver.tables.rules import struct_rows
 
     model = load_model("Llama-3.1-405B")
     pl, prof = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8), load_profile("h100-sxm-80gb")

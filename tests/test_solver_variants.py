@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from constraints.models import load_model
-from constraints.rules import RuleInput, check_rules
+from constraints.models.load import load_model
+from constraints.rules.registry import RuleInput, check_rules
 from constraints.spec import JobSpec, MoeDispatcher, Placement
 from hardware.profile import load_profile
-from measure.project import project
+from measure.projection.project import project
 from solver.space import build_space
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 
 PINS = {"tp": [1, 2], "pp": [1, 2, 4], "cp": [1], "ep": [1, 2, 8], "etp": [1], "mbs": [1, 2],
         "recompute": ["none", "selective:core_attn+moe_act", "full:uniform:1"], "dp_sharding": ["distributed_optimizer"]}
@@ -51,8 +51,8 @@ def test_variant_legality_equals_check_rules_on_every_row():
     """A row is a candidate iff some variant is legal, and the variants the tables call legal are exactly those
     check_rules accepts (EP overlap needs EP > 1, a virtual pipeline at PP > 1, no full / 'moe' recompute)."""
     model, pl, prof, t = _tables(pins={"moe_dispatcher": ["alltoall"]})
-    from solver.table_time import row_columns
-    from solver.tables import row_recipe, row_variants
+    from solver.tables.time import row_columns
+    from solver.tables.build import row_recipe, row_variants
 
     split_keys = sorted({(r[1], r[2], r[7]) for r in t.struct}, key=str)  # any distinct id per (PP, VPP, split) will do
     variants, legal = row_variants(t.space, prof, row_recipe(t.space, t.struct, t.act_rows, t.rc_choices, t.shardings, t.static_ok),

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from constraints.stack_config import StackConfigError
-from constraints.stack_keys import dests_from_args, flags_for_core_field, flags_for_dest
-from solver.inputs import InputError, load_check_input
+from constraints.stacks.common import StackConfigError
+from constraints.stacks.keys import dests_from_args, flags_for_core_field, flags_for_dest
+from constraints.read import InputError, load_check_input
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "stack_configs"
 
 
 def _check(name, hardware="h100-sxm-80gb", gpus=8):
-    p = subprocess.run([sys.executable, "-m", "shardplan.cli", "check", str(DATA / name), "--hardware", hardware,
+    p = subprocess.run([sys.executable, "-m", "shardplan.cli.main", "check", str(DATA / name), "--hardware", hardware,
                         "--nodes", "1", "--gpus-per-node", str(gpus), "--json"], capture_output=True, text=True, cwd=REPO)
     return p.returncode, p.stdout, p.stderr
 
@@ -256,7 +256,7 @@ def test_a_megatron_bridge_recipe_function_is_refused_in_one_line_saying_it_is_n
     recipe.write_text("from megatron.bridge.recipes.llama import llama3_8b\n\n\ndef pretrain_config():\n"
                       "    cfg = llama3_8b.pretrain_config()\n    cfg.model.tensor_model_parallel_size = 2\n    return cfg\n")
     for command in ("check", "render"):
-        p = subprocess.run([sys.executable, "-m", "shardplan.cli", command, str(recipe), "--hardware", "h100-sxm-80gb",
+        p = subprocess.run([sys.executable, "-m", "shardplan.cli.main", command, str(recipe), "--hardware", "h100-sxm-80gb",
                             "--nodes", "1", "--gpus-per-node", "8"], capture_output=True, text=True, cwd=REPO)
         assert p.returncode == 2 and p.stdout == ""
         assert p.stderr.strip().splitlines() == [

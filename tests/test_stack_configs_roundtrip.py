@@ -5,9 +5,9 @@ import pytest
 from click.testing import CliRunner
 
 from constraints.case import load_case_yaml
-from solver.inputs import LoadedCase, load_check_input
-from solver.report import check_and_project
-from shardplan.cli_render import render_command
+from constraints.read import LoadedCase, load_check_input
+from shardplan.verdict import check_and_project
+from shardplan.cli.render import render_command
 from templates.render import RenderError, render_script
 from tests.conftest import REPO, make_case
 

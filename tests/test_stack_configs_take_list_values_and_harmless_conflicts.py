@@ -9,8 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from solver.inputs import load_check_input
-from solver.report import check_and_project
+from constraints.read import load_check_input
+from shardplan.verdict import check_and_project
 
 DATA = Path(__file__).parent / "data" / "stack_configs"
 
@@ -25,7 +25,7 @@ def _primus(tmp_path, extra: str) -> dict:
 
 
 def test_a_window_pair_and_a_per_layer_skip_list_are_read():
-    from constraints.stack_keys import flags_for_dest
+    from constraints.stacks.keys import flags_for_dest
 
     assert flags_for_dest("window_size", [128, 0], "overrides.window_size") == ["--window-size", "128,0"]
     assert flags_for_dest("window_attn_skip_freq", [1, 0, 1, 0], "overrides.window_attn_skip_freq") == \
@@ -53,7 +53,7 @@ def test_a_recipe_only_the_stack_defines_is_said_to_be_not_modelled(tmp_path):
     --fp4-recipe choices (nvfp4, custom) do not have: one line, exit 2, saying so."""
     import pytest
 
-    from solver.inputs import InputError
+    from constraints.read import InputError
 
     with pytest.raises(InputError, match="Primus's mxfp4 recipe, is not modelled"):
         _primus(tmp_path, "      fp4: e2m1\n      fp4_recipe: mxfp4\n")

@@ -1,4 +1,4 @@
-"""The ranking's closed form with unequal stages (measure.pipeline_sim.staged_closed_form_s): equal stages give the
+"""The ranking's closed form with unequal stages (measure.pipeline.simulator.staged_closed_form_s): equal stages give the
 published equal-stage forms exactly, the numpy form equals the scalar one, and on real projected recipes (embedding
 and loss on the end stages) it is closer to the event simulator than the equal-stage form, within 1 % on 1F1B."""
 import random
@@ -6,13 +6,13 @@ import random
 import numpy as np
 import pytest
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, PipelineSchedule as S, Placement, Recipe
 from hardware.profile import load_profile
-from measure import project as proj
-from measure.pipeline_sim import closed_form_s, simulate, staged_closed_form_s
-from measure.recipe_batch import SCHEDULES
-from measure.schedule_np import staged_closed_form_np
+from measure.projection import project as proj
+from measure.pipeline.simulator import closed_form_s, simulate, staged_closed_form_s
+from measure.projection.recipe_batch import SCHEDULES
+from measure.pipeline.closed_form import staged_closed_form_np
 
 SCHEDS = [(S.one_f_one_b, 1), (S.interleaved, 2), (S.interleaved, 4), (S.zb_h1, 1), (S.zbv, 2)]
 
@@ -86,8 +86,8 @@ def test_closer_to_the_simulator_than_the_equal_stage_form(name, pp, vpp, mbs):
                                          (S.one_f_one_b, 8, 1, 12), (S.one_f_one_b, 16, 1, 64), (S.interleaved, 2, 5, 8),
                                          (S.interleaved, 4, 2, 32), (S.interleaved, 8, 7, 128), (S.interleaved, 16, 2, 32)])
 def test_p2p_units_equal_what_the_simulator_exposes(sched, p, v, m):
-    from measure.pipeline_sim import p2p_units
-    from measure.schedule_np import p2p_units_np
+    from measure.pipeline.simulator import p2p_units
+    from measure.pipeline.closed_form import p2p_units_np
 
     f, b, w = [[1.0 / v] * v for _ in range(p)], [[2.0 / v] * v for _ in range(p)], [[0.0] * v for _ in range(p)]
     x = 1e-3

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from shardplan.sweep import SweepResult, parse_nodes, sweep
@@ -76,7 +76,7 @@ def test_parse_nodes_refuses_with_the_fix(text):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shardplan.cli", "sweep", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb",
+    return subprocess.run([sys.executable, "-m", "shardplan.cli.main", "sweep", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb",
                            "--seq-length", "8192", "--global-batch-size", "64", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
 
@@ -85,7 +85,7 @@ def test_sweep_cli_formats(tmp_path):
     js = _cli("--nodes", "1,2", "--format", "json", "--train-tokens", "1e11", "--usd-per-gpu-hour", "2")
     assert js.returncode == 0, js.stderr
     result = SweepResult.model_validate(json.loads(js.stdout))
-    schema = json.loads(subprocess.run([sys.executable, "-m", "shardplan.cli", "schema", "sweep"], capture_output=True, text=True,
+    schema = json.loads(subprocess.run([sys.executable, "-m", "shardplan.cli.main", "schema", "sweep"], capture_output=True, text=True,
                                        cwd=ROOT, timeout=120, check=True).stdout)
     assert schema["title"] == "SweepResult" and set(json.loads(js.stdout)) <= set(schema["properties"])
     assert [p.gpus for p in result.points] == [8, 16] and all(p.cost_usd > 0 for p in result.points)

@@ -1,20 +1,20 @@
 """The memory tables' shortcuts give the bytes of the plain per-recipe functions.
 
-solver/table_memory.py caches static bytes by what static_from_params reads and finds distinct keys with
+solver/tables/memory.py caches static bytes by what static_from_params reads and finds distinct keys with
 presence tables instead of sorts; both must be invisible in the numbers.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from constraints import memory as mem
-from constraints.models import load_model
+from constraints.memory import per_rank as mem
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.space import build_space, make_recipe, recompute_choices
-from solver.codes import unique_codes
-from solver.table_memory import MemoryTables, make_split
-from solver.tables import build_tables
+from solver.tables.codes import unique_codes
+from solver.tables.memory import MemoryTables, make_split
+from solver.tables.build import build_tables
 
 PINS = {"tp": [1, 2, 4], "pp": [1, 2, 4], "vpp": [1, 2, 3], "cp": [1, 2], "ep": [1, 2, 8], "etp": [1, 2], "mbs": [1, 2],
         "recompute": ["none", "full:uniform:1"], "schedule": ["1f1b", "interleaved", "zbv"],

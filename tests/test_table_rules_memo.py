@@ -1,4 +1,4 @@
-"""The solver's memoised rule verdicts (solver/table_rules.py Judge) equal the plain rule calls.
+"""The solver's memoised rule verdicts (solver/tables/rules.py Judge) equal the plain rule calls.
 
 Two facts make the memo exact: FIELD_AXES says which assignment axes set each Recipe field (checked here
 against solver.space.recipe_fields by moving one axis at a time), and each rule's `reads` covers what it
@@ -11,12 +11,12 @@ import random
 
 import pytest
 
-from constraints.models import load_model
-from constraints.rules import RuleInput, check_rules
+from constraints.models.load import load_model
+from constraints.rules.registry import RuleInput, check_rules
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.profile import load_profile
 from solver.space import build_space, make_recipe, recompute_choices
-from solver.table_rules import AXES, FIELD_AXES, Judge, level_memos, fast_recipe, has_error, rules_in, struct_rows
+from solver.tables.rules import AXES, FIELD_AXES, Judge, level_memos, fast_recipe, has_error, rules_in, struct_rows
 
 MODEL = load_model("Mixtral-8x7B-v0.1")
 POOLS = {"tp": [1, 2, 4, 8], "pp": [1, 2, 4], "vpp": [1, 2, 3], "cp": [1, 2], "ep": [1, 2, 8], "etp": [None, 1, 2],

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from constraints.launch_script import extract_argv
-from constraints.shell_lex import LaunchScriptError
+from constraints.megatron.launch_script import extract_argv
+from constraints.script.lex import LaunchScriptError
 
 HEAD = "#!/bin/bash\nOPTS=\"--num-layers 2\"\n"
 LAUNCH = "torchrun --nproc_per_node 8 pretrain_gpt.py $OPTS\n"

@@ -1,4 +1,4 @@
-"""The vocabulary of a tokenizer named by its HuggingFace repository (constraints/tokenizer_vocab.py): the repo's HF
+"""The vocabulary of a tokenizer named by its HuggingFace repository (constraints/megatron/tokenizer_vocab.py): the repo's HF
 config vocab_size, the same as the bundled model's config where the repo is one, for Megatron's and Primus's
 tokenizer types; padded as Megatron pads it; an unlisted repository still asks for the size."""
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from constraints.megatron_args import MegatronArgsError, parse_megatron_args
-from constraints.megatron_vocab import bundled_model_for
-from constraints.models import load_model
-from constraints.params import padded_vocab_size
-from constraints.tokenizer_vocab import HF_CONFIG_VOCAB, hf_repo_vocab
+from constraints.megatron.argv_to_specs import MegatronArgsError, parse_megatron_args
+from constraints.megatron.vocab import bundled_model_for
+from constraints.models.load import load_model
+from constraints.models.params import padded_vocab_size
+from constraints.megatron.tokenizer_vocab import HF_CONFIG_VOCAB, hf_repo_vocab
 
 MODEL = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
          "--micro-batch-size 1 --global-batch-size 32 --bf16")
@@ -74,7 +74,7 @@ def test_a_primus_experiment_naming_only_a_tokenizer_gives_a_verdict(tmp_path):
 
 
 def test_a_primus_tokenizer_type_in_a_megatron_launch_script_is_megatrons_argparse_exit(tmp_path):
-    from solver.inputs import load_check_input
+    from constraints.read import load_check_input
 
     script = tmp_path / "train.sh"
     script.write_text("#!/bin/bash\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\ntorchrun --nproc_per_node 8 pretrain_gpt.py "

@@ -1,4 +1,4 @@
-"""measure.vectorized prices a batch exactly as measure.project.project(simulate_pipeline=False) does, recipe
+"""measure.projection.vectorized prices a batch exactly as measure.projection.project.project(simulate_pipeline=False) does, recipe
 by recipe (closed-form schedule; the simulator-vs-closed-form tolerance is tests/test_pipeline_sim.py's)."""
 import random
 
@@ -6,19 +6,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from constraints.models import load_model
-from constraints.rules import RuleInput, check_rules
+from constraints.models.load import load_model
+from constraints.rules.registry import RuleInput, check_rules
 from constraints.spec import (DataParallelSharding, JobSpec, PipelineSchedule, Placement, Recipe, Recompute,
                               MoeDispatcher, RecomputeGranularity, RecomputeMethod, RecomputeModule)
 from hardware.profile import load_profile
-from measure import collectives as col
-from measure.project import project
-from measure.topology import group_span
-from measure.collectives_np import all_reduce_np, one_pass_np, span_row
-from measure.recipe_batch import DISPATCHERS
-from measure.schedule_np import staged_closed_form_np
-from measure.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch
-from measure.pipeline_sim import closed_form_s
+from measure.comm import collectives as col
+from measure.projection.project import project
+from measure.comm.topology import group_span
+from measure.comm.collectives_np import all_reduce_np, one_pass_np, span_row
+from measure.projection.recipe_batch import DISPATCHERS
+from measure.pipeline.closed_form import staged_closed_form_np
+from measure.projection.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch
+from measure.pipeline.simulator import closed_form_s
 
 RECOMPUTES = [Recompute.none(), Recompute.selective(RecomputeModule.core_attn),
               Recompute.selective(RecomputeModule.core_attn, RecomputeModule.mlp),
@@ -186,8 +186,8 @@ def test_dispatcher_ep_overlap_and_uneven_stage_axes_equal_scalar_per_row():
 def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, epo, module, paired):
     """The vectorised finish (recompute modules, TP/EP overlap, dispatcher) is layer_cost.finish_parts on arrays,
     including EP traffic far larger than the compute that overlap can hide it behind."""
-    from measure.layer_cost import LayerParts, finish_parts, recomputed_modules
-    from measure.layer_columns import KIND_COLS, RECOMPUTE_MODULE_COLS, finish_columns, raw_cols
+    from measure.projection.layer_cost import LayerParts, finish_parts, recomputed_modules
+    from measure.projection.layer_columns import KIND_COLS, RECOMPUTE_MODULE_COLS, finish_columns, raw_cols
 
     parts = LayerParts(fwd_s=base[0], dgrad_s=base[1], wgrad_s=base[2], tp_raw_s=base[3], cp_s=base[4],
                        fwd_by_module_s={"core_attn": mods[0], "moe_act": mods[1], "mlp": mods[2], "qkv": base[5]},
@@ -226,7 +226,7 @@ def test_evaluate_shardings_equals_evaluate_per_sharding():
 def test_ep_overlap_pairs_only_passes_with_a_partner():
     """Review finding: with one micro-batch nothing overlaps (Megatron pairs micro-batch i's forward with i-1's
     backward); at PP 1 M-1 of M passes pair; with PP > 1 the interleaved warm-up forwards stay alone."""
-    from measure.layer_cost import ep_paired_fraction
+    from measure.projection.layer_cost import ep_paired_fraction
 
     assert ep_paired_fraction(1, 1, 1) == 0.0 and ep_paired_fraction(1, 1, 4) == 0.75
     assert ep_paired_fraction(4, 2, 1) < ep_paired_fraction(4, 2, 8) < ep_paired_fraction(4, 2, 64) < 1.0

@@ -3,7 +3,7 @@ the default PP 1, which gave the untrue "VPP=3 needs PP >= 2, got PP=1"), and pi
 line naming both (`--schedule zb-h1 --pp 1` had none)."""
 from __future__ import annotations
 
-from constraints.models import load_model
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from solver.explain import explain_infeasible

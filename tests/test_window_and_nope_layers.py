@@ -3,14 +3,14 @@ shared expert. Windows change core attention's work only (tile-granular, as Flas
 nor Megatron's reported FLOPs; the flags read and render as Megatron spells them."""
 import pytest
 
-from constraints import activations as act
-from constraints.megatron_args import parse_megatron_args
-from constraints.models import load_model
+from constraints.memory import activations as act
+from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Recipe
-from constraints.window import causal_pairs, flags_from_skip_freq, mean_pair_fraction, tile_pairs
-from measure.flops import megatron_flops
-from measure.layer_ops import attention_ops
-from templates.megatron_args import recipe_to_megatron_args
+from constraints.models.window import causal_pairs, flags_from_skip_freq, mean_pair_fraction, tile_pairs
+from measure.projection.flops import megatron_flops
+from measure.kernels.layer_ops import attention_ops
+from templates.recipe_args import recipe_to_megatron_args
 
 
 def test_pair_counts_exact_and_tile_granular():

@@ -1,4 +1,4 @@
-"""Two eager PyTorch paths Megatron-LM takes for gpt-oss and the projection prices (measure/layer_ops.py): RoPE with
+"""Two eager PyTorch paths Megatron-LM takes for gpt-oss and the projection prices (measure/kernels/layer_ops.py): RoPE with
 YaRN's concentration factor (TE's fused RoPE cannot apply it) and the experts' output bias (TEGroupedMLP._apply_bias)."""
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from constraints.hf_reading import yarn_rope
-from constraints.models import load_model
+from constraints.models.hf_reading import yarn_rope
+from constraints.models.load import load_model
 from constraints.spec import JobSpec, Precision, Recipe
-from measure.kernel_ops import Phase
-from measure.layer_ops import attention_ops, expert_bias_ops, moe_ops, tokens_per_local_expert, unfused_rope_ops
+from measure.kernels.common import Phase
+from measure.kernels.layer_ops import attention_ops, expert_bias_ops, moe_ops, tokens_per_local_expert, unfused_rope_ops
 
 
 def test_yarn_concentration_factor_follows_megatron():
@@ -57,8 +57,8 @@ def test_expert_output_bias_is_three_reads_and_three_writes_of_the_routed_tokens
 
 
 def test_a_script_or_bridge_config_that_runs_yarn_is_priced_as_yarn():
-    from constraints.megatron_args import parse_megatron_args
-    from constraints.stack_keys import flags_for_core_field
+    from constraints.megatron.argv_to_specs import parse_megatron_args
+    from constraints.stacks.keys import flags_for_core_field
     base = ["--num-layers", "2", "--hidden-size", "2880", "--num-attention-heads", "64", "--group-query-attention",
             "--num-query-groups", "8", "--kv-channels", "64", "--max-position-embeddings", "131072", "--vocab-size", "201088",
             "--seq-length", "4096", "--micro-batch-size", "1", "--global-batch-size", "8", "--bf16"]
@@ -73,8 +73,8 @@ def test_a_script_or_bridge_config_that_runs_yarn_is_priced_as_yarn():
 
 
 def test_a_yarn_flag_out_of_range_is_one_line_naming_the_flag():
-    from constraints.megatron_args import parse_megatron_args
-    from constraints.megatron_errors import MegatronArgsError
+    from constraints.megatron.argv_to_specs import parse_megatron_args
+    from constraints.megatron.errors import MegatronArgsError
     base = ["--num-layers", "2", "--hidden-size", "2880", "--num-attention-heads", "64", "--max-position-embeddings",
             "131072", "--vocab-size", "201088", "--seq-length", "4096", "--micro-batch-size", "1", "--global-batch-size", "8",
             "--bf16", "--position-embedding-type", "yarn"]

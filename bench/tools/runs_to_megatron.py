@@ -3,7 +3,7 @@ shardplan needs. Prints JSON lines: {id, model, hardware, nodes, gpus_per_node, 
 Rows that cannot be expressed are printed with "skip": reason."""
 import csv, json, os, re, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
-FACTS = os.path.join(HERE, '..', '..', 'constraints', 'models')  # the bundled HF config.json files
+FACTS = os.path.join(HERE, '..', '..', 'constraints', 'models', 'hf_configs')  # the bundled HF config.json files
 MODEL_FILES = {
  'Llama3-8B': 'Llama-3.1-8B', 'Llama3.1-8B': 'Llama-3.1-8B', 'Llama3-70B': 'Llama-3.1-70B', 'Llama3.1-70B': 'Llama-3.1-70B',
  'Llama3.1-405B': 'Llama-3.1-405B', 'Llama3-405B': 'Llama-3.1-405B', 'Llama2-7B': 'Llama-2-7b', 'Llama2-13B': 'Llama-2-13b',

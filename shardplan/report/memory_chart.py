@@ -1,6 +1,6 @@
 """Per-pipeline-rank stacked memory chart: each rank's exact bytes by term against usable HBM.
 
-The terms and their order are the memory model's (constraints/memory.py, `check --json` memory.stages);
+The terms and their order are the memory model's (constraints/memory/per_rank.py, `check --json` memory.stages);
 bars are drawn in GiB, tooltips carry the exact integer bytes.
 """
 from __future__ import annotations

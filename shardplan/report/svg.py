@@ -15,7 +15,7 @@ FONT = "font-family='system-ui, sans-serif' font-size='11'"
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999",
            "#4e79a7", "#9c755f", "#edc948", "#b07aa1")
 
-# fixed colours for the memory model's terms (constraints/memory.py names), so charts of different recipes agree
+# fixed colours for the memory model's terms (constraints/memory/per_rank.py names), so charts of different recipes agree
 TERM_COLOURS = {"weights": "#0072B2", "gradients": "#56B4E9", "optimizer_state": "#009E73", "activations": "#E69F00",
                 "embedding_activations": "#F0E442", "output_activations": "#D55E00", "recompute_working_set": "#CC79A7",
                 "comm_buffers": "#9c755f", "fragmentation": "#b07aa1", "framework_overhead": "#999999"}

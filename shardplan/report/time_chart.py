@@ -1,6 +1,6 @@
 """The step's time breakdown as horizontal stacked bars, one per recipe on a shared scale.
 
-The parts are measure.project's Breakdown on the critical pipeline rank (compute, recompute, exposed TP / CP / EP
+The parts are measure.projection.project's Breakdown on the critical pipeline rank (compute, recompute, exposed TP / CP / EP
 communication, DP communication, p2p, the pipeline bubble, optimizer), which sum to the iteration time.
 """
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The simulated pipeline step of one recipe as per-rank events, and its Chrome-trace export.
 
 Why re-run the projection: `check` and `solve` keep only the step's totals; the timeline is the event
-simulator's op list (measure.pipeline_sim, the same run that gives the displayed step time), followed by
-the data-parallel gradient traffic and the optimizer step that measure.project adds after the pipeline.
+simulator's op list (measure.pipeline.simulator, the same run that gives the displayed step time), followed by
+the data-parallel gradient traffic and the optimizer step that measure.projection.project adds after the pipeline.
 """
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ class Timeline(BaseModel):
 
 def simulate_timeline(case, profile, cuda_graph_scope: frozenset = frozenset(), fused_grouped_mlp: bool = False) -> Timeline:
     """Timeline of a legal, fitting case: the projection's simulated ops plus its DP and optimizer tail on every rank
-    (the breakdown prices both on the heaviest rank; measure.project adds them after the pipeline)."""
-    from measure.project import project
+    (the breakdown prices both on the heaviest rank; measure.projection.project adds them after the pipeline)."""
+    from measure.projection.project import project
 
     raw: list = []
     proj = project(case.model, case.job, case.recipe, case.placement, profile, timeline=raw, cuda_graph_scope=cuda_graph_scope,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from solver.proposer.hints import Hint, Rejected, validate_hints
 from solver.proposer.loop import ProposerConfig, ProposerConfigError, solve_with_proposer
-from solver.proposer.report import HintReport, format_hint_report
+from solver.proposer.summary import HintReport, format_hint_report
 
 __all__ = ["Hint", "HintReport", "ProposerConfig", "ProposerConfigError", "Rejected", "format_hint_report",
            "solve_with_proposer", "validate_hints"]

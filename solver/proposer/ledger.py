@@ -42,7 +42,7 @@ class LedgerEntry(BaseModel):
 
 
 def entry_from_ranked(columns, ranked, origin: str) -> LedgerEntry:
-    """A ledger entry from a solver answer (solver.cpsat_solve.Ranked); `columns` is the tables' AxisColumns."""
+    """A ledger entry from a solver answer (solver.cpsat.solve.Ranked); `columns` is the tables' AxisColumns."""
     proj, mem = ranked.projection, ranked.check.memory
     total = proj.iteration_time_s or 1.0
     shares = {k: v / total for k, v in proj.breakdown.model_dump().items()}

@@ -18,11 +18,11 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from solver.cpsat_solve import SolveResult, check_solve_limits, fitting_index, solve_cpsat
+from solver.cpsat.solve import SolveResult, check_solve_limits, fitting_index, solve_cpsat
 from solver.proposer.hints import Hint, validate_hints
 from solver.proposer.ledger import Ledger, ProposerContext, entry_from_ranked
 from solver.proposer.legal import AxisColumns
-from solver.proposer.report import HintReport, HintUse, RoundSummary
+from solver.proposer.summary import HintReport, HintUse, RoundSummary
 from boundary.errors import ShardplanError
 
 log = logging.getLogger(__name__)

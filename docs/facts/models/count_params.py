@@ -9,7 +9,7 @@ from transformers.utils import logging as hl
 hl.set_verbosity_error()
 
 # the bundled HF configs live in constraints/models/ (this script sits in docs/facts/models/)
-D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "constraints", "models")
+D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "constraints", "models", "hf_configs")
 names = sys.argv[1:] or sorted(os.path.basename(p)[:-5] for p in glob.glob(f"{D}/*.json"))
 
 def load_cfg(raw):

@@ -1,0 +1,48 @@
+"""Megatron flag values shardplan does not model and that change what a verdict would say: refused by name.
+
+Why its own module: a flag whose value changes memory or numerics in a way the memory model does not count
+must never be judged as if it were absent. Each such value is one line naming the flag and the fix (exit 2,
+unusable input), so no verdict is given for a recipe shardplan would misjudge. (NVFP4's --fp4-* flags are
+modelled: constraints/megatron/job.py, rules_fp4.py; the unfused attention backends' s x s scores are
+modelled: constraints/memory/attention_scores.py.) Values that have no effect in their context are left alone.
+Sources: megatron/training/arguments.py @ d98e8a64 (choices and defaults named below).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from constraints.megatron.errors import MegatronArgsError
+
+# --attention-backend choices (AttnBackend: flash, fused, unfused, local, auto; default auto). unfused and local store
+# the s x s scores (constraints/memory/attention_scores.py) for a standard attention; what they keep beside a latent (MLA)
+# attention or an off-by-one softmax offset (a sink column of zeros) has not been worked out from the source.
+_SCORE_BACKENDS = ("unfused", "local")
+
+
+def not_modelled_values(raw: dict[str, Any]) -> list[str]:
+    """Entries for the not-understood list; raises MegatronArgsError for values that would change the verdict."""
+    backend = raw.get("--attention-backend")
+    if backend in _SCORE_BACKENDS:
+        if raw.get("--multi-latent-attention"):
+            raise MegatronArgsError(f"--attention-backend {backend} with --multi-latent-attention: the unfused scores "
+                                    "of a latent attention are not modelled; drop --attention-backend (auto picks a "
+                                    "fused kernel) to judge the fused recipe")
+        if raw.get("--softmax-type") == "off-by-one":
+            raise MegatronArgsError(f"--attention-backend {backend} with --softmax-type off-by-one is not modelled; "
+                                    "drop --attention-backend (auto picks a fused kernel) to judge the fused recipe")
+    return []
+
+
+# Flags that move memory off the GPU or shrink a buffer, none of which the memory model counts: with one of them the
+# exact peak `check` prints is the peak without it, an upper bound of what the run holds (arguments.py @ d98e8a64:
+# fine-grained activation offloading and its module list / fraction, the optimizer's CPU offload, MXFP8 parameter
+# all-gather into the gradient buffer, fp16 / bf16 main parameters, the MoE paged stash)
+MEMORY_LOWERING_FLAGS = ("--fine-grained-activation-offloading", "--offload-modules", "--activation-offload-fraction",
+                         "--optimizer-cpu-offload", "--optimizer-offload-fraction", "--reuse-grad-buf-for-mxfp8-param-ag",
+                         "--main-params-dtype", "--moe-paged-stash")
+
+
+def memory_lowering_flags(raw: dict[str, Any]) -> list[str]:
+    """The MEMORY_LOWERING_FLAGS a parsed command line sets (a `--main-params-dtype fp32`, the default, lowers nothing)."""
+    return [f for f in MEMORY_LOWERING_FLAGS
+            if raw.get(f) not in (None, False, 0, 0.0, []) and not (f == "--main-params-dtype" and raw.get(f) == "fp32")]

@@ -1,0 +1,352 @@
+"""Turn what a user hands `check` (a YAML recipe, a Megatron launch script or argument file) into a Case.
+
+Why here: the CLI stays a thin layer, and the solver's `check --suggest` and the round-trip tests read
+files through the same path as users do.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from boundary.errors import InputRefused, ShardplanError
+from boundary.parse import load_yaml
+from boundary.read import read_text
+from boundary.show import validation_line
+from constraints.case import Case, CaseError, case_from_mapping
+from constraints.models.load import load_model
+from constraints.megatron.errors import MegatronRecipeIllegal
+from constraints.rules.base import BRIDGE_VALIDATED
+from constraints.rules.registry import Violation
+from constraints.spec import Activation, ModelSpec, Placement
+
+
+class InputError(ShardplanError):
+    """Unusable input (exit status 2); one line naming the field and the fix."""
+
+
+@dataclass
+class LoadedCase:
+    case: Case
+    flags: dict = field(default_factory=dict)
+    env: Optional[dict] = None
+    unknown_flags: list = field(default_factory=list)
+    ignored_flags: list = field(default_factory=list)
+    source: str = "yaml"
+    warnings: list = field(default_factory=list)  # Violation(severity="warning"): what the input took from elsewhere
+    preflight_violations: list = field(default_factory=list)  # Violation: a flag value Megatron refuses (judged without it)
+
+    @property
+    def validated_by(self) -> Optional[str]:
+        """The stack whose launcher validates the flags instead of Megatron-LM's validate_args (RuleInput.validated_by):
+        Megatron-Bridge builds its model from the ConfigContainer; Primus and yaml-cfg configs go through Megatron-LM's."""
+        return BRIDGE_VALIDATED if self.source == BRIDGE_VALIDATED else None
+
+
+RECIPE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _is_recipe_file(path: Path, text: str) -> bool:
+    """A recipe by its name (.yaml / .yml / .json, any case) or, named otherwise, by a JSON object's opening brace:
+    a recipe saved as `recipe.json` or `recipe.YAML` was read as a launch script and refused as "no pretrain_*.py
+    command". A launch script never starts with `{`."""
+    return path.suffix.lower() in RECIPE_SUFFIXES or text.lstrip().startswith("{")
+
+
+def _looks_like_recipe_yaml(path: Path, text: str) -> Optional[dict]:
+    if not _is_recipe_file(path, text):
+        return None
+    try:
+        data = load_yaml(text, "recipe", f"recipe file {path}")
+    except InputRefused as exc:
+        raise InputError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a recipe YAML must be a mapping with model, hardware, nodes, gpus_per_node, job, recipe")
+    return data
+
+
+_EXPECTED = "give a YAML recipe, a Megatron launch script or an argument file"
+
+
+def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], gpus_per_node: Optional[int],
+                     model: Optional[str] = None) -> LoadedCase:
+    """A Case from FILE; command-line --hardware/--nodes/--gpus-per-node/--model override or complete it."""
+    p = Path(path)
+    try:  # a recipe or a launch script / argument file: the same 1 MiB limit
+        text = read_text(p, "recipe" if p.suffix.lower() in RECIPE_SUFFIXES else "launch script", str(path),
+                         expected=_EXPECTED.removeprefix("give "))
+    except InputRefused as exc:
+        raise InputError(str(exc)) from None
+    stack = _stack_config(p, text)  # a Primus / Megatron-Bridge / --yaml-cfg file (constraints.stacks.detect)
+    if stack is not None:
+        return _load_stack(stack, hardware, nodes, gpus_per_node, model)
+    data = _looks_like_recipe_yaml(p, text)
+    if data is not None:
+        data = dict(data)
+        for key, value in (("hardware", hardware), ("nodes", nodes), ("gpus_per_node", gpus_per_node), ("model", model)):
+            if value is not None:
+                data[key] = value
+        try:
+            return LoadedCase(case=case_from_mapping(data, p.parent))
+        except CaseError as exc:
+            raise InputError(str(exc)) from None
+    return _load_megatron(text, hardware, nodes, gpus_per_node, model, script_path=str(p))
+
+
+def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_path: Optional[str] = None) -> LoadedCase:
+    from constraints.megatron.launch_script import extract_argv
+    from constraints.megatron.launch_world import entry_family_error
+
+    if "\r\n" in text:  # bash reads the carriage return as part of each word: `\` then \r continues no line
+        raise InputError(f"{script_path or 'the script'}: Windows (CRLF) line endings, which bash reads as part of each "
+                         "line (a `\\` before them continues nothing); convert the file with dos2unix, or "
+                         "sed -i 's/\\r$//' FILE")
+
+    try:
+        # bash semantics: a variable the script reads but never sets comes from the environment it runs in
+        launch = extract_argv(text, env=dict(os.environ), script_path=script_path)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    family = entry_family_error(launch.script)
+    if family is not None:
+        raise InputError(family)
+    try:
+        return _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref)
+    except InputError as exc:  # a flag or the world missing: a broken continuation or ignored #SBATCH may be why
+        if not launch.misread:
+            raise
+        raise InputError(f"{exc} ({'; '.join(launch.misread)})") from None
+
+
+def _stack_config(path: Path, text: str):
+    from constraints.stacks.common import StackConfigError
+    from constraints.stacks.detect import read_stack_config
+
+    try:
+        return read_stack_config(path, text, dict(os.environ))
+    except StackConfigError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _load_stack(stack, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
+    """A stack config's Megatron arguments judged as a launch script's are; its own keys reported beside them."""
+    from constraints.megatron.launch_script import LaunchCommand
+
+    launch = LaunchCommand(script_args=stack.argv, env=dict(stack.env or {}))
+    try:
+        loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config")
+    except InputError as exc:
+        # a model file the config names but check could not find is the likely cause of a missing shape: say it too
+        cause = f" ({stack.missing_model})" if stack.missing_model and "--model" in str(exc) else ""
+        raise InputError(_in_stack_terms(str(exc), stack.kind) + cause) from None
+    loaded.source = stack.kind
+    loaded.env = dict(stack.env) if stack.env is not None else None  # the stack's launcher sets the rest
+    loaded.unknown_flags = list(stack.not_understood) + loaded.unknown_flags
+    loaded.ignored_flags = list(stack.ignored) + loaded.ignored_flags
+    loaded.warnings = [_note("stack_config", n) for n in stack.notes] + loaded.warnings
+    return loaded
+
+
+def _in_stack_terms(message: str, kind: str) -> str:
+    """A refusal naming Megatron flags, with the config key for the last flag it asks for."""
+    from constraints.stacks.detect import key_for_flag
+
+    flags = [f for f in re.findall(r"--[a-z0-9][a-z0-9-]*", message) if key_for_flag(kind, f)]
+    return f"{message} (in the {kind} config: {key_for_flag(kind, flags[-1])})" if flags else message
+
+
+def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script") -> LoadedCase:
+    from constraints.megatron.launch_world import world_from_launch
+    from constraints.megatron.argv_to_specs import parse_megatron_args
+
+    nodes, gpus_per_node, world_notes, default_notes = world_from_launch(launch, nodes, gpus_per_node)
+    if hardware is None:
+        raise InputError(f"--hardware: a Megatron {what} does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
+    if what == "config" and nodes and not gpus_per_node:
+        # a stack config has no launcher to state GPUs per node: a node is the part's server, as `solve` counts it (a
+        # launch script's launcher has its own default, torchrun's 1 process per node, taken with a warning)
+        from hardware.profile import load_profile
+
+        profile = load_profile(hardware)
+        gpus_per_node = profile.gpus_per_node
+        node_notes = [f"the {what} does not state GPUs per node: took {gpus_per_node}, a {profile.name} server's"]
+    else:
+        node_notes = default_notes
+    if not nodes or not gpus_per_node:
+        held = [f"--{k.replace('_', '-')} {v}" for k, v in sorted(launch.distributed.items()) if isinstance(v, str) and "$" in v]
+        why = f" (its launcher reads {', '.join(held)}, unknown here)" if held else ""
+        raise InputError(f"--nodes/--gpus-per-node: the {what} does not fix the world size{why}; pass --nodes N --gpus-per-node G")
+    args, early = list(launch.script_args), []
+    while True:
+        try:
+            cfg = parse_megatron_args(args, world_size=nodes * gpus_per_node,
+                                      entry_point=os.path.basename(launch.script) if launch.script else None,
+                                      argument_file=launch.script is None and what == "script")
+            break
+        except MegatronRecipeIllegal as exc:  # an illegal recipe, not unusable input: a violation, then the rest
+            early.append(Violation(rule=exc.rule, message=str(exc), fix=exc.fix))
+            rest = _without_flag(args, exc.flag)
+            if rest == args:
+                raise InputError(str(exc)) from None
+            args = rest
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    model = _choose_model(cfg, model_ref)
+    try:
+        placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
+        case = Case(model=model, job=cfg.job, recipe=cfg.recipe, placement=placement)
+    except ValidationError as exc:
+        raise InputError(validation_line(exc)) from None
+    # a sourced or child file check cannot read may export what the environment rules judge: the environment is then
+    # unknown (those rules are not judged, and the `sourced_file` warning below says why) unless the script itself
+    # states the variable they read
+    env_known = not launch.missing or "CUDA_DEVICE_MAX_CONNECTIONS" in (launch.env or {})
+    return LoadedCase(case=case, flags=dict(getattr(cfg, "raw", {}) or {}), env=dict(launch.env or {}) if env_known else None,
+                      unknown_flags=list(cfg.unknown_flags), ignored_flags=list(getattr(cfg, "ignored_flags", [])),
+                      source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()]
+                      + [_note("sourced_file", f"read {f} (not run)") for f in launch.sourced]
+                      + [_note("sourced_file", f"the script sources or runs {f}, which check cannot read: what it "
+                                               "sets (e.g. CUDA_DEVICE_MAX_CONNECTIONS, or a variable the script then "
+                                               "defaults) is unknown here"
+                                               + ("" if env_known else ", so the launch environment is not judged"))
+                         for f in launch.missing]
+                      + [_note("script_layout", w) for w in launch.misread]
+                      + [_note("script_not_followed", w) for w in launch.warnings]
+                      + [_note("slurm_allocation", w) for w in launch.allocation]
+                      + [_note("script_world", w) for w in world_notes]
+                      + [_note("gpus_per_node_default", w) for w in node_notes]
+                      + [_note("argument_source", n) for n in getattr(cfg, "notes", [])],
+                      preflight_violations=early + _entry_script_violations(launch.script, model)
+                      + [Violation(rule=r.rule, message=r.message, fix=r.fix) for r in getattr(cfg, "refusals", [])])
+
+
+def _entry_script_violations(script, model) -> list[Violation]:
+    """The pretrain_*.py of a launch script against the model it must build (constraints.models.mamba.entry_script_problem)."""
+    from constraints.models.mamba import entry_script, entry_script_problem
+
+    problem = entry_script_problem(script, model)
+    return [Violation(rule="entry_script", message=problem, fix=f"launch {entry_script(model)}")] if problem else []
+
+
+def _without_flag(args: list[str], flag: str) -> list[str]:
+    """The argument list without `flag` and its value (`--flag V` or `--flag=V`)."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == flag:
+            skip = True
+        elif not a.startswith(flag + "="):
+            out.append(a)
+    return out
+
+
+def _note(rule: str, message: str) -> Violation:
+    """A warning about how the script was read (constraints.megatron.launch_script / launch_world / megatron_vocab)."""
+    fixes = {"sourced_file": "check reads sourced and submitted files without running them; put them beside the "
+                             "script or in the working directory",
+             "script_not_followed": "write the value in the script, or set the variable it tests in the environment",
+             "script_layout": "edit the line it names: bash and sbatch run the script as the warning says, not as it looks",
+             "script_world": "drop --nodes/--gpus-per-node to judge the script's own cluster",
+             "slurm_allocation": "nothing to do for the job itself; to judge another size, change its #SBATCH lines",
+             "gpus_per_node_default": "pass --gpus-per-node G if a node holds another number of GPUs",
+             "argument_source": "state the value in the arguments to make it explicit",
+             "stack_config": "state the value in the config file to make the verdict independent of other files"}
+    return Violation(rule=rule, severity="warning", message=message, fix=fixes[rule])
+
+
+_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|CRED|AUTH", re.IGNORECASE)
+
+
+def _env_warning(name: str, value: str) -> Violation:
+    shown = "<redacted>" if _SECRET_NAME.search(name) else value  # check output lands in CI logs and issues
+    return Violation(rule="env_variable", severity="warning",
+                     message=f"the script reads ${name} without setting it; took {name}={shown} from the environment",
+                     fix=f"set {name} in the script to make the verdict independent of the shell")
+
+
+# Model flags a --model must agree with when the arguments also state them: (flag, value in the arguments,
+# value in the model). Not compared: --max-position-embeddings of a RoPE model (no weights; `render` writes
+# max(config, seq)) and --kv-channels under MLA (Megatron ignores it there).
+def _stated_model_flags(raw: dict[str, Any], m: ModelSpec) -> list[tuple[str, Any, Any]]:
+    pairs = [(f, raw[f], getattr(m, attr)) for f, attr in (
+        ("--num-layers", "num_layers"), ("--hidden-size", "hidden_size"), ("--ffn-hidden-size", "ffn_hidden_size"),
+        ("--num-attention-heads", "num_attention_heads"), ("--vocab-size", "vocab_size"),
+        ("--num-experts", "num_experts"), ("--moe-router-topk", "moe_router_topk"),
+        ("--moe-ffn-hidden-size", "moe_ffn_hidden_size"),
+        ("--moe-shared-expert-intermediate-size", "moe_shared_expert_intermediate_size"),
+        ("--q-lora-rank", "q_lora_rank"), ("--kv-lora-rank", "kv_lora_rank"), ("--qk-head-dim", "qk_head_dim"),
+        ("--qk-pos-emb-head-dim", "qk_pos_emb_head_dim"), ("--v-head-dim", "v_head_dim")) if f in raw]
+    if "--kv-channels" in raw and not m.multi_latent_attention:
+        pairs.append(("--kv-channels", raw["--kv-channels"], m.kv_channels))
+    if "--max-position-embeddings" in raw and m.learned_position_embeddings:
+        pairs.append(("--max-position-embeddings", raw["--max-position-embeddings"], m.max_position_embeddings))
+    if "--num-attention-heads" in raw and not m.multi_latent_attention:
+        # TransformerConfig: num_query_groups only with --group-query-attention, else one group per head
+        groups = raw.get("--num-query-groups", 1) if raw.get("--group-query-attention") else raw["--num-attention-heads"]
+        pairs.append(("--num-query-groups", groups, m.num_query_groups))
+    shape_stated = any(f in raw for f in ("--num-layers", "--hidden-size", "--num-attention-heads"))
+    for flag, model_value in (("--swiglu", m.activation == Activation.swiglu),
+                              ("--quick-geglu", m.activation == Activation.quick_geglu), ("--qk-layernorm", m.qk_layernorm),
+                              ("--multi-latent-attention", m.multi_latent_attention),
+                              ("--untie-embeddings-and-output-weights", not m.tied_embeddings),
+                              ("--disable-bias-linear", not m.mlp_bias)):
+        # a flag the arguments leave out builds Megatron's default (no SwiGLU, tied, biased...): compare both ways.
+        # Under MLA, --qk-layernorm is how Megatron's MLA spec normalises DeepSeek's q/kv latents
+        # (gpt_layer_specs.py: q_layernorm / kv_layernorm for MLA): not a conflict with an MLA model's config.
+        if flag == "--qk-layernorm" and m.multi_latent_attention:
+            continue
+        if raw.get(flag) is True or shape_stated:
+            pairs.append((flag, bool(raw.get(flag)), model_value))
+    if "--normalization" in raw or shape_stated:
+        pairs.append(("--normalization", raw.get("--normalization", "LayerNorm"), m.normalization.value))
+    if m.activation.gated and (shape_stated or raw.get("--swiglu") or raw.get("--quick-geglu")):
+        # gpt-oss's clamp and linear offset change what the experts run (measure/layer_ops.expert_glu_clamp_ops)
+        pairs.append(("--activation-func-clamp-value", raw.get("--activation-func-clamp-value"), m.glu_clamp))
+        pairs.append(("--glu-linear-offset", raw.get("--glu-linear-offset", 0.0), m.glu_linear_offset))
+    return pairs
+
+
+def _choose_model(cfg, model_ref: Optional[str]) -> ModelSpec:
+    """--model completes arguments without a model shape; where the arguments state model flags too, they
+    must agree (a silent swap would judge a different network than the one the file launches)."""
+    raw = dict(getattr(cfg, "raw", {}) or {})
+    if model_ref is None:
+        if cfg.model is not None:
+            return cfg.model
+        if not any(f in raw for f in ("--num-layers", "--hidden-size", "--num-attention-heads")):
+            raise InputError("--model: the arguments hold no model shape (--num-layers, --hidden-size, ...); pass --model NAME|PATH")
+        raise InputError(f"--model: the arguments lack {', '.join(cfg.model_missing)}; add "
+                         f"{'it' if len(cfg.model_missing) == 1 else 'them'}, or pass --model NAME|PATH")
+    model = load_model(model_ref)
+    for flag, stated, expected in _stated_model_flags(raw, model):
+        if stated != expected:
+            said = f"give {flag}, which {model.name} does not use" if stated is True else \
+                f"say {flag} {stated}, but {model.name} has {expected}"
+            fix = f"fix {flag}"
+            if flag == "--num-query-groups" and not raw.get("--group-query-attention"):
+                fix = f"add --group-query-attention --num-query-groups {expected}"  # without it Megatron uses MHA
+            raise InputError(f"--model {model_ref}: the arguments {said}; drop --model to judge the arguments' model, "
+                             f"or {fix}")
+    return _with_trained_mtp(model, raw, model_ref)
+
+
+def _with_trained_mtp(model: ModelSpec, raw: dict[str, Any], model_ref: str) -> ModelSpec:
+    """The MTP depth is a training choice, not part of the checkpoint's shape: Megatron trains the depth its
+    arguments give (--mtp-num-layers, --mtp-use-repeated-layer), and Megatron-Bridge recipes set it over the HF
+    config's num_nextn_predict_layers (Nemotron 3 Super: HF 1, recipe 2 repeated). So stated MTP flags replace the
+    model's."""
+    if "--mtp-num-layers" not in raw and "--mtp-use-repeated-layer" not in raw:
+        return model
+    fields = model.model_dump()
+    fields.update(mtp_num_layers=raw.get("--mtp-num-layers", model.mtp_num_layers) or 0,
+                  mtp_repeated_layer=bool(raw.get("--mtp-use-repeated-layer", False)))
+    try:
+        return ModelSpec.model_validate(fields)
+    except ValidationError as exc:
+        line = validation_line(exc, rename={"mtp_num_layers": "--mtp-num-layers"})
+        raise InputError(f"--model {model_ref}: {line}; fix --mtp-num-layers") from None

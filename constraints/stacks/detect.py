@@ -1,0 +1,108 @@
+"""Which stack config a file is (Primus experiment, Megatron-Bridge recipe or overrides, Megatron `--yaml-cfg`),
+read into Megatron arguments; None for anything else (a shardplan recipe YAML, a launch script).
+
+Why a separate dispatch: `check` and `render` accept any of these where they accept a launch script, and the
+formats tell themselves apart by their top-level keys alone (modules / language_model + model_parallel /
+ConfigContainer sections), so no flag is needed. Every file is read through the bounded input boundary.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from boundary.errors import InputRefused
+from boundary.parse import load_yaml
+from boundary.read import read_text
+from constraints.stacks.bridge import is_bridge, load_override_value, mapping_from_overrides, overrides_text, read_bridge
+from constraints.stacks.common import StackConfig, StackConfigError
+from constraints.stacks.primus import is_primus, read_primus
+from constraints.stacks.yaml_cfg import is_yaml_cfg, read_yaml_cfg
+
+KINDS = ("primus", "bridge", "yaml-cfg")
+
+
+def _read_yaml_file(path: Path) -> Any:
+    try:
+        return load_yaml(read_text(path, "recipe", str(path)), "recipe", str(path))
+    except InputRefused as exc:
+        raise StackConfigError(str(exc)) from None
+
+
+def stack_kind(data: Any) -> Optional[str]:
+    """The stack format of a parsed YAML mapping, or None."""
+    if not isinstance(data, dict):
+        return None
+    if is_primus(data):
+        return "primus"
+    if is_yaml_cfg(data):
+        return "yaml-cfg"
+    if is_bridge(data):
+        return "bridge"
+    return None
+
+
+def read_stack_mapping(data: dict, path: Path, environ: dict[str, str]) -> Optional[StackConfig]:
+    kind = stack_kind(data)
+    if kind == "primus":
+        return read_primus(data, path, _read_yaml_file, environ)
+    if kind == "yaml-cfg":
+        return read_yaml_cfg(data, environ)
+    if kind == "bridge":
+        return read_bridge(data, environ)
+    return None
+
+
+def read_stack_config(path: Path, text: str, environ: dict[str, str]) -> Optional[StackConfig]:
+    """The file's Megatron arguments if it is a stack config; None otherwise (the caller reads it as before).
+    Raises StackConfigError (one line) for a stack config that cannot be used, and for a Python file: a Megatron-Bridge
+    recipe is a Python function that builds its ConfigContainer, which check would have to run (it never runs code)."""
+    if path.suffix == ".py":
+        what = "a Megatron-Bridge recipe function" if "megatron.bridge" in text or "ConfigContainer" in text else "Python"
+        raise StackConfigError(f"{path.name} is {what}, which shardplan does not run; save the ConfigContainer it builds as "
+                               "a Bridge YAML, or write its key=value overrides to a file, and check that")
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            data = load_yaml(text, "recipe", str(path))
+        except InputRefused:
+            return None  # the recipe reader reports YAML errors as before
+        if isinstance(data, dict):
+            return read_stack_mapping(data, path, environ)
+        if not isinstance(data, str):
+            return None
+        # key=value override lines saved as .yaml read as one YAML string: they are the overrides all the same
+    tokens = overrides_text(text)
+    if tokens is None:
+        return None
+    config = read_bridge(mapping_from_overrides(tokens, load_override_value), environ)
+    return config.model_copy(update={"notes": [f"read {len(tokens)} Megatron-Bridge key=value override(s)"]
+                                     + config.notes})
+
+
+def is_stack_file(path: str | Path) -> bool:
+    """Whether `render`/`check` should read this file as a stack config (a cheap, bounded look)."""
+    p = Path(path)
+    try:
+        text = read_text(p, "recipe" if p.suffix in (".yaml", ".yml") else "launch script", str(p))
+    except InputRefused:
+        return False
+    if p.suffix in (".yaml", ".yml"):
+        try:
+            return stack_kind(load_yaml(text, "recipe", str(p))) is not None
+        except InputRefused:
+            return False
+    return overrides_text(text) is not None
+
+
+def key_for_flag(kind: str, flag: str) -> Optional[str]:
+    """The key a `kind` config uses for Megatron flag `flag` (for one-line fixes in the user's terms)."""
+    from constraints.stacks.bridge import bridge_key
+    from constraints.stacks.keys import DEST_OF
+
+    dest = DEST_OF.get(flag)
+    if dest is None:
+        return None
+    if kind == "primus":
+        return f"overrides.{dest}"
+    if kind == "bridge":
+        return bridge_key(dest)
+    return dest

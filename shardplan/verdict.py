@@ -1,0 +1,95 @@
+"""Check + projection as one verdict (its text view is shardplan/check_text.py).
+
+Why in solver/: constraints/ may not import measure/ (dependencies flow hardware -> constraints ->
+measure -> solver), but `check` shows the projection; this module joins them for the CLI and the
+solver's re-verification.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from constraints.check import check_case
+from constraints.megatron.unmodelled import memory_lowering_flags
+from constraints.rules.registry import Violation
+from constraints.rules.determinism import DETERMINISM_FLAG
+from constraints.megatron.run_flags import OP_FUSER_FLAG, cuda_graph_request, fused_grouped_mlp_requested
+from hardware.profile import load_profile, uncalibrated_reason
+
+
+def captured_scope(flags: dict) -> frozenset[str]:
+    """The kernels the input's run captures in CUDA graphs (constraints/megatron/run_flags.py reads the flags,
+    measure/kernels/cuda_graphs.py says what they mean); empty for a recipe YAML, whose recipe has no such field."""
+    from measure.kernels.cuda_graphs import graph_scope
+
+    return graph_scope(*cuda_graph_request(flags or {}))
+
+
+def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True, profile=None) -> dict[str, Any]:
+    """{'ok', 'report', 'json'} for a LoadedCase (constraints.read) — the JSON is what `check --json` prints."""
+    case = loaded.case
+    profile = profile or load_profile(case.placement.hardware)
+    report = check_case(case, profile, flags=loaded.flags, env=loaded.env, margin_fraction=margin_fraction,
+                        validated_by=loaded.validated_by)
+    # violations the input reader found before a Case existed (e.g. a --num-layers-per-virtual-pipeline-stage that
+    # does not divide the layers per stage: Megatron's validate_args refuses it, so it is an illegal recipe, not bad input)
+    early = list(getattr(loaded, "preflight_violations", None) or [])
+    if early:
+        report = report.model_copy(update={"violations": early + list(report.violations), "legal": False})
+    projection = None
+    scope = captured_scope(loaded.flags)
+    fused_experts = fused_grouped_mlp_requested(loaded.flags or {}, case.model.is_moe, case.recipe.moe_grouped_gemm)
+    unknown = [f for f in loaded.unknown_flags if not (fused_experts and f == OP_FUSER_FLAG)]  # read: the experts' fusion
+    if project and report.legal and report.memory is not None:
+        from measure.projection.project import project as run_projection
+
+        projection = run_projection(case.model, case.job, case.recipe, case.placement, profile,
+                                    cuda_graph_scope=scope,
+                                    fused_grouped_mlp=fused_experts).model_dump(mode="json")
+    # a projection on a part without its own microbenchmarks is less certain, as `solve` notes under its table
+    uncertain = [Violation(rule="uncalibrated_profile", severity="warning",
+                           message=f"{profile.name} {uncalibrated_reason(profile)}",
+                           fix="add a microbench: block (published matmul, attention, HBM and all-reduce figures) to the "
+                               "profile")] if projection is not None and not profile.calibrated else []
+    if projection is not None:
+        from measure.kernels.measured_tables import bundled_table, table_path
+
+        _, device = bundled_table(profile.name)
+        if device and not device.startswith("published:"):  # a device measured here (shardplan measure), not the shipped table
+            uncertain.append(Violation(rule="measured_kernel_table", severity="warning",
+                                       message=f"kernel times come from {table_path(profile.name)} (device {device}) for "
+                                               "every op it holds, the roofline for the rest",
+                                       fix="move that file away to price from the profile's published figures alone"))
+    lowering = memory_lowering_flags(loaded.flags or {})
+    if lowering and report.memory is not None:  # the peak is the run's without them: an upper bound, so an OOM may not be one
+        uncertain.append(Violation(rule="memory_flags_not_modelled", severity="warning",
+                                   message=f"the memory verdict does not count {' '.join(lowering)} (not modelled), which "
+                                           "lower the peak: the peak shown is the run's without them, an upper bound",
+                                   fix="judge the recipe without them, or measure the peak on one node"))
+    if projection is not None and (loaded.flags or {}).get(DETERMINISM_FLAG):
+        # Megatron sets NCCL_ALGO=Ring, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 and torch's deterministic algorithms
+        # (megatron/training/determinism.py): deterministic attention backward and reductions, which no profile measures
+        uncertain.append(Violation(rule="deterministic_mode_not_priced", severity="warning",
+                                   message="deterministic mode runs deterministic kernels (a fixed NCCL algorithm, "
+                                           "deterministic attention backward), which the projection does not price: its "
+                                           "speed is the run's without it, an upper bound",
+                                   fix="project the run without --deterministic-mode, or measure one step"))
+    offloaded = case.recipe.cpu_offloading_num_layers
+    if projection is not None and offloaded:
+        # the memory model takes the offloaded layers off the GPU (constraints/memory/per_rank.py); their copies to and from host
+        # memory share HBM bandwidth and the host link with the step, which no profile measures
+        uncertain.append(Violation(rule="cpu_offloading_not_priced", severity="warning",
+                                   message=f"--cpu-offloading-num-layers {offloaded}: the activations' copies to and from "
+                                           "host memory are not priced (Transformer Engine overlaps them with the layers' "
+                                           "compute): the speed is the run's without them, an upper bound",
+                                   fix="measure one step, or judge the recipe without offloading"))
+    report = report.model_copy(update={"projection": projection, "unknown_flags": unknown,
+                                       "ignored_flags": list(loaded.ignored_flags),
+                                       "warnings": list(report.warnings) + list(getattr(loaded, "warnings", None) or [])
+                                       + uncertain})
+    data = report.model_dump(mode="json")
+    data["recipe"] = case.recipe.model_dump(mode="json")
+    data["cuda_graph_scope"] = sorted(scope)
+    data["fused_grouped_mlp"] = fused_experts
+    data["model"] = case.model.name
+    data["hardware"] = profile.name
+    return {"ok": report.ok, "report": report, "json": data, "profile": profile}
