@@ -41,16 +41,15 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import statistics
-from concurrent.futures import ProcessPoolExecutor
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Optional
 
+from bench.family_slices import family_slices
 from bench.fit_calibration import fit_profiles
 from bench.fit_software import fit_transfer_profiles
-from bench.family_slices import family_slices
 from bench.release_spread import configuration, summary_line
-from bench.run_slices import (is_headline, is_torch_native, model_family, published_regression, release_group, source_group,
-                              throughput_cases)
+from bench.run_slices import is_headline, is_torch_native, model_family, published_regression, release_group, source_group, throughput_cases
 from bench.runs import RunCase
 from measure.projection.project import project
 

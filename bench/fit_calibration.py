@@ -21,9 +21,9 @@ from pathlib import Path
 
 import yaml
 
+from bench.fit_software import SharedFit
 from bench.run_slices import is_headline, throughput_cases
 from bench.runs import RunCase
-from bench.fit_software import SharedFit
 from hardware.calibration import SOFTWARE_CONSTANTS_PATH, SoftwareConstants
 from hardware.profile import Calibration, HardwareProfile, load_profile
 from measure.projection.project import project

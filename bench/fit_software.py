@@ -30,7 +30,7 @@ GRID = {
     # register_grad_ready / start_grad_sync, d98e8a64), so the last bucket's reduce-scatter and the first all-gather
     # always wait; the one constant also sets EP / TP / CP exposure, where the floor is not derived. A 0 in the grid
     # let the greedy descent stop at a worse fit (mean |log error| 0.1185 against 0.1171 without it, 252 rows). The fit
-    # sits on this floor (README says so), so 0.1 is a modelling choice, not a measured value
+    # sits on this floor (docs/hardware-model.md says so), so 0.1 is a modelling choice, not a measured value
     "exposed_comm_fraction": [0.1, 0.2, 0.4, 0.7, 1.0],
     "grouped_gemm_relative_efficiency": [0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0],
     "grouped_gemm_half_tokens": [0.0, 64.0, 128.0, 256.0, 512.0, 1024.0],

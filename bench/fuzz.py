@@ -1,5 +1,5 @@
-"""The long fuzz run: ten thousand or more generated inputs (tests/fuzz_cases.py) through every command,
-judged like the CI run (tests/fuzz_run.py), with the failures counted by class and the peak memory.
+"""The long fuzz run: ten thousand or more generated inputs (tests/helpers/fuzz_cases.py) through every command,
+judged like the CI run (tests/helpers/fuzz_run.py), with the failures counted by class and the peak memory.
 
     nice python -m bench.fuzz --inputs 10000 --seed 0 [--workers 1] [--out fuzz.json]
 
@@ -31,14 +31,14 @@ OWNED_ELSEWHERE = {"substring not found": "scripts (bash lexing)", "RecursionErr
 
 
 def case_for(seed: int, index: int):
-    from tests.fuzz_cases import RandomChooser, any_case
+    from tests.helpers.fuzz_cases import RandomChooser, any_case
 
     return any_case(RandomChooser(random.Random(seed * 1_000_003 + index)))
 
 
 def worker(seed: int, start: int, stop: int) -> None:
     """Run cases [start, stop) and print one JSON line per case (after a START line, so a death is placed)."""
-    from tests.fuzz_run import judge, materialise, run_case
+    from tests.helpers.fuzz_run import judge, materialise, run_case
 
     for i in range(start, stop):
         print(json.dumps({"start": i}), flush=True)
@@ -107,7 +107,7 @@ def main() -> None:
     ap.add_argument("--replay", type=int, help="write case I's files to a temp folder and print its argv")
     args = ap.parse_args()
     if args.replay is not None:
-        from tests.fuzz_run import argv_for, materialise
+        from tests.helpers.fuzz_run import argv_for, materialise
 
         case = case_for(args.seed, args.replay)
         folder = Path(tempfile.mkdtemp(prefix="shardplan-replay-"))

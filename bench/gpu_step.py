@@ -9,7 +9,7 @@ one JSON line: the measured step, the sum of measured kernels, and `measure.proj
 the cost table (kernels it lacks are measured on the spot) and without it (roofline only).
 
     python bench/gpu_step.py --model Llama-3.1-8B --layers 4 --seq-length 4096 --device cuda \
-        --hardware h200-sxm-141gb --table hardware/measured/h200.json
+        --hardware h200-sxm-141gb --table hardware/measured/h200-sxm-141gb.json
 
 torch is imported inside functions; dense, non-MLA models only (MoE layers are not built here).
 """
@@ -146,10 +146,10 @@ def run(model_name: str, num_layers: int, seq_length: int, mbs: int, device: str
     import torch
 
     from constraints.models.load import load_model
-    from measure.microbench.kernels import measure_key, resolve_dtype
     from measure.kernels.cost_table import CostTable
-    from measure.kernels.measured_tables import ROOFLINE_ONLY
     from measure.kernels.fingerprint import device_environment, device_fingerprint, resolve_device
+    from measure.kernels.measured_tables import ROOFLINE_ONLY
+    from measure.microbench.kernels import measure_key, resolve_dtype
     from measure.microbench.timing import time_call
 
     dev = resolve_device(device)

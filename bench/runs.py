@@ -59,11 +59,25 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict
 
 from bench.mbridge_presets import preset_for
-from measure.kernels.cuda_graphs import graph_scope
 from constraints.models.load import load_model
-from constraints.spec import (Activation, DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, Normalization,
-                              Optimizer, PipelineSchedule, Placement, Precision, Recipe, Recompute, RecomputeGranularity,
-                              RecomputeMethod, RecomputeModule)
+from constraints.spec import (
+    Activation,
+    DataParallelSharding,
+    JobSpec,
+    ModelSpec,
+    MoeDispatcher,
+    Normalization,
+    Optimizer,
+    PipelineSchedule,
+    Placement,
+    Precision,
+    Recipe,
+    Recompute,
+    RecomputeGranularity,
+    RecomputeMethod,
+    RecomputeModule,
+)
+from measure.kernels.cuda_graphs import graph_scope
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS_CSV = REPO / "bench" / "data" / "runs.csv"

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.family_slices import family_slices  # noqa: E402
 from bench.megatron.memory import megatron_estimate_bytes  # noqa: E402
 from bench.runs import MEMORY_CSV, RUNS_CSV, load_all  # noqa: E402
-from constraints.memory.per_rank import memory_report  # noqa: E402
 from constraints.memory.first_step import first_iteration_peak_bytes  # noqa: E402
+from constraints.memory.per_rank import memory_report  # noqa: E402
 from constraints.stages import StageSplitError  # noqa: E402
 from hardware.profile import load_profile  # noqa: E402
 

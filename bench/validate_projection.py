@@ -23,8 +23,8 @@ from bench.family_slices import family_slices  # noqa: E402
 from bench.runs import RUNS_CSV, RunCase, load_all
 from constraints.spec import MoeDispatcher
 from hardware.profile import HardwareProfile, load_profile
-from measure.projection.project import project
 from measure.comm.topology import recipe_groups as rank_groups
+from measure.projection.project import project
 
 METRICS = ("tokens_per_s_per_gpu", "tflops_per_gpu")
 _NODE_AWARE = re.compile(r"hybrid-?ep|deepep|flex", re.I)

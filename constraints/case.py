@@ -1,6 +1,6 @@
 """A case: one model, job, recipe and placement together — what `check` judges and `render` writes.
 
-The YAML recipe file (schema in the README) is the human-written form:
+The YAML recipe file (schema in docs/recipe-yaml.md) is the human-written form:
 
     model: Llama-3.1-70B            # bundled name, a path, or an inline ModelSpec mapping
     hardware: h100-sxm-80gb         # profile name or path
@@ -23,7 +23,6 @@ from boundary.parse import load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import validation_line
 from boundary.write import atomic_write_text  # noqa: F401  (re-exported: the writers import it from here)
-
 from constraints.memory.magnitudes import magnitude_error
 from constraints.models.load import ModelError, load_model, model_from_mapping
 from constraints.spec import BOUND_REASONS, JobSpec, ModelSpec, Placement, Recipe, Strict

@@ -18,8 +18,8 @@ from boundary.parse import load_yaml
 from boundary.read import read_text
 from boundary.show import validation_line
 from constraints.case import Case, CaseError, case_from_mapping
-from constraints.models.load import load_model
 from constraints.megatron.errors import MegatronRecipeIllegal
+from constraints.models.load import load_model
 from constraints.rules.base import BRIDGE_VALIDATED
 from constraints.rules.registry import Violation
 from constraints.spec import Activation, ModelSpec, Placement
@@ -160,8 +160,8 @@ def _in_stack_terms(message: str, kind: str) -> str:
 
 
 def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script") -> LoadedCase:
-    from constraints.megatron.launch_world import world_from_launch
     from constraints.megatron.argv_to_specs import parse_megatron_args
+    from constraints.megatron.launch_world import world_from_launch
 
     nodes, gpus_per_node, world_notes, default_notes = world_from_launch(launch, nodes, gpus_per_node)
     if hardware is None:

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Optional
 from pydantic import ConfigDict, Field, model_validator
 
 from boundary.numbers import NumbersAreNotBooleans
-from constraints.models.hybrid_pattern import check_hybrid_fields
 from constraints.memory.magnitudes import magnitude_error
+from constraints.models.hybrid_pattern import check_hybrid_fields
 
 # A global batch or a sequence past these is a typo, not a training job; they also keep every
 # integer-byte product far below 2**62 (CP-SAT's bound) — see solver notes.

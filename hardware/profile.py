@@ -243,7 +243,7 @@ _BUNDLED: dict = {}  # (file, mtime, size) per bundled profile -> the loaded pro
 
 
 def bundled_profiles() -> list[HardwareProfile]:
-    """Every bundled profile, loaded (each has its own microbenchmarks: tests/test_hardware_profiles.py)."""
+    """Every bundled profile, loaded (each has its own microbenchmarks: tests/hardware/test_transfer_calibration.py)."""
     paths = sorted(PROFILES_DIR.glob("*.yaml"))
     key = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
     if key not in _BUNDLED:

@@ -1,6 +1,6 @@
 """The public API: `check`, `solve`, `render`, `models`, `hardware` return the typed results of shardplan/results.py.
 
-Why here: the CLI (shardplan/cli*.py) is a thin layer over these functions (parse options, call, format), so a
+Why here: the CLI (shardplan/cli/*.py) is a thin layer over these functions (parse options, call, format), so a
 notebook gets exactly what `--format json` prints. Unusable input raises `ShardplanError` (one line naming the
 field and the fix); any other exception is a bug. Input read at this boundary that fails pydantic validation or a
 plain ValueError while building the specs is turned into a ShardplanError naming the option.
@@ -16,8 +16,18 @@ from pydantic import ValidationError
 from boundary.errors import ShardplanError
 from boundary.write import refuse_overwriting_input
 from shardplan.progress import step
-from shardplan.results import (CheckResult, FewestGpus, HardwareInfo, ModelInfo, Parallel, RejectedRecipe, RenderedFolder,
-                               RenderResult, SolvedRecipe, SolveResult)
+from shardplan.results import (
+    CheckResult,
+    FewestGpus,
+    HardwareInfo,
+    ModelInfo,
+    Parallel,
+    RejectedRecipe,
+    RenderedFolder,
+    RenderResult,
+    SolvedRecipe,
+    SolveResult,
+)
 
 RangeLike = Union[int, str, tuple, None]
 
@@ -240,8 +250,7 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
     from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths
     from templates.render import RENDER_FORMATS, render_script
     from templates.render_files import write_script
-    from templates.render_input import (flags_not_carried, load_render_input, refuse_unless_forced, render_problems,
-                                        script_site_paths)
+    from templates.render_input import flags_not_carried, load_render_input, refuse_unless_forced, render_problems, script_site_paths
 
     _choice("format", format, RENDER_FORMATS)  # stack config formats too (configs hook)
     if output is not None and not isinstance(source, Mapping):

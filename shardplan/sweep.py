@@ -130,9 +130,9 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
     list, or comma-separated names); `nodes` a list or parse_nodes' text ('1..64'); `gpus_per_node` None takes each
     profile's GPUs per server or tray (`HardwareProfile.gpus_per_node`). Unusable input raises
     ShardplanError before any solve."""
+    from boundary.errors import ShardplanError
     from constraints.models.load import load_model
     from constraints.spec import JobSpec, Placement
-    from boundary.errors import ShardplanError
     from hardware.profile import load_profile
     from shardplan.api import input_boundary
 
@@ -204,10 +204,10 @@ def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_f
             bounds: dict) -> SweepPoint:
     """One size: proven empty by the screen (no tables), or the pruned K = 1 tables' best, verified by check."""
     from measure.projection.vectorized import Evaluator
+    from shardplan.results import recipe_label
     from solver.exhaustive import solve_exhaustive
     from solver.space import build_space
     from solver.tables.build import build_tables
-    from shardplan.results import recipe_label
 
     t0 = time.perf_counter()
     point = dict(hardware=profile.name, nodes=placement.num_nodes, gpus=placement.world_size)

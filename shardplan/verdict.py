@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from constraints.check import check_case
-from constraints.megatron.unmodelled import memory_lowering_flags
-from constraints.rules.registry import Violation
-from constraints.rules.determinism import DETERMINISM_FLAG
 from constraints.megatron.run_flags import OP_FUSER_FLAG, cuda_graph_request, fused_grouped_mlp_requested
+from constraints.megatron.unmodelled import memory_lowering_flags
+from constraints.rules.determinism import DETERMINISM_FLAG
+from constraints.rules.registry import Violation
 from hardware.profile import load_profile, uncalibrated_reason
 
 

@@ -21,10 +21,9 @@ from constraints.spec import JobSpec, Placement, Precision
 from solver.cpsat.backend import cp_model
 from solver.cpsat.model import build_model
 from solver.cpsat.solve import CPSAT_EXPLAIN_MAX_CANDIDATES, new_cp_solver, solve_model
+from solver.explain_why import MAX_NODES_FACTOR, conflict_reasons, flag_of, format_explanation, recipe_free_blockers  # noqa: F401  (recipe_free_blockers, format_explanation: re-exported)
 from solver.fewest_gpus import CountScreen
 from solver.space import build_space
-from solver.explain_why import (  # noqa: F401  (recipe_free_blockers, format_explanation: re-exported)
-    MAX_NODES_FACTOR, conflict_reasons, flag_of, format_explanation, recipe_free_blockers)
 from solver.tables.build import VARIANT_AXES, build_tables
 
 # the node-count remedy scans nodes+1 .. min(MAX_NODES_FACTOR x nodes, MAX_NODES), building tables for at most

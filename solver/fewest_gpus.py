@@ -25,10 +25,10 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Optional
 
+from boundary.errors import ShardplanError
 from boundary.numbers import bounded_float
 from constraints.memory import per_rank as mem
 from constraints.spec import Recompute
-from boundary.errors import ShardplanError
 from solver.space import SpaceError, bf16_layers_error
 
 
@@ -90,12 +90,12 @@ class CountScreen:
         grouped GEMMs), and attention at FLOPs / (bf16 peak x attention efficiency); other kernels carry no
         FLOPs. Those kernels' FLOPs summed over the world cover Megatron's count (attention backward is priced
         at 2.5x forward where Megatron counts 2x, more than the MLA '+1' norm terms it adds; held by
-        tests/test_solver_fewest_gpus.py), and each GPU's step is at least its own kernels' time."""
+        tests/solver/test_solver_fewest_gpus.py), and each GPU's step is at least its own kernels' time."""
         if self._per_gpu_rate is None:
             from constraints.models.params import padded_vocab_size
-            from measure.projection.flops import flops_per_token
             from measure.kernels.layer_ops import gemm_dtype
             from measure.kernels.roofline import peak_flops
+            from measure.projection.flops import flops_per_token
 
             cal, dtype = self.profile.calibration, gemm_dtype(self.job)
             top = max(y for _, y in cal.gemm_efficiency)

@@ -24,7 +24,8 @@ from typing import Callable
 import numpy as np
 
 from solver.tables.time import UNPRICEABLE_US, ranking_time_us, row_columns
-from solver.variants import DEFAULT as DEFAULT_VARIANT, space_variants
+from solver.variants import DEFAULT as DEFAULT_VARIANT
+from solver.variants import space_variants
 
 FIRST_ROWS = 16  # rows expanded in the first batch (each next batch doubles)
 FULL_BUILD_FRACTION = 0.35  # past this share of the rows, build them all at once (measured: memory-bound MoE spaces

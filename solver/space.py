@@ -11,12 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, PipelineSchedule, Placement, Recipe,
-                              Recompute, RecomputeGranularity, RecomputeMethod, RecomputeModule)
+from boundary.errors import ShardplanError
 from boundary.show import shown
 from constraints.memory.magnitudes import magnitude_error
+from constraints.spec import (
+    DataParallelSharding,
+    JobSpec,
+    ModelSpec,
+    MoeDispatcher,
+    PipelineSchedule,
+    Placement,
+    Recipe,
+    Recompute,
+    RecomputeGranularity,
+    RecomputeMethod,
+    RecomputeModule,
+)
 from solver.splits import split_fields
-from boundary.errors import ShardplanError
 
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "dp_sharding", "acc_split",
         "tp_comm_overlap", "uneven_stages", "moe_dispatcher", "ep_comm_overlap")

@@ -8,7 +8,7 @@ ties between variants, broken by time) and keeps the tables the size they were; 
 the candidate's recipe (`Tables.recipe`) and `check` re-verifies it like every other field. User pins
 (`--moe-dispatcher`, `--ep-comm-overlap`) narrow the variant list in the space before anything is priced.
 
-Legality: the rules that read these fields are listed in VARIANT_RULES (tests/test_solver_rules_factored.py
+Legality: the rules that read these fields are listed in VARIANT_RULES (tests/solver/tables/test_solver_rules_factored.py
 holds the solver's verdicts equal to check_rules on every full recipe); a variant is legal for a row when
 they all hold, every other rule being the base recipe's (it does not read the variant). Hardware: the flex
 dispatcher's DeepEP / HybridEP backends run on NVIDIA Hopper and newer (DeepEP README: "Hopper GPUs"; the
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from constraints.rules.registry import RULES, RuleInput
 from constraints.rules.features import flex_hardware_gap
+from constraints.rules.registry import RULES, RuleInput
 from constraints.spec import MoeDispatcher
 from solver.tables.rules import unvalidated_recipe
 

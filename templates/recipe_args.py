@@ -12,12 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from boundary.errors import ShardplanError
 from constraints.models.mamba import layout_as_segments, pattern_with_pipes
 from constraints.models.window import flags_from_skip_freq
 from constraints.spec import (
-    Activation, AttentionBackend, DataParallelSharding, JobSpec, ModelSpec, Precision, Recipe, RecomputeGranularity,
+    Activation,
+    AttentionBackend,
+    DataParallelSharding,
+    JobSpec,
+    ModelSpec,
+    Precision,
+    Recipe,
+    RecomputeGranularity,
 )
-from boundary.errors import ShardplanError
 
 GROUPS = ("model", "training", "parallelism", "moe", "precision", "data", "logging", "checkpointing")
 

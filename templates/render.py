@@ -14,13 +14,17 @@ from typing import Literal
 
 import jinja2
 
+from boundary.errors import ShardplanError
 from constraints.case import Case
 from constraints.models.mamba import entry_script
 from constraints.spec import PipelineSchedule
 from templates.recipe_args import (
-    GROUPS, RenderPaths, megatron_arg_groups, needs_cuda_device_max_connections_1, uses_fsdp,
+    GROUPS,
+    RenderPaths,
+    megatron_arg_groups,
+    needs_cuda_device_max_connections_1,
+    uses_fsdp,
 )
-from boundary.errors import ShardplanError
 from templates.stack_render import STACK_FORMATS, StackRenderError, render_stack
 
 Format = Literal["torchrun", "slurm"]

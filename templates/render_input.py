@@ -13,8 +13,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from boundary.errors import ShardplanError
 from constraints.case import Case, case_from_mapping, load_case_yaml
-from constraints.stacks.detect import is_stack_file
 from constraints.read import LoadedCase, load_check_input
+from constraints.stacks.detect import is_stack_file
 from templates.render import unsupported_features
 
 

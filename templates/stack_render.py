@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from constraints.stacks.bridge_precision import PRECISION_DESTS, fields_from_dests, recipe_name
 from constraints.case import Case
 from constraints.spec import Activation
 from constraints.stacks.bridge import BRIDGE_SECTIONS
+from constraints.stacks.bridge_precision import PRECISION_DESTS, fields_from_dests, recipe_name
 from constraints.stacks.keys import CORE_RENAMES, QUICK_GELU_TARGET, dests_from_args
 from templates.recipe_args import RenderPaths, recipe_to_megatron_args
 

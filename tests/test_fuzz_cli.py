@@ -1,4 +1,4 @@
-"""Property tests over generated inputs (tests/fuzz_cases.py): every command answers with exit 0, 1 or 2
+"""Property tests over generated inputs (tests/helpers/fuzz_cases.py): every command answers with exit 0, 1 or 2
 within its time limit, never a traceback, one bounded `error:` line on exit 2, the README's JSON shape on
 exit 0 / 1, and nothing that was not ours overwritten. The short run here keeps CI fast; bench/fuzz.py runs
 ten thousand inputs."""
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz_cases import GENERATORS, DataChooser
-from tests.fuzz_run import judge, materialise, run_case
+from tests.helpers.fuzz_cases import GENERATORS, DataChooser
+from tests.helpers.fuzz_run import judge, materialise, run_case
 
 LIMIT_S = {"recipe": 20, "script": 20, "render": 20, "profile": 20, "solve": 60, "sweep": 120}
 EXAMPLES = {"recipe": 200, "script": 120, "render": 60, "profile": 120, "solve": 30, "sweep": 10}

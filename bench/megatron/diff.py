@@ -223,9 +223,9 @@ def draw_rows(n: int, seed: int) -> tuple[list[dict], list[dict]]:
 
 def solve_cases() -> list[dict]:
     """Part (b): every recipe `shardplan solve --json` returns for SOLVE_SCENARIOS, as validator input."""
+    from constraints.spec import Recipe
     from hardware.profile import load_profile
     from templates.recipe_args import needs_cuda_device_max_connections_1, uses_fsdp
-    from constraints.spec import Recipe
 
     out = []
     for k, (model, hw, nodes, gpn, seq, gbs, prec, extra) in enumerate(SOLVE_SCENARIOS):

@@ -12,9 +12,22 @@ from typing import Any, Optional
 from constraints.case import Case
 from constraints.check import check_case
 from constraints.models.load import bundled_models, load_model
-from constraints.spec import (CpCommType, DataParallelSharding, JobSpec, MoeDispatcher, ModelSpec, Optimizer,
-                              Placement, Precision, Recipe, Recompute, RecomputeGranularity, RecomputeMethod,
-                              RecomputeModule, PipelineSchedule)
+from constraints.spec import (
+    CpCommType,
+    DataParallelSharding,
+    JobSpec,
+    ModelSpec,
+    MoeDispatcher,
+    Optimizer,
+    PipelineSchedule,
+    Placement,
+    Precision,
+    Recipe,
+    Recompute,
+    RecomputeGranularity,
+    RecomputeMethod,
+    RecomputeModule,
+)
 from constraints.stages import StageSplitError, virtual_stage_layer_counts
 from hardware.profile import available_profiles, load_profile
 from templates.recipe_args import needs_cuda_device_max_connections_1, recipe_to_megatron_args, uses_fsdp

@@ -22,8 +22,7 @@ from __future__ import annotations
 from typing import Optional
 
 from constraints.memory.in_flight import num_microbatches
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Normalization, PipelineSchedule,
-                              Recipe, RecomputeGranularity)
+from constraints.spec import DataParallelSharding, JobSpec, ModelSpec, Normalization, PipelineSchedule, Recipe, RecomputeGranularity
 from measure.kernels.layer_ops import padded_vocab
 
 

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from bench.published.space import GIB, outside_space, rank_among, recipe_label
 
+
 def _verdict(case, profile) -> dict:
     """check_case on one published recipe, plus its closed-form projection when it is legal."""
     from constraints.case import Case

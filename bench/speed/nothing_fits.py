@@ -1,5 +1,5 @@
 """What the rules proposer adds when nothing fits, as a ratio against the table build of the same run (a script, not a
-timed test; tests/test_nothing_fits_explanation.py holds the behaviour: no rounds, no sub-searches).
+timed test; tests/solver/test_nothing_fits_explanation.py holds the behaviour: no rounds, no sub-searches).
 
 Scenario: DeepSeek-V3 on 8 H800 nodes (64 GPUs), seq 4096, GBS 512: ~12 TB of weights and optimizer state, nothing
 fits. The proposer used to run 4 sub-searches and a CP-SAT infeasibility proof over ~1.1 M candidates (~180 s on 2

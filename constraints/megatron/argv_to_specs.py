@@ -14,15 +14,15 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from constraints.megatron.hybrid_flags import ignored_num_layers_note
 from constraints.megatron.errors import MegatronArgsError, error_from_validation
+from constraints.megatron.hybrid_flags import ignored_num_layers_note
 from constraints.megatron.job import job_from_flags
 from constraints.megatron.model import model_from_flags
 from constraints.megatron.recipe import recipe_fields
 from constraints.megatron.refusals import Refusal, refusals
+from constraints.megatron.tokenize import tokenize_args
 from constraints.megatron.unmodelled import not_modelled_values
 from constraints.megatron.vocab import vocab_from_tokenizer
-from constraints.megatron.tokenize import tokenize_args
 from constraints.spec import JobSpec, ModelSpec, Recipe
 
 # Entry points that build Megatron's GPTModel, and pretrain_gpt.py's args_defaults tokenizer (pretrain_gpt.py @ d98e8a64).

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from pydantic import ValidationError
+
 from boundary.errors import ShardplanError
 
 

@@ -86,9 +86,9 @@ MODELLED: frozenset[str] = frozenset("""
 --yarn-correction-range-round-to-int --no-yarn-correction-range-round-to-int --mscale --mscale-all-dim
 """.split())
 
-# Flags no spec field holds but that a rule reads: legality rules over `MegatronConfig.raw` (constraints/rules*.py),
+# Flags no spec field holds but that a rule reads: legality rules over `MegatronConfig.raw` (constraints/rules/*.py),
 # Megatron's own refusals (constraints/megatron/refusals.py), values refused as not modelled
-# (constraints/megatron/unmodelled.py). tests/test_flag_table_reads.py checks each is read by one of them; a flag
+# (constraints/megatron/unmodelled.py). tests/constraints/megatron/test_flag_table_reads.py checks each is read by one of them; a flag
 # read by none is reported as not understood.
 RULE_FLAGS: frozenset[str] = frozenset("""
 --use-tp-pp-dp-mapping --moe-enable-deepep --checkpoint-activations --step-batch-size-schedule

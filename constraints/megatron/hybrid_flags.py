@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from constraints.models.hybrid_pattern import MOE, MTP_SEPARATOR, PIPE, HybridPatternError, split_pattern
 from constraints.megatron.errors import MegatronArgsError
 from constraints.megatron.patterns import moe_layer_pattern
+from constraints.models.hybrid_pattern import MOE, MTP_SEPARATOR, PIPE, HybridPatternError, split_pattern
 from constraints.models.window import flags_from_skip_freq
 
 

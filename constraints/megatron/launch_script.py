@@ -25,12 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from constraints.megatron.flags import lookup
 from constraints.megatron.refusals import MODELOPT_FLAGS
-from constraints.script.sbatch import sbatch_directives, slurm_output_env
-from constraints.script.notes import LineNote
-from constraints.script.expand import MARK, MARK_RE, Shell, unmark
 from constraints.script.continuation import broken_continuations
+from constraints.script.expand import MARK, MARK_RE, Shell, unmark
 from constraints.script.interpreter import LAUNCHERS, SCRIPT_RE, Interpreter
-from constraints.script.lex import LaunchScriptError, Stmt, statements as split_statements, words as split_words
+from constraints.script.lex import LaunchScriptError, Stmt
+from constraints.script.lex import statements as split_statements
+from constraints.script.lex import words as split_words
+from constraints.script.notes import LineNote
+from constraints.script.sbatch import sbatch_directives, slurm_output_env
 
 __all__ = ["LaunchCommand", "LaunchScriptError", "extract_argv"]
 

@@ -2,7 +2,7 @@
 
 Why its own module: `check` takes the world size from the script when the script says it (torchrun
 --nnodes/--nproc_per_node, srun/sbatch -N/--nodes with --ntasks-per-node/--gpus-per-node, #SBATCH lines) and
-from --nodes/--gpus-per-node otherwise. The rule when both speak, stated once here and in the README:
+from --nodes/--gpus-per-node otherwise. The rule when both speak, stated once here and in docs/reading-scripts-and-configs.md:
 **the command line wins**, and a warning names what the script said, so a verdict on a cluster the script does
 not launch is never silent. The entry point decides the model family: only pretrain_gpt.py (and finetune
 scripts that build GPTModel) are judged as GPT; BERT, T5, Mamba/hybrid, vision and multimodal entry points

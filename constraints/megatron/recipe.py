@@ -13,8 +13,16 @@ from constraints.megatron.errors import MegatronArgsError, MegatronRecipeIllegal
 from constraints.megatron.hybrid_flags import hybrid_split
 from constraints.megatron.patterns import layout_stages
 from constraints.spec import (
-    AttentionBackend, CpCommType, DataParallelSharding, FsdpShardingStrategy, MoeDispatcher, PipelineSchedule, Recompute, RecomputeGranularity,
-    RecomputeMethod, RecomputeModule,
+    AttentionBackend,
+    CpCommType,
+    DataParallelSharding,
+    FsdpShardingStrategy,
+    MoeDispatcher,
+    PipelineSchedule,
+    Recompute,
+    RecomputeGranularity,
+    RecomputeMethod,
+    RecomputeModule,
 )
 
 

@@ -6,7 +6,7 @@ meta-llama/Llama-3.1-405B`) and never a vocabulary size, so without this table `
 MI300X experiments asking for overrides.vocab_size. Each size is the `vocab_size` of the repository's HF
 config.json (https://huggingface.co/<repo>/blob/main/config.json), the embedding rows the published checkpoint
 holds; a repository that is a bundled model (constraints/models/hf_configs/*.json) must agree with it
-(tests/test_tokenizer_vocab.py).
+(tests/constraints/megatron/test_tokenizer_vocab.py).
 
 What Megatron pads instead: len(tokenizer) (megatron/core/tokenizers/text/libraries/huggingface_tokenizer.py
 @ d98e8a64 `vocab_size` returns len(self.tokenizer); Primus's build_tokenizer pads that to a multiple of

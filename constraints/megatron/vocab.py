@@ -19,8 +19,8 @@ import re
 from typing import Any, Optional
 
 from constraints.megatron.errors import MegatronArgsError
-from constraints.script.expand import UNRESOLVED_RE
 from constraints.megatron.tokenizer_vocab import PRIMUS_HF_TOKENIZERS, hf_repo_vocab
+from constraints.script.expand import UNRESOLVED_RE
 
 GPT2_BPE_VOCAB = 50257
 _FILE_TOKENIZERS = ("HuggingFaceTokenizer", "SFTTokenizer", "SentencePieceTokenizer", "GPTSentencePieceTokenizer",

@@ -4,7 +4,7 @@ Why: `constraints.memory.per_rank.chunk_activation` sums, per chunk, per-layer b
 shape (TP, CP, EP, ETP, MBS, SP, recompute modules) — the structure (which layers a rank holds, what full
 recompute keeps) only decides *how many* of each. Splitting the two lets the solver price a million
 recipes with numpy (solver/tables/memory.py) from a few hundred structures and a few thousand shapes, with
-the same integer arithmetic: tests/test_activation_coef.py holds `evaluate` equal to chunk_activation. CPU offloading
+the same integer arithmetic: tests/constraints/memory/test_activation_coef.py holds `evaluate` equal to chunk_activation. CPU offloading
 (`Recipe.cpu_offloading_num_layers`, which the solver does not search and keeps at 0) is chunk_activation's alone.
 
 Values (one set per layer shape; `values_of`): one PL per layer kind (`kind_keys`: PLd / PLm = bytes of one

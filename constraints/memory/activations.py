@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from constraints.memory import attention_scores
-from constraints.models import hybrid_pattern
-from constraints.models import mamba
+from constraints.models import hybrid_pattern, mamba
 from constraints.models.latent_moe import latent_activation_terms
 from constraints.spec import Activation, JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
 

@@ -15,11 +15,21 @@ import numpy as np
 from pydantic import Field
 
 from constraints.memory import activations as act
+from constraints.memory.in_flight import inflight_chunks, num_microbatches
 from constraints.memory.nvfp4_weights import QuantisedWeights, rank_quantised_weights
 from constraints.models.params import LayerParams, all_layer_params, layer_params, mtp_weight_depths, padded_vocab_size
-from constraints.memory.in_flight import inflight_chunks, num_microbatches
-from constraints.spec import (DataParallelSharding, FsdpShardingStrategy, JobSpec, ModelSpec, Optimizer, Precision, Recipe, RecomputeGranularity,
-                              RecomputeMethod, Strict)
+from constraints.spec import (
+    DataParallelSharding,
+    FsdpShardingStrategy,
+    JobSpec,
+    ModelSpec,
+    Optimizer,
+    Precision,
+    Recipe,
+    RecomputeGranularity,
+    RecomputeMethod,
+    Strict,
+)
 from constraints.stages import Chunk, rank_chunks
 
 WEIGHT_BYTES = 2        # bf16/fp16 model weights (Megatron mixed precision)

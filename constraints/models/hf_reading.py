@@ -5,7 +5,7 @@ Why: a config.json of a family shardplan has no reader for (Gemma 2, StarCoder2,
 generic decoder path, which takes hidden_size, layers, heads, MLP width and vocabulary and nothing else. Without these
 notes, Gemma 2's logit soft-capping and alternating 4096-token windows, or an untied/tied embedding the config does not
 state, would change the answer without a word. Each note becomes a `check` warning (rule `model_config`) and a line
-under `solve`'s table; bundled configs read with none (tests/test_hf_config_reading.py).
+under `solve`'s table; bundled configs read with none (tests/constraints/models/test_hf_config_reading.py).
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ KEYS_WITHOUT_COST = frozenset((
     "scale_attn_by_inverse_layer_idx", "task_specific_params",
 ))
 
-# keys whose effect is known and not priced, stated in the README's Limits (DeepSeek's node-limited routing)
+# keys whose effect is known and not priced, stated in docs/limits.md (DeepSeek's node-limited routing)
 KEYS_STATED_IN_LIMITS = frozenset(("n_group", "topk_group"))
 
 # hidden_act values the generic path reads as a gated MLP without doubt (SwiGLU: Llama, Mistral, Qwen, DeepSeek)

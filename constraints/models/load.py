@@ -16,9 +16,17 @@ from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
-
-from constraints.models.hf_reading import (KNOWN_TYPES, PLAIN_MLP_ACTIVATIONS, UNREAD_FAMILY_TIE_DEFAULT, geglu_family,
-                                     hidden_act_of, not_modelled_layers, reading_notes, rope_fields, unread_moe_keys)
+from constraints.models.hf_reading import (
+    KNOWN_TYPES,
+    PLAIN_MLP_ACTIVATIONS,
+    UNREAD_FAMILY_TIE_DEFAULT,
+    geglu_family,
+    hidden_act_of,
+    not_modelled_layers,
+    reading_notes,
+    rope_fields,
+    unread_moe_keys,
+)
 from constraints.spec import BOUND_REASONS, MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 MODELS_DIR = Path(__file__).resolve().parent / "hf_configs"
@@ -28,7 +36,7 @@ class ModelError(ShardplanError):
     """A model that cannot be found or understood; the message is one line for the user."""
 
 
-# HF model types whose layers shardplan has no terms for (each named in the README's Limits)
+# HF model types whose layers shardplan has no terms for (each named in docs/recipe-yaml.md)
 NOT_MODELLED_TYPES = {
     "qwen3_next": "gated delta-net linear attention layers (Qwen3-Next; Megatron --linear-attention-freq)",
     "qwen3_5": "gated delta-net linear attention layers (Qwen3.5)", "qwen3_5_moe": "gated delta-net linear attention layers (Qwen3.5)",

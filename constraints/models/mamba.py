@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from constraints.models.hybrid_pattern import ATTENTION, MAMBA, MLP, MTP_SEPARATOR, PIPE
 from constraints.models.latent_moe import latent_projection_params
 from constraints.spec import ModelSpec, Normalization
-from constraints.models.hybrid_pattern import ATTENTION, MAMBA, MLP, MTP_SEPARATOR, PIPE
 from constraints.stages import StageSplitError, expand_layout
+
 
 @dataclass(frozen=True)
 class MambaDims:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules.base import RuleInput, Violation, violation, divisors, nearest, rule
+from constraints.rules.base import RuleInput, Violation, divisors, nearest, rule, violation
 
 
 # ---------------------------------------------------------------- attention / TP / SP / CP

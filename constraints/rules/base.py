@@ -1,7 +1,7 @@
 """The rule machinery shared by every rule module: Violation, RuleInput, the @rule marker and the small helpers
 rules use for their fixes.
 
-Why a module of its own: the rule modules (constraints/rules_*.py) import these, and constraints/rules/registry.py
+Why a module of its own: the rule modules (constraints/rules/*.py) import these, and constraints/rules/registry.py
 imports the rule modules to list them in one fixed order; with the machinery here, nothing imports back up.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ def rule(fn: Optional[Rule] = None, *, reads: Optional[str] = None):
     etp_effective = tp etp, sp_active = sequence_parallel tp, dp() = tp pp cp, expert_dp() = tp etp ep pp);
     model, job, world size, profile, flags and env are free to read. Why: the solver memoises a rule's
     verdict by the values of these fields alone (solver/tables/rules.py), so a field missing here makes the
-    solver wrong; tests/test_rule_reads_cover_verdicts.py varies every other field and holds the verdict.
+    solver wrong; tests/constraints/rules/test_rule_reads_cover_verdicts.py varies every other field and holds the verdict.
     None (undeclared) means every field."""
     def register(f: Rule) -> Rule:
         f.reads = None if reads is None else frozenset(reads.split())

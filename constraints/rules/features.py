@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules.base import SPLIT_FIELDS, RuleInput, Violation, violation, divisors, nearest, rule
-from constraints.spec import (DataParallelSharding, MoeDispatcher, Optimizer, PipelineSchedule, Precision,
-                              RecomputeGranularity, RecomputeMethod, RecomputeModule)
+from constraints.rules.base import SPLIT_FIELDS, RuleInput, Violation, divisors, nearest, rule, violation
+from constraints.spec import DataParallelSharding, MoeDispatcher, Optimizer, PipelineSchedule, Precision, RecomputeGranularity, RecomputeMethod, RecomputeModule
 from constraints.stages import StageSplitError, virtual_stage_layer_counts
 
 

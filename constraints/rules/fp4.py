@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules.base import RuleInput, Violation, violation, rule
+from constraints.rules.base import RuleInput, Violation, rule, violation
 
 # TE's NVFP4 GEMMs run on 5th-generation tensor cores (sm_100 and later): megatron/core/fp4_utils.py names
 # NVFP4BlockScaling "for Blackwell+ architecture" (TransformerConfig.fp4_recipe docstring).

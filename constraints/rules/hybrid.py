@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from constraints.models.mamba import layout_as_segments, mamba_dims
-from constraints.rules.base import RuleInput, Violation, violation, divisors, nearest, rule
+from constraints.rules.base import RuleInput, Violation, divisors, nearest, rule, violation
 
 
 @rule(reads="pipeline_layout first_stage_layers last_stage_layers account_for_embedding_in_pipeline_split "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from constraints.rules.base import SPLIT_FIELDS, UNEVEN_SPLIT_FIELDS, RuleInput, Violation, violation, divisors, nearest, rule
+from constraints.rules.base import SPLIT_FIELDS, UNEVEN_SPLIT_FIELDS, RuleInput, Violation, divisors, nearest, rule, violation
 from constraints.spec import PipelineSchedule
 from constraints.stages import StageSplitError, expand_layout, virtual_stage_layer_counts
 

@@ -24,8 +24,7 @@ from constraints.rules import hybrid as rules_hybrid
 from constraints.rules import layer_variants as rules_layer_variants
 from constraints.rules import pipeline as rules_pipeline
 from constraints.rules import world as rules_world
-from constraints.rules.base import (SPLIT_FIELDS, UNEVEN_SPLIT_FIELDS, Rule, RuleInput, Violation, divisors, nearest,
-                                   rule, violation)
+from constraints.rules.base import SPLIT_FIELDS, UNEVEN_SPLIT_FIELDS, Rule, RuleInput, Violation, divisors, nearest, rule, violation
 
 __all__ = ["RULES", "Rule", "RuleInput", "SPLIT_FIELDS", "UNEVEN_SPLIT_FIELDS", "Violation", "check_rules", "divisors",
            "nearest", "recipe_free_violations", "rule", "violation"]

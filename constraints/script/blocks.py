@@ -19,7 +19,8 @@ from typing import Optional
 
 from constraints.script.conditions import Condition
 from constraints.script.expand import MARK_RE, mark
-from constraints.script.lex import LaunchScriptError, Stmt, words as split_words
+from constraints.script.lex import LaunchScriptError, Stmt
+from constraints.script.lex import words as split_words
 
 ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S)
 SCRIPT_RE = re.compile(r"^(pretrain|finetune)_[A-Za-z0-9_]*\.py$")

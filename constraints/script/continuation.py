@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 
+from constraints.script.lex import Stmt
+from constraints.script.lex import words as split_words
 from constraints.script.notes import LineNote
-from constraints.script.lex import Stmt, words as split_words
 
 _FLAG_RE = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9_.-]*(=.*)?$", re.S)  # a `case` pattern `--tp)` is not one
 

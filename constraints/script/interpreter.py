@@ -19,16 +19,21 @@ import os
 import re
 from typing import Callable, Optional
 
-from constraints.script.sbatch import sbatch_directives
-from constraints.script.notes import LineNote
 from constraints.script.blocks import (
-    ASSIGN_RE, SCRIPT_RE, Blocks, LoopBreak, LoopContinue, ScriptExit, ScriptReturn,
+    ASSIGN_RE,
+    SCRIPT_RE,
+    Blocks,
+    LoopBreak,
+    LoopContinue,
+    ScriptExit,
+    ScriptReturn,
 )
 from constraints.script.expand import MARK_RE, Shell, Value, mark
-from constraints.script.launchers import (LAUNCHERS, SHELLS, bridge_entry, launcher_end, launcher_env, protect_marks,
-                                         runs_its_argument,
-                                        sbatch_options)
-from constraints.script.lex import HEREDOC_MARK, LaunchScriptError, Stmt, scan, statements as split_statements, without_redirections
+from constraints.script.launchers import LAUNCHERS, SHELLS, bridge_entry, launcher_end, launcher_env, protect_marks, runs_its_argument, sbatch_options
+from constraints.script.lex import HEREDOC_MARK, LaunchScriptError, Stmt, scan, without_redirections
+from constraints.script.lex import statements as split_statements
+from constraints.script.notes import LineNote
+from constraints.script.sbatch import sbatch_directives
 
 HEREDOC_RE = re.compile("\x00<<([0-9]+)\x00")
 MAX_DEPTH = 32  # nested calls, sourced files and child scripts

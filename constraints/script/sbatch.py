@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from constraints.script.notes import LineNote
 from constraints.script.lex import Stmt
+from constraints.script.notes import LineNote
 
 MAGIC = "#SBATCH"
 

@@ -23,8 +23,10 @@ from typing import Any
 
 from boundary.errors import InputRefused
 from boundary.parse import load_yaml
-from constraints.stacks.bridge_precision import ALIASES as PRECISION_ALIASES, RESOLVED as PRECISION_FIELDS
-from constraints.stacks.bridge_precision import BridgePrecisionError, precision_args, resolve as resolve_precision
+from constraints.stacks.bridge_precision import ALIASES as PRECISION_ALIASES
+from constraints.stacks.bridge_precision import RESOLVED as PRECISION_FIELDS
+from constraints.stacks.bridge_precision import BridgePrecisionError, precision_args
+from constraints.stacks.bridge_precision import resolve as resolve_precision
 from constraints.stacks.common import ArgvBuilder, StackConfig, StackConfigError, env_default
 from constraints.stacks.field_names import unknown_bridge_key
 from constraints.stacks.keys import CORE_RENAMES, QUICK_GELU_TARGET

@@ -12,7 +12,6 @@ import re
 from typing import Any, Optional
 
 import yaml
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from constraints.megatron.flags import FLAGS

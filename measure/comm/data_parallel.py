@@ -16,7 +16,7 @@ floor. FSDP keeps the calibrated share alone: it is priced as gathering before e
 backward and reducing after each backward (Zhao et al. 2023, "PyTorch FSDP", sec. 3.2), and whether a torch-native
 stack does that under gradient accumulation is its own setting (NeMo AutoModel's GPT-OSS-120B on 64 H100 at EP 1
 measured 4.3 s a step for 4 micro-batches, less than one all-gather of its 234 GB of bf16 params per micro-batch
-would take over InfiniBand), so a window over a pass count that may not be the run's is not applied (README Limits).
+would take over InfiniBand), so a window over a pass count that may not be the run's is not applied (docs/limits.md).
 """
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
-from measure.kernels.cost_table import Environment
 from boundary.errors import ShardplanError
+from measure.kernels.cost_table import Environment
 
 
 class DeviceUnavailable(ShardplanError):

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-from constraints.spec import Activation, JobSpec, ModelSpec, MoeDispatcher, Recipe
 from constraints.models.window import mean_pair_fraction
-from measure.kernels.common import (Phase, PhaseOp, act_dtype, gemm_dtype, gemm_ops, grouped_gemm_ops, norm_ops,
-                                pointwise_ops, rank_tokens)
+from constraints.spec import Activation, JobSpec, ModelSpec, MoeDispatcher, Recipe
+from measure.kernels.common import Phase, PhaseOp, act_dtype, gemm_dtype, gemm_ops, grouped_gemm_ops, norm_ops, pointwise_ops, rank_tokens
 from measure.kernels.mamba_ops import HYBRID_KINDS, mamba_ops
 from measure.kernels.ops import Op, OpKind
 
@@ -203,7 +202,7 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fused_grouped_mlp: b
     the run uses Transformer Engine's fused grouped MLP (Megatron-Bridge `cutedsl_fused_grouped_mlp`): TEGroupedMLP's
     fused forward then applies the activation and the experts' biases inside its kernels, so the eager clamp and bias
     passes (`expert_glu_clamp_ops`, `expert_bias_ops`) do not run. Its GEMM and activation speed is not priced (no
-    published rate per shape: README Limits)."""
+    published rate per shape: docs/limits.md)."""
     dt = gemm_dtype(job)
     t, t_sp = rank_tokens(job, recipe)
     h, E = model.hidden_size, model.num_experts

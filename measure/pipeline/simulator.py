@@ -250,7 +250,7 @@ def staged_closed_form_s(schedule: PipelineSchedule, f: list[float], b: list[flo
     max over r of m * t_r + sum over q != r of bubble_share_s(q). Equal stages give `closed_form_s` exactly; with
     the embedding and loss on the end stages it stays within 1 % of the event simulator on 1F1B, where the
     equal-stage form (the slowest rank's time for every stage) was up to 7.5 % high. Interleaved schedules with
-    unequal stages (explicit first/last layers, few micro-batches) can still be 3-12 % off (README Limits)."""
+    unequal stages (explicit first/last layers, few micro-batches) can still be 3-12 % off (docs/limits.md)."""
     share = [bubble_share_s(schedule, fr, br, wr, v) for fr, br, wr in zip(f, b, w)]
     total = sum(share)
     return max(m * (fr + br + wr) + total - g for fr, br, wr, g in zip(f, b, w, share))

@@ -12,8 +12,8 @@ from constraints.memory.activation_coef import kind_keys
 from constraints.spec import ModelSpec, Placement, Recipe
 from constraints.stages import StageSplitError, rank_chunks
 from hardware.profile import HardwareProfile
-from measure.projection.project import full_recompute_layers
 from measure.comm.topology import group_span
+from measure.projection.project import full_recompute_layers
 
 # per distinct rank profile, after the per-kind counts (layers of each kind, then fully recomputed layers of each kind):
 # embedding, loss, vocab chunks; multiplicity

@@ -3,7 +3,7 @@
 Why apart from measure/projection/vectorized.py: the row layout (raw parts, EP traffic per dispatcher, forward time per
 recomputable module) and `finish_columns` — measure.projection.layer_cost.finish_parts written on numpy columns — are one idea:
 they let a single cached row per per-rank shape serve every recompute set, TP / EP overlap flag and dispatcher.
-tests/test_vectorized.py holds `finish_columns` equal to `finish_parts` on random parts.
+tests/measure/projection/test_vectorized.py holds `finish_columns` equal to `finish_parts` on random parts.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp:
     measure.projection.layer_cost.finish_parts on arrays — selective recompute = the recomputed modules' forward time; TP
     traffic times the exposed fraction where overlapped; the alltoall dispatcher's token re-sorts on its rows; the row
     dispatcher's EP traffic, which EP overlap hides
-    behind the other micro-batch's compute down to the exposed fraction (tests/test_vectorized.py holds the two
+    behind the other micro-batch's compute down to the exposed fraction (tests/measure/projection/test_vectorized.py holds the two
     equal on random parts)."""
     f = cal.exposed_comm_fraction
     c = {name: raw[:, i] for i, name in enumerate(_RAW_FIXED)}

@@ -26,12 +26,21 @@ from pydantic import BaseModel, ConfigDict
 from constraints.spec import JobSpec, ModelSpec, MoeDispatcher, Placement, Recipe
 from hardware.profile import Calibration, HardwareProfile
 from measure.comm import collectives as col
-from measure.kernels.layer_ops import (LayerKind, Phase, PhaseOp, alltoall_sort_ops, attention_key, attention_ops, block_key,
-                               block_ops, expert_activation_host_syncs)
+from measure.comm.topology import recipe_groups
 from measure.kernels.cuda_graphs import FULL_ITERATION, captures_experts, uncaptured_ops
+from measure.kernels.layer_ops import (
+    LayerKind,
+    Phase,
+    PhaseOp,
+    alltoall_sort_ops,
+    attention_key,
+    attention_ops,
+    block_key,
+    block_ops,
+    expert_activation_host_syncs,
+)
 from measure.kernels.mamba_ops import mamba_cp_s
 from measure.kernels.roofline import CostLookup, op_time_s
-from measure.comm.topology import recipe_groups
 
 # Megatron's --recompute-modules names -> the layer_ops modules whose forward they re-run
 RECOMPUTE_MODULES = {"moe": {"moe", "moe_act", "router", "moe_latent_proj"}, "mlp": {"mlp"}, "core_attn": {"core_attn"},

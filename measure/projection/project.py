@@ -30,18 +30,17 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from constraints.memory.in_flight import num_microbatches
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Placement, Recipe,
-                              RecomputeGranularity, RecomputeMethod)
+from constraints.spec import DataParallelSharding, JobSpec, ModelSpec, Placement, Recipe, RecomputeGranularity, RecomputeMethod
 from constraints.stages import rank_chunks
 from hardware.profile import HardwareProfile
 from measure.comm import collectives as col
 from measure.comm.data_parallel import dp_comm_s
+from measure.comm.topology import recipe_groups
+from measure.kernels.layer_ops import Phase, head_ops, layer_kind_of, optimizer_ops
+from measure.kernels.roofline import CostLookup, op_time_s
+from measure.pipeline.simulator import p2p_units, simulate, staged_closed_form_s
 from measure.projection.flops import flops_per_iteration
 from measure.projection.layer_cost import layer_cost, timed_ops
-from measure.kernels.layer_ops import Phase, head_ops, layer_kind_of, optimizer_ops
-from measure.pipeline.simulator import p2p_units, simulate, staged_closed_form_s
-from measure.kernels.roofline import CostLookup, op_time_s
-from measure.comm.topology import recipe_groups
 
 
 class Breakdown(BaseModel):

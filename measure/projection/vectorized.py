@@ -10,7 +10,7 @@ code once per key, and a batch is priced by numpy gathers plus the closed-form s
   distinct pipeline rank, its dense / MoE, fully recomputed, embedding / loss counts (measure/pipeline/stage_rows.py);
 - collective spans keyed by (group size, stride) over the placement (`measure.comm.topology.group_span`),
   priced by the alpha-beta formulas of `measure.comm.collectives`, evaluated on arrays.
-Result equals `project(..., simulate_pipeline=False)` to rounding (tests/test_vectorized.py holds 1e-9).
+Result equals `project(..., simulate_pipeline=False)` to rounding (tests/measure/projection/test_vectorized.py holds 1e-9).
 Rows whose pipeline split is impossible give NaN.
 """
 from __future__ import annotations
@@ -19,23 +19,24 @@ from typing import Optional
 
 import numpy as np
 
-from constraints.spec import (DataParallelSharding, JobSpec, ModelSpec, Placement, Recipe, Recompute,
-                              RecomputeGranularity)
+from constraints.memory.activation_coef import kind_keys
+from constraints.spec import DataParallelSharding, JobSpec, ModelSpec, Placement, Recipe, Recompute, RecomputeGranularity
 from hardware.profile import HardwareProfile
 from measure.comm.collectives_np import all_reduce_np, one_pass_np, span_row
-from measure.projection.factor_table import Axis as _Axis, Factor as _Factor
-from measure.projection.flops import flops_per_iteration
-from constraints.memory.activation_coef import kind_keys
-from measure.kernels.layer_ops import LayerKind, Phase, head_ops, layer_kind_of, optimizer_ops
 from measure.comm.data_parallel import FSDP_SHARDINGS, exposed_dp_s
-from measure.projection.layer_columns import KIND_COLS, RECOMPUTE_MODULE_COLS, RAW_WIDTH, finish_columns, raw_cols
-from measure.projection.layer_cost import LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
+from measure.comm.topology import domain_size
+from measure.kernels.layer_ops import LayerKind, Phase, head_ops, layer_kind_of, optimizer_ops
 from measure.kernels.measured_tables import bundled_table
-from measure.projection.recipe_batch import INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch, slice_batch as _slice
 from measure.kernels.roofline import CostLookup, op_time_s
 from measure.pipeline.closed_form import p2p_units_np, staged_closed_form_np
 from measure.pipeline.stage_rows import stage_row, stage_width
-from measure.comm.topology import domain_size
+from measure.projection.factor_table import Axis as _Axis
+from measure.projection.factor_table import Factor as _Factor
+from measure.projection.flops import flops_per_iteration
+from measure.projection.layer_columns import KIND_COLS, RAW_WIDTH, RECOMPUTE_MODULE_COLS, finish_columns, raw_cols
+from measure.projection.layer_cost import LayerParts, ep_paired_fraction, layer_parts, recomputed_modules
+from measure.projection.recipe_batch import INT_AXES, SCHEDULES, SHARDINGS, RecipeBatch
+from measure.projection.recipe_batch import slice_batch as _slice
 
 __all__ = ["Evaluator", "RecipeBatch", "SCHEDULES", "SHARDINGS", "evaluate"]
 CHUNK_ROWS = 1 << 15  # rows priced per numpy pass

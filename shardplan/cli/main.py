@@ -14,8 +14,8 @@ import click
 
 from boundary.errors import ShardplanError
 from shardplan import api
-from shardplan.cli.errors import unusable_input
 from shardplan.cli.completion import complete_hardware, complete_model
+from shardplan.cli.errors import unusable_input
 from shardplan.formats import emit, format_option, resolve_format
 from shardplan.progress import configure
 

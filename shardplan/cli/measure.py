@@ -166,8 +166,8 @@ def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp
     from constraints.case import CaseError
     from constraints.models.load import ModelError
     from hardware.profile import ProfileError
-    from measure.microbench.kernels import op_num_elements, split_key
     from measure.kernels.cost_table import CostTable, CostTableError
+    from measure.microbench.kernels import op_num_elements, split_key
 
     check_measure_limits(budget_s, threads, reps, warmup)
     if not list_only:
@@ -231,8 +231,8 @@ def _measure_keys(table, keys, device, out_path, reps, warmup, max_elements, bud
         import torch
     except ImportError:
         raise MeasureInputError(TORCH_MISSING) from None  # one `error:` line, exit 2, as every refusal
-    from measure.microbench.kernels import measure_key
     from measure.kernels.fingerprint import DeviceUnavailable, device_environment, device_fingerprint, resolve_device
+    from measure.microbench.kernels import measure_key
 
     if threads is not None:
         torch.set_num_threads(threads)

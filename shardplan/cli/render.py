@@ -13,8 +13,8 @@ import click
 
 from boundary.write import refuse_overwriting_input
 from shardplan import api
-from shardplan.cli.errors import UnusableInput, unusable_input
 from shardplan.cli.completion import complete_hardware
+from shardplan.cli.errors import UnusableInput, unusable_input
 from templates.recipe_args import CHECKPOINT_DIR_PLACEHOLDER, DATA_PATH_PLACEHOLDER, MEGATRON_PATH_PLACEHOLDER
 from templates.render import RENDER_FORMATS
 from templates.render_files import write_script

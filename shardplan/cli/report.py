@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
+from boundary.errors import ShardplanError
 from shardplan.report.model import Report
 from shardplan.report.page import render_page
 from shardplan.report.timeline import chrome_trace
-from boundary.errors import ShardplanError
 
 
 def output_path(option: str, path: str | None) -> Path | None:

@@ -8,13 +8,13 @@ import sys
 
 import click
 
-from constraints.spec import Precision
 from boundary.errors import ShardplanError
+from constraints.spec import Precision
 from shardplan import api
 from shardplan.cli.completion import complete_hardware, complete_model
-from shardplan.formats import emit, format_option, resolve_format
-from shardplan.solve_text import format_solve, solve_rows, SOLVE_COLUMNS, thin_headroom_line
 from shardplan.cli.proposer_options import config_from_options, format_hint_report, proposer_options
+from shardplan.formats import emit, format_option, resolve_format
+from shardplan.solve_text import SOLVE_COLUMNS, format_solve, solve_rows, thin_headroom_line
 from solver.workflow import RANGE_AXES
 
 

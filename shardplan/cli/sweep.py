@@ -7,8 +7,8 @@ import click
 
 from constraints.spec import Precision
 from shardplan.cli.completion import complete_hardware, complete_model
-from shardplan.formats import emit, format_option, resolve_format
 from shardplan.cli.report import output_path
+from shardplan.formats import emit, format_option, resolve_format
 from shardplan.sweep import sweep
 
 

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from shardplan.report.model import JobView, RecipeView, Report
-from shardplan.results import recipe_label
 from shardplan.report.timeline import simulate_timeline
+from shardplan.results import recipe_label
 
 
 def parallel_table(recipe, dp: int, expert_dp: int, memory) -> dict:

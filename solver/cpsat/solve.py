@@ -26,11 +26,11 @@ from typing import Optional
 import numpy as np
 
 from boundary.numbers import bounded_float, bounded_int
-from solver.deadline import remaining_s
 from solver.cpsat.backend import cp_model
 from solver.cpsat.model import build_model
-from solver.tables.time import US
+from solver.deadline import remaining_s
 from solver.tables.build import VARIANT_AXES, Tables
+from solver.tables.time import US
 
 SEED = 20240611
 MAX_CPSAT_ENUMERATION = 2000  # above this many candidates in the region, CP-SAT minimises instead of listing (~1e3/s)

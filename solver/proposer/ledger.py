@@ -11,7 +11,6 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
 GIB = 1024 ** 3
 
 

@@ -28,8 +28,8 @@ from typing import Any, Optional
 
 import jinja2
 
-from solver.proposer.ledger import GIB, ProposerContext
 from solver.proposer.hints import PER_CANDIDATE_AXES
+from solver.proposer.ledger import GIB, ProposerContext
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 PROMPT_TEMPLATE = "proposer_prompt.j2"

@@ -18,12 +18,12 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from boundary.errors import ShardplanError
 from solver.cpsat.solve import SolveResult, check_solve_limits, fitting_index, solve_cpsat
 from solver.proposer.hints import Hint, validate_hints
 from solver.proposer.ledger import Ledger, ProposerContext, entry_from_ranked
 from solver.proposer.legal import AxisColumns
 from solver.proposer.summary import HintReport, HintUse, RoundSummary
-from boundary.errors import ShardplanError
 
 log = logging.getLogger(__name__)
 

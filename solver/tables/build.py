@@ -24,13 +24,14 @@ import numpy as np
 from constraints.memory import per_rank as mem
 from constraints.spec import Recipe
 from constraints.stages import StageSplitError
+from solver.prune import explore
 from solver.space import SearchSpace, make_recipe, recompute_choices, recompute_name
 from solver.tables.codes import unique_ints
-from solver.variants import DEFAULT as DEFAULT_VARIANT, choose, key_columns, legal_variants, space_variants
 from solver.tables.memory import MemoryTables, make_split
 from solver.tables.rules import activation_ok, batch_ok, fast_recipe, struct_rows
-from solver.prune import explore
 from solver.tables.time import UNPRICEABLE_US, ranking_time_us, row_columns
+from solver.variants import DEFAULT as DEFAULT_VARIANT
+from solver.variants import choose, key_columns, legal_variants, space_variants
 
 AXIS_NAMES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "recompute", "schedule", "acc_split", "tp_comm_overlap",
               "uneven_stages")
@@ -247,7 +248,7 @@ def _activation_rows(space, profile, struct, static_ok, shardings, rcs_all, rc_i
     """[row, (struct, mbs, sp, rc, tp_comm_overlap)] int64 rows whose activation and batch rules hold (judged under
     the row's first accepted sharding: these rules do not read the sharding). Activation verdicts are shared across
     rows that differ only in ETP, batch verdicts across ETP and the split, which those rule groups do not read
-    (tests/test_solver_rules_factored.py holds the tables equal to check_rules on every full recipe)."""
+    (tests/solver/tables/test_solver_rules_factored.py holds the tables equal to check_rules on every full recipe)."""
     blocks, act_cache, batch_cache = [], {}, {}
     for i, row in enumerate(struct):
         if not static_ok[i].any():

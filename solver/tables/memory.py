@@ -9,7 +9,7 @@ Static bytes: constraints.memory.per_rank.static_from_params on rank_params (cac
 Activation bytes: constraints.memory.activation_coef coefficients (per split, full-recompute setting, class) times
 per-shape values (per TP, CP, EP, ETP, MBS, SP, recompute), in-flight counts from
 constraints.memory.in_flight.inflight_chunks, then rank_activation_terms' ceilings, fragmentation and overhead,
-through constraints.memory.per_rank.rank_activation_terms on numpy columns. tests/test_solver_core.py holds peaks equal
+through constraints.memory.per_rank.rank_activation_terms on numpy columns. tests/solver/test_solver_core.py holds peaks equal
 to memory_report.
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ from constraints.memory.activation_coef import full_recompute_key, kind_keys, ra
 from constraints.memory.in_flight import inflight_chunks
 from constraints.spec import Recipe
 from constraints.stages import rank_chunks
-from solver.tables.codes import code_groups, column_ranks, unique_codes
 from solver.splits import split_fields
+from solver.tables.codes import code_groups, column_ranks, unique_codes
 from solver.tables.rules import fast_recipe
 
 _SPLIT_BASE = Recipe()

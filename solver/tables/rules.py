@@ -1,14 +1,14 @@
-"""Which factor-table rows are legal: the rule functions of constraints/rules*.py, called on recipes.
+"""Which factor-table rows are legal: the rule functions of constraints/rules/*.py, called on recipes.
 
 Why factor the calls: a rule reads few axes, so judging every full recipe repeats work millions of
-times. Rules are split by what they read (the sets below; tests/test_solver_rules_factored.py checks
+times. Rules are split by what they read (the sets below; tests/solver/tables/test_solver_rules_factored.py checks
 factorised verdicts against check_rules on every full recipe of a space): structural rules once per (TP,
 PP, VPP, CP, EP, ETP, schedule, split, DP sharding), activation rules once per structural row x (SP,
 recompute, TP comm overlap), batch rules once per structural row x MBS. Recipes here are built without
 pydantic validation per row (every value comes from a validated domain).
 
 Within a group, each rule's verdict is memoised by the values of the solver axes it reads (its declared
-`reads`, constraints.rules.registry.rule, mapped to axes by FIELD_AXES; tests/test_rule_reads_cover_verdicts.py holds
+`reads`, constraints.rules.registry.rule, mapped to axes by FIELD_AXES; tests/constraints/rules/test_rule_reads_cover_verdicts.py holds
 the declarations), so a rule runs once per distinct value of what it reads and a recipe is only built on a
 miss: `layers_split` runs once per (PP, VPP, split), not once per row. The structural loop checks each rule
 at the loop level where the last axis it reads is bound, so a failing (TP, PP, CP) prunes its whole subtree.
@@ -90,7 +90,7 @@ def schedule_vpp_pairs(space: SearchSpace, pp: int) -> list[tuple[str, int]]:
 # The axes of an assignment, in fast_recipe's argument order ("rc" is an index into Judge.rcs).
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sp", "rc", "sched", "sh", "acc", "tpo")
 # Which axes set each Recipe field (solver.space.recipe_fields; "acc" is the split value); every other field
-# keeps Recipe()'s default in every solver recipe (tests/test_table_rules_memo.py holds this table).
+# keeps Recipe()'s default in every solver recipe (tests/solver/tables/test_table_rules_memo.py holds this table).
 FIELD_AXES = {"tp": ("tp",), "pp": ("pp",), "vpp": ("vpp",), "cp": ("cp",), "ep": ("ep",), "etp": ("etp",), "mbs": ("mbs",),
               "sequence_parallel": ("sp", "tp"), "recompute": ("rc",), "schedule": ("sched",), "dp_sharding": ("sh",),
               "overlap_param_gather": ("sh",), "account_for_embedding_in_pipeline_split": ("acc",),

@@ -12,8 +12,8 @@ import numpy as np
 from constraints.spec import DataParallelSharding, MoeDispatcher, PipelineSchedule, Recipe
 from measure.projection.recipe_batch import DISPATCHERS
 from measure.projection.vectorized import SCHEDULES, SHARDINGS, Evaluator, RecipeBatch
-from solver.tables.codes import unique_ints
 from solver.splits import split_code
+from solver.tables.codes import unique_ints
 
 US = 1_000_000
 UNPRICEABLE_US = np.int64(1) << 50  # a candidate the projection cannot price (NaN) ranks last, never first
