@@ -90,7 +90,7 @@ class CountScreen:
         grouped GEMMs), and attention at FLOPs / (bf16 peak x attention efficiency); other kernels carry no
         FLOPs. Those kernels' FLOPs summed over the world cover Megatron's count (attention backward is priced
         at 2.5x forward where Megatron counts 2x, more than the MLA '+1' norm terms it adds; held by
-        tests/solver/test_solver_fewest_gpus.py), and each GPU's step is at least its own kernels' time."""
+        tests/solver/test_fewest_gpus.py), and each GPU's step is at least its own kernels' time."""
         if self._per_gpu_rate is None:
             from constraints.models.params import padded_vocab_size
             from measure.kernels.layer_ops import gemm_dtype

@@ -9,7 +9,7 @@ Static bytes: constraints.memory.per_rank.static_from_params on rank_params (cac
 Activation bytes: constraints.memory.activation_coef coefficients (per split, full-recompute setting, class) times
 per-shape values (per TP, CP, EP, ETP, MBS, SP, recompute), in-flight counts from
 constraints.memory.in_flight.inflight_chunks, then rank_activation_terms' ceilings, fragmentation and overhead,
-through constraints.memory.per_rank.rank_activation_terms on numpy columns. tests/solver/test_solver_core.py holds peaks equal
+through constraints.memory.per_rank.rank_activation_terms on numpy columns. tests/solver/test_core.py holds peaks equal
 to memory_report.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Hybrid Mamba-2 / attention models end to end: pattern reading as Megatron's parse_hybrid_pattern does, the Mamba-2
 mixer's parameters and saved activations, Megatron's hybrid FLOP count, --hybrid-layer-pattern flags read and rendered
-back (pipes as pipeline segments, pretrain_hybrid.py) and Megatron's refusals; solve in tests/solver/test_solver_hybrid.py. Exact totals against
+back (pipes as pipeline segments, pretrain_hybrid.py) and Megatron's refusals; solve in tests/solver/test_hybrid.py. Exact totals against
 HF's NemotronHForCausalLM are in tests/constraints/models/test_params.py (docs/facts/models/params.json); rule legal/illegal pairs in
 tests/constraints/rules/test_rules.py."""
 import pytest
@@ -158,7 +158,7 @@ def test_projection_prices_each_layer_kind_and_mamba_context_parallel():
 
 def test_solve_space_of_a_hybrid_model_never_tries_account_for_splits():
     """Megatron refuses --account-for-embedding/loss-in-pipeline-split with a pattern; solve's answers on hybrid models
-    are tested in tests/solver/test_solver_hybrid.py."""
+    are tested in tests/solver/test_hybrid.py."""
     space = build_space(load_model(NANO), JobSpec(seq_length=8192, global_batch_size=64),
                         Placement(hardware="b200", num_nodes=1, gpus_per_node=8))
     assert space.domains["acc_split"] == [False]

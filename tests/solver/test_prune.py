@@ -15,7 +15,7 @@ from solver.exhaustive import solve_exhaustive
 from solver.prune import struct_lower_bounds_us
 from solver.space import build_space
 from solver.tables.build import build_tables
-from tests.solver.test_solver_props import problems
+from tests.solver.test_props import problems
 
 # (model, hardware, nodes, gpus/node, seq, GBS, pins): dense, GQA + uneven splits, MoE with two variants, MLA
 CASES = [
@@ -98,7 +98,7 @@ def test_memory_objective_refuses_pruned_tables():
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.sampled_from([1, 3, 20]))
 def test_pruned_equals_exhaustive_on_random_problems(problem, k):
-    model, job, pl = problem  # tests/solver/test_solver_props.py's random models, jobs and one-node placements
+    model, job, pl = problem  # tests/solver/test_props.py's random models, jobs and one-node placements
     space = build_space(model, job, pl, pins={"vpp": [1, 2], "mbs": [1, 2], "cp": [1, 2]})
     prof = load_profile(pl.hardware)
     assert _answers(solve_cpsat(build_tables(space, prof, prune_k=k), k)) == _answers(solve_exhaustive(build_tables(space, prof), k))

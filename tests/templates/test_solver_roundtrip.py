@@ -107,7 +107,7 @@ def test_every_bundled_model_has_a_scenario():
 @functools.lru_cache(maxsize=None)
 def solved(model_name: str) -> tuple:
     """(Ranked, Case) for each of the top-K answers: one exhaustive solve per model (CP-SAT gives the same
-    answers, tests/solver/test_solver_core.py, but takes tens of seconds on the larger MoE spaces)."""
+    answers, tests/solver/test_core.py, but takes tens of seconds on the larger MoE spaces)."""
     sc = SCENARIOS[model_name]
     model = load_model(model_name)
     job = JobSpec(**{"seq_length": 2048, "global_batch_size": 64, **sc.job})
