@@ -128,16 +128,3 @@ def load_case_yaml(path: str | Path, overrides: Mapping[str, Any] | None = None)
     if overrides and isinstance(data, dict):
         data = {**data, **{key: value for key, value in overrides.items() if value is not None}}
     return case_from_mapping(data, path.parent)
-
-
-def case_to_mapping(case: Case, model_ref: str | None = None) -> dict[str, Any]:
-    """The YAML form of a case; `model_ref` (a bundled name) replaces the inline model when given."""
-    recipe = case.recipe.model_dump(mode="json", exclude_defaults=True)
-    return {
-        "model": model_ref if model_ref else case.model.model_dump(mode="json", exclude_defaults=True),
-        "hardware": case.placement.hardware,
-        "nodes": case.placement.num_nodes,
-        "gpus_per_node": case.placement.gpus_per_node,
-        "job": case.job.model_dump(mode="json"),
-        "recipe": recipe,
-    }

@@ -18,11 +18,18 @@ from boundary.parse import load_yaml
 from boundary.read import read_text
 from boundary.show import validation_line
 from constraints.case import Case, CaseError, case_from_mapping
+from constraints.megatron.argv_to_specs import parse_megatron_args
 from constraints.megatron.errors import MegatronRecipeIllegal
+from constraints.megatron.launch_script import LaunchCommand, extract_argv
+from constraints.megatron.launch_world import entry_family_error, world_from_launch
 from constraints.models.load import load_model
+from constraints.models.mamba import entry_script, entry_script_problem
 from constraints.rules.base import BRIDGE_VALIDATED
 from constraints.rules.registry import Violation
 from constraints.spec import Activation, ModelSpec, Placement
+from constraints.stacks.common import StackConfigError
+from constraints.stacks.detect import key_for_flag, read_stack_config
+from hardware.profile import load_profile
 
 
 class InputError(ShardplanError):
@@ -98,9 +105,6 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
 
 
 def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_path: Optional[str] = None) -> LoadedCase:
-    from constraints.megatron.launch_script import extract_argv
-    from constraints.megatron.launch_world import entry_family_error
-
     if "\r\n" in text:  # bash reads the carriage return as part of each word: `\` then \r continues no line
         raise InputError(f"{script_path or 'the script'}: Windows (CRLF) line endings, which bash reads as part of each "
                          "line (a `\\` before them continues nothing); convert the file with dos2unix, or "
@@ -123,9 +127,6 @@ def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_
 
 
 def _stack_config(path: Path, text: str):
-    from constraints.stacks.common import StackConfigError
-    from constraints.stacks.detect import read_stack_config
-
     try:
         return read_stack_config(path, text, dict(os.environ))
     except StackConfigError as exc:
@@ -134,8 +135,6 @@ def _stack_config(path: Path, text: str):
 
 def _load_stack(stack, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
     """A stack config's Megatron arguments judged as a launch script's are; its own keys reported beside them."""
-    from constraints.megatron.launch_script import LaunchCommand
-
     launch = LaunchCommand(script_args=stack.argv, env=dict(stack.env or {}))
     try:
         loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="config")
@@ -153,23 +152,17 @@ def _load_stack(stack, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
 
 def _in_stack_terms(message: str, kind: str) -> str:
     """A refusal naming Megatron flags, with the config key for the last flag it asks for."""
-    from constraints.stacks.detect import key_for_flag
-
     flags = [f for f in re.findall(r"--[a-z0-9][a-z0-9-]*", message) if key_for_flag(kind, f)]
     return f"{message} (in the {kind} config: {key_for_flag(kind, flags[-1])})" if flags else message
 
 
 def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script") -> LoadedCase:
-    from constraints.megatron.argv_to_specs import parse_megatron_args
-    from constraints.megatron.launch_world import world_from_launch
-
     nodes, gpus_per_node, world_notes, default_notes = world_from_launch(launch, nodes, gpus_per_node)
     if hardware is None:
         raise InputError(f"--hardware: a Megatron {what} does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
     if what == "config" and nodes and not gpus_per_node:
         # a stack config has no launcher to state GPUs per node: a node is the part's server, as `solve` counts it (a
         # launch script's launcher has its own default, torchrun's 1 process per node, taken with a warning)
-        from hardware.profile import load_profile
 
         profile = load_profile(hardware)
         gpus_per_node = profile.gpus_per_node
@@ -226,8 +219,6 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
 
 def _entry_script_violations(script, model) -> list[Violation]:
     """The pretrain_*.py of a launch script against the model it must build (constraints.models.mamba.entry_script_problem)."""
-    from constraints.models.mamba import entry_script, entry_script_problem
-
     problem = entry_script_problem(script, model)
     return [Violation(rule="entry_script", message=problem, fix=f"launch {entry_script(model)}")] if problem else []
 

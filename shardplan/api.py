@@ -14,7 +14,15 @@ from typing import Any, Mapping, Optional, Union
 from pydantic import ValidationError
 
 from boundary.errors import ShardplanError
-from boundary.write import refuse_overwriting_input
+from boundary.write import check_output_dir, refuse_overwriting_input
+from constraints.case import Case, case_from_mapping
+from constraints.models.load import bundled_models, load_model
+from constraints.models.params import param_counts
+from constraints.read import LoadedCase, load_check_input
+from constraints.rules.registry import RuleInput, recipe_free_violations
+from constraints.spec import JobSpec, Placement, Recipe
+from hardware.listing import profiles_table
+from hardware.profile import load_profile
 from shardplan.progress import step
 from shardplan.results import (
     CheckResult,
@@ -28,6 +36,17 @@ from shardplan.results import (
     SolvedRecipe,
     SolveResult,
 )
+from shardplan.verdict import check_and_project
+from solver.deadline import wall_clock_limit
+from solver.fewest_gpus import CountScreen, fewest_gpus, target_explanation
+from solver.objective import OBJECTIVE_NAMES, Objective
+from solver.proposer.config import ProposerConfig
+from solver.request import SolveRequest
+from solver.workflow import bound_fields, collect_pins, inapplicable_pins, resolve_recompute_kind, solve_request
+from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths, recipe_to_megatron_args
+from templates.render import RENDER_FORMATS, launch_env, render_script
+from templates.render_files import not_rendered, render_solutions, write_script
+from templates.render_input import flags_not_carried, load_render_input, refuse_unless_forced, render_problems, script_site_paths
 
 RangeLike = Union[int, str, tuple, None]
 
@@ -62,14 +81,9 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
           project: bool = True, suggest: bool = False) -> CheckResult:
     """Judge one recipe: a YAML recipe file, a Megatron launch script or argument file, or a recipe mapping (the YAML's
     content). hardware / nodes / gpus_per_node / model override or complete what the source states."""
-    from constraints.read import LoadedCase, load_check_input
-    from shardplan.verdict import check_and_project
-
     _fraction(max_memory_fraction)
     with input_boundary():
         if isinstance(source, Mapping):
-            from constraints.case import case_from_mapping
-
             data = dict(source)
             for key, value in (("hardware", hardware), ("nodes", nodes), ("gpus_per_node", gpus_per_node), ("model", model)):
                 if value is not None:
@@ -81,7 +95,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     verdict = check_and_project(loaded, margin_fraction=margin, project=project)
     data = verdict["json"]
     if suggest and not verdict["ok"]:
-        from solver.suggest import suggest_fix
+        from solver.suggest import suggest_fix  # lazy: imports OR-Tools, which `--help` and `models` must not load
 
         with step("searching the nearest legal recipe"):
             data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin, flags=loaded.flags, env=loaded.env,
@@ -101,24 +115,17 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     per server or tray, e.g. 4 on GB200 NVL72), ranked by `objective` (throughput | memory | fewest-gpus), each
     re-verified by check. tp..mbs take N, 'LO..HI' or (lo, hi);
     recompute 'none' | 'selective' | 'full' pins the granularity; proposer is 'none' | 'rules' | a
-    solver.proposer.loop.ProposerConfig (for an LLM endpoint). `max_time_s` bounds the whole solve's wall
+    solver.proposer.config.ProposerConfig (for an LLM endpoint). `max_time_s` bounds the whole solve's wall
     clock (solver/deadline.py): past it, SolveTimeLimit says so."""
-    from constraints.case import Case
-    from constraints.models.load import load_model
-    from constraints.spec import JobSpec, Placement
-    from hardware.profile import load_profile
-    from solver.proposer.loop import ProposerConfig
-    from solver.workflow import collect_pins, inapplicable_pins, resolve_recompute_kind
-
     _fraction(max_memory_fraction)
-    _choice("objective", objective, ("throughput", "memory", "fewest-gpus"))
+    _choice("objective", objective, OBJECTIVE_NAMES)
     _choice("method", method, ("cpsat", "exhaustive"))
     if not 1 <= top <= 1000:
         raise ShardplanError(f"--top: give 1..1000 answers (got {top})")
-    if target_tokens_per_s is not None and objective != "fewest-gpus":
+    objective = Objective(objective)
+    if target_tokens_per_s is not None and objective != Objective.fewest_gpus:
         raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
-    from boundary.write import check_output_dir
-    from solver.cpsat.solve import check_solve_limits
+    from solver.cpsat.solve import check_solve_limits  # lazy: imports OR-Tools, which `--help` and `models` must not load
 
     check_solve_limits(top, time_limit_s)  # NaN / infinite limits and an unwritable render_dir fail before any work
     if render_dir:
@@ -138,21 +145,20 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
                                     sequence_parallel, dp_sharding, tp_comm_overlap, moe_dispatcher, ep_comm_overlap, uneven_stages)
         pins = resolve_recompute_kind(spec, pins)
     margin = 1.0 - max_memory_fraction
-    from solver.deadline import wall_clock_limit
+    request = SolveRequest(model=spec, job=job, placement=placement, profile=profile, pins=pins, bounds=bounds, top=top,
+                           margin=margin, method=method, time_limit_s=time_limit_s, objective=objective, proposer=config,
+                           target_tokens_per_s=target_tokens_per_s)
 
     with wall_clock_limit(max_time_s):
-        answer = _run_solve(spec, job, placement, profile, pins, bounds, top, margin, method, time_limit_s, config, objective,
-                            target_tokens_per_s)
-        result, tables, placement, tried, hint_report = answer
+        result, tables, placement, tried, hint_report = _run_solve(request)
         cases = [Case(model=spec, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
         out = _solve_result(result, tables, cases, objective, placement, profile, hint_report)
         out.ignored_pins = inapplicable_pins(spec, pins)
         if tried is not None:
             out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
         if not result.ranked:
-            out.explanation = _explanation(spec, job, placement, profile, pins, bounds, margin, tried)
+            out.explanation = _explanation(request, placement, tried)
     if render_dir:  # nothing fits: SUMMARY.md says 0 of 0 and an earlier render's scripts go (no stale answer)
-        from templates.render_files import not_rendered, render_solutions
 
         written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
         out.rendered = RenderedFolder(directory=str(render_dir), scripts=[p.name for p in written],
@@ -160,33 +166,29 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     return out.for_context(spec, placement, job)
 
 
-def _run_solve(spec, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, config, objective, target):
+def _run_solve(request: SolveRequest):
     """(SolveResult of solver/, Tables, placement answered, fewest-gpus tries or None, HintReport or None)."""
-    from solver.workflow import solve_case_with_hints
-
-    if objective == "fewest-gpus":
-        from solver.fewest_gpus import CountScreen, fewest_gpus
-
+    r = request
+    if r.objective == Objective.fewest_gpus:
         def solve_at(pl):
+            # each node count: the plain throughput solve (no proposer) of the same request on that placement
+            per_count = r.model_copy(update={"placement": pl, "objective": Objective.throughput, "proposer": None})
             with step(f"solving {pl.num_nodes} node(s)"):
-                res, tab, _ = solve_case_with_hints(spec, job, pl, profile, dict(pins), bounds, k, margin, method, time_limit_s, None, step=step)
+                res, tab, _ = solve_request(per_count, step=step)
             return res, tab
 
-        screen = CountScreen(spec, job, profile, margin, pins, bounds)
-        result, tables, placement, tried = fewest_gpus(placement, target, solve_at, screen)
+        screen = CountScreen(r.model, r.job, r.profile, r.margin, r.pins, r.bounds)
+        result, tables, placement, tried = fewest_gpus(r.placement, r.target_tokens_per_s, solve_at, screen)
         return result, tables, placement, tried, None
-    result, tables, report = solve_case_with_hints(spec, job, placement, profile, dict(pins), bounds, k, margin, method,
-                                                   time_limit_s, config, objective, step=step)
-    return result, tables, placement, None, report
+    result, tables, report = solve_request(r, step=step)
+    return result, tables, r.placement, None, report
 
 
-def _solve_result(result, tables, cases, objective, placement, profile, hint_report) -> SolveResult:
-    from solver.workflow import bound_fields
-
+def _solve_result(result, tables, cases, objective: Objective, placement, profile, hint_report) -> SolveResult:
     return SolveResult(recipes=[solved_recipe(r, c) for r, c in zip(result.ranked, cases)],
                        proven_optimal=result.proven_optimal, **bound_fields(result, objective, placement),
                        method=result.method, space=tables.counts, evaluated=result.evaluated, proposer=hint_report,
-                       objective=objective, nodes=placement.num_nodes, best_objective=result.stats.get("best_objective"),
+                       objective=objective.value, nodes=placement.num_nodes, best_objective=result.stats.get("best_objective"),
                        projection_calibrated=profile.calibrated, model_notes=list(tables.space.model.config_notes),
                        job_warnings=_job_warnings(tables.space.model, tables.space.job, placement, profile),
                        rejected_by_check=[RejectedRecipe(recipe=r.model_dump(mode="json", exclude_defaults=True), why=why)
@@ -197,32 +199,26 @@ def _job_warnings(model, job, placement, profile) -> list[str]:
     """The warnings `check` gives every script of this job (rules that read no recipe field), said once by `solve`.
     None where such a rule's error rejects the job (NVFP4 on a part without FP4 tensor cores): then no recipe runs, and
     a warning about how it would run (the Transformer Engine version NVFP4 needs) would stand above the reason."""
-    from constraints.rules.registry import RuleInput, recipe_free_violations
-    from constraints.spec import Recipe
-
     found = recipe_free_violations(RuleInput(model, job, Recipe(), placement.world_size, profile))
     if any(v.severity == "error" for v in found):
         return []
     return [f"{v.rule}: {v.message} (fix: {v.fix})" for v in found if v.severity == "warning"]
 
 
-def _explanation(spec, job, placement, profile, pins, bounds, margin, tried) -> dict:
-    """Why nothing fits: the fewest-gpus target, or the minimal conflicting pins and the remedies."""
-    from solver.fewest_gpus import target_explanation
-
+def _explanation(request: SolveRequest, placement, tried) -> dict:
+    """Why nothing fits (at `placement`, the one answered): the fewest-gpus target, or the minimal conflicting pins and
+    the remedies."""
     if tried and target_explanation(tried, placement.num_nodes):
         return target_explanation(tried, placement.num_nodes)
-    from solver.explain import explain_infeasible
+    from solver.explain import explain_infeasible  # lazy: imports OR-Tools, which `--help` and `models` must not load
 
+    r = request
     with step("explaining why nothing fits"):
-        return explain_infeasible(spec, job, placement, profile, pins, bounds, margin)
+        return explain_infeasible(r.model, r.job, placement, r.profile, r.pins, r.bounds, r.margin)
 
 
 def solved_recipe(ranked, case) -> SolvedRecipe:
     """One ranked answer with its layout, memory, projection, Megatron arguments and launch environment."""
-    from templates.recipe_args import recipe_to_megatron_args
-    from templates.render import launch_env
-
     r, rep = case.recipe, ranked.check
     parallel = Parallel(tp=r.tp, pp=r.pp, vpp=r.vpp, cp=r.cp, ep=r.ep, etp=r.etp_effective, dp=rep.dp, expert_dp=rep.expert_dp, mbs=r.mbs,
                         num_microbatches=rep.memory.num_microbatches, sequence_parallel=r.sp_active, tp_comm_overlap=r.tp_comm_overlap,
@@ -247,11 +243,6 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
     `output`: also write it there (atomically). From a launch script, the script's own --data-path and HF
     --tokenizer-model are kept unless `paths` gives others, and `not_carried` lists the script's flags the rendered
     script leaves out or sets otherwise. `shardplan render` is this function and nothing else."""
-    from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths
-    from templates.render import RENDER_FORMATS, render_script
-    from templates.render_files import write_script
-    from templates.render_input import flags_not_carried, load_render_input, refuse_unless_forced, render_problems, script_site_paths
-
     _choice("format", format, RENDER_FORMATS)  # stack config formats too (configs hook)
     if output is not None and not isinstance(source, Mapping):
         refuse_overwriting_input(source, output, "output")
@@ -276,9 +267,6 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
 
 def models() -> list[ModelInfo]:
     """Every bundled model with exact total and active parameter counts."""
-    from constraints.models.load import bundled_models, load_model
-    from constraints.models.params import param_counts
-
     rows = []
     for name in bundled_models():
         m = load_model(name)
@@ -291,8 +279,6 @@ def models() -> list[ModelInfo]:
 
 def hardware() -> list[HardwareInfo]:
     """Every bundled hardware profile, sorted by name."""
-    from hardware.listing import profiles_table
-
     return [HardwareInfo(**row) for row in profiles_table()]
 
 

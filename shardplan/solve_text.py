@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from hardware.profile import load_profile, profile_label, uncalibrated_reason
 from shardplan.formats import to_table
+from solver.explain_why import format_explanation
+from solver.objective import Objective
 
 GIB = 1024 ** 3
 
 
 def format_solve(payload: dict, model, placement, job) -> str:
-    objective = payload.get("objective", "throughput")
+    objective = payload.get("objective", Objective.throughput.value)
     head = f"{model.name} on {placement.world_size} x {profile_label(placement.hardware)}, seq {job.seq_length}, GBS {job.global_batch_size}: "
     if not payload["recipes"]:
         lines = [head + "no recipe"]
     else:
-        best = (f"smallest peak {payload['best_objective'] / GIB:.2f} GiB" if objective == "memory" and payload.get("best_objective")
+        best = (f"smallest peak {payload['best_objective'] / GIB:.2f} GiB" if objective == Objective.memory and payload.get("best_objective")
                 else f"best ranking step {payload['best_ranking_time_s']} s")
         lines = [head + f"{len(payload['recipes'])} recipe(s), {'proven optimal' if payload['proven_optimal'] else 'not proven optimal'} "
                  f"for objective {objective} ({best})"]
@@ -34,8 +36,6 @@ def format_solve(payload: dict, model, placement, job) -> str:
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):
         lines.append("SP 'ovl': sequence parallel with --tp-comm-overlap")
     if "explanation" in payload:
-        from solver.explain_why import format_explanation
-
         lines += format_explanation(payload["explanation"])
     space = payload.get("space") or {}
     if payload["recipes"] and space.get("pruned_lower_bound_s") is not None:

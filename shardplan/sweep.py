@@ -24,6 +24,20 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from boundary.errors import ShardplanError
+from boundary.numbers import bounded_float
+from constraints.models.load import load_model
+from constraints.spec import JobSpec, Placement
+from hardware.profile import load_profile
+from measure.projection.vectorized import Evaluator
+from shardplan.api import input_boundary
+from shardplan.progress import step
+from shardplan.results import recipe_label
+from solver.explain_why import recipe_free_blockers
+from solver.fewest_gpus import CountScreen
+from solver.space import build_space
+from solver.tables.build import build_tables
+
 SECONDS_PER_HOUR = 3600.0
 
 
@@ -75,8 +89,6 @@ class SweepResult(BaseModel):
 def parse_nodes(text: str) -> list[int]:
     """'1,2,4,8' a list; '1..64' doubling from 1 up to 64 (64 included); '8..64+8' steps of 8. Raises ShardplanError
     (unusable input) with the fix."""
-    from boundary.errors import ShardplanError
-
     text = text.strip()
     fix = "give a list (1,2,4,8), a doubling range (1..64) or a stepped range (8..64+8)"
     try:
@@ -130,12 +142,6 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
     list, or comma-separated names); `nodes` a list or parse_nodes' text ('1..64'); `gpus_per_node` None takes each
     profile's GPUs per server or tray (`HardwareProfile.gpus_per_node`). Unusable input raises
     ShardplanError before any solve."""
-    from boundary.errors import ShardplanError
-    from constraints.models.load import load_model
-    from constraints.spec import JobSpec, Placement
-    from hardware.profile import load_profile
-    from shardplan.api import input_boundary
-
     named = [h.strip() for text in ([hardware] if isinstance(hardware, str) else hardware) for h in text.split(",") if h.strip()]
     # each profile once, first mention first (a name given twice, in any case, solved and listed twice)
     profiles = list({h.lower(): h for h in reversed(named)}.values())[::-1]
@@ -146,7 +152,6 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         raise ShardplanError(f"--nodes: give node counts of at least 1 ({nodes!r}), e.g. 1..64")
     if not 0.1 <= max_memory_fraction <= 1.0:
         raise ShardplanError(f"--max-memory-fraction: give 0.1..1.0 ({max_memory_fraction})")
-    from boundary.numbers import bounded_float
 
     if train_tokens is not None:  # NaN / inf passed click's FloatRange and came out as NaN in the JSON
         bounded_float(train_tokens, "--train-tokens", 0.0, 1e18, "the largest published pre-training runs use "
@@ -168,12 +173,6 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
                 bounds: Optional[dict] = None) -> SweepResult:
     """`sweep` over a loaded ModelSpec and JobSpec (and optional solve pins / bounds, solver.workflow.collect_pins);
     each size shows progress on stderr when it takes over a second (shardplan.progress)."""
-    from constraints.spec import Placement
-    from hardware.profile import load_profile
-    from shardplan.progress import step
-    from solver.explain_why import recipe_free_blockers
-    from solver.fewest_gpus import CountScreen
-
     pins, bounds = dict(pins or {}), dict(bounds or {})
     points: list[SweepPoint] = []
     per_node: set[int] = set()
@@ -203,11 +202,8 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
 def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_fraction: float, pins: dict,
             bounds: dict) -> SweepPoint:
     """One size: proven empty by the screen (no tables), or the pruned K = 1 tables' best, verified by check."""
-    from measure.projection.vectorized import Evaluator
-    from shardplan.results import recipe_label
+    # lazy: solver.exhaustive imports OR-Tools (via solver.cpsat.solve); `import shardplan` and `--help` must not load it
     from solver.exhaustive import solve_exhaustive
-    from solver.space import build_space
-    from solver.tables.build import build_tables
 
     t0 = time.perf_counter()
     point = dict(hardware=profile.name, nodes=placement.num_nodes, gpus=placement.world_size)

@@ -14,13 +14,14 @@ from constraints.megatron.unmodelled import memory_lowering_flags
 from constraints.rules.determinism import DETERMINISM_FLAG
 from constraints.rules.registry import Violation
 from hardware.profile import load_profile, uncalibrated_reason
+from measure.kernels.cuda_graphs import graph_scope
+from measure.kernels.measured_tables import bundled_table, table_path
+from measure.projection.project import project as run_projection
 
 
 def captured_scope(flags: dict) -> frozenset[str]:
     """The kernels the input's run captures in CUDA graphs (constraints/megatron/run_flags.py reads the flags,
     measure/kernels/cuda_graphs.py says what they mean); empty for a recipe YAML, whose recipe has no such field."""
-    from measure.kernels.cuda_graphs import graph_scope
-
     return graph_scope(*cuda_graph_request(flags or {}))
 
 
@@ -40,8 +41,6 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     fused_experts = fused_grouped_mlp_requested(loaded.flags or {}, case.model.is_moe, case.recipe.moe_grouped_gemm)
     unknown = [f for f in loaded.unknown_flags if not (fused_experts and f == OP_FUSER_FLAG)]  # read: the experts' fusion
     if project and report.legal and report.memory is not None:
-        from measure.projection.project import project as run_projection
-
         projection = run_projection(case.model, case.job, case.recipe, case.placement, profile,
                                     cuda_graph_scope=scope,
                                     fused_grouped_mlp=fused_experts).model_dump(mode="json")
@@ -51,8 +50,6 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
                            fix="add a microbench: block (published matmul, attention, HBM and all-reduce figures) to the "
                                "profile")] if projection is not None and not profile.calibrated else []
     if projection is not None:
-        from measure.kernels.measured_tables import bundled_table, table_path
-
         _, device = bundled_table(profile.name)
         if device and not device.startswith("published:"):  # a device measured here (shardplan measure), not the shipped table
             uncertain.append(Violation(rule="measured_kernel_table", severity="warning",

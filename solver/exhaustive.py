@@ -12,6 +12,7 @@ from typing import Optional
 import numpy as np
 
 from solver.cpsat.solve import SolveResult, fitting_index, primary_key, reaches_pruned, refuse_pruned, top_verified
+from solver.objective import Objective
 from solver.tables.build import Tables
 
 
@@ -22,7 +23,7 @@ def fitting_candidates(tables: Tables, pins: Optional[dict] = None) -> tuple[np.
 
 
 def solve_exhaustive(tables: Tables, k: int = 10, pins=None, margin_fraction: float = 0.0,
-                     objective: str = "throughput") -> SolveResult:
+                     objective: Objective = Objective.throughput) -> SolveResult:
     t0 = time.perf_counter()
     refuse_pruned(tables, objective)
     idx = fitting_index(tables, pins, objective)

@@ -17,7 +17,10 @@ from typing import Optional
 
 import numpy as np
 
+from constraints.case import Case
+from constraints.check import check_case
 from constraints.spec import JobSpec, Placement, Precision
+from hardware.profile import load_profile
 from solver.cpsat.backend import cp_model
 from solver.cpsat.model import build_model
 from solver.cpsat.solve import CPSAT_EXPLAIN_MAX_CANDIDATES, new_cp_solver, solve_model
@@ -114,9 +117,6 @@ def any_fit(model, job, placement, profile, pins, bounds, margin) -> bool:
 
 def _verified_witness(tables, fit: np.ndarray, margin: float, tries: int = 5):
     """The first of the smallest-peak fitting candidates that check_case passes (None when none of `tries` does)."""
-    from constraints.case import Case
-    from constraints.check import check_case
-
     sp = tables.space
     for i in fit[np.argsort(tables.cand_peak[fit], kind="stable")][:tries]:
         recipe = tables.recipe(int(tables.cand_act[i]), int(tables.cand_shard[i]))
@@ -173,8 +173,6 @@ def minimal_core_tables(tables, pins: dict) -> list[str]:
 def explain_infeasible(model, job: JobSpec, placement: Placement, profile, pins: dict, bounds: dict, margin: float,
                        remedies: bool = True) -> dict:
     """{'conflict': [names], 'remedies': [descriptions of changes that make it feasible]}."""
-    from hardware.profile import load_profile
-
     space = build_space(model, job, placement, ranges=bounds)
     cp_pins = {a: v for a, v in pins.items() if a not in VARIANT_AXES}  # variant axes stay open here
     for axis, values in cp_pins.items():  # keep pinned values in the domain so the pin is a constraint, not a gap

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from constraints.rules.features import FLEX_MIN_COMPUTE_CAPABILITY, NO_FP8_FIX, flex_hardware_gap
 from constraints.rules.fp4 import nvfp4_fallback_precisions
+from constraints.rules.registry import RuleInput, check_rules, recipe_free_violations
+from constraints.spec import Recipe
 from solver.fewest_gpus import CountScreen
 from solver.variants import supports_flex
 
@@ -24,9 +26,6 @@ def recipe_free_blockers(model, job, placement, profile) -> list[str]:
     """Rules that read no recipe field (constraints.rules.registry: reads="") and fail: they reject every recipe, so they are
     the whole reason the space is empty (e.g. a sequence longer than the position embeddings, FP8 on a part
     without FP8 tensor cores)."""
-    from constraints.rules.registry import RuleInput, recipe_free_violations
-    from constraints.spec import Recipe
-
     out = []
     for v in recipe_free_violations(RuleInput(model, job, Recipe(), placement.world_size, profile)):
         if v.severity == "error":
@@ -57,8 +56,6 @@ def pin_reasons(model, job, placement, profile, axis: str, values, others: dict 
     and pass without it (e.g. TP 3: 8 GPUs and 32 heads are not divisible by 3). The user's other pins (`others`,
     solve's pins) are set in both recipes, so `--vpp 3 --pp 2` is judged at PP 2, not at the default PP 1. Empty when
     the value is legal there (it conflicts only with memory, or with pins the rules do not read together)."""
-    from constraints.spec import Recipe
-
     if axis not in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs"):
         return []
     context = recipe_pins({k: v for k, v in (others or {}).items() if k != axis})
@@ -86,8 +83,6 @@ def flex_hardware_reason(profile) -> str:
 
 def failing_rules(model, job, placement, profile, recipe) -> dict[str, str]:
     """rule name -> message of every error the rules find in `recipe`."""
-    from constraints.rules.registry import RuleInput, check_rules
-
     return {v.rule: v.message for v in check_rules(RuleInput(model, job, recipe, placement.world_size, profile))
             if v.severity == "error"}
 
@@ -113,8 +108,6 @@ def pin_pair_reasons(model, job, placement, profile, pins: dict, axes: list[str]
     axis and PP 1 is legal): the rules that fail for a recipe with all of them set (the first value of each) and
     pass for the default recipe; when the pins are the defaults themselves (`--tp 1 --pp 1 --cp 1` with a global
     batch DP 8 does not divide), every rule that recipe fails."""
-    from constraints.spec import Recipe
-
     fields = recipe_pins({a: pins[a] for a in axes if a in pins})
     if len(fields) < 2:
         return []

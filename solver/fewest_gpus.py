@@ -28,8 +28,15 @@ from typing import Callable, Optional
 from boundary.errors import ShardplanError
 from boundary.numbers import bounded_float
 from constraints.memory import per_rank as mem
-from constraints.spec import Recompute
-from solver.space import SpaceError, bf16_layers_error
+from constraints.models.params import padded_vocab_size
+from constraints.spec import Recipe, Recompute
+from constraints.stages import StageSplitError, rank_chunks
+from measure.kernels.layer_ops import gemm_dtype
+from measure.kernels.roofline import peak_flops
+from measure.projection.flops import flops_per_token
+from solver.space import SpaceError, bf16_layers_error, build_space, make_recipe
+from solver.splits import split_choices, split_fields
+from solver.tables.rules import schedule_vpp_pairs
 
 
 class TargetError(ShardplanError):
@@ -67,9 +74,6 @@ class CountScreen:
         world (TP/EP shards times their group sizes cover a layer; DP/CP/expert-DP shards cover the state),
         so its most loaded GPU holds at least ceil(this / world)."""
         if self._state_bytes is None:
-            from constraints.stages import rank_chunks
-            from solver.space import make_recipe
-
             etp = 1 if self.model.is_moe else None
             ref = make_recipe(1, 1, 1, 1, 1, etp, 1, False, Recompute.none(), "1f1b", "megatron_fsdp", False)
             dense, expert, _ = mem.rank_params(self.model, ref, rank_chunks(self.model, ref)[0])
@@ -92,11 +96,6 @@ class CountScreen:
         at 2.5x forward where Megatron counts 2x, more than the MLA '+1' norm terms it adds; held by
         tests/solver/test_fewest_gpus.py), and each GPU's step is at least its own kernels' time."""
         if self._per_gpu_rate is None:
-            from constraints.models.params import padded_vocab_size
-            from measure.kernels.layer_ops import gemm_dtype
-            from measure.kernels.roofline import peak_flops
-            from measure.projection.flops import flops_per_token
-
             cal, dtype = self.profile.calibration, gemm_dtype(self.job)
             top = max(y for _, y in cal.gemm_efficiency)
             fp8 = cal.fp8_gemm_relative_efficiency if dtype == "fp8" else 1.0
@@ -112,10 +111,6 @@ class CountScreen:
         or an uneven (first, last) pair), the same layout build_tables' make_split asks for."""
         key = (pp, vpp, split)
         if key not in self._splits:
-            from constraints.spec import Recipe
-            from constraints.stages import StageSplitError, rank_chunks
-            from solver.splits import split_fields
-
             try:
                 rank_chunks(self.model, Recipe(pp=pp, vpp=vpp, **split_fields(split)))
                 self._splits[key] = True
@@ -127,8 +122,6 @@ class CountScreen:
         """Every split value the tables may try at this (PP, VPP): the space's account-for values and the
         uneven (first, last) pairs solver/splits.split_choices gives, the call solver/table_rules.struct_rows
         makes (a superset of what the tables try, so an 'empty' verdict never misses a split they use)."""
-        from solver.splits import split_choices
-
         acc_domain = space.domains["acc_split"]
         uneven = True in space.domains.get("uneven_stages", [False])
         return list(acc_domain) + [s for s in split_choices(self.model, pp, vpp, acc_domain, uneven) if not isinstance(s, bool)]
@@ -136,9 +129,6 @@ class CountScreen:
     def space_is_empty(self, placement) -> bool:
         """True when no (TP, PP, CP, MBS, schedule/VPP, split) of the space's domains passes the batch
         divisibility rules and has a pipeline split; a domain error is left for the solve to report."""
-        from solver.space import build_space
-        from solver.tables.rules import schedule_vpp_pairs
-
         try:
             space = build_space(self.model, self.job, placement, pins=dict(self.pins), ranges=self.ranges)
         except ValueError:

@@ -12,7 +12,10 @@ import numpy as np
 from pydantic import ValidationError
 
 from constraints.case import Case
+from constraints.check import check_case
 from constraints.spec import AttentionBackend
+from hardware.profile import load_profile
+from measure.projection.project import project
 from solver.cpsat.model import axis_value
 from solver.cpsat.solve import ExactRanker, fitting_index
 from solver.space import build_space, recompute_name
@@ -48,8 +51,6 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50, f
     """The nearest legal, fitting recipe. Fields the search does not vary (fp8 param gather, vocabulary padding,
     fusions, ...) keep the user's values where the result still passes check; the answer is re-verified by check_case
     with the same flags and environment as the user's check, and `changed_axes` counts every changed field."""
-    from hardware.profile import load_profile
-
     profile = load_profile(case.placement.hardware)
     own = _own_values(case)
     space = build_space(case.model, case.job, case.placement)
@@ -101,9 +102,6 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50, f
 def _verified(case: Case, ranked: list, profile, margin: float, flags, env, validated_by: Optional[str] = None):
     """(candidate, recipe, report, projection) for the first candidate that passes check with the user's flags and
     env: with the user's values of the fields not searched kept, else as searched; None if none passes."""
-    from constraints.check import check_case
-    from measure.projection.project import project
-
     r0 = case.recipe
     searched = _SEARCHED_FIELDS if case.model.is_moe else _SEARCHED_FIELDS - _MOE_FIELDS  # a dense model keeps them
     keep = {f: getattr(r0, f) for f in type(r0).model_fields if f not in searched}

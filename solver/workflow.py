@@ -9,7 +9,11 @@ from contextlib import nullcontext
 from typing import Callable, ContextManager
 
 from boundary.errors import ShardplanError
-from solver.space import build_space, parse_range
+from solver.explain_why import flag_of
+from solver.objective import Objective
+from solver.request import SolveRequest
+from solver.space import build_space, parse_range, recompute_choices, recompute_name
+from solver.tables.build import build_tables
 
 RANGE_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")
 
@@ -61,8 +65,6 @@ def inapplicable_pins(model, pins: dict) -> list[str]:
     """The pins this model does not read, each as 'option value: why' in the options solve takes
     (solver.explain_why.flag_of), so that solve says it did not follow them instead of answering as if it had (a dense
     model's recipes carry no dispatcher, EP overlap or expert TP)."""
-    from solver.explain_why import flag_of
-
     if model.is_moe:
         return []
     out = []
@@ -81,54 +83,54 @@ def resolve_recompute_kind(model, pins: dict) -> dict:
     so the solve and the explanation see one ordinary pin."""
     kind = pins.pop("recompute_kind", None)
     if kind:
-        from solver.space import recompute_choices, recompute_name
-
         pins["recompute"] = [n for n in map(recompute_name, recompute_choices(model)) if n.split(":")[0] == kind]
     return pins
 
 
 def solve_case(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s):
-    """Build space and tables, run the chosen method; returns (SolveResult, Tables)."""
-    result, tables, _ = solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, None)
+    """Build space and tables, run the chosen method; returns (SolveResult, Tables). (The benches' and tests' entry:
+    the same workflow as `solve_request`, without a proposer.)"""
+    request = SolveRequest(model=model, job=job, placement=placement, profile=profile, pins=pins, bounds=bounds, top=k,
+                           margin=margin, method=method, time_limit_s=time_limit_s)
+    result, tables, _ = solve_request(request)
     return result, tables
 
 
-def solve_case_with_hints(model, job, placement, profile, pins, bounds, k, margin, method, time_limit_s, proposer_config,
-                          objective: str = "throughput", step: Callable[[str], ContextManager] | None = None):
-    """solve_case, steered by the proposer (solver/proposer) when `proposer_config` asks for one (throughput
-    objective only); returns (SolveResult, Tables, HintReport or None). The answer is always the full
-    solve, re-verified. `step(label)`, when given, wraps each phase (the CLI shows progress with it)."""
+def solve_request(request: SolveRequest, step: Callable[[str], ContextManager] | None = None):
+    """Build the request's space and tables and run its method, steered by the proposer (solver/proposer) when
+    `request.proposer` asks for one (throughput objective only); returns (SolveResult, Tables, HintReport or None).
+    The answer is always the full solve, re-verified. `step(label)`, when given, wraps each phase (the CLI shows
+    progress with it)."""
+    # lazy: solver.cpsat.solve (and solver.exhaustive, which imports it) load OR-Tools (~0.2 s), and this module is on
+    # the start-up path of every command (shardplan.api, the `solve` options); `--help` and `models` must not pay it
     from solver.cpsat.solve import solve_cpsat
     from solver.exhaustive import solve_exhaustive
-    from solver.tables.build import build_tables
 
     step = step or (lambda label: nullcontext())
-    space = build_space(model, job, placement, pins=resolve_recompute_kind(model, pins), ranges=bounds)
-    # the throughput solve expands only the structural rows that can hold a top-K answer (solver/prune.py);
-    # --method exhaustive and the other objectives enumerate every row
-    prune_k = k if method == "cpsat" and objective == "throughput" else None
+    r = request
+    space = build_space(r.model, r.job, r.placement, pins=resolve_recompute_kind(r.model, dict(r.pins)), ranges=r.bounds)
     with step("building tables"):
-        tables = build_tables(space, profile, margin, prune_k=prune_k)
-    if method == "exhaustive":
+        tables = build_tables(space, r.profile, r.margin, prune_k=r.prune_k)
+    if r.method == "exhaustive":
         with step("scanning the tables"):
-            return solve_exhaustive(tables, k, margin_fraction=margin, objective=objective), tables, None
-    if proposer_config is not None and proposer_config.kind != "none" and objective == "throughput":
-        from solver.proposer import solve_with_proposer
+            return solve_exhaustive(tables, r.top, margin_fraction=r.margin, objective=r.objective), tables, None
+    if r.proposer is not None and r.proposer.kind != "none" and r.objective == Objective.throughput:
+        from solver.proposer.loop import solve_with_proposer  # lazy: imports OR-Tools (see solve_cpsat above)
 
-        result, report = solve_with_proposer(tables, k, margin_fraction=margin, max_time_s=time_limit_s, config=proposer_config,
+        result, report = solve_with_proposer(tables, r.top, margin_fraction=r.margin, max_time_s=r.time_limit_s, config=r.proposer,
                                              step=step)
         return result, tables, report
     with step("CP-SAT solve"):
-        return solve_cpsat(tables, k, margin_fraction=margin, max_time_s=time_limit_s, objective=objective), tables, None
+        return solve_cpsat(tables, r.top, margin_fraction=r.margin, max_time_s=r.time_limit_s, objective=r.objective), tables, None
 
 
-def bound_fields(result, objective: str, placement) -> dict:
+def bound_fields(result, objective: Objective, placement) -> dict:
     """`bound` in the objective's own unit: the proven lower bound on the ranking time (s), on the peak (bytes), or the
     node count that fewest-gpus proved smallest; plus the best ranking time, whatever the objective."""
     best_s = result.ranked[0].rank_time_us / 1e6 if result.ranked else None
-    if objective == "fewest-gpus":
+    if objective == Objective.fewest_gpus:
         bound, unit = (placement.num_nodes if result.ranked else None), "nodes (smaller counts proven unable to reach the target)"
-    elif objective == "memory":
+    elif objective == Objective.memory:
         bound, unit = result.bound, "bytes (peak per-GPU memory)"
     else:
         bound, unit = (result.bound / 1e6 if result.bound is not None else None), "s (iteration time, closed-form ranking projection)"

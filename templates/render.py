@@ -18,6 +18,7 @@ from boundary.errors import ShardplanError
 from constraints.case import Case
 from constraints.models.mamba import entry_script
 from constraints.spec import PipelineSchedule
+from hardware.profile import ProfileError, load_profile
 from templates.recipe_args import (
     GROUPS,
     RenderPaths,
@@ -72,8 +73,6 @@ def arg_lines(args: list[str]) -> list[str]:
 
 
 def _compute_capability(hardware: str) -> float | None:
-    from hardware.profile import ProfileError, load_profile
-
     try:
         return load_profile(hardware).compute_capability
     except ProfileError:

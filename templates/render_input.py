@@ -13,8 +13,10 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from boundary.errors import ShardplanError
 from constraints.case import Case, case_from_mapping, load_case_yaml
+from constraints.check import check_case
 from constraints.read import LoadedCase, load_check_input
 from constraints.stacks.detect import is_stack_file
+from hardware.profile import load_profile
 from templates.render import unsupported_features
 
 
@@ -44,9 +46,6 @@ def case_violations(case: Case, flags=None, env=None) -> list[str]:
     """One line per error-severity violation (rules and memory) from `check_case`, as `rule: message (fix: ...)`,
     then what pretrain_gpt.py cannot express; `flags`/`env` are a launch script's raw Megatron flags and environment,
     judged as `check` judges them."""
-    from constraints.check import check_case
-    from hardware.profile import load_profile
-
     report = check_case(case, load_profile(case.placement.hardware), flags=flags, env=env)
     lines = [f"{v.rule}: {v.message} (fix: {v.fix})" for v in report.violations]
     return lines + [f"render: {note}" for note in unsupported_features(case)]

@@ -2,7 +2,7 @@
 
 For each scenario, three measurements, each in a fresh Python process so neither side inherits the other's caches:
 - sweep: shardplan.sweep.sweep_specs over every size (screens, pruned K=1 tables, numpy scan), imports excluded;
-- solves: the `solve --top 1` path per size (solver.workflow.solve_case_with_hints: pruned tables, CP-SAT listing,
+- solves: the `solve --top 1` path per size (solver.workflow.solve_request: pruned tables, CP-SAT listing,
   the default rules proposer), imports excluded; the ratio sweep / solves is the figure;
 - plain solves: the same without the proposer (`--proposer none`), which shows how much of the gain is the proposer's
   sub-searches (they only steer: the answer is the same) and how much the sharing;
@@ -45,13 +45,16 @@ def child(kind: str, model_name: str, hw: str, nodes: list[int], seq: int, gbs: 
         result = sweep_specs(model, job, [hw], nodes)
         best = [p.tokens_per_s_per_gpu for p in result.points]
     else:
-        from solver.proposer.loop import ProposerConfig
-        from solver.workflow import solve_case_with_hints
+        from solver.proposer.config import ProposerConfig
+        from solver.request import SolveRequest
+        from solver.workflow import solve_request
 
         profile, best = load_profile(hw), []
         for n in nodes:
-            res, _, _ = solve_case_with_hints(model, job, Placement(hardware=hw, num_nodes=n, gpus_per_node=8), profile, {}, {},
-                                              1, 0.0, "cpsat", 60.0, ProposerConfig(kind="rules" if kind == "solves" else "none"))
+            request = SolveRequest(model=model, job=job, placement=Placement(hardware=hw, num_nodes=n, gpus_per_node=8), profile=profile,
+                                   pins={}, bounds={}, top=1, margin=0.0, method="cpsat", time_limit_s=60.0,
+                                   proposer=ProposerConfig(kind="rules" if kind == "solves" else "none"))
+            res, _, _ = solve_request(request)
             best.append(res.ranked[0].projection.tokens_per_s_per_gpu if res.ranked else None)
     return {"total_s": time.perf_counter() - t0, "best": best}
 

@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from constraints.megatron.errors import MegatronArgsError
 from constraints.megatron.tokenizer_vocab import PRIMUS_HF_TOKENIZERS, hf_repo_vocab
+from constraints.models.load import bundled_models, load_model
 from constraints.script.expand import UNRESOLVED_RE
 
 GPT2_BPE_VOCAB = 50257
@@ -29,8 +30,6 @@ _FILE_TOKENIZERS = ("HuggingFaceTokenizer", "SFTTokenizer", "SentencePieceTokeni
 
 def bundled_model_for(tokenizer_model: str) -> Optional[str]:
     """The bundled model a --tokenizer-model value names (`deepseek-ai/DeepSeek-V3`, `/ckpt/Llama-3.1-8B/`), if any."""
-    from constraints.models.load import bundled_models  # the model registry; imported here to keep this module light
-
     names = {n.lower(): n for n in bundled_models()}
     for part in reversed([p for p in re.split(r"[/\\]", tokenizer_model.strip()) if p]):
         for form in _name_forms(part.lower()):
@@ -78,8 +77,6 @@ def vocab_from_tokenizer(raw: dict[str, Any], entry_default: Optional[str]) -> t
         model = raw.get("--tokenizer-model")
         hit = bundled_model_for(model) if isinstance(model, str) and "\x00" not in model and "${" not in model else None
         if hit is not None:
-            from constraints.models.load import load_model
-
             vocab = load_model(hit).vocab_size
             if given is not None and given != vocab:
                 return given, (f"--vocab-size {given} kept, though --tokenizer-model {model} names {hit} "

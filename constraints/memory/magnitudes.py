@@ -12,10 +12,38 @@ The estimates are upper bounds, not the memory model: they only decide whether t
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Optional, Protocol
 
-if TYPE_CHECKING:  # annotations only: ModelSpec's own validator calls magnitude_error, so no import back at run time
-    from constraints.spec import JobSpec, ModelSpec
+
+class ModelSizes(Protocol):
+    """The model fields the bounds read (constraints.spec.ModelSpec has them all). A protocol here, not the spec's
+    class: ModelSpec's own validator calls magnitude_error, so this module sits below constraints/spec.py."""
+
+    name: str
+    num_layers: int
+    mtp_num_layers: int
+    hidden_size: int
+    ffn_hidden_size: int
+    num_attention_heads: int
+    kv_channels: int
+    vocab_size: int
+    num_experts: Optional[int]
+    moe_router_topk: Optional[int]
+    moe_ffn_hidden_size: Optional[int]
+    moe_shared_expert_intermediate_size: Optional[int]
+    q_lora_rank: Optional[int]
+    kv_lora_rank: Optional[int]
+    qk_head_dim: Optional[int]
+    qk_pos_emb_head_dim: Optional[int]
+    v_head_dim: Optional[int]
+
+
+class JobSizes(Protocol):
+    """The job fields the activation bound reads (constraints.spec.JobSpec has them)."""
+
+    seq_length: int
+    global_batch_size: int
+
 
 MAX_TOTAL_BYTES = 1 << 61
 
@@ -24,7 +52,7 @@ MAX_TOTAL_BYTES = 1 << 61
 _STATE_BYTES_PER_PARAM = 18
 
 
-def params_upper_bound(model: ModelSpec) -> int:
+def params_upper_bound(model: ModelSizes) -> int:
     """At least the model's parameter count: every projection at its widest (MLA ranks included), every
     expert and shared expert, embedding and output untied, MTP layers as full layers."""
     h = model.hidden_size
@@ -39,7 +67,7 @@ def params_upper_bound(model: ModelSpec) -> int:
     return (model.num_layers + model.mtp_num_layers) * per_layer + 2 * model.vocab_size * h
 
 
-def activations_upper_bound(model: ModelSpec, job: JobSpec) -> int:
+def activations_upper_bound(model: ModelSizes, job: JobSizes) -> int:
     """More than the activation bytes of every layer for the whole global batch, held at once
     (Korthikanti et al. 2022, Table 2: 34·s·b·h + 5·a·s²·b per layer, widened for the MLP width, top-k
     routed copies and fp32 terms)."""
@@ -51,7 +79,7 @@ def activations_upper_bound(model: ModelSpec, job: JobSpec) -> int:
     return s * b * layers * per_token + 8 * s * b * model.vocab_size
 
 
-def magnitude_error(model: ModelSpec, job: JobSpec | None = None) -> str | None:
+def magnitude_error(model: ModelSizes, job: JobSizes | None = None) -> str | None:
     """One line saying which total is past `MAX_TOTAL_BYTES`, or None when the job is in range."""
     state = params_upper_bound(model) * _STATE_BYTES_PER_PARAM
     if state > MAX_TOTAL_BYTES:

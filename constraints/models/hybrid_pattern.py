@@ -7,15 +7,29 @@ everything here reads only the pattern text and the model's fields. Symbols: meg
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # annotations only (ModelSpec's validator calls check_hybrid_fields)
-    from constraints.spec import ModelSpec
+from typing import Optional, Protocol
 
 MAMBA, ATTENTION, MLP, MOE = "M", "*", "-", "E"
 LAYER_SYMBOLS = (MAMBA, ATTENTION, MLP, MOE)
 PIPE, MTP_SEPARATOR = "|", "/"
 NOT_MODELLED = {"G": "gated delta net", "D": "DeepSeek sparse attention", "+": "multi-latent attention"}
+
+
+class HybridFields(Protocol):
+    """The model fields check_hybrid_fields reads (constraints.spec.ModelSpec has them all). A protocol here, not the
+    spec's class: ModelSpec's own validator calls check_hybrid_fields, so this module sits below constraints/spec.py."""
+
+    num_layers: int
+    mtp_num_layers: int
+    hybrid_layer_pattern: Optional[str]
+    mtp_hybrid_pattern: Optional[str]
+    mamba_num_heads: Optional[int]
+    mamba_head_dim: Optional[int]
+    mamba_state_dim: Optional[int]
+    mamba_num_groups: Optional[int]
+    num_experts: Optional[int]
+    layer_is_moe: Optional[tuple[bool, ...]]
+    multi_latent_attention: bool
 
 
 class HybridPatternError(ValueError):
@@ -53,7 +67,7 @@ def pattern_segments(main: str) -> list[str]:
     return main.split(PIPE)
 
 
-def check_hybrid_fields(model: ModelSpec) -> None:
+def check_hybrid_fields(model: HybridFields) -> None:
     """ModelSpec validation of a hybrid model (raises ValueError, which pydantic reports as one line)."""
     main, mtp = model.hybrid_layer_pattern, model.mtp_hybrid_pattern or ""
     for field, text in (("hybrid_layer_pattern", main), ("mtp_hybrid_pattern", mtp)):
@@ -83,7 +97,3 @@ def check_hybrid_fields(model: ModelSpec) -> None:
         raise ValueError("layer_is_moe disagrees with hybrid_layer_pattern's E layers; drop layer_is_moe")
     if model.multi_latent_attention:
         raise ValueError("hybrid models with multi-latent attention (+/D layers) are not modelled")
-
-
-def hybrid_moe_flags(pattern: str) -> tuple[bool, ...]:
-    return tuple(ch == MOE for ch in pattern)

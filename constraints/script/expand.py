@@ -17,6 +17,7 @@ from typing import Optional, Union
 
 from constraints.script.arith import eval_int
 from constraints.script.lex import LaunchScriptError, match
+from constraints.script.lex import words as split_words
 
 MARK = "\x00"  # brackets an unresolved variable's name inside a word
 MARK_RE = re.compile("\x00([^\x00]*)\x00")
@@ -211,7 +212,6 @@ class Shell:
         if cmd in ("pwd", "pwd -L", "pwd -P"):
             here = self.get("PWD")
             return here if isinstance(here, str) else mark("PWD")
-        from constraints.script.lex import words as split_words  # same module family; no cycle at import time
 
         parts = split_words(cmd) if "\x00" not in cmd else []
         m = re.fullmatch(r"cd\s+(.+?)\s*&&\s*pwd(?:\s+-[LP])?", cmd)

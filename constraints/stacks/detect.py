@@ -13,8 +13,9 @@ from typing import Any, Optional
 from boundary.errors import InputRefused
 from boundary.parse import load_yaml
 from boundary.read import read_text
-from constraints.stacks.bridge import is_bridge, load_override_value, mapping_from_overrides, overrides_text, read_bridge
+from constraints.stacks.bridge import bridge_key, is_bridge, load_override_value, mapping_from_overrides, overrides_text, read_bridge
 from constraints.stacks.common import StackConfig, StackConfigError
+from constraints.stacks.keys import DEST_OF
 from constraints.stacks.primus import is_primus, read_primus
 from constraints.stacks.yaml_cfg import is_yaml_cfg, read_yaml_cfg
 
@@ -95,9 +96,6 @@ def is_stack_file(path: str | Path) -> bool:
 
 def key_for_flag(kind: str, flag: str) -> Optional[str]:
     """The key a `kind` config uses for Megatron flag `flag` (for one-line fixes in the user's terms)."""
-    from constraints.stacks.bridge import bridge_key
-    from constraints.stacks.keys import DEST_OF
-
     dest = DEST_OF.get(flag)
     if dest is None:
         return None

@@ -21,6 +21,7 @@ from __future__ import annotations
 from constraints.models.hybrid_pattern import ATTENTION, MAMBA, MLP, MOE
 from constraints.models.mamba import mamba_dims
 from constraints.spec import JobSpec, ModelSpec, Recipe
+from measure.comm import collectives as col
 from measure.kernels.common import gemm_dtype, gemm_ops, norm_ops, pointwise_ops, rank_tokens
 from measure.kernels.mamba_ssd import scan_ops, scan_shape
 from measure.kernels.ops import OpKind
@@ -53,8 +54,6 @@ def mamba_cp_s(model: ModelSpec, recipe: Recipe, tokens: int, groups, profile) -
     """Context parallelism of one Mamba layer, forward: MambaContextParallel swaps the sequence split for a head split
     before the conv + scan (an all-to-all of zxBCdt) and back after it (an all-to-all of y), bf16
     (megatron/core/ssm/mamba_context_parallel.py pre_conv_ssm / post_conv_ssm)."""
-    from measure.comm import collectives as col
-
     d = mamba_dims(model)
     n_bytes = 2 * tokens * (d.in_proj_width + d.d_inner) // recipe.tp
     return col.all_to_all_s(n_bytes, groups.cp, profile)

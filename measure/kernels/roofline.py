@@ -135,12 +135,3 @@ def op_time_s(pop: PhaseOp, profile: HardwareProfile, cost_table: Optional[CostL
         if measured is not None:
             return measured
     return roofline_time_s(pop, profile)
-
-
-def ops_time_s(ops: list[PhaseOp], profile: HardwareProfile, cost_table: Optional[CostLookup] = None,
-               fingerprint: Optional[str] = None) -> dict[str, float]:
-    """Seconds per phase (fwd, bwd_dgrad, bwd_wgrad, optimizer) summed over ops."""
-    out: dict[str, float] = {}
-    for p in ops:
-        out[p.phase.value] = out.get(p.phase.value, 0.0) + op_time_s(p, profile, cost_table, fingerprint)
-    return out

@@ -20,6 +20,7 @@ from typing import Callable, Optional
 
 from measure.kernels.cost_table import Entry
 from measure.kernels.ops import Op, OpKind
+from measure.microbench.timing import backward_call, time_call
 
 PHASES = ("fwd", "bwd_dgrad", "bwd_wgrad", "optimizer")
 
@@ -34,10 +35,6 @@ def split_key(key: str) -> tuple[str, Op]:
     if phase not in PHASES or not op_key:
         raise UnsupportedOp(f"cost-table key {key!r}: expected <phase>/<op key> with phase in {', '.join(PHASES)}")
     return phase, Op.from_key(op_key)
-
-
-def phase_key(phase: str, op: Op) -> str:
-    return f"{phase}/{op.key}"
 
 
 def op_num_elements(op: Op) -> int:
@@ -176,7 +173,6 @@ def _attention(phase: str, op: Op, dev) -> Benchmark:
     import torch
     import torch.nn.functional as F
 
-    from measure.microbench.timing import backward_call
 
     b, h, kvh, s_q, s_kv, d, causal = op.shape
     dt, used = resolve_dtype(op.dtype, dev)
@@ -240,8 +236,6 @@ def _pointwise_forward(op: Op, dev, dt):
 
 
 def _pointwise(phase: str, op: Op, dev) -> Benchmark:
-    from measure.microbench.timing import backward_call
-
     dt, used = resolve_dtype(op.dtype, dev)
     fwd, wrt = _pointwise_forward(op, dev, dt)
     if phase == "fwd":
@@ -291,8 +285,6 @@ def build_benchmark(phase: str, op: Op, dev) -> Benchmark:
 
 def measure_key(key: str, dev, warmup: int = 3, reps: int = 10, budget_s: Optional[float] = None) -> Entry:
     """Build and time the kernel a cost-table key names; returns the table entry."""
-    from measure.microbench.timing import time_call
-
     phase, op = split_key(key)
     bench = build_benchmark(phase, op, dev)
     timing = time_call(bench.fn, dev.type, warmup=warmup, reps=reps, setup=bench.setup, budget_s=budget_s)

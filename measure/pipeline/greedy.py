@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import TYPE_CHECKING
 
 from constraints.spec import PipelineSchedule
-
-if TYPE_CHECKING:
-    from measure.pipeline.simulator import SimState
+from measure.pipeline.state import SimState
 
 
 def greedy(st: SimState) -> None:

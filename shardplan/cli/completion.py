@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from click.shell_completion import CompletionItem
 
+from constraints.models.load import bundled_models
+from hardware.profile import available_profiles
+
 
 def _names(kind: str) -> list[str]:
     if kind == "model":
-        from constraints.models.load import bundled_models
-
         return list(bundled_models())
-    from hardware.profile import available_profiles
 
     return list(available_profiles())
 

@@ -14,10 +14,18 @@ import click
 
 from boundary.errors import ShardplanError
 from shardplan import api
+from shardplan.check_text import format_check
 from shardplan.cli.completion import complete_hardware, complete_model
 from shardplan.cli.errors import unusable_input
+from shardplan.cli.measure import measure_command
+from shardplan.cli.render import render_command
+from shardplan.cli.report import report_command
+from shardplan.cli.solve import solve_command
+from shardplan.cli.sweep import sweep_command
 from shardplan.formats import emit, format_option, resolve_format
 from shardplan.progress import configure
+from shardplan.result_schemas import schemas
+from solver.heap import keep_heap
 
 EXIT_INTERNAL = 3
 
@@ -125,8 +133,6 @@ def check_command(file, hardware, nodes, gpus_per_node, model, max_memory_fracti
       shardplan check constraints/examples/llama3-70b-h100.yaml
       shardplan check train_llama3_70b.sh --hardware h100-sxm-80gb --nodes 8 --gpus-per-node 8 --json
     """
-    from shardplan.check_text import format_check
-
     result = api.check(file, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
                        max_memory_fraction=max_memory_fraction, project=not no_projection, suggest=suggest)
     data = result.to_json()
@@ -148,7 +154,6 @@ def schema_command(name) -> None:
     """
     import json
 
-    from shardplan.result_schemas import schemas
 
     all_schemas = schemas()
     click.echo(json.dumps(all_schemas[name] if name else all_schemas, indent=2))
@@ -164,25 +169,13 @@ def check_row(data: dict) -> dict:
             "step_s": proj.get("iteration_time_s"), "tokens_per_s_per_gpu": proj.get("tokens_per_s_per_gpu"), "mfu": proj.get("mfu")}
 
 
-def _register() -> None:
-    """Commands living in their own modules (one owner each)."""
-    import importlib
-
-    for module, attr, name in (("shardplan.cli.render", "render_command", "render"),
-                               ("shardplan.cli.measure", "measure_command", "measure"),
-                               ("shardplan.cli.solve", "solve_command", "solve"),
-                               ("shardplan.cli.report", "report_command", "report"),
-                               ("shardplan.cli.sweep", "sweep_command", "sweep")):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        cli.add_command(getattr(mod, attr), name)
-
-
-_register()
+# Commands living in their own modules (one owner each), imported explicitly so a moved module fails loudly at
+# start-up instead of silently dropping its command. They keep ortools and torch lazy inside their functions.
+cli.add_command(render_command, "render")
+cli.add_command(measure_command, "measure")
+cli.add_command(solve_command, "solve")
+cli.add_command(report_command, "report")
+cli.add_command(sweep_command, "sweep")
 
 
 def _internal(exc: BaseException) -> str:
@@ -207,8 +200,6 @@ def _exit_interrupted(word: str) -> None:
 
 
 def main(argv=None) -> None:
-    from solver.heap import keep_heap
-
     keep_heap()
     try:
         cli.main(args=argv, standalone_mode=False)

@@ -20,7 +20,15 @@ from pydantic import ValidationError
 
 from boundary.numbers import bounded_float, bounded_int
 from boundary.write import check_output_file
+from constraints.case import CaseError, load_case_yaml
+from constraints.models.load import ModelError, load_model
 from constraints.spec import JobSpec, ModelSpec, Precision, Recipe
+from hardware.profile import ProfileError, load_profile
+from measure.kernels.cost_table import CostTable, CostTableError
+from measure.kernels.fingerprint import DeviceUnavailable, device_environment, device_fingerprint, resolve_device
+from measure.kernels.layer_ops import LayerKind, head_ops, layer_ops, layer_weight_elems, optimizer_ops
+from measure.kernels.measured_tables import MEASURED_DIR
+from measure.microbench.kernels import measure_key, op_num_elements, split_key
 
 TORCH_MISSING = "torch is not installed; install the measure extra: pip install 'shardplan[measure]' torch==2.13.0"
 
@@ -84,8 +92,6 @@ def recipes_from_space(tps, cps, eps, etps, mbss, sequence_parallel: bool) -> li
 
 def keys_for(model: ModelSpec, job: JobSpec, recipes: Iterable[Recipe]) -> tuple[list[str], list[str]]:
     """(ordered unique cost-table keys to measure, reasons for recipes that were left out)."""
-    from measure.kernels.layer_ops import LayerKind, head_ops, layer_ops, layer_weight_elems, optimizer_ops
-
     kinds = sorted({LayerKind.moe if m else LayerKind.dense for m in model.moe_layers}, key=lambda k: k.value)
     keys: dict[str, None] = {}
     excluded = []
@@ -105,10 +111,6 @@ def keys_for(model: ModelSpec, job: JobSpec, recipes: Iterable[Recipe]) -> tuple
 
 def _load_inputs(model_name, hardware, recipe_file, seq_length, precision, space) -> tuple[ModelSpec, JobSpec, list[Recipe]]:
     """Model, job and recipes from a recipe file, or from --model/--seq-length and the search space."""
-    from constraints.case import load_case_yaml
-    from constraints.models.load import load_model
-    from hardware.profile import load_profile
-
     if recipe_file is not None:
         case = load_case_yaml(recipe_file)
         model, job, recipes = case.model, case.job, [case.recipe]
@@ -163,12 +165,6 @@ A second run with the same --out measures only the entries that are missing."""
 def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp, cp, ep, etp, mbs, sequence_parallel,
                     device, out_path, reps, warmup, max_elements, budget_s, threads, list_only):
     """Measure the per-rank kernels of MODEL's layers on this device into a cost table."""
-    from constraints.case import CaseError
-    from constraints.models.load import ModelError
-    from hardware.profile import ProfileError
-    from measure.kernels.cost_table import CostTable, CostTableError
-    from measure.microbench.kernels import op_num_elements, split_key
-
     check_measure_limits(budget_s, threads, reps, warmup)
     if not list_only:
         if out_path is None:
@@ -204,8 +200,6 @@ def measure_command(model_name, hardware, recipe_file, seq_length, precision, tp
 def refuse_cpu_into_part_tables(device: str, out_path: str) -> None:
     """A CPU measurement written into hardware/measured/ would sit where every projection of a GPU profile looks
     (measure/kernels/measured_tables.py ignores it there, so it would only be lost work): refused before measuring."""
-    from measure.kernels.measured_tables import MEASURED_DIR
-
     try:
         inside = Path(out_path).resolve().parent == MEASURED_DIR.resolve()
     except OSError:
@@ -231,8 +225,6 @@ def _measure_keys(table, keys, device, out_path, reps, warmup, max_elements, bud
         import torch
     except ImportError:
         raise MeasureInputError(TORCH_MISSING) from None  # one `error:` line, exit 2, as every refusal
-    from measure.kernels.fingerprint import DeviceUnavailable, device_environment, device_fingerprint, resolve_device
-    from measure.microbench.kernels import measure_key
 
     if threads is not None:
         torch.set_num_threads(threads)

@@ -12,7 +12,7 @@ from typing import Optional
 import click
 from pydantic import ValidationError
 
-from solver.proposer.loop import ProposerConfig
+from solver.proposer.config import ProposerConfig
 from solver.proposer.summary import HintReport, format_hint_report
 
 __all__ = ["ProposerOptionError", "config_from_options", "format_hint_report", "proposer_options", "HintReport"]

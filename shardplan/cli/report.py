@@ -13,6 +13,9 @@ from pathlib import Path
 import click
 
 from boundary.errors import ShardplanError
+from constraints.case import atomic_write_text
+from constraints.spec import Precision
+from shardplan.report.collect import check_report, solve_report
 from shardplan.report.model import Report
 from shardplan.report.page import render_page
 from shardplan.report.timeline import chrome_trace
@@ -32,8 +35,6 @@ def output_path(option: str, path: str | None) -> Path | None:
 
 def write_outputs(report: Report, html_path: Path, trace_path: Path | None, sweep_html: str = "") -> None:
     """Write the page (and the trace) atomically, then say what was written."""
-    from constraints.case import atomic_write_text
-
     page = render_page(report, sweep_html)
     atomic_write_text(html_path, page)
     click.echo(f"wrote {html_path} ({len(page.encode()) / 1024:,.0f} KiB, {len(report.recipes)} recipe"
@@ -81,8 +82,6 @@ def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fractio
     Example:
       shardplan report check constraints/examples/llama3-70b-h100.yaml -o llama70b.html --trace llama70b.json
     """
-    from shardplan.report.collect import check_report
-
     html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
     report = check_report(file, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
                           max_memory_fraction=max_memory_fraction)
@@ -93,8 +92,6 @@ def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fractio
 
 def job_options(fn):
     """The model / job options `report solve` shares with `solve` (same names, types and defaults)."""
-    from constraints.spec import Precision
-
     for opt in reversed([
         click.option("--model", "model_name", required=True, help="bundled model name or path to a config"),
         click.option("--hardware", required=True, help="hardware profile name or YAML path"),
@@ -127,8 +124,6 @@ def report_solve(model_name, hardware, seq_length, global_batch_size, precision,
       shardplan report solve --model Llama-3.1-8B --hardware h100-sxm-80gb --nodes 1 --seq-length 8192 \\
                              --global-batch-size 64 --top 3 -o solve.html --trace solve.json
     """
-    from shardplan.report.collect import solve_report
-
     html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
     report = solve_report(model_name, hardware, nodes, top=k, gpus_per_node=gpus_per_node, seq_length=seq_length,
                           global_batch_size=global_batch_size, precision=precision, tp=tp, pp=pp, schedule=schedule,

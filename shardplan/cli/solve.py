@@ -15,6 +15,8 @@ from shardplan.cli.completion import complete_hardware, complete_model
 from shardplan.cli.proposer_options import config_from_options, format_hint_report, proposer_options
 from shardplan.formats import emit, format_option, resolve_format
 from shardplan.solve_text import SOLVE_COLUMNS, format_solve, solve_rows, thin_headroom_line
+from solver.explain_why import format_explanation
+from solver.objective import OBJECTIVE_NAMES, Objective
 from solver.workflow import RANGE_AXES
 
 
@@ -48,7 +50,7 @@ def _range_options(fn):
 @click.option("--uneven-stages/--no-uneven-stages", "uneven_stages", default=None,
               help="pin explicit --decoder-first/last-pipeline-num-layers splits on (only those) or off")
 @click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
-@click.option("--objective", type=click.Choice(["throughput", "memory", "fewest-gpus"]), default="throughput", show_default=True,
+@click.option("--objective", type=click.Choice(list(OBJECTIVE_NAMES)), default=Objective.throughput.value, show_default=True,
               help="throughput: shortest projected step; memory: most headroom (smallest exact peak); "
                    "fewest-gpus: fewest nodes (up to --nodes) reaching --target-tokens-per-s")
 @click.option("--target-tokens-per-s", type=click.FloatRange(min=0.0, min_open=True), default=None,
@@ -75,7 +77,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     proposer_config = config_from_options(**proposer_kw)  # a bad --proposer llm combination fails before any work
     if render_dir is not None and not render_dir.strip():
         raise ShardplanError("--render: empty folder name; give the folder to write the scripts to")
-    if target_tokens_per_s is not None and objective != "fewest-gpus":
+    if target_tokens_per_s is not None and objective != Objective.fewest_gpus:
         raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
     if no_recompute and recompute not in (None, "none"):
         raise ShardplanError(f"--no-recompute: contradicts --recompute {recompute}; give one of them")
@@ -111,7 +113,6 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         if thin:
             click.echo(thin, err=True)
     if not result.ok and fmt in ("csv", "markdown"):  # a header alone would say nothing: why, on stderr as the table says it
-        from solver.explain_why import format_explanation
 
         for line in format_explanation(data["explanation"]) if data.get("explanation") else ["nothing fits"]:
             click.echo(line, err=True)

@@ -5,10 +5,12 @@ import sys
 
 import click
 
+from constraints.case import atomic_write_text
 from constraints.spec import Precision
 from shardplan.cli.completion import complete_hardware, complete_model
 from shardplan.cli.report import output_path
 from shardplan.formats import emit, format_option, resolve_format
+from shardplan.report.sweep_page import sweep_columns, sweep_page, sweep_rows, sweep_title
 from shardplan.sweep import sweep
 
 
@@ -42,15 +44,12 @@ def sweep_command(model_name, hardware, nodes_text, gpus_per_node, seq_length, g
     result = sweep(model_name, list(hardware), nodes_text, seq_length=seq_length, global_batch_size=global_batch_size,
                    gpus_per_node=gpus_per_node, precision=precision, max_memory_fraction=max_memory_fraction,
                    train_tokens=train_tokens, usd_per_gpu_hour=usd_per_gpu_hour)
-    from shardplan.report.sweep_page import sweep_columns, sweep_page, sweep_rows, sweep_title
 
     emit(sweep_rows(result), resolve_format(fmt, as_json), sweep_columns(result), json_data=result.model_dump(mode="json"),
          title=sweep_title(result))
     for line in result.refusal_lines():
         click.echo(line, err=True)
     if html_path is not None:
-        from constraints.case import atomic_write_text
-
         atomic_write_text(html_path, sweep_page(result))
         click.echo(f"wrote {html_path}", err=True)
     sys.exit(0 if any(p.status == "solved" for p in result.points) else 1)

@@ -3,6 +3,9 @@
 """
 from __future__ import annotations
 
+from constraints.case import Case
+from hardware.profile import load_profile
+from shardplan.api import check, solve
 from shardplan.report.model import JobView, RecipeView, Report
 from shardplan.report.timeline import simulate_timeline
 from shardplan.results import recipe_label
@@ -43,9 +46,6 @@ def job_view(model, job, placement, profile) -> JobView:
 def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model=None, max_memory_fraction: float = 1.0) -> Report:
     """The report of `check`: one recipe, legal or not (an illegal or non-fitting one shows its violations and whatever
     memory the model could price, and no timeline). Arguments as shardplan.check."""
-    from hardware.profile import load_profile
-    from shardplan.api import check
-
     res = check(source, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
                 max_memory_fraction=max_memory_fraction)
     case = res.case
@@ -59,10 +59,6 @@ def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model
 
 def solve_report(model: str, hardware: str, nodes: int, *, top: int = 3, **solve_options) -> Report:
     """The report of a throughput solve: its top K recipes, each re-verified by check. Arguments as shardplan.solve."""
-    from constraints.case import Case
-    from hardware.profile import load_profile
-    from shardplan.api import solve
-
     res = solve(model, hardware, nodes, top=top, **solve_options)
     spec, placement, job = res.context
     profile = load_profile(hardware)

@@ -2,6 +2,7 @@
 against GPUs, then the table with the best recipe and the training budget at each size."""
 from __future__ import annotations
 
+from shardplan.formats import cell
 from shardplan.report.page import CSS, html_table
 from shardplan.report.svg import GIB, esc
 from shardplan.report.sweep_chart import line_chart
@@ -38,8 +39,6 @@ def sweep_title(result) -> str:
 
 
 def _page_rows(result) -> list[dict]:
-    from shardplan.formats import cell
-
     cols = sweep_columns(result)
     return [{h: (cell(r.get(k), spec) if r.get(k) is not None else "") for h, k, spec in cols} for r in sweep_rows(result)]
 

@@ -10,6 +10,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from measure.projection.project import project
+
 KINDS = ("F", "B", "W", "dp", "optimizer")
 KIND_LABEL = {"F": "forward", "B": "backward", "W": "weight-gradient", "dp": "DP comm (exposed)", "optimizer": "optimizer + step overhead"}
 
@@ -40,8 +42,6 @@ class Timeline(BaseModel):
 def simulate_timeline(case, profile, cuda_graph_scope: frozenset = frozenset(), fused_grouped_mlp: bool = False) -> Timeline:
     """Timeline of a legal, fitting case: the projection's simulated ops plus its DP and optimizer tail on every rank
     (the breakdown prices both on the heaviest rank; measure.projection.project adds them after the pipeline)."""
-    from measure.projection.project import project
-
     raw: list = []
     proj = project(case.model, case.job, case.recipe, case.placement, profile, timeline=raw, cuda_graph_scope=cuda_graph_scope,
                    fused_grouped_mlp=fused_grouped_mlp)

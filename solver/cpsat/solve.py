@@ -26,9 +26,13 @@ from typing import Optional
 import numpy as np
 
 from boundary.numbers import bounded_float, bounded_int
+from constraints.case import Case
+from constraints.check import check_case
+from measure.projection.project import project
 from solver.cpsat.backend import cp_model
 from solver.cpsat.model import build_model
 from solver.deadline import remaining_s
+from solver.objective import Objective, objective_name
 from solver.tables.build import VARIANT_AXES, Tables
 from solver.tables.time import US
 
@@ -83,9 +87,6 @@ class ExactRanker:
             self.done[(a, s)] = out
             return out
         n_rejected = len(self.rejected)
-        from constraints.case import Case
-        from constraints.check import check_case
-        from measure.projection.project import project
 
         t, sp = self.tables, self.tables.space
         recipe = t.recipe(a, s)
@@ -115,20 +116,20 @@ class ExactRanker:
 # instead of CP-SAT: both answer "does some candidate meet these constraints"; tests hold them equal on small spaces
 CPSAT_EXPLAIN_MAX_CANDIDATES = 50_000
 
-OBJECTIVES = ("throughput", "memory")  # minimise the ranking time / the peak bytes (most headroom)
+OBJECTIVES = (Objective.throughput, Objective.memory)  # minimise the ranking time / the peak bytes (most headroom)
 
 
-def primary_key(tables: Tables, objective: str) -> np.ndarray:
+def primary_key(tables: Tables, objective: Objective) -> np.ndarray:
     """Per candidate, the integer the objective minimises: ranking time (µs) or exact peak (bytes)."""
     if objective not in OBJECTIVES:
-        raise ValueError(f"objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
-    return tables.cand_time_us if objective == "throughput" else tables.cand_peak
+        raise ValueError(f"objective {objective_name(objective)!r}: choose one of {', '.join(OBJECTIVES)}")
+    return tables.cand_time_us if objective == Objective.throughput else tables.cand_peak
 
 
-def refuse_pruned(tables: Tables, objective: str) -> None:
+def refuse_pruned(tables: Tables, objective: Objective) -> None:
     """Tables pruned by ranking time (solver/prune.py) answer only the throughput objective."""
-    if tables.pruned_lb_us is not None and objective != "throughput":
-        raise ValueError(f"objective {objective!r}: the tables were pruned by ranking time; build them without prune_k")
+    if tables.pruned_lb_us is not None and objective != Objective.throughput:
+        raise ValueError(f"objective {objective_name(objective)!r}: the tables were pruned by ranking time; build them without prune_k")
 
 
 def reaches_pruned(tables: Tables, k: int, found: int, last_time_us: Optional[int]) -> bool:
@@ -139,7 +140,7 @@ def reaches_pruned(tables: Tables, k: int, found: int, last_time_us: Optional[in
     return lb is not None and (found < k or last_time_us is None or last_time_us >= lb)
 
 
-def fitting_index(tables: Tables, pins: Optional[dict] = None, objective: str = "throughput") -> np.ndarray:
+def fitting_index(tables: Tables, pins: Optional[dict] = None, objective: Objective = Objective.throughput) -> np.ndarray:
     """Candidate indices that fit and satisfy the pins, in (objective, ranking time, act, shard) order."""
     order = _fitting_order(tables, objective)
     keep = np.ones(len(order), dtype=bool)
@@ -151,7 +152,7 @@ def fitting_index(tables: Tables, pins: Optional[dict] = None, objective: str = 
     return order[keep]
 
 
-def _fitting_order(tables: Tables, objective: str) -> np.ndarray:
+def _fitting_order(tables: Tables, objective: Objective) -> np.ndarray:
     """Every fitting candidate in (objective, ranking time, act, shard) order, sorted once per tables: the
     proposer's sub-searches and the final solve filter this order by their pins instead of re-sorting."""
     key = ("fitting_order", objective, tables.usable_bytes)
@@ -266,7 +267,7 @@ def _enforced(tables, pins, hint, rows):
 
 def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float = 0.0, max_time_s: float = 60.0,
                 hint: Optional[tuple[int, int]] = None, cpsat_enumeration: bool = True,
-                objective: str = "throughput") -> SolveResult:
+                objective: Objective = Objective.throughput) -> SolveResult:
     """Exact top-K under the objective (ranking time, or peak bytes), each with its simulated projection;
     `hint` (act, shard) seeds CP-SAT."""
     check_solve_limits(k, max_time_s)
@@ -310,7 +311,7 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
         bound = best_value if proven else None  # an unfinished listing bounds nothing from below
     else:
         rm = _enforced(tables, pins, hint, rows)
-        rm.model.minimize(rm.time_us if objective == "throughput" else rm.peak_bytes)
+        rm.model.minimize(rm.time_us if objective == Objective.throughput else rm.peak_bytes)
         solver = new_cp_solver(max_time_s)
         status = solve_model(rm, solver)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -319,7 +320,7 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
         # the objective is an integer (µs or bytes), but OR-Tools reports it as a double: 18198174 came back as
         # 18198173.999999996 (DeepSeek-V3 / 256 H100), which int() truncated into a false "disagrees"; read the
         # integer expression's value instead, and round the bound up only past float noise (it stays a lower bound)
-        target = rm.time_us if objective == "throughput" else rm.peak_bytes
+        target = rm.time_us if objective == Objective.throughput else rm.peak_bytes
         if proven and int(solver.value(target)) != best_value:
             raise RuntimeError("CP-SAT optimum disagrees with the exact tables; please report this model and job")
         bound = best_value if proven else math.ceil(solver.best_objective_bound - 1e-6)
@@ -327,14 +328,14 @@ def solve_cpsat(tables: Tables, k: int = 10, pins=None, margin_fraction: float =
         proven, bound = False, min(best_value, pruned_lb)
     return SolveResult(best, proven, bound, "cpsat", evaluated=len(ranker.done), rejected=ranker.rejected,
                        stats={"solve_s": time.perf_counter() - t0, "region_rows": int(len(rows)), "threshold": limit,
-                              "objective": objective, "best_objective": best_value})
+                              "objective": objective_name(objective), "best_objective": best_value})
 
 
-def _enumerate(tables, pins, rows, limit: int, max_time_s: float, objective: str = "throughput",
+def _enumerate(tables, pins, rows, limit: int, max_time_s: float, objective: Objective = Objective.throughput,
                hint=None) -> tuple[set[tuple[int, int]], list[int], bool]:
     """(solutions, their objective values, complete?) of the region model with objective <= limit."""
     rm = _enforced(tables, pins, hint, rows)
-    target = rm.time_us if objective == "throughput" else rm.peak_bytes
+    target = rm.time_us if objective == Objective.throughput else rm.peak_bytes
     rm.model.add(target <= limit)
     solver = new_cp_solver(max_time_s)
     solver.parameters.enumerate_all_solutions = True

@@ -14,9 +14,9 @@ Modules, one idea each:
 """
 from __future__ import annotations
 
+# loop.py is not re-exported here: it imports OR-Tools, and the hint schema and report (imported by shardplan's
+# results, on the path of `shardplan --help`) must not pull it in; import it as solver.proposer.loop.
 from solver.proposer.hints import Hint, Rejected, validate_hints
-from solver.proposer.loop import ProposerConfig, ProposerConfigError, solve_with_proposer
 from solver.proposer.summary import HintReport, format_hint_report
 
-__all__ = ["Hint", "HintReport", "ProposerConfig", "ProposerConfigError", "Rejected", "format_hint_report",
-           "solve_with_proposer", "validate_hints"]
+__all__ = ["Hint", "HintReport", "Rejected", "format_hint_report", "validate_hints"]

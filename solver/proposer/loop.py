@@ -14,41 +14,20 @@ import inspect
 import logging
 import time
 from contextlib import nullcontext
-from typing import Literal, Optional
+from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from boundary.errors import ShardplanError
+from constraints.case import Case
+from constraints.check import check_case
 from solver.cpsat.solve import SolveResult, check_solve_limits, fitting_index, solve_cpsat
+from solver.proposer.config import ProposerConfig, ProposerConfigError
 from solver.proposer.hints import Hint, validate_hints
 from solver.proposer.ledger import Ledger, ProposerContext, entry_from_ranked
 from solver.proposer.legal import AxisColumns
+from solver.proposer.llm import LLMError, LLMProposer, client_from_config
+from solver.proposer.rules import RuleProposer
 from solver.proposer.summary import HintReport, HintUse, RoundSummary
 
 log = logging.getLogger(__name__)
-
-
-class ProposerConfigError(ShardplanError):
-    """A proposer configuration that cannot run (one line: the option and the fix)."""
-
-
-class ProposerConfig(BaseModel):
-    """How hints are made and how long the loop may run (the final full solve is outside the budget)."""
-
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["none", "rules", "llm"] = Field("rules", description="none: plain solve; rules: built-in, offline")
-    base_url: Optional[str] = Field(None, description="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
-    model: Optional[str] = Field(None, description="model name the endpoint serves")
-    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the key; unset = no key")
-    timeout_s: float = Field(60.0, gt=0, le=3600, description="per chat call: connect, headers, body and retries in all")
-    retries: int = Field(2, ge=0, le=10, description="extra attempts after a 5xx, 429 or timeout")
-    backoff_s: float = Field(1.0, ge=0, le=600, description="first retry wait; doubles per retry")
-    max_rounds: int = Field(3, ge=0, le=50, description="propose/solve rounds before the final solve")
-    patience: int = Field(1, ge=1, description="stop after this many rounds without a better step time")
-    max_subsearches_per_round: int = Field(4, ge=1, le=64)
-    subsearch_k: int = Field(3, ge=1, description="answers kept per sub-search (the ledger)")
-    budget_s: float = Field(120.0, gt=0, le=86400, description="wall-clock seconds for all rounds together")
-    compare_unhinted: bool = Field(True, description="re-run the unhinted solve when the final one is not proven")
 
 
 def _takes(param: str) -> bool:
@@ -69,10 +48,7 @@ def _solve(tables, k, pins, margin, max_time_s, hint, steering: bool = False) ->
 
 def _make_proposer(config: ProposerConfig):
     if config.kind == "rules":
-        from solver.proposer.rules import RuleProposer
-
         return RuleProposer()
-    from solver.proposer.llm import LLMProposer, client_from_config
 
     client = client_from_config(config)
     if client is None:
@@ -125,8 +101,6 @@ class _Loop:
         return time.perf_counter() - self.t0 > self.config.budget_s
 
     def propose(self, summary: RoundSummary) -> Optional[list[Hint]]:
-        from solver.proposer.llm import LLMError
-
         try:
             batches = self.proposer.propose(self.ctx)
         except LLMError as exc:
@@ -272,9 +246,6 @@ class _Loop:
 
     def reverify(self, res: SolveResult, record: bool = True) -> SolveResult:
         """check_case on every recipe about to be shown; a refused one is dropped and named."""
-        from constraints.case import Case
-        from constraints.check import check_case
-
         sp = self.tables.space
         kept = []
         for r in res.ranked:

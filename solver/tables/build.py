@@ -24,6 +24,7 @@ import numpy as np
 from constraints.memory import per_rank as mem
 from constraints.spec import Recipe
 from constraints.stages import StageSplitError
+from measure.projection.vectorized import Evaluator
 from solver.prune import explore
 from solver.space import SearchSpace, make_recipe, recompute_choices, recompute_name
 from solver.tables.codes import unique_ints
@@ -136,8 +137,6 @@ def build_tables(space: SearchSpace, profile, margin_fraction: float = 0.0, prun
     shardings = list(space.domains["dp_sharding"])
     struct, ok_rows, splits = _structural(space, profile, rcs_all)
     if evaluator is None:
-        from measure.projection.vectorized import Evaluator
-
         evaluator = Evaluator(space.model, space.job, space.placement, profile)
 
     def build(keep) -> Tables:

@@ -39,14 +39,6 @@ def unique_table(keys: np.ndarray, fn, width: int) -> tuple[np.ndarray, np.ndarr
     return vals, inv
 
 
-def unique_rows(keys: np.ndarray, fn, width: int) -> np.ndarray:
-    """fn(key row as a tuple of ints) -> `width` ints, evaluated once per distinct key, gathered per row."""
-    if not len(keys):
-        return np.zeros((0, width), dtype=np.int64)
-    vals, inv = unique_table(keys, fn, width)
-    return vals[inv]
-
-
 @dataclass
 class Split:
     """One pipeline split (PP, VPP, account-for split): each rank's chunks, grouped into classes."""

@@ -121,12 +121,12 @@ def test_a_bug_is_an_internal_error_with_exit_3_not_unusable_input(monkeypatch, 
 
 def test_a_plain_value_error_inside_the_library_is_internal_too(monkeypatch, capsys):
     """A ValueError that is not a ShardplanError is a bug (before: reported as unusable input, exit 2)."""
-    import shardplan.verdict
+    import shardplan.api
 
     def broken(*args, **kwargs):
         raise ValueError("an internal invariant")
 
-    monkeypatch.setattr(shardplan.verdict, "check_and_project", broken)
+    monkeypatch.setattr(shardplan.api, "check_and_project", broken)
     with pytest.raises(SystemExit) as exit_info:
         main(["check", str(EXAMPLE)])
     assert exit_info.value.code == 3 and "internal error: ValueError" in capsys.readouterr().err

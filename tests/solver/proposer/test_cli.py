@@ -7,7 +7,7 @@ import click
 from click.testing import CliRunner
 
 from shardplan.cli.proposer_options import config_from_options, format_hint_report, proposer_options
-from solver.proposer import ProposerConfig, solve_with_proposer
+from solver.proposer.loop import ProposerConfig, solve_with_proposer
 from tests.helpers.proposer import TINY, assert_all_legal, tables_for
 
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from solver.proposer import ProposerConfig, solve_with_proposer
 from solver.proposer.llm import LLMClient, LLMError, extract_json, render_prompt
+from solver.proposer.loop import ProposerConfig, solve_with_proposer
 from tests.helpers.proposer import TINY, ScriptedServer, assert_all_legal, tables_for
 
 

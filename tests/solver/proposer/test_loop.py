@@ -8,7 +8,7 @@ import pytest
 
 import solver.proposer.loop as loop_mod
 from solver.cpsat.solve import solve_cpsat
-from solver.proposer import ProposerConfig, solve_with_proposer
+from solver.proposer.loop import ProposerConfig, solve_with_proposer
 from tests.helpers.proposer import TINY, assert_all_legal, tables_for
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from solver.proposer import ProposerConfig, solve_with_proposer
 from solver.proposer.hints import validate_hints
 from solver.proposer.ledger import LedgerEntry, ProposerContext
 from solver.proposer.legal import AxisColumns
+from solver.proposer.loop import ProposerConfig, solve_with_proposer
 from solver.proposer.rules import RuleProposer, fp8_suggestion
 from tests.helpers.proposer import TINY, assert_all_legal, tables_for
 

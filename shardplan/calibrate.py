@@ -1,0 +1,69 @@
+"""`shardplan calibrate`: fit this cluster's factors from the Megatron-LM logs of runs made on it, and seal them in a file.
+
+Why from logs: a log holds the whole recipe (its argument dump) and what the run measured (step times, memory), so the
+user hands over nothing they have not already got. Each log is read as `check LOG` reads it (constraints/read.py), its
+steady-state step time becomes one piece of evidence, and measure/calibration/fit.py moves as many factors as the
+evidence can tell apart. The file records the evidence, the residuals, the part and the software versions; it is
+written whole or not at all and never over one of the logs.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from boundary.errors import ShardplanError
+from boundary.write import atomic_write_text, check_output_file, refuse_overwriting_input
+from constraints.read import load_check_input
+from hardware.profile import load_profile
+from measure.calibration.fit import Evidence, fit_factors
+from measure.calibration.store import CalibrationFile, EvidenceRecord
+
+MAX_LOGS = 256  # each log is one projection per fit step; more runs than this add nothing a median would not
+
+
+def recipe_summary(case) -> str:
+    r, j = case.recipe, case.job
+    return (f"tp{r.tp} pp{r.pp} vpp{r.vpp} cp{r.cp} ep{r.ep} mbs{r.mbs} gbs{j.global_batch_size} seq{j.seq_length} "
+            f"{j.precision.value}")
+
+
+def calibrate(logs: Sequence[str], hardware: str, nodes: Optional[int] = None, gpus_per_node: Optional[int] = None,
+              model: Optional[str] = None, output: Optional[str] = None) -> CalibrationFile:
+    """Fit and (when `output` is given) write a calibration from training logs of one cluster."""
+    if not logs:
+        raise ShardplanError("calibrate: no log given; pass one or more Megatron-LM training logs")
+    if len(logs) > MAX_LOGS:
+        raise ShardplanError(f"calibrate: {len(logs)} logs, at most {MAX_LOGS}; pass the runs that differ")
+    if output is not None:
+        check_output_file(output, "-o")
+        for log in logs:
+            refuse_overwriting_input(log, output, "-o")
+    profile = load_profile(hardware)
+    evidence, measured = [], []
+    for path in logs:
+        loaded = load_check_input(path, hardware, nodes, gpus_per_node, model)
+        run = loaded.measured
+        if run is None:
+            raise ShardplanError(f"{path}: not a training log (a recipe or script measures nothing); pass the log a run printed")
+        if loaded.case.placement.hardware.lower() != profile.name.lower() and load_profile(loaded.case.placement.hardware).name != profile.name:
+            raise ShardplanError(f"{path}: ran on {loaded.case.placement.hardware}, not {profile.name}; calibrate one part at a time")
+        c = loaded.case
+        evidence.append(Evidence(label=path, model=c.model, job=c.job, recipe=c.recipe, placement=c.placement,
+                                 run_options=loaded.run_options, iteration_time_s=run.iteration_time_s,
+                                 allocator_gap_bytes=run.allocator_gap_bytes))
+        measured.append((c, run))
+    fit = fit_factors(profile, evidence)
+    records = tuple(EvidenceRecord(label=ev.label, model=c.model.name, world_size=c.placement.world_size, recipe=recipe_summary(c),
+                                   measured_iteration_time_s=run.iteration_time_s, projected_before_s=before,
+                                   projected_after_s=after, residual=after / run.iteration_time_s - 1.0,
+                                   iterations_used=run.iterations_used, max_allocated_bytes=run.max_allocated_bytes,
+                                   max_reserved_bytes=run.max_reserved_bytes)
+                    for ev, (c, run), before, after in zip(evidence, measured, fit.projected_before_s, fit.projected_after_s))
+    software: dict[str, str] = {}
+    for _, run in measured:
+        for name, version in run.versions.items():
+            software.setdefault(name, version)
+    result = CalibrationFile(hardware=profile.name, factors=fit.factors, free_factors=fit.free, evidence=records,
+                             software=software).sealed()
+    if output is not None:
+        atomic_write_text(output, result.to_text(), "-o")
+    return result
