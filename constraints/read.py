@@ -1,4 +1,5 @@
-"""Turn what a user hands `check` (a YAML recipe, a Megatron launch script or argument file) into a Case.
+"""Turn what a user hands `check` (a YAML recipe, a Megatron launch script or argument file, a stack config, or a
+Megatron-LM training log) into a Case.
 
 Why here: the CLI stays a thin layer, and the solver's `check --suggest` and the round-trip tests read
 files through the same path as users do.
@@ -15,13 +16,15 @@ from pydantic import ValidationError
 
 from boundary.errors import InputRefused, ShardplanError
 from boundary.parse import load_yaml
-from boundary.read import read_text
+from boundary.read import iter_text_lines, read_text
 from boundary.show import validation_line
 from constraints.case import Case, CaseError, case_from_mapping
 from constraints.megatron.argv_to_specs import parse_megatron_args
 from constraints.megatron.errors import MegatronRecipeIllegal
 from constraints.megatron.launch_script import LaunchCommand, extract_argv
 from constraints.megatron.launch_world import entry_family_error, world_from_launch
+from constraints.megatron.measured import MeasuredRun, measured_from_log
+from constraints.megatron.training_log import TrainingLogError, looks_like_training_log, read_training_log
 from constraints.models.load import load_model
 from constraints.models.mamba import entry_script, entry_script_problem
 from constraints.rules.base import BRIDGE_VALIDATED
@@ -46,6 +49,7 @@ class LoadedCase:
     source: str = "yaml"
     warnings: list = field(default_factory=list)  # Violation(severity="warning"): what the input took from elsewhere
     preflight_violations: list = field(default_factory=list)  # Violation: a flag value Megatron refuses (judged without it)
+    measured: Optional[MeasuredRun] = None  # a training log: what the run measured (steady state)
 
     @property
     def validated_by(self) -> Optional[str]:
@@ -83,6 +87,8 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
                      model: Optional[str] = None) -> LoadedCase:
     """A Case from FILE; command-line --hardware/--nodes/--gpus-per-node/--model override or complete it."""
     p = Path(path)
+    if _is_training_log(p):  # a log may be gigabytes: streamed, never read whole (constraints/megatron/training_log.py)
+        return _load_training_log(p, hardware, nodes, gpus_per_node, model)
     try:  # a recipe or a launch script / argument file: the same 1 MiB limit
         text = read_text(p, "recipe" if p.suffix.lower() in RECIPE_SUFFIXES else "launch script", str(path),
                          expected=_EXPECTED.removeprefix("give "))
@@ -102,6 +108,61 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
         except CaseError as exc:
             raise InputError(str(exc)) from None
     return _load_megatron(text, hardware, nodes, gpus_per_node, model, script_path=str(p))
+
+
+LOG_SNIFF_LINES = 400  # the arguments banner or the first iteration lines come early in every Megatron-LM log
+
+
+def _is_training_log(path: Path) -> bool:
+    """A Megatron-LM training log by its first lines (arguments banner, `elapsed time per iteration` lines)."""
+    if path.suffix.lower() in RECIPE_SUFFIXES:
+        return False
+    head = []
+    try:
+        for number, text, _ in iter_text_lines(path, "training log", 64 * 1024, str(path)):
+            if text is not None:
+                head.append(text)
+            if number >= LOG_SNIFF_LINES:
+                break
+    except InputRefused:
+        return False  # not readable as a stream: the whole-file reader below says why, in its own words
+    return looks_like_training_log("\n".join(head))
+
+
+def _load_training_log(path: Path, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
+    """A training log's argument dump judged as an argument file is, plus what the run measured. The world size comes
+    from --nodes/--gpus-per-node, else from the dump's world_size over the part's GPUs per node. The launch environment
+    is not in a log, so the rules that read it are not judged (env None), never judged against an empty one."""
+    try:
+        log = read_training_log(str(path))
+    except TrainingLogError as exc:
+        raise InputError(str(exc)) from None
+    if hardware is None:
+        raise InputError("--hardware: a training log does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
+    world = log.args.get("world_size", "")
+    if (nodes is None or gpus_per_node is None) and world.isdigit() and int(world) > 0:
+        gpus = gpus_per_node or load_profile(hardware).gpus_per_node
+        if nodes is None and gpus_per_node is None and int(world) < gpus:
+            gpus = int(world)  # a run on part of one node (e.g. 2 of 8 GPUs)
+        if nodes is None:
+            if int(world) % gpus:
+                raise InputError(f"--nodes/--gpus-per-node: the log's world_size {world} is not a whole number of "
+                                 f"{gpus}-GPU nodes; pass --nodes N --gpus-per-node G")
+            nodes = int(world) // gpus
+        gpus_per_node = gpus
+    launch = LaunchCommand(script_args=list(log.argv), env={})
+    loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="log")
+    loaded.source = "megatron-log"
+    loaded.env = None
+    job, placement = loaded.case.job, loaded.case.placement
+    loaded.measured = measured_from_log(log, job.global_batch_size, job.seq_length, placement.world_size)
+    if log.warnings:
+        shown_first = "; ".join(log.warnings[:3])
+        more = f" (and {len(log.warnings) - 3} more)" if len(log.warnings) > 3 else ""
+        loaded.warnings.append(_note("log_not_followed", f"{len(log.warnings)} line(s) of the log not followed: {shown_first}{more}"))
+    if log.runs_in_file > 1:
+        loaded.warnings.append(_note("log_runs", f"the log holds {log.runs_in_file} runs (restarts appended): read the last"))
+    return loaded
 
 
 def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_path: Optional[str] = None) -> LoadedCase:
@@ -246,7 +307,10 @@ def _note(rule: str, message: str) -> Violation:
              "slurm_allocation": "nothing to do for the job itself; to judge another size, change its #SBATCH lines",
              "gpus_per_node_default": "pass --gpus-per-node G if a node holds another number of GPUs",
              "argument_source": "state the value in the arguments to make it explicit",
-             "stack_config": "state the value in the config file to make the verdict independent of other files"}
+             "stack_config": "state the value in the config file to make the verdict independent of other files",
+             "log_not_followed": "the argument dump's entries that are no Megatron-LM option here are left out; check "
+                                 "the launch script instead if one of them changes the recipe",
+             "log_runs": "split the file per run to judge an earlier one"}
     return Violation(rule=rule, severity="warning", message=message, fix=fixes[rule])
 
 

@@ -22,7 +22,8 @@ from constraints.read import LoadedCase, load_check_input
 from constraints.rules.registry import RuleInput, recipe_free_violations
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.listing import profiles_table
-from hardware.profile import load_profile
+from hardware.profile import HardwareProfile, load_profile
+from measure.calibration.store import calibrated_profile, load_calibration
 from shardplan.progress import step
 from shardplan.results import (
     CheckResult,
@@ -78,9 +79,11 @@ def input_boundary():
 
 def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str] = None, nodes: Optional[int] = None,
           gpus_per_node: Optional[int] = None, model: Optional[str] = None, max_memory_fraction: float = 1.0,
-          project: bool = True, suggest: bool = False) -> CheckResult:
-    """Judge one recipe: a YAML recipe file, a Megatron launch script or argument file, or a recipe mapping (the YAML's
-    content). hardware / nodes / gpus_per_node / model override or complete what the source states."""
+          project: bool = True, suggest: bool = False, calibration: Optional[str] = None) -> CheckResult:
+    """Judge one recipe: a YAML recipe file, a Megatron launch script or argument file, a stack config, a Megatron-LM
+    training log, or a recipe mapping (the YAML's content). hardware / nodes / gpus_per_node / model override or complete
+    what the source states. `calibration`: a file `calibrate` wrote for this hardware; the projection and the memory
+    reserve then follow that cluster."""
     _fraction(max_memory_fraction)
     with input_boundary():
         if isinstance(source, Mapping):
@@ -92,8 +95,11 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         else:
             loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model)
     margin = 1.0 - max_memory_fraction
-    verdict = check_and_project(loaded, margin_fraction=margin, project=project)
+    profile = profile_with_calibration(loaded.case.placement.hardware, calibration)
+    verdict = check_and_project(loaded, margin_fraction=margin, project=project, profile=profile)
     data = verdict["json"]
+    if calibration is not None:
+        data["calibration"] = str(calibration)
     if suggest and not verdict["ok"]:
         from solver.suggest import suggest_fix  # lazy: imports OR-Tools, which `--help` and `models` must not load
 
@@ -103,6 +109,15 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     return CheckResult.of(data, loaded.case)
 
 
+def profile_with_calibration(hardware: str, calibration: Optional[str]) -> HardwareProfile:
+    """The hardware profile, calibrated by the file `calibrate` wrote when one is given (refused for another part)."""
+    with input_boundary():
+        profile = load_profile(hardware)
+        if calibration is None:
+            return profile
+        return calibrated_profile(profile, load_calibration(str(calibration)), str(calibration))
+
+
 def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: Optional[int] = None,
           precision: str = "bf16", top: int = 10, tp: RangeLike = None, pp: RangeLike = None, vpp: RangeLike = None,
           cp: RangeLike = None, ep: RangeLike = None, etp: RangeLike = None, mbs: RangeLike = None, schedule: Optional[str] = None,
@@ -110,13 +125,15 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
           dp_sharding: Optional[str] = None, moe_dispatcher: Optional[str] = None, ep_comm_overlap: Optional[bool] = None,
           uneven_stages: Optional[bool] = None, max_memory_fraction: float = 1.0, objective: str = "throughput",
           target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
-          proposer: Any = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0) -> SolveResult:
+          proposer: Any = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0,
+          calibration: Optional[str] = None) -> SolveResult:
     """The best legal recipes for a model on `nodes` x `gpus_per_node` GPUs of `hardware` (default: the profile's GPUs
     per server or tray, e.g. 4 on GB200 NVL72), ranked by `objective` (throughput | memory | fewest-gpus), each
     re-verified by check. tp..mbs take N, 'LO..HI' or (lo, hi);
     recompute 'none' | 'selective' | 'full' pins the granularity; proposer is 'none' | 'rules' | a
     solver.proposer.config.ProposerConfig (for an LLM endpoint). `max_time_s` bounds the whole solve's wall
-    clock (solver/deadline.py): past it, SolveTimeLimit says so."""
+    clock (solver/deadline.py): past it, SolveTimeLimit says so. `calibration`: a file `calibrate` wrote for this
+    hardware, so the ranking, the projections and the memory reserve follow that cluster."""
     _fraction(max_memory_fraction)
     _choice("objective", objective, OBJECTIVE_NAMES)
     _choice("method", method, ("cpsat", "exhaustive"))
@@ -136,7 +153,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         # solve runs outside the proposer's budget (solver.proposer.loop), in the half left
         config = config.model_copy(update={"budget_s": min(config.budget_s, max_time_s / 2)})
         spec = load_model(model)
-        profile = load_profile(hardware)
+        profile = profile_with_calibration(hardware, calibration)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
         placement = Placement(hardware=hardware, num_nodes=nodes,
                               gpus_per_node=profile.gpus_per_node if gpus_per_node is None else gpus_per_node)
@@ -154,6 +171,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         cases = [Case(model=spec, job=job, recipe=r.recipe, placement=placement) for r in result.ranked]
         out = _solve_result(result, tables, cases, objective, placement, profile, hint_report)
         out.ignored_pins = inapplicable_pins(spec, pins)
+        out.calibration = None if calibration is None else str(calibration)
         if tried is not None:
             out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
         if not result.ranked:

@@ -16,6 +16,7 @@ from constraints.read import load_check_input
 from hardware.profile import load_profile
 from measure.calibration.fit import Evidence, fit_factors
 from measure.calibration.store import CalibrationFile, EvidenceRecord
+from shardplan.verdict import run_options
 
 MAX_LOGS = 256  # each log is one projection per fit step; more runs than this add nothing a median would not
 
@@ -44,11 +45,9 @@ def calibrate(logs: Sequence[str], hardware: str, nodes: Optional[int] = None, g
         run = loaded.measured
         if run is None:
             raise ShardplanError(f"{path}: not a training log (a recipe or script measures nothing); pass the log a run printed")
-        if loaded.case.placement.hardware.lower() != profile.name.lower() and load_profile(loaded.case.placement.hardware).name != profile.name:
-            raise ShardplanError(f"{path}: ran on {loaded.case.placement.hardware}, not {profile.name}; calibrate one part at a time")
         c = loaded.case
         evidence.append(Evidence(label=path, model=c.model, job=c.job, recipe=c.recipe, placement=c.placement,
-                                 run_options=loaded.run_options, iteration_time_s=run.iteration_time_s,
+                                 run_options=run_options(loaded), iteration_time_s=run.iteration_time_s,
                                  allocator_gap_bytes=run.allocator_gap_bytes))
         measured.append((c, run))
     fit = fit_factors(profile, evidence)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from boundary.show import shown
 from hardware.profile import profile_label
 from shardplan.formats import to_table
 
@@ -58,11 +59,37 @@ def format_check(result, width: Optional[int] = None) -> str:
     if proj:
         lines.append(f"projection: {proj['iteration_time_s']:.3f} s/iteration, {proj['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, "
                      f"MFU {100 * proj['mfu']:.1f}%, {proj['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU"
-                     + (f" (CUDA graphs: {', '.join(result.cuda_graph_scope)})" if result.cuda_graph_scope else ""))
+                     + (f" (CUDA graphs: {', '.join(result.cuda_graph_scope)})" if result.cuda_graph_scope else "")
+                     + (f", calibrated by {shown(result.calibration)}" if result.calibration else ""))
         lines.append(to_table([{"part": part, "s": seconds} for part, seconds in proj["breakdown"].items()], TIME_COLUMNS, width=width))
+    if result.measured is not None:
+        lines += measured_lines(result.measured, result.measured_vs_projected, width)
     if result.suggestion is not None:
         lines += format_suggestion(result.suggestion, width)
     return "\n".join(lines)
+
+
+MEASURED_COLUMNS = (("timer", "timer", "{}"), ("measured s", "measured_s", "{:.3f}"), ("projected s", "projected_s", "{:.3f}"),
+                    ("measured / projected", "ratio", "{:.2f}"), ("projection terms", "covers", "{}"))
+
+
+def measured_lines(measured: dict, versus, width: int) -> list[str]:
+    """What a training log measured, and the same quantities projected: where the run is slower than planned."""
+    line = (f"measured ({measured['iterations_used']} steady iterations): {measured['iteration_time_s']:.3f} s/iteration, "
+            f"{measured['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU")
+    if measured.get("tflops_per_gpu") is not None:
+        line += f", {measured['tflops_per_gpu']:.0f} TFLOP/s/GPU (as the log counts them)"
+    out = [line]
+    if measured.get("max_allocated_bytes") is not None:
+        out.append(f"measured memory: max allocated {measured['max_allocated_bytes'] / GIB:.2f} GiB, max reserved "
+                   f"{measured['max_reserved_bytes'] / GIB:.2f} GiB (estimated peak {measured.get('estimated_peak_bytes', 0) / GIB:.2f} GiB)")
+    if versus:
+        step = versus["iteration_time_s"]
+        out.append(f"measured / projected step: {step['ratio']:.2f} ({step['measured']:.3f} s vs {step['projected']:.3f} s)")
+        if versus["terms"]:
+            out.append(to_table([{**term, "ratio": term["measured_s"] / term["projected_s"] if term["projected_s"] else float("nan"),
+                                  "covers": " + ".join(term["covers"])} for term in versus["terms"]], MEASURED_COLUMNS, width=width))
+    return out
 
 
 def reason_rows(violations, warnings) -> list[dict]:

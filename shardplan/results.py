@@ -35,7 +35,7 @@ class Result(BaseModel):
 class CheckResult(Result):
     """`check`: the verdict on one recipe (rules, exact per-rank memory, projection), as `check --json` prints it."""
 
-    _omit_when_none: ClassVar[tuple[str, ...]] = ("suggestion",)
+    _omit_when_none: ClassVar[tuple[str, ...]] = ("suggestion", "measured", "measured_vs_projected", "calibration")
     legal: bool
     fits: bool
     violations: list[Violation]
@@ -56,6 +56,11 @@ class CheckResult(Result):
     model: str
     hardware: str
     suggestion: Optional[dict[str, Any]] = Field(None, description="`suggest=True`: the nearest legal recipe (solver.suggest)")
+    measured: Optional[dict[str, Any]] = Field(None, description="a training log: what the run measured in steady state "
+                                               "(constraints/megatron/measured.py MeasuredRun, plus estimated_peak_bytes)")
+    measured_vs_projected: Optional[dict[str, Any]] = Field(None, description="a training log: measured / projected step, "
+                                                            "tokens/s/GPU and per-timer terms (shardplan/verdict.py)")
+    calibration: Optional[str] = Field(None, description="the calibration file the projection used (`calibrate`), if any")
     _case: Any = PrivateAttr(None)
 
     @property
@@ -136,7 +141,7 @@ class RenderedFolder(Result):
 class SolveResult(Result):
     """`solve`: ranked legal recipes, the proof and the searched space, as `solve --json` prints it."""
 
-    _omit_when_none: ClassVar[tuple[str, ...]] = ("fewest_gpus", "explanation", "rendered")
+    _omit_when_none: ClassVar[tuple[str, ...]] = ("fewest_gpus", "explanation", "rendered", "calibration")
     recipes: list[SolvedRecipe]
     proven_optimal: bool
     bound: Optional[float] = Field(description="proven lower bound in the objective's unit (bound_unit)")
@@ -159,6 +164,7 @@ class SolveResult(Result):
     fewest_gpus: Optional[FewestGpus] = None
     explanation: Optional[dict[str, Any]] = Field(None, description="when nothing fits: the conflict and the remedies")
     rendered: Optional[RenderedFolder] = Field(None, description="with --render: what was written")
+    calibration: Optional[str] = Field(None, description="the calibration file the ranking and projections used, if any")
     _context: Any = PrivateAttr(None)
 
     @property

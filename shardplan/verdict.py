@@ -1,8 +1,8 @@
 """Check + projection as one verdict (its text view is shardplan/check_text.py).
 
-Why in solver/: constraints/ may not import measure/ (dependencies flow hardware -> constraints ->
-measure -> solver), but `check` shows the projection; this module joins them for the CLI and the
-solver's re-verification.
+Why in shardplan/: constraints/ may not import measure/ (dependencies flow hardware -> constraints ->
+measure -> solver), but `check` shows the projection; this module joins them for the API and the CLI. For a training
+log it also sets what the run measured beside what was projected, term by term where the log's timers allow.
 """
 from __future__ import annotations
 
@@ -23,6 +23,39 @@ def captured_scope(flags: dict) -> frozenset[str]:
     """The kernels the input's run captures in CUDA graphs (constraints/megatron/run_flags.py reads the flags,
     measure/kernels/cuda_graphs.py says what they mean); empty for a recipe YAML, whose recipe has no such field."""
     return graph_scope(*cuda_graph_request(flags or {}))
+
+
+def run_options(loaded) -> dict:
+    """measure.projection.project.project's keywords for how the input's run executes beyond its recipe."""
+    case = loaded.case
+    return {"cuda_graph_scope": captured_scope(loaded.flags),
+            "fused_grouped_mlp": fused_grouped_mlp_requested(loaded.flags or {}, case.model.is_moe, case.recipe.moe_grouped_gemm)}
+
+
+# Megatron-LM's per-step timers (megatron/training/training.py training_log, --timing-log-level >= 1) and the projection
+# terms each one covers: forward-backward holds the layers' compute, recompute, TP / CP / EP and pipeline time
+TIMER_TERMS = {"forward-backward": ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "pp_bubble"),
+               "optimizer": ("optimizer",)}
+DP_TIMERS = ("all-grads-sync", "params-all-gather", "grads-reduce-scatter", "grads-all-reduce")
+
+
+def measured_against_projected(measured, projection: dict) -> dict:
+    """Measured / projected for the whole step, tokens/s/GPU, and each timer the log printed."""
+    out = {"iteration_time_s": {"measured": measured.iteration_time_s, "projected": projection["iteration_time_s"],
+                                "ratio": measured.iteration_time_s / projection["iteration_time_s"]},
+           "tokens_per_s_per_gpu": {"measured": measured.tokens_per_s_per_gpu, "projected": projection["tokens_per_s_per_gpu"],
+                                    "ratio": measured.tokens_per_s_per_gpu / projection["tokens_per_s_per_gpu"]}}
+    breakdown, terms = projection["breakdown"], []
+    for timer, covered in TIMER_TERMS.items():
+        if timer in measured.phases_s:
+            projected = sum(breakdown[k] for k in covered)
+            terms.append({"timer": timer, "covers": list(covered), "measured_s": measured.phases_s[timer], "projected_s": projected})
+    dp = [measured.phases_s[t] for t in DP_TIMERS if t in measured.phases_s]
+    if dp:
+        terms.append({"timer": " + ".join(t for t in DP_TIMERS if t in measured.phases_s), "covers": ["dp_comm"],
+                      "measured_s": sum(dp), "projected_s": breakdown["dp_comm"]})
+    out["terms"] = terms
+    return out
 
 
 def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True, profile=None) -> dict[str, Any]:
@@ -89,4 +122,11 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     data["fused_grouped_mlp"] = fused_experts
     data["model"] = case.model.name
     data["hardware"] = profile.name
+    measured = getattr(loaded, "measured", None)
+    if measured is not None:
+        data["measured"] = measured.model_dump(mode="json")
+        if projection is not None:
+            data["measured_vs_projected"] = measured_against_projected(measured, projection)
+        if report.memory is not None and measured.max_allocated_bytes is not None:
+            data["measured"]["estimated_peak_bytes"] = report.memory.peak_bytes
     return {"ok": report.ok, "report": report, "json": data, "profile": profile}

@@ -40,7 +40,7 @@ def measured_from_log(log, global_batch_size: int, seq_length: int, world_size: 
     tflops = [r.tflops_per_gpu for r in steady if r.tflops_per_gpu is not None]
     alloc = [m.max_allocated_bytes for m in log.memory]
     reserved = [m.max_reserved_bytes for m in log.memory]
-    phases = dict(log.phases.times_s) if getattr(log, "phases", None) is not None and hasattr(log.phases, "times_s") else {}
+    phases = dict(log.phases.phase_mean_s) if log.phases is not None else {}
     return MeasuredRun(tokens_per_s_per_gpu=global_batch_size * seq_length / step_s / world_size, iteration_time_s=step_s,
                        tflops_per_gpu=statistics.median(tflops) if tflops else None,
                        max_allocated_bytes=max(alloc) if alloc else None, max_reserved_bytes=max(reserved) if reserved else None,

@@ -15,6 +15,7 @@ import click
 from boundary.errors import ShardplanError
 from shardplan import api
 from shardplan.check_text import format_check
+from shardplan.cli.calibrate import calibrate_command
 from shardplan.cli.completion import complete_hardware, complete_model
 from shardplan.cli.errors import unusable_input
 from shardplan.cli.measure import measure_command
@@ -122,9 +123,13 @@ CHECK_COLUMNS = (("model", "model", "{}"), ("hardware", "hardware", "{}"), ("GPU
               help="fraction of HBM the peak may use")
 @click.option("--no-projection", is_flag=True, help="skip the throughput projection")
 @click.option("--suggest", is_flag=True, help="when illegal, search the nearest legal recipe")
+@click.option("--calibration", type=click.Path(dir_okay=False), default=None,
+              help="a file `shardplan calibrate` wrote for this hardware: project with this cluster's factors")
 @format_option
-def check_command(file, hardware, nodes, gpus_per_node, model, max_memory_fraction, no_projection, suggest, fmt, as_json) -> None:
-    """Judge a recipe: a YAML recipe file, a Megatron launch script or an argument file.
+def check_command(file, hardware, nodes, gpus_per_node, model, max_memory_fraction, no_projection, suggest, calibration, fmt,
+                  as_json) -> None:
+    """Judge a recipe: a YAML recipe file, a Megatron launch script or argument file, a stack config, or a Megatron-LM
+    training log (its argument dump is the recipe; what it measured is shown beside the projection).
 
     Exit status: 0 legal and fits, 1 illegal or does not fit, 2 unusable input.
 
@@ -132,9 +137,11 @@ def check_command(file, hardware, nodes, gpus_per_node, model, max_memory_fracti
     Example:
       shardplan check constraints/examples/llama3-70b-h100.yaml
       shardplan check train_llama3_70b.sh --hardware h100-sxm-80gb --nodes 8 --gpus-per-node 8 --json
+      shardplan check run.log --hardware h100-sxm-80gb --calibration h100-cluster.json
     """
     result = api.check(file, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
-                       max_memory_fraction=max_memory_fraction, project=not no_projection, suggest=suggest)
+                       max_memory_fraction=max_memory_fraction, project=not no_projection, suggest=suggest,
+                       calibration=calibration)
     data = result.to_json()
     if suggest and "suggestion" not in data:
         data["suggestion"] = None
@@ -176,6 +183,7 @@ cli.add_command(measure_command, "measure")
 cli.add_command(solve_command, "solve")
 cli.add_command(report_command, "report")
 cli.add_command(sweep_command, "sweep")
+cli.add_command(calibrate_command, "calibrate")
 
 
 def _internal(exc: BaseException) -> str:
