@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional, Union
 from pydantic import ValidationError
 
 from boundary.errors import ShardplanError
+from boundary.show import shown
 from boundary.write import check_output_dir, refuse_overwriting_input
 from constraints.case import Case, case_from_mapping
 from constraints.models.load import bundled_models, load_model
@@ -23,7 +24,8 @@ from constraints.rules.registry import RuleInput, recipe_free_violations
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.listing import profiles_table
 from hardware.profile import HardwareProfile, load_profile
-from measure.calibration.store import calibrated_profile, load_calibration
+from measure.calibration.store import calibrated_profile, factors_for, load_calibration
+from measure.projection.error_band import tokens_range
 from shardplan.progress import step
 from shardplan.results import (
     CheckResult,
@@ -95,11 +97,17 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         else:
             loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model)
     margin = 1.0 - max_memory_fraction
-    profile = profile_with_calibration(loaded.case.placement.hardware, calibration)
+    profile, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
     verdict = check_and_project(loaded, margin_fraction=margin, project=project, profile=profile)
     data = verdict["json"]
     if calibration is not None:
         data["calibration"] = str(calibration)
+    if data.get("projection"):
+        data["projection"]["tokens_per_s_per_gpu_range"] = list(tokens_range(data["projection"]["tokens_per_s_per_gpu"],
+                                                                           calibrated=calibration is not None and note is None))
+    if note is not None:
+        data["warnings"].append({"rule": "calibration_other_model", "severity": "warning", "message": note,
+                                 "fix": "shardplan calibrate a log of this model (a short trial run) on this cluster"})
     if suggest and not verdict["ok"]:
         from solver.suggest import suggest_fix  # lazy: imports OR-Tools, which `--help` and `models` must not load
 
@@ -109,13 +117,19 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     return CheckResult.of(data, loaded.case)
 
 
-def profile_with_calibration(hardware: str, calibration: Optional[str]) -> HardwareProfile:
-    """The hardware profile, calibrated by the file `calibrate` wrote when one is given (refused for another part)."""
+def profile_with_calibration(hardware: str, calibration: Optional[str], model=None) -> tuple[HardwareProfile, Optional[str]]:
+    """(the hardware profile, calibrated by the file `calibrate` wrote when one is given; a note when the file holds no
+    run of `model`, whose speed then stays at the shipped constants). A file for another part is refused."""
     with input_boundary():
         profile = load_profile(hardware)
         if calibration is None:
-            return profile
-        return calibrated_profile(profile, load_calibration(str(calibration)), str(calibration))
+            return profile, None
+        cal = load_calibration(str(calibration))
+        calibrated = calibrated_profile(profile, cal, str(calibration), model)
+    if factors_for(cal, model)[1]:
+        return calibrated, None
+    return calibrated, (f"--calibration {shown(str(calibration))} holds no run of this model: its speed is projected with the "
+                        "shipped constants (only the cluster's allocator gap applies); calibrate on a log of this model")
 
 
 def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: Optional[int] = None,
@@ -153,7 +167,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         # solve runs outside the proposer's budget (solver.proposer.loop), in the half left
         config = config.model_copy(update={"budget_s": min(config.budget_s, max_time_s / 2)})
         spec = load_model(model)
-        profile = profile_with_calibration(hardware, calibration)
+        profile, calibration_note = profile_with_calibration(hardware, calibration, spec)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
         placement = Placement(hardware=hardware, num_nodes=nodes,
                               gpus_per_node=profile.gpus_per_node if gpus_per_node is None else gpus_per_node)
@@ -172,6 +186,12 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         out = _solve_result(result, tables, cases, objective, placement, profile, hint_report)
         out.ignored_pins = inapplicable_pins(spec, pins)
         out.calibration = None if calibration is None else str(calibration)
+        for answer in out.recipes:
+            if answer.projection is not None:
+                low_high = tokens_range(answer.projection.tokens_per_s_per_gpu, calibrated=calibration is not None and calibration_note is None)
+                answer.projection = answer.projection.model_copy(update={"tokens_per_s_per_gpu_range": low_high})
+        if calibration_note is not None:
+            out.job_warnings.append(f"calibration_other_model: {calibration_note}")
         if tried is not None:
             out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
         if not result.ranked:

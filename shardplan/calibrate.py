@@ -14,8 +14,9 @@ from boundary.errors import ShardplanError
 from boundary.write import atomic_write_text, check_output_file, refuse_overwriting_input
 from constraints.read import load_check_input
 from hardware.profile import load_profile
-from measure.calibration.fit import Evidence, fit_factors
-from measure.calibration.store import CalibrationFile, EvidenceRecord
+from measure.calibration.factors import apply_factors
+from measure.calibration.fit import Evidence, fit_factors, step_time_s
+from measure.calibration.store import CalibrationFile, EvidenceRecord, model_key
 from shardplan.verdict import run_options
 
 MAX_LOGS = 256  # each log is one projection per fit step; more runs than this add nothing a median would not
@@ -41,7 +42,11 @@ def calibrate(logs: Sequence[str], hardware: str, nodes: Optional[int] = None, g
     profile = load_profile(hardware)
     evidence, measured = [], []
     for path in logs:
-        loaded = load_check_input(path, hardware, nodes, gpus_per_node, model)
+        try:
+            loaded = load_check_input(path, hardware, nodes, gpus_per_node, model)
+        except ShardplanError as exc:  # with several logs, say which one (the reader's own message may not name it)
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ShardplanError(message if str(path) in message else f"{path}: {message}") from None
         run = loaded.measured
         if run is None:
             raise ShardplanError(f"{path}: not a training log (a recipe or script measures nothing); pass the log a run printed")
@@ -51,17 +56,24 @@ def calibrate(logs: Sequence[str], hardware: str, nodes: Optional[int] = None, g
                                  allocator_gap_bytes=run.allocator_gap_bytes))
         measured.append((c, run))
     fit = fit_factors(profile, evidence)
-    records = tuple(EvidenceRecord(label=ev.label, model=c.model.name, world_size=c.placement.world_size, recipe=recipe_summary(c),
+    by_model: dict[str, list[Evidence]] = {}
+    for ev in evidence:
+        by_model.setdefault(model_key(ev.model), []).append(ev)
+    model_factors = {key: fit_factors(profile, evs).factors for key, evs in by_model.items()}
+    # each run's calibrated step is its own model's factors' (what --calibration applies to that model)
+    model_after = [step_time_s(ev, apply_factors(profile, model_factors[model_key(ev.model)])) for ev in evidence]
+    records = tuple(EvidenceRecord(label=ev.label, model=c.model.name, model_key=model_key(c.model), world_size=c.placement.world_size,
+                                   recipe=recipe_summary(c),
                                    measured_iteration_time_s=run.iteration_time_s, projected_before_s=before,
-                                   projected_after_s=after, residual=after / run.iteration_time_s - 1.0,
+                                   projected_after_s=model_after[i], residual=model_after[i] / run.iteration_time_s - 1.0,
                                    iterations_used=run.iterations_used, max_allocated_bytes=run.max_allocated_bytes,
                                    max_reserved_bytes=run.max_reserved_bytes)
-                    for ev, (c, run), before, after in zip(evidence, measured, fit.projected_before_s, fit.projected_after_s))
+                    for i, (ev, (c, run), before) in enumerate(zip(evidence, measured, fit.projected_before_s)))
     software: dict[str, str] = {}
     for _, run in measured:
         for name, version in run.versions.items():
             software.setdefault(name, version)
-    result = CalibrationFile(hardware=profile.name, factors=fit.factors, free_factors=fit.free, evidence=records,
+    result = CalibrationFile(hardware=profile.name, factors=fit.factors, model_factors=model_factors, free_factors=fit.free, evidence=records,
                              software=software).sealed()
     if output is not None:
         atomic_write_text(output, result.to_text(), "-o")

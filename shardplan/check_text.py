@@ -61,6 +61,9 @@ def format_check(result, width: Optional[int] = None) -> str:
                      f"MFU {100 * proj['mfu']:.1f}%, {proj['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU"
                      + (f" (CUDA graphs: {', '.join(result.cuda_graph_scope)})" if result.cuda_graph_scope else "")
                      + (f", calibrated by {shown(result.calibration)}" if result.calibration else ""))
+        if proj.get("tokens_per_s_per_gpu_range"):
+            low, high = proj["tokens_per_s_per_gpu_range"]
+            lines.append(f"range: {low:,.0f}-{high:,.0f} tokens/s/GPU (80 % of held-out runs measured inside it)")
         lines.append(to_table([{"part": part, "s": seconds} for part, seconds in proj["breakdown"].items()], TIME_COLUMNS, width=width))
     if result.measured is not None:
         lines += measured_lines(result.measured, result.measured_vs_projected, width)
@@ -81,8 +84,10 @@ def measured_lines(measured: dict, versus, width: int) -> list[str]:
         line += f", {measured['tflops_per_gpu']:.0f} TFLOP/s/GPU (as the log counts them)"
     out = [line]
     if measured.get("max_allocated_bytes") is not None:
+        estimate = measured.get("estimated_peak_bytes")
         out.append(f"measured memory: max allocated {measured['max_allocated_bytes'] / GIB:.2f} GiB, max reserved "
-                   f"{measured['max_reserved_bytes'] / GIB:.2f} GiB (estimated peak {measured.get('estimated_peak_bytes', 0) / GIB:.2f} GiB)")
+                   f"{measured['max_reserved_bytes'] / GIB:.2f} GiB"
+                   + (f" (estimated peak {estimate / GIB:.2f} GiB)" if estimate is not None else ""))
     if versus:
         step = versus["iteration_time_s"]
         out.append(f"measured / projected step: {step['ratio']:.2f} ({step['measured']:.3f} s vs {step['projected']:.3f} s)")

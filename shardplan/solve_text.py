@@ -25,6 +25,9 @@ def format_solve(payload: dict, model, placement, job) -> str:
     if any(ranking_gap(r) > RANKING_GAP_NOTE for r in payload["recipes"]):
         lines.append(f"* the ranking closed form and the simulated step differ by more than {RANKING_GAP_NOTE:.0%} here (interleaved "
                      "schedules with unequal stages); the order follows the closed form, the step column the simulator")
+    ranges = range_line(payload)
+    if ranges:
+        lines.append(ranges)
     thin = thin_headroom_line(payload)
     if thin:
         lines.append(thin)
@@ -53,6 +56,18 @@ RANKING_GAP_NOTE = 0.02  # flag answers whose ranking time and displayed (simula
 # flag answers with less free than this share of HBM capacity: the Megatron-Bridge memory studies (bench/data runs.csv
 # MBSKILL rows) saw runs allocated at 97-99 % of capacity die of fragmentation or CUDA-graph pools
 THIN_HEADROOM = 0.03
+
+
+def range_line(payload: dict) -> str | None:
+    """The tokens/s/GPU range of each answer (measure/projection/error_band.py), and what the range means."""
+    spans = [(i, (r.get("projection") or {}).get("tokens_per_s_per_gpu_range")) for i, r in enumerate(payload["recipes"], 1)]
+    spans = [(i, s) for i, s in spans if s]
+    if not spans:
+        return None
+    calibrated = payload.get("calibration") is not None and not any(w.startswith("calibration_other_model") for w in payload.get("job_warnings", []))
+    shown_spans = ", ".join(f"#{i} {low:,.0f}-{high:,.0f}" for i, (low, high) in spans[:5]) + (" ..." if len(spans) > 5 else "")
+    return (f"tok/s/GPU range ({'calibrated' if calibrated else 'uncalibrated'}; 80 % of held-out runs measured inside it): "
+            f"{shown_spans}")
 
 
 def thin_headroom_line(payload: dict) -> str | None:

@@ -74,6 +74,15 @@ def _values(text: str) -> Optional[list[str]]:
     return [m.group(1) if m and not text.startswith("torch.") else text]
 
 
+# entries Megatron-LM computes in validate_args / initialisation and prints with the options (megatron/training/
+# arguments.py validate_args, megatron/training/initialize.py): not options, and nothing a user wrote, so leaving them
+# out of argv is not worth a warning
+DERIVED_ENTRIES = frozenset({"rank", "world_size", "data_parallel_size", "params_dtype", "consumed_train_samples",
+                             "consumed_valid_samples", "padded_vocab_size", "variable_seq_lengths", "iteration",
+                             "transformer_pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+                             "expert_tensor_model_parallel_size", "expert_model_parallel_rank"})
+
+
 def dump_to_argv(entries: list[tuple[int, str, str]]) -> tuple[list[str], list[str]]:
     """(argv, warnings) from dump entries `(line, name, value text)`: `--flag value...` for each entry the table knows
     with a value, `--flag` for a switch set away from its default (True for store_true, False for store_false);
@@ -85,6 +94,8 @@ def dump_to_argv(entries: list[tuple[int, str, str]]) -> tuple[list[str], list[s
     for line, name, text in entries:
         known = DEST_TABLE.get(name)
         if known is None:
+            if name in DERIVED_ENTRIES:
+                continue
             warnings.append(f"line {line}: dump entry `{name}` ({text[:40]}) is no Megatron-LM option; left out of argv")
             continue
         flag, info = known

@@ -67,6 +67,9 @@ class Projection(BaseModel):
     model_tflops_per_gpu: float
     bubble_fraction: float
     breakdown: Breakdown
+    tokens_per_s_per_gpu_range: Optional[tuple[float, float]] = Field(
+        None, description="[low, high] where 80 % of held-out measurements fell (measure/projection/error_band.py); "
+        "set by the API for every projection it returns")
 
 
 def full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:

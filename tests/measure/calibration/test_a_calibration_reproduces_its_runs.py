@@ -9,7 +9,7 @@ from bench.calibration_cv import evidence_of
 from bench.run_slices import throughput_cases
 from hardware.profile import load_profile
 from measure.calibration.factors import ClusterFactors, apply_factors
-from measure.calibration.fit import fit_factors, free_factors, step_time_s
+from measure.calibration.fit import fit_factors, free_factors, free_groups, step_time_s
 
 CASES = {c.id: c for c in throughput_cases()}
 
@@ -25,16 +25,17 @@ def test_one_run_is_reproduced_within_two_percent(hardware):
     (row,) = _rows(hardware, 1)
     profile = load_profile(hardware)
     fit = fit_factors(profile, [evidence_of(row)])
-    assert fit.free == ("compute",)
-    assert fit.factors.communication == 1.0 and fit.factors.host == 1.0  # one log moves one factor
+    assert fit.free == ("compute", "communication", "host")
+    assert fit.factors.compute == fit.factors.communication == fit.factors.host  # one log moves one (whole-step) factor
     measured = evidence_of(row).iteration_time_s
     assert abs(fit.projected_after_s[0] / measured - 1) < 0.02
     assert step_time_s(evidence_of(row), apply_factors(profile, fit.factors)) == pytest.approx(fit.projected_after_s[0])
 
 
 def test_more_runs_free_more_factors():
-    assert free_factors(1) == ("compute",)
-    assert free_factors(2) == ("compute", "communication")
+    assert free_factors(1) == ("compute", "communication", "host")
+    assert free_groups(1) == (("compute", "communication", "host"),)
+    assert free_groups(2) == (("compute",), ("communication", "host"))
     assert free_factors(5) == ("compute", "communication", "host")
 
 
