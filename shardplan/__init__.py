@@ -9,10 +9,10 @@ Every function returns a typed pydantic result (shardplan.results, shardplan.swe
 `ShardplanError`.
 """
 from boundary.errors import ShardplanError
-from shardplan.api import check, hardware, models, render, solve
+from shardplan.api import calibrate, check, hardware, models, render, solve
 from shardplan.result_schemas import schemas
 from shardplan.results import CheckResult, HardwareInfo, ModelInfo, RenderResult, SolvedRecipe, SolveResult
 from shardplan.sweep import SweepResult, sweep  # shardplan.sweep is the function (import the module's other names with from shardplan.sweep import ...)
 
-__all__ = ["ShardplanError", "check", "solve", "render", "models", "hardware", "schemas", "CheckResult", "SolveResult",
+__all__ = ["ShardplanError", "check", "solve", "calibrate", "render", "models", "hardware", "schemas", "CheckResult", "SolveResult",
            "SolvedRecipe", "RenderResult", "ModelInfo", "HardwareInfo", "sweep", "SweepResult"]

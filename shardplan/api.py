@@ -24,8 +24,9 @@ from constraints.rules.registry import RuleInput, recipe_free_violations
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.listing import profiles_table
 from hardware.profile import HardwareProfile, load_profile
-from measure.calibration.store import calibrated_profile, factors_for, load_calibration
+from measure.calibration.store import calibrated_profile, factors_for, load_calibration, model_key
 from measure.projection.error_band import tokens_range
+from shardplan.calibrate import calibrate, recipe_key  # noqa: F401  (calibrate: the API re-exports it)
 from shardplan.progress import step
 from shardplan.results import (
     CheckResult,
@@ -45,11 +46,13 @@ from solver.fewest_gpus import CountScreen, fewest_gpus, target_explanation
 from solver.objective import OBJECTIVE_NAMES, Objective
 from solver.proposer.config import ProposerConfig
 from solver.request import SolveRequest
+from solver.trials import choose_trials, communication_share
 from solver.workflow import bound_fields, collect_pins, inapplicable_pins, resolve_recompute_kind, solve_request
 from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths, recipe_to_megatron_args
 from templates.render import RENDER_FORMATS, launch_env, render_script
 from templates.render_files import not_rendered, render_solutions, write_script
 from templates.render_input import flags_not_carried, load_render_input, refuse_unless_forced, render_problems, script_site_paths
+from templates.trial_files import write_trials
 
 RangeLike = Union[int, str, tuple, None]
 
@@ -140,14 +143,16 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
           uneven_stages: Optional[bool] = None, max_memory_fraction: float = 1.0, objective: str = "throughput",
           target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
           proposer: Any = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0,
-          calibration: Optional[str] = None) -> SolveResult:
+          calibration: Optional[str] = None, trials: Optional[int] = None, trials_dir: Optional[str] = None) -> SolveResult:
     """The best legal recipes for a model on `nodes` x `gpus_per_node` GPUs of `hardware` (default: the profile's GPUs
     per server or tray, e.g. 4 on GB200 NVL72), ranked by `objective` (throughput | memory | fewest-gpus), each
     re-verified by check. tp..mbs take N, 'LO..HI' or (lo, hi);
     recompute 'none' | 'selective' | 'full' pins the granularity; proposer is 'none' | 'rules' | a
     solver.proposer.config.ProposerConfig (for an LLM endpoint). `max_time_s` bounds the whole solve's wall
     clock (solver/deadline.py): past it, SolveTimeLimit says so. `calibration`: a file `calibrate` wrote for this
-    hardware, so the ranking, the projections and the memory reserve follow that cluster."""
+    hardware, so the ranking, the projections and the memory reserve follow that cluster, and an answer a calibrating
+    log measured is ranked by that measurement. `trials` K with `trials_dir`: write K short measuring runs of the most
+    informative answers there (solver/trials.py, templates/trial_files.py), to feed back through `calibrate`."""
     _fraction(max_memory_fraction)
     _choice("objective", objective, OBJECTIVE_NAMES)
     _choice("method", method, ("cpsat", "exhaustive"))
@@ -161,6 +166,12 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     check_solve_limits(top, time_limit_s)  # NaN / infinite limits and an unwritable render_dir fail before any work
     if render_dir:
         check_output_dir(render_dir, "--render")
+    if (trials is None) != (trials_dir is None):
+        raise ShardplanError("--trials: give the number of trials and the folder together (--trials K -o DIR)")
+    if trials is not None:
+        if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= min(top, 32):
+            raise ShardplanError(f"--trials: give 1..{min(top, 32)} trials, at most --top (got {shown(trials)})")
+        check_output_dir(trials_dir, "-o")
     with input_boundary():
         config = proposer if isinstance(proposer, ProposerConfig) else ProposerConfig(kind=proposer)
         # the hints may take at most half of --max-time, so a slow or hung endpoint never costs the answer: the final
@@ -192,6 +203,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
                 answer.projection = answer.projection.model_copy(update={"tokens_per_s_per_gpu_range": low_high})
         if calibration_note is not None:
             out.job_warnings.append(f"calibration_other_model: {calibration_note}")
+        if calibration is not None:
+            out.recipes, cases = rank_measured_first(out.recipes, cases, load_calibration(str(calibration)))
         if tried is not None:
             out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
         if not result.ranked:
@@ -201,7 +214,42 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
         out.rendered = RenderedFolder(directory=str(render_dir), scripts=[p.name for p in written],
                                       not_rendered=[f"rank {i}: {'; '.join(why)}" for i, why in not_rendered(cases).items()])
+    if trials is not None:
+        out.trials = _write_trials(out, cases, trials, trials_dir)
     return out.for_context(spec, placement, job)
+
+
+def rank_measured_first(recipes: list[SolvedRecipe], cases: list, cal) -> tuple[list[SolvedRecipe], list]:
+    """Answers a calibrating log measured carry that measurement and are ranked by it; the others by their projected
+    step. A measurement is the fact the projection only estimates."""
+    measured = {(e.model_key, e.recipe_key): e.measured_iteration_time_s for e in cal.evidence}
+    keyed = []
+    for answer, case in zip(recipes, cases):
+        step = measured.get((model_key(case.model), recipe_key(case)))
+        if step is not None:
+            answer.measured_step_s = step
+        keyed.append((step if step is not None else answer.step_time_us / 1e6, answer, case))
+    keyed.sort(key=lambda item: item[0])  # stable: equal steps keep the solver's order
+    return [a for _, a, _ in keyed], [c for _, _, c in keyed]
+
+
+def _write_trials(out: SolveResult, cases: list, k: int, directory: str) -> RenderedFolder:
+    """The trial folder for the chosen answers (a zero-bubble answer pretrain_gpt.py cannot run is never chosen)."""
+    runnable = [i for i in range(len(cases)) if i + 1 not in not_rendered(cases)]
+    projections = [out.recipes[i].projection.model_dump(mode="json") for i in runnable]
+    picked = [runnable[j] for j in choose_trials(projections, k)]
+    shares = {i: communication_share(out.recipes[i].projection.breakdown.model_dump(), out.recipes[i].projection.iteration_time_s)
+              for i in picked}
+    informative = picked[-1] if 1 < k < len(runnable) else None  # choose_trials puts it last
+    best_share = communication_share(out.recipes[picked[0]].projection.breakdown.model_dump(),
+                                     out.recipes[picked[0]].projection.iteration_time_s)
+    reasons = [f"communication {100 * shares[i]:.1f} % of its step (the best: {100 * best_share:.1f} %): tells compute from communication"
+               if i == informative else f"rank {i + 1}: among the best (measured, it is then ranked by its measurement)"
+               for i in picked]
+    names = write_trials([cases[i] for i in picked], [i + 1 for i in picked], reasons,
+                         [out.recipes[i].projection.iteration_time_s for i in picked], directory)
+    return RenderedFolder(directory=str(directory), scripts=names,
+                          not_rendered=[f"rank {i}: {'; '.join(why)}" for i, why in not_rendered(cases).items()])
 
 
 def _run_solve(request: SolveRequest):

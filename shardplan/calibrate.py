@@ -8,6 +8,7 @@ written whole or not at all and never over one of the logs.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Optional, Sequence
 
 from boundary.errors import ShardplanError
@@ -18,8 +19,24 @@ from measure.calibration.factors import apply_factors
 from measure.calibration.fit import Evidence, fit_factors, step_time_s
 from measure.calibration.store import CalibrationFile, EvidenceRecord, model_key
 from shardplan.verdict import run_options
+from templates.recipe_args import megatron_arg_groups
 
 MAX_LOGS = 256  # each log is one projection per fit step; more runs than this add nothing a median would not
+
+
+# the argument groups that say how a run is laid out and executed (not how long it trains, on what data, or what it logs)
+LAYOUT_GROUPS = ("model", "parallelism", "moe", "precision")
+
+
+def recipe_key(case) -> str:
+    """A run's layout as Megatron-LM reads it (the rendered model / parallel / MoE / precision arguments, the micro-batch,
+    the cluster size), hashed: a trial script read back from its log and the solve answer it was rendered from give
+    the same key, whatever fields a dense model leaves at their defaults."""
+    groups = megatron_arg_groups(case.model, case.job, case.recipe)
+    words = [w for g in LAYOUT_GROUPS for w in groups[g]] + ["mbs", str(case.recipe.mbs), "gbs", str(case.job.global_batch_size),
+                                                          "world", str(case.placement.world_size),
+                                                          "recompute", case.recipe.recompute.model_dump_json()]
+    return hashlib.sha256("\0".join(words).encode()).hexdigest()[:16]
 
 
 def recipe_summary(case) -> str:
@@ -63,7 +80,7 @@ def calibrate(logs: Sequence[str], hardware: str, nodes: Optional[int] = None, g
     # each run's calibrated step is its own model's factors' (what --calibration applies to that model)
     model_after = [step_time_s(ev, apply_factors(profile, model_factors[model_key(ev.model)])) for ev in evidence]
     records = tuple(EvidenceRecord(label=ev.label, model=c.model.name, model_key=model_key(c.model), world_size=c.placement.world_size,
-                                   recipe=recipe_summary(c),
+                                   recipe_key=recipe_key(c), recipe=recipe_summary(c),
                                    measured_iteration_time_s=run.iteration_time_s, projected_before_s=before,
                                    projected_after_s=model_after[i], residual=model_after[i] / run.iteration_time_s - 1.0,
                                    iterations_used=run.iterations_used, max_allocated_bytes=run.max_allocated_bytes,

@@ -116,6 +116,8 @@ class SolvedRecipe(Result):
     ranking_time_us: int = Field(description="closed-form step the ranking used")
     memory: MemorySummary
     projection: Optional[Projection]
+    measured_step_s: Optional[float] = Field(None, description="with --calibration: the step a calibrating log measured "
+                                             "for this very recipe (the answer is then ranked by it)")
     megatron_args: list[str] = Field(description="the full pretrain_gpt.py argument list")
     env: dict[str, Optional[str]] = Field(description="launch environment the rendered scripts export (None = must be unset)")
 
@@ -141,7 +143,7 @@ class RenderedFolder(Result):
 class SolveResult(Result):
     """`solve`: ranked legal recipes, the proof and the searched space, as `solve --json` prints it."""
 
-    _omit_when_none: ClassVar[tuple[str, ...]] = ("fewest_gpus", "explanation", "rendered", "calibration")
+    _omit_when_none: ClassVar[tuple[str, ...]] = ("fewest_gpus", "explanation", "rendered", "calibration", "trials")
     recipes: list[SolvedRecipe]
     proven_optimal: bool
     bound: Optional[float] = Field(description="proven lower bound in the objective's unit (bound_unit)")
@@ -165,6 +167,7 @@ class SolveResult(Result):
     explanation: Optional[dict[str, Any]] = Field(None, description="when nothing fits: the conflict and the remedies")
     rendered: Optional[RenderedFolder] = Field(None, description="with --render: what was written")
     calibration: Optional[str] = Field(None, description="the calibration file the ranking and projections used, if any")
+    trials: Optional[RenderedFolder] = Field(None, description="with trials: the short measuring runs written")
     _context: Any = PrivateAttr(None)
 
     @property

@@ -206,10 +206,23 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def _training_args(job: JobSpec, recipe: Recipe) -> list[str]:
+@dataclass(frozen=True)
+class TrialRun:
+    """A short measuring run (`solve --trials`): few iterations, every one logged with its throughput, per-phase
+    timers (--timing-log-level 1: forward-backward, grad sync, optimizer, read back by `check LOG` / `calibrate`), no
+    evaluation and no checkpoint, so it costs minutes and leaves nothing behind but its log. Megatron prints the memory
+    report (`max allocated` / `max reserved`) after the first logged iteration by itself (training_log's
+    report_memory_flag)."""
+
+    train_iters: int = 30
+
+
+def _training_args(job: JobSpec, recipe: Recipe, trial: Optional[TrialRun] = None) -> list[str]:
     args = ["--micro-batch-size", str(recipe.mbs), "--global-batch-size", str(job.global_batch_size),
-            "--train-iters", str(TRAIN_ITERS), "--optimizer", job.optimizer.value,
-            "--lr", LR, "--min-lr", MIN_LR, "--lr-decay-style", "cosine", "--lr-warmup-iters", str(LR_WARMUP_ITERS),
+            "--train-iters", str(trial.train_iters if trial else TRAIN_ITERS), "--optimizer", job.optimizer.value,
+            "--lr", LR, "--min-lr", MIN_LR, "--lr-decay-style", "cosine",
+            # Megatron's scheduler asserts warm-up < decay steps (OptimizerParamScheduler): a trial warms up briefly
+            "--lr-warmup-iters", str(max(1, trial.train_iters // 10) if trial else LR_WARMUP_ITERS),
             "--weight-decay", "0.1", "--clip-grad", "1.0"]
     if job.optimizer_moments_bf16:
         args += ["--use-precision-aware-optimizer", "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"]
@@ -360,8 +373,11 @@ def _precision_args(job: JobSpec, recipe: Recipe) -> list[str]:
     return args
 
 
-def _data_args(model: ModelSpec, recipe: Recipe, paths: RenderPaths) -> list[str]:
-    args = ["--data-path", paths.data_path, "--split", "99,1,0"]
+def _data_args(model: ModelSpec, recipe: Recipe, paths: RenderPaths, trial: Optional[TrialRun] = None) -> list[str]:
+    # a trial with no data path given measures on Megatron's synthetic batches (--mock-data): step time does not
+    # depend on the tokens' values, and a trial then needs no dataset on the cluster
+    mock = trial is not None and paths.data_path == DATA_PATH_PLACEHOLDER
+    args = ["--mock-data"] if mock else ["--data-path", paths.data_path, "--split", "99,1,0"]
     if paths.tokenizer_model is None:
         args += ["--tokenizer-type", "NullTokenizer"]
     else:
@@ -372,7 +388,9 @@ def _data_args(model: ModelSpec, recipe: Recipe, paths: RenderPaths) -> list[str
     return args
 
 
-def _logging_args(paths: RenderPaths) -> list[str]:
+def _logging_args(paths: RenderPaths, trial: Optional[TrialRun] = None) -> list[str]:
+    if trial is not None:
+        return ["--log-interval", "1", "--log-throughput", "--timing-log-level", "1", "--eval-iters", "0"]
     return ["--log-interval", "1", "--log-throughput", "--eval-interval", "1000", "--eval-iters", "10",
             "--tensorboard-dir", paths.checkpoint_dir.rstrip("/") + "/tensorboard"]
 
@@ -385,18 +403,19 @@ def _checkpoint_args(recipe: Recipe, paths: RenderPaths) -> list[str]:
 
 
 def megatron_arg_groups(model: ModelSpec, job: JobSpec, recipe: Recipe,
-                        paths: RenderPaths | None = None) -> dict[str, list[str]]:
-    """The arguments by group (keys in GROUPS order); an empty list means the group does not apply."""
+                        paths: RenderPaths | None = None, trial: Optional[TrialRun] = None) -> dict[str, list[str]]:
+    """The arguments by group (keys in GROUPS order); an empty list means the group does not apply. `trial`: a short
+    measuring run (TrialRun) instead of a training run."""
     paths = paths or RenderPaths()
     return {
         "model": hybrid_model_args(model, recipe, _model_args(model, job)) if model.is_hybrid else _model_args(model, job),
-        "training": _training_args(job, recipe),
+        "training": _training_args(job, recipe, trial),
         "parallelism": _parallel_args(model, recipe),
         "moe": _moe_args(model, recipe),
         "precision": _precision_args(job, recipe),
-        "data": _data_args(model, recipe, paths),
-        "logging": _logging_args(paths),
-        "checkpointing": _checkpoint_args(recipe, paths),
+        "data": _data_args(model, recipe, paths, trial),
+        "logging": _logging_args(paths, trial),
+        "checkpointing": [] if trial is not None else _checkpoint_args(recipe, paths),
     }
 
 

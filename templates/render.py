@@ -22,6 +22,7 @@ from hardware.profile import ProfileError, load_profile
 from templates.recipe_args import (
     GROUPS,
     RenderPaths,
+    TrialRun,
     megatron_arg_groups,
     needs_cuda_device_max_connections_1,
     uses_fsdp,
@@ -119,10 +120,10 @@ def launch_env(case: Case) -> dict:
     return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if mode == "1" else {"CUDA_DEVICE_MAX_CONNECTIONS": None} if mode == "unset" else {}
 
 
-def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None) -> dict:
+def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None, trial: TrialRun | None = None) -> dict:
     """Everything the template sees; every word that reaches bash is already shell-quoted."""
     paths = paths or RenderPaths()
-    groups = megatron_arg_groups(case.model, case.job, case.recipe, paths)
+    groups = megatron_arg_groups(case.model, case.job, case.recipe, paths, trial)
     cuda_max_connections = _cuda_max_connections(case)
     return {
         "header": _header(case),
@@ -136,8 +137,9 @@ def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None) ->
     }
 
 
-def render_script(case: Case, fmt: Format = "torchrun", paths: RenderPaths | None = None) -> str:
-    """The launch script text for `fmt` ("torchrun": run per node; "slurm": an sbatch file)."""
+def render_script(case: Case, fmt: Format = "torchrun", paths: RenderPaths | None = None, trial: TrialRun | None = None) -> str:
+    """The launch script text for `fmt` ("torchrun": run per node; "slurm": an sbatch file); `trial`: a short
+    measuring run (templates.recipe_args.TrialRun) instead of a training run."""
     if fmt in STACK_FORMATS:  # a stack's config file, not a launch script (templates.stack_render)
         try:
             return render_stack(case, fmt, paths)
@@ -146,4 +148,4 @@ def render_script(case: Case, fmt: Format = "torchrun", paths: RenderPaths | Non
     if fmt not in TEMPLATE_FILES:
         raise RenderError(f"--format: unknown format {fmt!r}; use one of {', '.join(RENDER_FORMATS)}")
     template = _environment().get_template(TEMPLATE_FILES[fmt])
-    return template.render(**render_context(case, fmt, paths)).rstrip("\n") + "\n"
+    return template.render(**render_context(case, fmt, paths, trial)).rstrip("\n") + "\n"

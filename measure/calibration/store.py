@@ -48,6 +48,8 @@ class EvidenceRecord(BaseModel):
     model: str = Field(max_length=512)
     model_key: str = Field(max_length=64, description="the model's architecture hash (`model_key`)")
     world_size: int = Field(ge=1)
+    recipe_key: str = Field(max_length=64, description="the run's layout as Megatron reads it, hashed "
+                            "(shardplan.calibrate.recipe_key): which solve answer this run measured")
     recipe: str = Field(max_length=1024, description="the parallel layout, e.g. 'tp2 pp1 cp1 ep1 mbs1 gbs64 seq4096 bf16'")
     measured_iteration_time_s: float = Field(gt=0)
     projected_before_s: float = Field(gt=0, description="the shipped constants' step time")

@@ -61,6 +61,9 @@ def _range_options(fn):
 @click.option("--max-time", "max_time_s", type=float, default=300.0, show_default=True,
               help="wall-clock seconds for the whole solve; past it the solve stops and says so")
 @click.option("--render", "render_dir", type=click.Path(file_okay=False), default=None, help="write one launch script per answer here")
+@click.option("--trials", type=click.IntRange(1, 32), default=None,
+              help="write K short measuring runs of the most informative answers into -o DIR, to feed back through calibrate")
+@click.option("-o", "--output", "trials_dir", type=click.Path(file_okay=False), default=None, help="the folder --trials writes")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
               help="a file `shardplan calibrate` wrote for this hardware: rank and project with this cluster's factors")
 @format_option
@@ -68,7 +71,7 @@ def _range_options(fn):
 def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision, k, tp_range, pp_range,
                   vpp_range, cp_range, ep_range, etp_range, mbs_range, schedule, recompute, no_recompute, sp, tp_comm_overlap, dp_sharding,
                   moe_dispatcher, ep_comm_overlap, uneven_stages, max_memory_fraction, objective, target_tokens_per_s, method, time_limit_s,
-                  max_time_s, render_dir, calibration, fmt, as_json, **proposer_kw) -> None:
+                  max_time_s, render_dir, trials, trials_dir, calibration, fmt, as_json, **proposer_kw) -> None:
     """Find the best legal recipes (projected step time), each re-verified by check.
 
     \b
@@ -90,7 +93,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
                        ep_comm_overlap=ep_comm_overlap, uneven_stages=uneven_stages, max_memory_fraction=max_memory_fraction,
                        objective=objective, target_tokens_per_s=target_tokens_per_s, method=method, time_limit_s=time_limit_s,
                        proposer=proposer_config, render_dir=render_dir, max_time_s=max_time_s,
-                       calibration=calibration)
+                       calibration=calibration, trials=trials, trials_dir=trials_dir)
     fmt = resolve_format(fmt, as_json)
     data = result.to_json()
     text = None

@@ -11,7 +11,7 @@ from hardware.profile import load_profile
 from measure.calibration.factors import ClusterFactors
 from measure.calibration.store import CalibrationError, CalibrationFile, EvidenceRecord, calibrated_profile, load_calibration, model_key
 
-RECORD = EvidenceRecord(label="run.log", model="Llama-3.1-8B", model_key="0123456789abcdef", world_size=8,
+RECORD = EvidenceRecord(label="run.log", model="Llama-3.1-8B", model_key="0123456789abcdef", world_size=8, recipe_key="fedcba9876543210",
                         recipe="tp1 pp1 vpp1 cp1 ep1 mbs1 gbs64 seq8192 bf16",
                         measured_iteration_time_s=5.0, projected_before_s=4.5, projected_after_s=5.01, residual=0.002)
 
