@@ -51,16 +51,9 @@ def _short(path: str, limit: int = 120) -> str:
     return path if len(path) <= limit else f"{path[:limit]}... ({len(path)} characters)"
 
 
-def read_bytes(path: str | Path, kind: str, label: str | None = None, limit_bytes: int | None = None,
-               expected: str | None = None) -> bytes:
-    """The bytes of a regular file of at most `limit_bytes` (default: the limit for `kind`).
-
-    `kind` selects the limit (`boundary.limits.MAX_TEXT_BYTES`) and names the file in messages; `label`
-    starts each message (default: the path, shortened); `expected` is the fix (default: `a <kind> file`)."""
-    path = str(path)
-    label = label or _short(path)
-    expected = expected or f"a {kind} file"
-    limit = max_bytes(kind) if limit_bytes is None else limit_bytes
+def _open_regular(path: str, kind: str, label: str, expected: str) -> tuple[int, os.stat_result]:
+    """(descriptor, its fstat) of a regular file, opened non-blocking (a FIFO cannot stall the open) and judged on the
+    opened descriptor (no check-then-open race); the caller closes the descriptor."""
     if "\x00" in path:
         raise InputRefused(f"{label}: the path holds a NUL character; give a {kind} file path")
     try:
@@ -71,6 +64,27 @@ def read_bytes(path: str | Path, kind: str, label: str | None = None, limit_byte
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputRefused(f"{label}: {file_kind(st.st_mode)}, not a regular file; give {expected}")
+    except OSError as exc:
+        os.close(fd)
+        raise _open_error(label, exc, expected) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_bytes(path: str | Path, kind: str, label: str | None = None, limit_bytes: int | None = None,
+               expected: str | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit_bytes` (default: the limit for `kind`).
+
+    `kind` selects the limit (`boundary.limits.MAX_TEXT_BYTES`) and names the file in messages; `label`
+    starts each message (default: the path, shortened); `expected` is the fix (default: `a <kind> file`)."""
+    path = str(path)
+    label = label or _short(path)
+    expected = expected or f"a {kind} file"
+    limit = max_bytes(kind) if limit_bytes is None else limit_bytes
+    fd, st = _open_regular(path, kind, label, expected)
+    try:
         if st.st_size > limit:
             raise InputRefused(f"{label}: {st.st_size:,} bytes, over the {human_bytes(limit)} limit for a {kind} "
                                f"file; give {expected}")
@@ -140,16 +154,8 @@ def iter_text_lines(path: str | Path, kind: str, max_line_bytes: int, label: str
     path = str(path)
     label = label or _short(path)
     expected = expected or f"a {kind} file"
-    if "\x00" in path:
-        raise InputRefused(f"{label}: the path holds a NUL character; give a {kind} file path")
+    fd, _ = _open_regular(path, kind, label, expected)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise _open_error(label, exc, expected) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputRefused(f"{label}: {file_kind(st.st_mode)}, not a regular file; give {expected}")
         stream = os.fdopen(fd, "rb", buffering=1 << 20, closefd=False)
     except OSError as exc:
         os.close(fd)

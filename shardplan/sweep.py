@@ -26,11 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from boundary.errors import ShardplanError
 from boundary.numbers import bounded_float
+from boundary.show import shown
 from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
+from measure.calibration.store import load_calibration
 from measure.projection.vectorized import Evaluator
-from shardplan.api import input_boundary
+from shardplan.api import input_boundary, profile_with_calibration
 from shardplan.progress import step
 from shardplan.results import recipe_label
 from solver.explain_why import recipe_free_blockers
@@ -137,11 +139,12 @@ def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu
 
 def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[int]], *, seq_length: int,
           global_batch_size: int, gpus_per_node: Optional[int] = None, precision: str = "bf16", max_memory_fraction: float = 1.0,
-          train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None) -> SweepResult:
+          train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None,
+          calibration: Optional[str] = None) -> SweepResult:
     """The best legal recipe (throughput objective) at each node count on each hardware profile (a name or path, a
     list, or comma-separated names); `nodes` a list or parse_nodes' text ('1..64'); `gpus_per_node` None takes each
-    profile's GPUs per server or tray (`HardwareProfile.gpus_per_node`). Unusable input raises
-    ShardplanError before any solve."""
+    profile's GPUs per server or tray (`HardwareProfile.gpus_per_node`). `calibration`: a file `calibrate` wrote for one of
+    the profiles, which then projects with that cluster's factors. Unusable input raises ShardplanError before any solve."""
     named = [h.strip() for text in ([hardware] if isinstance(hardware, str) else hardware) for h in text.split(",") if h.strip()]
     # each profile once, first mention first (a name given twice, in any case, solved and listed twice)
     profiles = list({h.lower(): h for h in reversed(named)}.values())[::-1]
@@ -165,19 +168,28 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
         for hw in profiles:  # every profile and the node counts are checked before the first solve
             Placement(hardware=hw, num_nodes=counts[-1], gpus_per_node=load_profile(hw).gpus_per_node if gpus_per_node is None else gpus_per_node)
-    return sweep_specs(spec, job, profiles, counts, gpus_per_node, 1.0 - max_memory_fraction, train_tokens, usd_per_gpu_hour)
+        if calibration is not None:  # the file names its part: one of the swept profiles, or refused before any solve
+            made_for = load_calibration(str(calibration)).hardware.lower()
+            if made_for not in {load_profile(hw).name.lower() for hw in profiles}:
+                raise ShardplanError(f"--calibration {shown(str(calibration))}: made for hardware {made_for!r}, which this sweep "
+                                     "does not include; add that --hardware or drop --calibration")
+    return sweep_specs(spec, job, profiles, counts, gpus_per_node, 1.0 - max_memory_fraction, train_tokens, usd_per_gpu_hour,
+                       calibration=calibration)
 
 
 def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node: Optional[int] = None, margin_fraction: float = 0.0,
                 train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None, pins: Optional[dict] = None,
-                bounds: Optional[dict] = None) -> SweepResult:
+                bounds: Optional[dict] = None, calibration: Optional[str] = None) -> SweepResult:
     """`sweep` over a loaded ModelSpec and JobSpec (and optional solve pins / bounds, solver.workflow.collect_pins);
     each size shows progress on stderr when it takes over a second (shardplan.progress)."""
     pins, bounds = dict(pins or {}), dict(bounds or {})
     points: list[SweepPoint] = []
     per_node: set[int] = set()
+    made_for = load_calibration(str(calibration)).hardware.lower() if calibration is not None else None
     for hw in hardware:
         profile = load_profile(hw)
+        if made_for == profile.name.lower():
+            profile = profile_with_calibration(hw, calibration, model)[0]
         node_gpus = profile.gpus_per_node if gpus_per_node is None else gpus_per_node
         per_node.add(node_gpus)
         screen = CountScreen(model, job, profile, margin_fraction, pins, bounds)

@@ -25,7 +25,7 @@ def calibrate_command(logs, hardware, nodes, gpus_per_node, model, output) -> No
 
     Each LOG is a Megatron-LM training log (argument dump, iteration lines; memory report and timers when logged).
     One log moves the compute factor; more logs, of other recipes or models on the same cluster, move more.
-    Then pass --calibration FILE to check and solve (and the API's check / solve).
+    Then pass --calibration FILE to check, solve, sweep and report (and the API's check / solve / sweep).
 
     \b
     Example:

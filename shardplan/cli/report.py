@@ -49,6 +49,8 @@ def write_outputs(report: Report, html_path: Path, trace_path: Path | None, swee
                    "open in https://ui.perfetto.dev or chrome://tracing)")
 
 
+_CALIBRATION = click.option("--calibration", type=click.Path(dir_okay=False), default=None,
+                            help="a file `shardplan calibrate` wrote for this hardware: project with this cluster's factors")
 _OUT = click.option("-o", "--output", "output", required=True, type=click.Path(), help="HTML file to write")
 _TRACE = click.option("--trace", "trace", type=click.Path(), default=None,
                       help="also write the simulated pipeline timeline as Chrome-trace JSON (Perfetto)")
@@ -73,9 +75,10 @@ def report_command() -> None:
 @click.option("--gpus-per-node", type=click.IntRange(min=1), help="GPUs per node (overrides the file)")
 @click.option("--model", help="model name or path, when the arguments lack the model flags")
 @click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
+@_CALIBRATION
 @_OUT
 @_TRACE
-def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fraction, output, trace) -> None:
+def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fraction, calibration, output, trace) -> None:
     """Report on one recipe: a YAML recipe, a Megatron launch script or an argument file (what `check` reads).
 
     \b
@@ -84,7 +87,7 @@ def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fractio
     """
     html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
     report = check_report(file, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
-                          max_memory_fraction=max_memory_fraction)
+                          max_memory_fraction=max_memory_fraction, calibration=calibration)
     write_outputs(report, html_path, trace_path)
     v = report.recipes[0]
     sys.exit(0 if v.legal and v.fits else 1)
@@ -113,10 +116,11 @@ def job_options(fn):
 @click.option("--tp", default=None, metavar="N|LO..HI", help="pin or bound TP (as solve)")
 @click.option("--pp", default=None, metavar="N|LO..HI", help="pin or bound PP (as solve)")
 @click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "zb-h1", "zbv"]), default=None)
+@_CALIBRATION
 @_OUT
 @_TRACE
 def report_solve(model_name, hardware, seq_length, global_batch_size, precision, max_memory_fraction, nodes, gpus_per_node,
-                 k, tp, pp, schedule, output, trace) -> None:
+                 k, tp, pp, schedule, calibration, output, trace) -> None:
     """Report on a throughput solve: its top K recipes side by side, then each one's memory and timeline.
 
     \b
@@ -127,6 +131,6 @@ def report_solve(model_name, hardware, seq_length, global_batch_size, precision,
     html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
     report = solve_report(model_name, hardware, nodes, top=k, gpus_per_node=gpus_per_node, seq_length=seq_length,
                           global_batch_size=global_batch_size, precision=precision, tp=tp, pp=pp, schedule=schedule,
-                          max_memory_fraction=max_memory_fraction)
+                          max_memory_fraction=max_memory_fraction, calibration=calibration)
     write_outputs(report, html_path, trace_path)
     sys.exit(0 if report.recipes else 1)

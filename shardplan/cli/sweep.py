@@ -31,8 +31,10 @@ from shardplan.sweep import sweep
 @click.option("--usd-per-gpu-hour", type=click.FloatRange(min=0), default=None, help="adds the cost (needs --train-tokens)")
 @format_option
 @click.option("--report", "report_path", type=click.Path(), default=None, help="also write the HTML page with the charts")
+@click.option("--calibration", type=click.Path(dir_okay=False), default=None,
+              help="a file `shardplan calibrate` wrote for one of the profiles: project it with that cluster's factors")
 def sweep_command(model_name, hardware, nodes_text, gpus_per_node, seq_length, global_batch_size, precision,
-                  max_memory_fraction, train_tokens, usd_per_gpu_hour, fmt, report_path, as_json) -> None:
+                  max_memory_fraction, train_tokens, usd_per_gpu_hour, fmt, report_path, calibration, as_json) -> None:
     """The best legal recipe at each cluster size: tokens/s/GPU, step time, scaling efficiency, training time and cost.
 
     \b
@@ -43,7 +45,7 @@ def sweep_command(model_name, hardware, nodes_text, gpus_per_node, seq_length, g
     html_path = output_path("--report", report_path)
     result = sweep(model_name, list(hardware), nodes_text, seq_length=seq_length, global_batch_size=global_batch_size,
                    gpus_per_node=gpus_per_node, precision=precision, max_memory_fraction=max_memory_fraction,
-                   train_tokens=train_tokens, usd_per_gpu_hour=usd_per_gpu_hour)
+                   train_tokens=train_tokens, usd_per_gpu_hour=usd_per_gpu_hour, calibration=calibration)
 
     emit(sweep_rows(result), resolve_format(fmt, as_json), sweep_columns(result), json_data=result.model_dump(mode="json"),
          title=sweep_title(result))

@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 from constraints.case import Case
-from hardware.profile import load_profile
-from shardplan.api import check, solve
+from shardplan.api import check, profile_with_calibration, solve
 from shardplan.report.model import JobView, RecipeView, Report
 from shardplan.report.timeline import simulate_timeline
 from shardplan.results import recipe_label
@@ -43,13 +42,14 @@ def job_view(model, job, placement, profile) -> JobView:
                    precision=job.precision.value, projection_calibrated=profile.calibrated)
 
 
-def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model=None, max_memory_fraction: float = 1.0) -> Report:
+def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model=None, max_memory_fraction: float = 1.0,
+                 calibration=None) -> Report:
     """The report of `check`: one recipe, legal or not (an illegal or non-fitting one shows its violations and whatever
     memory the model could price, and no timeline). Arguments as shardplan.check."""
     res = check(source, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
-                max_memory_fraction=max_memory_fraction)
+                max_memory_fraction=max_memory_fraction, calibration=calibration)
     case = res.case
-    profile = load_profile(case.placement.hardware)
+    profile = profile_with_calibration(case.placement.hardware, calibration, case.model)[0]
     view = recipe_view(case, res.legal, res.fits, res.violations, res.warnings, res.memory, res.projection, res.dp,
                        res.expert_dp, profile, recipe_label(case.recipe, res.dp), res.cuda_graph_scope,
                        res.fused_grouped_mlp)
@@ -61,7 +61,7 @@ def solve_report(model: str, hardware: str, nodes: int, *, top: int = 3, **solve
     """The report of a throughput solve: its top K recipes, each re-verified by check. Arguments as shardplan.solve."""
     res = solve(model, hardware, nodes, top=top, **solve_options)
     spec, placement, job = res.context
-    profile = load_profile(hardware)
+    profile = profile_with_calibration(hardware, solve_options.get("calibration"), spec)[0]
     views = []
     for i, r in enumerate(res.recipes, start=1):
         case = Case(model=spec, job=job, recipe=r.recipe, placement=placement)
