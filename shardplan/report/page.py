@@ -77,8 +77,10 @@ def recipe_section(v: RecipeView, index: int) -> str:
         out.append(memory_chart(m))
     if v.projection:
         p = v.projection
+        span = p.get("tokens_per_s_per_gpu_range")  # numbers only: nothing of the user's reaches the page here
+        within = f" (range {span[0]:,.0f}-{span[1]:,.0f}: 80 % of held-out runs measured inside it)" if span else ""
         out.append(f"<p class='note'>projection: {fmt_s(p['iteration_time_s'])} per iteration, {p['tokens_per_s_per_gpu']:,.0f} "
-                   f"tokens/s/GPU, MFU {100 * p['mfu']:.1f} %, bubble {100 * p['bubble_fraction']:.1f} %</p>")
+                   f"tokens/s/GPU{within}, MFU {100 * p['mfu']:.1f} %, bubble {100 * p['bubble_fraction']:.1f} %</p>")
         out.append(breakdown_chart([(v.title.split(" ")[0] if v.title.startswith("#") else "step", p)]))
     if v.timeline:
         out.append("<p class='note'>simulated pipeline step (measure.pipeline.simulator), then exposed DP traffic and the optimizer</p>")
