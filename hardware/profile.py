@@ -17,10 +17,11 @@ from typing import Optional
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from boundary.errors import InputRefused, ShardplanError
+from boundary.names import did_you_mean, looks_like_path, resolve_name
 from boundary.numbers import NumbersAreNotBooleans
 from boundary.parse import load_yaml
 from boundary.read import read_text
-from boundary.show import validation_line
+from boundary.show import shown, validation_line
 from hardware.calibration import Calibration, Microbench, derive_calibration, load_software_constants
 from hardware.typical_microbench import typical_microbench
 
@@ -212,12 +213,15 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     """Load a bundled profile by name (case-insensitive) or a user's YAML by path."""
     path = Path(name_or_path)
     if not _is_profile_file(name_or_path):
-        candidates = {p.stem.lower(): p for p in PROFILES_DIR.glob("*.yaml")}
-        path = candidates.get(name_or_path.lower())
-        if path is None:
-            raise ProfileError(
-                f"--hardware: unknown profile {name_or_path!r}; use one of {', '.join(available_profiles())} or a path to a YAML file"
-            )
+        names = available_profiles()
+        meant = resolve_name(name_or_path, names)
+        if meant is None:
+            if looks_like_path(name_or_path):
+                raise ProfileError(f"--hardware: no file {shown(name_or_path)}; check the path, or name a bundled profile "
+                                   "(`shardplan hardware` lists them)")
+            raise ProfileError(f"--hardware: unknown profile {shown(name_or_path)}{did_you_mean(name_or_path, names)} "
+                               f"(bundled: {', '.join(names)}; or a path to a YAML file)")
+        path = PROFILES_DIR / f"{meant}.yaml"
     data = _parsed_yaml(path)
     if not isinstance(data, dict):
         raise ProfileError(f"--hardware: {path} must hold a mapping of profile fields")

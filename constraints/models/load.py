@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from boundary.errors import InputRefused, ShardplanError
+from boundary.names import did_you_mean, looks_like_path, resolve_name
 from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
@@ -416,13 +417,17 @@ def load_model(name_or_path: str) -> ModelSpec:
     if _is_folder(path) and is_regular_file(path / "config.json"):
         path = path / "config.json"  # an HF checkpoint or download folder: its config.json describes the model
     if not is_regular_file(path):
-        bundled = {p.stem.lower(): p for p in MODELS_DIR.glob("*.json")}
-        path = bundled.get(name_or_path.lower())
+        names = bundled_models()
+        meant = resolve_name(name_or_path, names)
+        path = MODELS_DIR / f"{meant}.json" if meant is not None else None
         if path is None and os.path.lexists(name_or_path):  # exists but is a directory, FIFO, device...
             path = Path(name_or_path)
+        if path is None and looks_like_path(name_or_path):
+            raise ModelError(f"--model: no file {shown(name_or_path)}; check the path (an HF config.json, a model YAML, or "
+                             "the model's folder)")
         if path is None:
-            raise ModelError(
-                f"--model: unknown model {shown(name_or_path)}; give a path to a config.json/YAML or one of: {', '.join(bundled_models())}")
+            raise ModelError(f"--model: unknown model {shown(name_or_path)}{did_you_mean(name_or_path, names)} (`shardplan "
+                             "models` lists the bundled ones; or give a path to an HF config.json / model YAML)")
     label = f"--model {path}"
     try:
         text = read_text(path, "model", f"--model: {path}", expected="an HF config.json or a model YAML")
