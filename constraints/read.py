@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
@@ -25,7 +26,7 @@ from constraints.megatron.launch_script import LaunchCommand, extract_argv
 from constraints.megatron.launch_world import entry_family_error, world_from_launch
 from constraints.megatron.measured import MeasuredRun, measured_from_log
 from constraints.megatron.training_log import TrainingLogError, looks_like_training_log, read_training_log
-from constraints.models.load import load_model
+from constraints.models.load import bundled_models, load_model
 from constraints.models.mamba import entry_script, entry_script_problem
 from constraints.rules.base import BRIDGE_VALIDATED
 from constraints.rules.registry import Violation
@@ -366,13 +367,26 @@ def _stated_model_flags(raw: dict[str, Any], m: ModelSpec) -> list[tuple[str, An
     return pairs
 
 
+@lru_cache(maxsize=1)
+def _bundled_shapes() -> dict[str, str]:
+    """Each bundled model's architecture (its spec without the name, as JSON) -> its name."""
+    return {load_model(name).model_dump_json(exclude={"name"}): name for name in bundled_models()}
+
+
+def named_after_bundled(model: ModelSpec) -> ModelSpec:
+    """A model read from Megatron flags, named after the bundled model it is to the last field (a script training
+    Llama-3.1-8B shows as Llama-3.1-8B, not 'megatron-args'), so the user sees the arguments were read as meant."""
+    name = _bundled_shapes().get(model.model_dump_json(exclude={"name"}))
+    return model if name is None else model.model_copy(update={"name": name})
+
+
 def _choose_model(cfg, model_ref: Optional[str]) -> ModelSpec:
     """--model completes arguments without a model shape; where the arguments state model flags too, they
     must agree (a silent swap would judge a different network than the one the file launches)."""
     raw = dict(getattr(cfg, "raw", {}) or {})
     if model_ref is None:
         if cfg.model is not None:
-            return cfg.model
+            return named_after_bundled(cfg.model)
         if not any(f in raw for f in ("--num-layers", "--hidden-size", "--num-attention-heads")):
             raise InputError("--model: the arguments hold no model shape (--num-layers, --hidden-size, ...); pass --model NAME|PATH")
         raise InputError(f"--model: the arguments lack {', '.join(cfg.model_missing)}; add "
