@@ -8,6 +8,7 @@ points at, and nothing can be swapped between check and read), and read up to it
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -60,17 +61,24 @@ def _open_regular(path: str, kind: str, label: str, expected: str) -> tuple[int,
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise _open_error(label, exc, expected) from None
-    try:
+    with _closed_on_failure(fd, label, expected):
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputRefused(f"{label}: {file_kind(st.st_mode)}, not a regular file; give {expected}")
+    return fd, st
+
+
+@contextlib.contextmanager
+def _closed_on_failure(fd: int, label: str, expected: str):
+    """Close `fd` when the block fails (an OSError becomes the one-line refusal), so no failure leaks a descriptor."""
+    try:
+        yield
     except OSError as exc:
         os.close(fd)
         raise _open_error(label, exc, expected) from None
     except BaseException:
         os.close(fd)
         raise
-    return fd, st
 
 
 def read_bytes(path: str | Path, kind: str, label: str | None = None, limit_bytes: int | None = None,
@@ -155,14 +163,8 @@ def iter_text_lines(path: str | Path, kind: str, max_line_bytes: int, label: str
     label = label or _short(path)
     expected = expected or f"a {kind} file"
     fd, _ = _open_regular(path, kind, label, expected)
-    try:
+    with _closed_on_failure(fd, label, expected):
         stream = os.fdopen(fd, "rb", buffering=1 << 20, closefd=False)
-    except OSError as exc:
-        os.close(fd)
-        raise _open_error(label, exc, expected) from None
-    except BaseException:
-        os.close(fd)
-        raise
     try:
         number = 0
         while True:
