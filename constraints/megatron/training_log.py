@@ -142,10 +142,11 @@ def _steady(records: list[IterationRecord]) -> list[IterationRecord]:
 
 
 def _cut_record(text: str) -> bool:
-    """Whether a last line with no line break is a record cut mid-write: an iteration line (which always ends in `|`)
-    that does not end so, or a memory line that does not parse."""
+    """Whether a last line with no line break is a record cut mid-write: any iteration line (Megatron's training_log
+    prints each one whole with print(), line break included, so one without it was cut, even right after a `|`), or a
+    memory line that does not parse."""
     if tl.ITERATION_MARK in text or "| consumed samples:" in text:
-        return not text.rstrip().endswith("|")
+        return True
     return "memory (MB)" in text and tl.parse_memory_line(text) is None
 
 

@@ -55,6 +55,16 @@ def test_last_line_cut_mid_record(tmp_path):
     assert ":14: the last line is cut mid-record" in msg
 
 
+def test_last_line_cut_right_after_a_separator(tmp_path):
+    # Megatron prints each iteration line whole, line break included: one that ends in `|` but not in a line break was
+    # cut between two fields, and is refused like any other cut record
+    full = it(10)
+    cut = full[:full.index("elapsed time per iteration")]
+    assert cut.rstrip().endswith("|")
+    msg = refused(tmp_path, DUMP + "".join(it(n) for n in range(1, 10)) + cut)
+    assert ":14: the last line is cut mid-record" in msg
+
+
 def test_no_steady_state(tmp_path):
     msg = refused(tmp_path, DUMP + it(1) + it(2) + it(3))
     assert "no steady-state iteration (3 logged intervals, all warm-up)" in msg
