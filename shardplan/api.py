@@ -105,6 +105,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     data = verdict["json"]
     if calibration is not None:
         data["calibration"] = str(calibration)
+    data["model_params"] = parameter_counts(loaded.case.model)
     if data.get("projection"):
         data["projection"]["tokens_per_s_per_gpu_range"] = list(tokens_range(data["projection"]["tokens_per_s_per_gpu"],
                                                                            calibrated=calibration is not None and note is None))
@@ -118,6 +119,12 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
             data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin, flags=loaded.flags, env=loaded.env,
                                          validated_by=loaded.validated_by)
     return CheckResult.of(data, loaded.case)
+
+
+def parameter_counts(model) -> dict[str, int]:
+    """{total, active} exact parameters of a model (HF convention: unpadded vocabulary, no MTP), as `models` lists them."""
+    counts = param_counts(model)
+    return {"total": counts.total, "active": counts.active if counts.active is not None else counts.total}
 
 
 def profile_with_calibration(hardware: str, calibration: Optional[str], model=None) -> tuple[HardwareProfile, Optional[str]]:
@@ -197,6 +204,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         out = _solve_result(result, tables, cases, objective, placement, profile, hint_report)
         out.ignored_pins = inapplicable_pins(spec, pins)
         out.calibration = None if calibration is None else str(calibration)
+        out.model, out.model_params = spec.name, parameter_counts(spec)
         for answer in out.recipes:
             if answer.projection is not None:
                 low_high = tokens_range(answer.projection.tokens_per_s_per_gpu, calibrated=calibration is not None and calibration_note is None)

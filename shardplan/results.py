@@ -35,7 +35,7 @@ class Result(BaseModel):
 class CheckResult(Result):
     """`check`: the verdict on one recipe (rules, exact per-rank memory, projection), as `check --json` prints it."""
 
-    _omit_when_none: ClassVar[tuple[str, ...]] = ("suggestion", "measured", "measured_vs_projected", "calibration")
+    _omit_when_none: ClassVar[tuple[str, ...]] = ("suggestion", "measured", "measured_vs_projected", "calibration", "model_params")
     legal: bool
     fits: bool
     violations: list[Violation]
@@ -61,6 +61,8 @@ class CheckResult(Result):
     measured_vs_projected: Optional[dict[str, Any]] = Field(None, description="a training log: measured / projected step, "
                                                             "tokens/s/GPU and per-timer terms (shardplan/verdict.py)")
     calibration: Optional[str] = Field(None, description="the calibration file the projection used (`calibrate`), if any")
+    model_params: Optional[dict[str, int]] = Field(None, description="the judged model's exact parameter counts {total, active} "
+                                                   "(constraints/models/params.py), so a user can confirm the config was read as meant")
     _case: Any = PrivateAttr(None)
 
     @property
@@ -167,6 +169,8 @@ class SolveResult(Result):
     explanation: Optional[dict[str, Any]] = Field(None, description="when nothing fits: the conflict and the remedies")
     rendered: Optional[RenderedFolder] = Field(None, description="with --render: what was written")
     calibration: Optional[str] = Field(None, description="the calibration file the ranking and projections used, if any")
+    model: Optional[str] = Field(None, description="the model solved for, as read")
+    model_params: Optional[dict[str, int]] = Field(None, description="its exact parameter counts {total, active}")
     trials: Optional[RenderedFolder] = Field(None, description="with trials: the short measuring runs written")
     _context: Any = PrivateAttr(None)
 
