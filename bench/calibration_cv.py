@@ -16,7 +16,7 @@ precision: `measured_together`) plays one user's cluster in turn:
    (tokens/s/GPU x GPUs));
 3. every other run of the group is projected as `--calibration` projects it and compared with its measurement: a run
    of the same model with the fitted factors, a run of another model with the shipped speed constants (a factor
-   carried across models made the error worse on these rows: median 9.6 % -> 16.5 %, so the product does not do it).
+   carried across models made the error worse on these rows: median 9.6 % -> 17.2 %, so the product does not do it).
 The uncalibrated error of the same held-out projections (step 1's constants alone) is reported beside it.
 """
 from __future__ import annotations

@@ -24,7 +24,7 @@ from constraints.rules.registry import RuleInput, recipe_free_violations
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.listing import profiles_table
 from hardware.profile import HardwareProfile, load_profile
-from measure.calibration.store import calibrated_profile, factors_for, load_calibration, model_key
+from measure.calibration.store import CalibrationFile, calibrated_profile, factors_for, load_calibration, model_key
 from measure.projection.error_band import tokens_range
 from shardplan.calibrate import calibrate, recipe_key  # noqa: F401  (calibrate: the API re-exports it)
 from shardplan.progress import step
@@ -100,7 +100,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         else:
             loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model)
     margin = 1.0 - max_memory_fraction
-    profile, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
+    profile, _, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
     verdict = check_and_project(loaded, margin_fraction=margin, project=project, profile=profile)
     data = verdict["json"]
     if calibration is not None:
@@ -127,19 +127,21 @@ def parameter_counts(model) -> dict[str, int]:
     return {"total": counts.total, "active": counts.active if counts.active is not None else counts.total}
 
 
-def profile_with_calibration(hardware: str, calibration: Optional[str], model=None) -> tuple[HardwareProfile, Optional[str]]:
-    """(the hardware profile, calibrated by the file `calibrate` wrote when one is given; a note when the file holds no
-    run of `model`, whose speed then stays at the shipped constants). A file for another part is refused."""
+def profile_with_calibration(hardware: str, calibration: Optional[str], model=None
+                             ) -> tuple[HardwareProfile, Optional[CalibrationFile], Optional[str]]:
+    """(the hardware profile, calibrated by the file `calibrate` wrote when one is given; that file, read once; a note
+    when it holds no run of `model`, whose speed then stays at the shipped constants). A file for another part is
+    refused."""
     with input_boundary():
         profile = load_profile(hardware)
         if calibration is None:
-            return profile, None
+            return profile, None, None
         cal = load_calibration(str(calibration))
         calibrated = calibrated_profile(profile, cal, str(calibration), model)
     if factors_for(cal, model)[1]:
-        return calibrated, None
-    return calibrated, (f"--calibration {shown(str(calibration))} holds no run of this model: its speed is projected with the "
-                        "shipped constants (only the cluster's allocator gap applies); calibrate on a log of this model")
+        return calibrated, cal, None
+    return calibrated, cal, (f"--calibration {shown(str(calibration))} holds no run of this model: its speed is projected with "
+                             "the shipped constants (only the cluster's allocator gap applies); calibrate on a log of this model")
 
 
 def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: Optional[int] = None,
@@ -185,7 +187,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         # solve runs outside the proposer's budget (solver.proposer.loop), in the half left
         config = config.model_copy(update={"budget_s": min(config.budget_s, max_time_s / 2)})
         spec = load_model(model)
-        profile, calibration_note = profile_with_calibration(hardware, calibration, spec)
+        profile, calibration_file, calibration_note = profile_with_calibration(hardware, calibration, spec)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
         placement = Placement(hardware=hardware, num_nodes=nodes,
                               gpus_per_node=profile.gpus_per_node if gpus_per_node is None else gpus_per_node)
@@ -211,8 +213,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
                 answer.projection = answer.projection.model_copy(update={"tokens_per_s_per_gpu_range": low_high})
         if calibration_note is not None:
             out.job_warnings.append(f"calibration_other_model: {calibration_note}")
-        if calibration is not None:
-            out.recipes, cases = rank_measured_first(out.recipes, cases, load_calibration(str(calibration)))
+        if calibration_file is not None:
+            out.recipes, cases = rank_measured_first(out.recipes, cases, calibration_file)
         if tried is not None:
             out.fewest_gpus = FewestGpus(target_tokens_per_s=target_tokens_per_s, tried=tried)
         if not result.ranked:
@@ -244,14 +246,11 @@ def rank_measured_first(recipes: list[SolvedRecipe], cases: list, cal) -> tuple[
 def _write_trials(out: SolveResult, cases: list, k: int, directory: str) -> RenderedFolder:
     """The trial folder for the chosen answers (a zero-bubble answer pretrain_gpt.py cannot run is never chosen)."""
     runnable = [i for i in range(len(cases)) if i + 1 not in not_rendered(cases)]
-    projections = [out.recipes[i].projection.model_dump(mode="json") for i in runnable]
-    picked = [runnable[j] for j in choose_trials(projections, k)]
     shares = {i: communication_share(out.recipes[i].projection.breakdown.model_dump(), out.recipes[i].projection.iteration_time_s)
-              for i in picked}
+              for i in runnable}
+    picked = [runnable[j] for j in choose_trials([shares[i] for i in runnable], k)]
     informative = picked[-1] if 1 < k < len(runnable) else None  # choose_trials puts it last
-    best_share = communication_share(out.recipes[picked[0]].projection.breakdown.model_dump(),
-                                     out.recipes[picked[0]].projection.iteration_time_s)
-    reasons = [f"communication {100 * shares[i]:.1f} % of its step (the best: {100 * best_share:.1f} %): tells compute from communication"
+    reasons = [f"communication {100 * shares[i]:.1f} % of its step (the best: {100 * shares[picked[0]]:.1f} %): tells compute from communication"
                if i == informative else f"rank {i + 1}: among the best (measured, it is then ranked by its measurement)"
                for i in picked]
     names = write_trials([cases[i] for i in picked], [i + 1 for i in picked], reasons,
@@ -364,8 +363,8 @@ def models() -> list[ModelInfo]:
     rows = []
     for name in bundled_models():
         m = load_model(name)
-        c = param_counts(m)
-        rows.append(ModelInfo(name=name, total_params=c.total, active_params=c.active if c.active is not None else c.total,
+        counts = parameter_counts(m)
+        rows.append(ModelInfo(name=name, total_params=counts["total"], active_params=counts["active"],
                               layers=m.num_layers, hidden_size=m.hidden_size, moe=m.is_moe, mla=m.multi_latent_attention,
                               num_experts=m.num_experts, topk=m.moe_router_topk, hybrid_layer_pattern=m.hybrid_layer_pattern))
     return rows

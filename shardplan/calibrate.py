@@ -15,8 +15,7 @@ from boundary.errors import ShardplanError
 from boundary.write import atomic_write_text, check_output_file, refuse_overwriting_input
 from constraints.read import load_check_input
 from hardware.profile import load_profile
-from measure.calibration.factors import apply_factors
-from measure.calibration.fit import Evidence, fit_factors, step_time_s
+from measure.calibration.fit import Evidence, fit_factors
 from measure.calibration.store import CalibrationFile, EvidenceRecord, model_key
 from shardplan.verdict import run_options
 from templates.recipe_args import megatron_arg_groups
@@ -73,24 +72,28 @@ def calibrate(logs: Sequence[str], hardware: str, nodes: Optional[int] = None, g
                                  allocator_gap_bytes=run.allocator_gap_bytes))
         measured.append((c, run))
     fit = fit_factors(profile, evidence)
-    by_model: dict[str, list[Evidence]] = {}
-    for ev in evidence:
-        by_model.setdefault(model_key(ev.model), []).append(ev)
-    model_factors = {key: fit_factors(profile, evs).factors for key, evs in by_model.items()}
-    # each run's calibrated step is its own model's factors' (what --calibration applies to that model)
-    model_after = [step_time_s(ev, apply_factors(profile, model_factors[model_key(ev.model)])) for ev in evidence]
+    by_model: dict[str, list[int]] = {}
+    for i, ev in enumerate(evidence):
+        by_model.setdefault(model_key(ev.model), []).append(i)
+    # each model fitted on its own runs: what --calibration applies to that model, and so each run's calibrated step
+    model_fits = {key: fit_factors(profile, [evidence[i] for i in runs]) for key, runs in by_model.items()}
+    before, after = [0.0] * len(evidence), [0.0] * len(evidence)
+    for key, runs in by_model.items():
+        for i, b, a in zip(runs, model_fits[key].projected_before_s, model_fits[key].projected_after_s):
+            before[i], after[i] = b, a
     records = tuple(EvidenceRecord(label=ev.label, model=c.model.name, model_key=model_key(c.model), world_size=c.placement.world_size,
                                    recipe_key=recipe_key(c), recipe=recipe_summary(c),
-                                   measured_iteration_time_s=run.iteration_time_s, projected_before_s=before,
-                                   projected_after_s=model_after[i], residual=model_after[i] / run.iteration_time_s - 1.0,
+                                   measured_iteration_time_s=run.iteration_time_s, projected_before_s=before[i],
+                                   projected_after_s=after[i], residual=after[i] / run.iteration_time_s - 1.0,
                                    iterations_used=run.iterations_used, max_allocated_bytes=run.max_allocated_bytes,
                                    max_reserved_bytes=run.max_reserved_bytes)
-                    for i, (ev, (c, run), before) in enumerate(zip(evidence, measured, fit.projected_before_s)))
+                    for i, (ev, (c, run)) in enumerate(zip(evidence, measured)))
     software: dict[str, str] = {}
     for _, run in measured:
         for name, version in run.versions.items():
             software.setdefault(name, version)
-    result = CalibrationFile(hardware=profile.name, factors=fit.factors, model_factors=model_factors, free_factors=fit.free, evidence=records,
+    result = CalibrationFile(hardware=profile.name, factors=fit.factors, model_factors={key: f.factors for key, f in model_fits.items()},
+                             free_factors=fit.free, evidence=records,
                              software=software).sealed()
     if output is not None:
         atomic_write_text(output, result.to_text(), "-o")

@@ -30,9 +30,9 @@ from boundary.show import shown
 from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
-from measure.calibration.store import load_calibration
+from measure.calibration.store import CalibrationFile, calibrated_profile, load_calibration
 from measure.projection.vectorized import Evaluator
-from shardplan.api import input_boundary, profile_with_calibration
+from shardplan.api import input_boundary
 from shardplan.progress import step
 from shardplan.results import recipe_label
 from solver.explain_why import recipe_free_blockers
@@ -168,28 +168,29 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
         for hw in profiles:  # every profile and the node counts are checked before the first solve
             Placement(hardware=hw, num_nodes=counts[-1], gpus_per_node=load_profile(hw).gpus_per_node if gpus_per_node is None else gpus_per_node)
+        cal = None
         if calibration is not None:  # the file names its part: one of the swept profiles, or refused before any solve
-            made_for = load_calibration(str(calibration)).hardware.lower()
-            if made_for not in {load_profile(hw).name.lower() for hw in profiles}:
-                raise ShardplanError(f"--calibration {shown(str(calibration))}: made for hardware {made_for!r}, which this sweep "
-                                     "does not include; add that --hardware or drop --calibration")
+            cal = load_calibration(str(calibration))
+            if cal.hardware.lower() not in {load_profile(hw).name.lower() for hw in profiles}:
+                raise ShardplanError(f"--calibration {shown(str(calibration))}: made for hardware {cal.hardware.lower()!r}, which "
+                                     "this sweep does not include; add that --hardware or drop --calibration")
     return sweep_specs(spec, job, profiles, counts, gpus_per_node, 1.0 - max_memory_fraction, train_tokens, usd_per_gpu_hour,
-                       calibration=calibration)
+                       calibration=None if cal is None else (cal, str(calibration)))
 
 
 def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node: Optional[int] = None, margin_fraction: float = 0.0,
                 train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None, pins: Optional[dict] = None,
-                bounds: Optional[dict] = None, calibration: Optional[str] = None) -> SweepResult:
+                bounds: Optional[dict] = None, calibration: Optional[tuple[CalibrationFile, str]] = None) -> SweepResult:
     """`sweep` over a loaded ModelSpec and JobSpec (and optional solve pins / bounds, solver.workflow.collect_pins);
-    each size shows progress on stderr when it takes over a second (shardplan.progress)."""
+    each size shows progress on stderr when it takes over a second (shardplan.progress). `calibration`: (a read
+    calibration file, its path), applied to the profile it was made for."""
     pins, bounds = dict(pins or {}), dict(bounds or {})
     points: list[SweepPoint] = []
     per_node: set[int] = set()
-    made_for = load_calibration(str(calibration)).hardware.lower() if calibration is not None else None
     for hw in hardware:
         profile = load_profile(hw)
-        if made_for == profile.name.lower():
-            profile = profile_with_calibration(hw, calibration, model)[0]
+        if calibration is not None and calibration[0].hardware.lower() == profile.name.lower():
+            profile = calibrated_profile(profile, *calibration, model)
         node_gpus = profile.gpus_per_node if gpus_per_node is None else gpus_per_node
         per_node.add(node_gpus)
         screen = CountScreen(model, job, profile, margin_fraction, pins, bounds)

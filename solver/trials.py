@@ -20,16 +20,15 @@ def communication_share(breakdown: dict, iteration_time_s: float) -> float:
     return sum(breakdown.get(k, 0.0) for k in COMM_TERMS) / iteration_time_s if iteration_time_s > 0 else 0.0
 
 
-def choose_trials(projections: Sequence[dict], k: int) -> list[int]:
+def choose_trials(shares: Sequence[float], k: int) -> list[int]:
     """Indices (into the ranked list, best first) of the K answers to run: the K-1 best, then the most informative.
-    `projections`: each answer's projection as JSON (iteration_time_s, breakdown)."""
-    n = len(projections)
+    `shares`: each answer's communication share of its projected step (`communication_share`)."""
+    n = len(shares)
     if k <= 0 or n == 0:
         return []
     if k >= n:
         return list(range(n))
     chosen = list(range(k - 1))
-    shares = [communication_share(p["breakdown"], p["iteration_time_s"]) for p in projections]
     base = sum(shares[i] for i in chosen) / len(chosen) if chosen else shares[0]
     rest = [i for i in range(n) if i not in chosen]
     if not chosen:  # one trial: the best answer

@@ -4,9 +4,10 @@ Why this fit: the evidence is a handful of step times, often one. The fit is a m
 space: each measured step pulls with a 2 % noise scale (steady-state step times of one run spread ~1-2 %,
 Megatron-LM training_log medians), and each factor is held toward 1 (the shipped constants, fitted on every published
 run) by a prior of its own width. Which factors are free follows the evidence: one run moves ONE factor, the three
-tied together (a whole-step scale: one step time cannot tell compute from communication from host time, and on
-bench/data/runs.csv a whole-step scale carried to another recipe of the same model beats a compute-only factor,
-median 2.7 % against 4.5 %: bench.calibration_cv), two runs untie compute from the rest, three or more free all three.
+tied together (a whole-step scale: one step time cannot tell compute from communication from host time; on
+bench/data/runs.csv, carried to another recipe of the same model, the whole-step scale reads median 3.3 % / p90 16.8 %
+in bench.calibration_cv, where an earlier, exploratory run of it with a compute-only factor read 4.5 % / 18.7 %), two
+runs untie compute from the rest, three or more free all three.
 So one log moves one factor and more logs move more, and a single run is reproduced exactly while nothing it cannot
 tell apart is invented. The search is a coordinate descent with golden-section steps over log factors in [1/4, 4]: no gradient of
 the projection is needed, and it is deterministic.

@@ -6,8 +6,9 @@ and a SHA-256 of its own content, so a file edited by hand, made for another par
 is refused in one line instead of silently moving every projection.
 
 Why per model: a calibration's speed factors apply to the models it measured. On bench/data/runs.csv, a factor fitted
-on one run and carried to another recipe of the SAME model cuts the median error from 18 % to 3 %, but carried to
-another model it makes it worse (median 9.6 % -> 16.5 %; bench.calibration_cv): what is left after the shipped fit is
+on one run and carried to another recipe of the SAME model cuts the median error from 15.6 % to 3.3 %
+(bench.calibration_cv), but carried to another model it made it worse (median 9.6 % -> 17.2 % in an exploratory run of
+that bench that carried factors across models): what is left after the shipped fit is
 mostly the model's own, not the cluster's. So a model with no run in the file is projected with the shipped speed
 constants (said in a note), and only the measured allocator gap, which is the cluster's, applies to every model.
 """

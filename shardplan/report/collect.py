@@ -49,7 +49,7 @@ def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model
     res = check(source, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
                 max_memory_fraction=max_memory_fraction, calibration=calibration)
     case = res.case
-    profile = profile_with_calibration(case.placement.hardware, calibration, case.model)[0]
+    profile, _, _ = profile_with_calibration(case.placement.hardware, calibration, case.model)
     view = recipe_view(case, res.legal, res.fits, res.violations, res.warnings, res.memory, res.projection, res.dp,
                        res.expert_dp, profile, recipe_label(case.recipe, res.dp), res.cuda_graph_scope,
                        res.fused_grouped_mlp)
@@ -61,7 +61,7 @@ def solve_report(model: str, hardware: str, nodes: int, *, top: int = 3, **solve
     """The report of a throughput solve: its top K recipes, each re-verified by check. Arguments as shardplan.solve."""
     res = solve(model, hardware, nodes, top=top, **solve_options)
     spec, placement, job = res.context
-    profile = profile_with_calibration(hardware, solve_options.get("calibration"), spec)[0]
+    profile, _, _ = profile_with_calibration(hardware, solve_options.get("calibration"), spec)
     views = []
     for i, r in enumerate(res.recipes, start=1):
         case = Case(model=spec, job=job, recipe=r.recipe, placement=placement)
