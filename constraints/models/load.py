@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from boundary.errors import InputRefused, ShardplanError
-from boundary.names import did_you_mean, looks_like_path, resolve_name
+from boundary.names import did_you_mean, exact_name, hub_id_tail, looks_like_path, resolve_name
 from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
@@ -419,9 +419,16 @@ def load_model(name_or_path: str) -> ModelSpec:
     if not is_regular_file(path):
         names = bundled_models()
         meant = resolve_name(name_or_path, names)
+        hub_repo = hub_id_tail(name_or_path)
+        if meant is None and hub_repo is not None and not os.path.lexists(name_or_path):
+            meant = exact_name(hub_repo, names) or exact_name(hub_repo.removeprefix("Meta-"), names)
         path = MODELS_DIR / f"{meant}.json" if meant is not None else None
         if path is None and os.path.lexists(name_or_path):  # exists but is a directory, FIFO, device...
             path = Path(name_or_path)
+        if path is None and hub_repo is not None:
+            raise ModelError(f"--model: no file {shown(name_or_path)}, and no bundled model {shown(hub_repo)}"
+                             f"{did_you_mean(hub_repo, names)}; for a hub model, download its config.json "
+                             f"(`huggingface-cli download {shown(name_or_path)[1:-1]} config.json`) and pass that path")
         if path is None and looks_like_path(name_or_path):
             raise ModelError(f"--model: no file {shown(name_or_path)}; check the path (an HF config.json, a model YAML, or "
                              "the model's folder)")
