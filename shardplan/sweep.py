@@ -90,9 +90,15 @@ class SweepResult(BaseModel):
 
 def parse_nodes(text: str) -> list[int]:
     """'1,2,4,8' a list; '1..64' doubling from 1 up to 64 (64 included); '8..64+8' steps of 8. Raises ShardplanError
-    (unusable input) with the fix."""
+    (unusable input) with the fix. The number of sizes is counted by arithmetic before any list is built, and a list
+    of more than MAX_SWEEP_SIZES items is refused before its numbers are read: `1..100000001+1` once built a list of
+    10^8 sizes (9.6 s, 4 GB) before the cap said no."""
+    MAX_SWEEP_SIZES = 256
     text = text.strip()
     fix = "give a list (1,2,4,8), a doubling range (1..64) or a stepped range (8..64+8)"
+    cap = f"sweep at most {MAX_SWEEP_SIZES} sizes, e.g. a doubling range 1..1024"
+    if ".." not in text and text.count(",") >= MAX_SWEEP_SIZES:
+        raise ShardplanError(f"--nodes: {text.count(',') + 1:,} items ({shown(text, 40)}); {cap}")
     try:
         if ".." in text:
             lo_s, rest = text.split("..", 1)
@@ -100,26 +106,25 @@ def parse_nodes(text: str) -> list[int]:
             lo, hi = int(lo_s), int(hi_s)
             if lo < 1 or hi < lo:
                 raise ValueError
-            if step_s:
-                step = int(step_s)
-                if step < 1:
-                    raise ValueError
-                out = list(range(lo, hi + 1, step))
-            else:
-                out, n = [], lo
-                while n < hi:
-                    out.append(n)
-                    n *= 2
-                out.append(hi)
+            step = int(step_s) if step_s else None
+            if step is not None and step < 1:
+                raise ValueError
         else:
             out = sorted({int(x) for x in text.split(",") if x.strip()})
             if not out or out[0] < 1:
                 raise ValueError
+            return out
     except ValueError:
-        raise ShardplanError(f"--nodes: not a node count list or range ({text!r}); {fix}") from None
-    if len(out) > 256:
-        raise ShardplanError(f"--nodes: {len(out)} sizes ({text!r}); sweep at most 256 sizes, e.g. a doubling range 1..1024")
-    return out
+        raise ShardplanError(f"--nodes: not a node count list or range ({shown(text, 80)}); {fix}") from None
+    if step is not None:
+        count = (hi - lo) // step + 1
+    else:  # lo, 2 lo, 4 lo, ... below hi, then hi: 1 + the doublings below hi
+        count = 1 + max(0, ((hi - 1) // lo).bit_length())
+    if count > MAX_SWEEP_SIZES:
+        raise ShardplanError(f"--nodes: {count:,} sizes ({shown(text, 40)}); {cap}")
+    if step is not None:
+        return list(range(lo, hi + 1, step))
+    return [lo << i for i in range(count - 1)] + [hi]
 
 
 def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu_hour: Optional[float]) -> None:

@@ -289,6 +289,7 @@ def _llama4(raw: dict, name: str) -> ModelSpec:
     text.setdefault("tie_word_embeddings", raw.get("tie_word_embeddings", False))
     _check_hf_types(text, name)
     layers, step = text["num_hidden_layers"], text.get("interleave_moe_layer_step") or 1
+    _check_num_layers(layers, name, "num_hidden_layers")  # before the MoE and NoPE per-layer lists below
     moe = text.get("moe_layers")
     moe_set = set(moe) if isinstance(moe, list) else set(range(step - 1, layers, step))
     rope = text.get("no_rope_layers") or [int((i + 1) % (text.get("no_rope_layer_interval") or 4) != 0) for i in range(layers)]
@@ -323,6 +324,7 @@ def _nemotron_h(raw: dict, name: str) -> ModelSpec:
         pattern = "".join(_BLOCK_SYMBOLS[t] for t in raw["layers_block_type"])
     if not isinstance(pattern, str) or not pattern:
         raise ModelError(f"model {name}: nemotron_h config needs hybrid_override_pattern (e.g. \"M-M*-\"); copy it from the HF config.json")
+    _check_num_layers(len(pattern), name, "hybrid_override_pattern's length")  # one layer a symbol: sized before use
     depth = raw.get("num_nextn_predict_layers") or 0
     mtp_pattern = raw.get("mtp_hybrid_override_pattern") if depth else None
     if depth and not (isinstance(mtp_pattern, str) and mtp_pattern):
