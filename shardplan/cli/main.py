@@ -14,6 +14,7 @@ import click
 
 from boundary.errors import ShardplanError
 from boundary.read import reads_recorded
+from boundary.terminal import control_free_streams
 from shardplan import api
 from shardplan.check_text import format_check
 from shardplan.cli.calibrate import calibrate_command
@@ -214,6 +215,11 @@ def _exit_interrupted(word: str, exc: BaseException) -> None:
 def main(argv=None) -> None:
     keep_heap()
     terminate_like_interrupt()
+    with control_free_streams():  # no value a user gave reaches the terminal as control codes (boundary/terminal.py)
+        _run(argv)
+
+
+def _run(argv) -> None:
     try:
         cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Abort as exc:
