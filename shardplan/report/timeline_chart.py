@@ -21,7 +21,7 @@ def warmup_window_s(tl: Timeline) -> float | None:
     by then); None when the whole step is already readable (few ops per rank)."""
     first_b = min((e.start_s for e in tl.events if e.rank == 0 and e.kind == "B"), default=None)
     per_rank = tl.total_ops // max(1, tl.pp)
-    if first_b is None or per_rank <= 48:
+    if first_b is None or (per_rank <= 48 and not tl.sampled):  # a sampled step draws its ops only here
         return None
     return min(1.5 * first_b, tl.pipeline_s)
 
@@ -50,8 +50,8 @@ def timeline_chart(tl: Timeline, width: float = 960, window_s: float | None = No
         rows[span.rank].append(rect(x0, top + span.rank * (row_h + gap) + row_h / 4, max(x1 - x0, 0.5), row_h / 2,
                                     SPAN_COLOUR, tip, "span"))
     for ev in tl.events:
-        if ev.start_s >= end_s:
-            continue
+        if ev.start_s >= end_s or (tl.sampled and window_s is None and ev.microbatch is not None):
+            continue  # a sampled step's ops are sub-pixel over the whole step: its spans show it, the close-up its ops
         y = top + ev.rank * (row_h + gap)
         shade = "" if not ev.chunk or tl.vpp <= 1 else f" fill-opacity='{1 - 0.45 * ev.chunk / (tl.vpp - 1):.2f}'"
         tip = (f"PP rank {ev.rank}: {KIND_LABEL[ev.kind]}" + (f", micro-batch {ev.microbatch}" if ev.microbatch is not None else "")
@@ -74,7 +74,10 @@ def timeline_chart(tl: Timeline, width: float = 960, window_s: float | None = No
     if tl.spans:
         items.append(("busy (all ops, aggregated)", SPAN_COLOUR))
     leg, used = legend(items, left, top + plot_h + 36, plot_w)
-    label = (f"simulated {esc(tl.schedule)} pipeline timeline, {tl.pp} ranks, {tl.num_microbatches} micro-batches"
-             + (f": {tl.shown()}" if tl.sampled else ""))
+    label = f"simulated {esc(tl.schedule)} pipeline timeline, {tl.pp} ranks, {tl.num_microbatches} micro-batches"
+    if tl.sampled:
+        label += (f": micro-batches 0-{tl.sampled_microbatches - 1} op by op, all {tl.total_ops:,} ops as busy spans"
+                  if window_s else f": all {tl.total_ops:,} ops as {len(tl.spans):,} busy spans (the close-up draws "
+                  f"micro-batches 0-{tl.sampled_microbatches - 1} op by op)")
     cls = "timeline-zoom" if window_s else "timeline-chart"
     return svg(width, top + plot_h + 36 + used, body + leg, cls, label + (" (close-up on the fill)" if window_s else ""))
