@@ -14,8 +14,9 @@ from typing import Any, Mapping, Optional, Union
 from pydantic import ValidationError
 
 from boundary.errors import ShardplanError
+from boundary.read import recording_reads
 from boundary.show import shown
-from boundary.write import check_output_dir, refuse_overwriting_input
+from boundary.write import check_output_dir, folder_locked, refuse_overwriting_input
 from constraints.case import Case, case_from_mapping
 from constraints.models.load import bundled_models, load_model
 from constraints.models.params import param_counts
@@ -144,6 +145,7 @@ def profile_with_calibration(hardware: str, calibration: Optional[str], model=No
                              "the shipped constants (only the cluster's allocator gap applies); calibrate on a log of this model")
 
 
+@recording_reads  # the writes of render_dir / trials_dir / output never replace a file it read
 def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: Optional[int] = None,
           precision: str = "bf16", top: int = 10, tp: RangeLike = None, pp: RangeLike = None, vpp: RangeLike = None,
           cp: RangeLike = None, ep: RangeLike = None, etp: RangeLike = None, mbs: RangeLike = None, schedule: Optional[str] = None,
@@ -220,8 +222,9 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         if not result.ranked:
             out.explanation = _explanation(request, placement, tried)
     if render_dir:  # nothing fits: SUMMARY.md says 0 of 0 and an earlier render's scripts go (no stale answer)
-
-        written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
+        Path(render_dir).mkdir(parents=True, exist_ok=True)
+        with folder_locked(render_dir):  # two renders into one folder take turns: SUMMARY.md lists every script
+            written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
         out.rendered = RenderedFolder(directory=str(render_dir), scripts=[p.name for p in written],
                                       not_rendered=[f"rank {i}: {'; '.join(why)}" for i, why in not_rendered(cases).items()])
     if trials is not None:
@@ -325,6 +328,7 @@ def solved_recipe(ranked, case) -> SolvedRecipe:
                         megatron_args=recipe_to_megatron_args(case.model, case.job, r), env=launch_env(case))
 
 
+@recording_reads  # `output` never replaces a file it read (boundary/write.py)
 def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchrun", output: Optional[str] = None,
            force: bool = False, hardware: Optional[str] = None, nodes: Optional[int] = None,
            gpus_per_node: Optional[int] = None, **paths: Any) -> RenderResult:

@@ -62,8 +62,9 @@ def wall_clock_limit(max_time_s: float):
             raise _Alarm()
         earlier_timer_s = signal.getitimer(signal.ITIMER_REAL)[0]  # a caller's own alarm (a test harness), re-armed after
         previous = signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, max_time_s)
     try:
+        if use_alarm:  # armed inside the try: a limit of 1e-9 s fires at once, and must land in the except below
+            signal.setitimer(signal.ITIMER_REAL, max_time_s)
         yield
     except _Alarm:
         signal.setitimer(signal.ITIMER_REAL, 0)  # no re-armed alarm may interrupt the one-line report

@@ -11,7 +11,7 @@ from typing import Optional
 
 import click
 
-from boundary.write import refuse_overwriting_input
+from boundary.write import check_output_file
 from shardplan import api
 from shardplan.cli.completion import complete_hardware
 from shardplan.cli.errors import UnusableInput, unusable_input
@@ -54,8 +54,8 @@ def render_command(recipe_file: str, fmt: str, output: Optional[str], force: boo
     """
     with unusable_input():  # a ShardplanError (unusable input) leaves as one line, exit 2, even without the group
         try:
-            if output is not None:
-                refuse_overwriting_input(recipe_file, output, "-o")
+            if output is not None:  # before any work: writable, and none of the files named to read
+                check_output_file(output, "-o", inputs=[recipe_file, hardware])
             result = api.render(recipe_file, format=fmt, force=force, hardware=hardware, nodes=nodes,
                                 gpus_per_node=gpus_per_node, data_path=data_path, tokenizer_model=tokenizer_model,
                                 checkpoint_dir=checkpoint_dir, megatron_path=megatron_path)

@@ -83,7 +83,9 @@ def recipe_section(v: RecipeView, index: int) -> str:
                    f"tokens/s/GPU{within}, MFU {100 * p['mfu']:.1f} %, bubble {100 * p['bubble_fraction']:.1f} %</p>")
         out.append(breakdown_chart([(v.title.split(" ")[0] if v.title.startswith("#") else "step", p)]))
     if v.timeline:
-        out.append("<p class='note'>simulated pipeline step (measure.pipeline.simulator), then exposed DP traffic and the optimizer</p>")
+        out.append("<p class='note'>simulated pipeline step (measure.pipeline.simulator), then exposed DP traffic and the optimizer"
+                   + (f"; drawn: {esc(v.timeline.shown())} (a page draws at most a few thousand ops, so it stays a few "
+                      "MiB whatever the job)" if v.timeline.sampled else "") + "</p>")
         out.append(timeline_chart(v.timeline))
         window = warmup_window_s(v.timeline)
         if window:
