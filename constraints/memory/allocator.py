@@ -14,10 +14,11 @@ expandable segments (MBSKILL-514).
 
 The share is learnt, not chosen: bench/fit_memory_fraction.py reads every published run of bench/data/runs.csv and
 bench/data/memory_runs.csv with its outcome (ran / oom), prices its peak, and takes the share of HBM that best separates
-the runs that ran from those that ran out of memory (ties: the smallest share, the safe side). Learnt with each
-publication held out in turn, it agrees with the published outcome on 97.2 % of 289 runs (before: 93.4 % at 100 %
-of HBM); on all runs it is 97.5 %. The default is that share capped at 97 % (issue 31: no default answer may peak above
-97 % of HBM), i.e. an allocator reserve of 3 % of HBM beyond the framework reserve, 2.39 GiB on an H100.
+the runs that ran from those that ran out of memory (ties: the smallest share, the safe side). Learnt on all 289 runs it
+is 97.5 %; learnt with each publication held out in turn, it agrees with the published outcome on 97.2 % of them (97.6 %
+with the cap below; 93.4 % before, at 100 % of HBM and without the recompute rule of bench/fit_memory_fraction.py).
+The default is that share capped at 97 % (issue 31: no default answer may peak above 97 % of HBM), i.e. an allocator
+reserve of 3 % of HBM beyond the framework reserve, 2.39 GiB on an H100. docs/memory.md has the table.
 
 `--max-memory-fraction` overrides it. A calibration file (`shardplan calibrate LOG`) that measured this cluster's
 allocator gap (max reserved - max allocated) already adds that gap in exact bytes to the framework reserve
