@@ -65,6 +65,9 @@ class PeakTflops(_Strict):
     fp8: Optional[float] = Field(None, **_PEAK, description="None = no FP8 tensor cores (A100)")
     fp4: Optional[float] = Field(None, **_PEAK)
     fp32: Optional[float] = Field(None, **_PEAK, description="non-tensor FP32 vector rate, for element-wise ops")
+    tf32: Optional[float] = Field(None, **_PEAK, description="dense TF32 tensor-core rate: the rate of fp32 GEMMs, which Transformer "
+                                  "Engine runs in TF32 (measure/kernels/roofline.py peak_flops); None = not published or "
+                                  "no TF32 (fp32 GEMMs then run at the fp32 rate)")
 
 
 class HardwareProfile(_Strict):

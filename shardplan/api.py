@@ -18,6 +18,7 @@ from boundary.read import recording_reads
 from boundary.show import shown
 from boundary.write import check_output_dir, folder_locked, refuse_overwriting_input
 from constraints.case import Case, case_from_mapping
+from constraints.memory.allocator import MemoryFraction, resolve_memory_fraction
 from constraints.models.load import bundled_models, load_model
 from constraints.models.params import param_counts
 from constraints.read import LoadedCase, load_check_input
@@ -84,7 +85,7 @@ def input_boundary():
 
 
 def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str] = None, nodes: Optional[int] = None,
-          gpus_per_node: Optional[int] = None, model: Optional[str] = None, max_memory_fraction: float = 1.0,
+          gpus_per_node: Optional[int] = None, model: Optional[str] = None, max_memory_fraction: Optional[float] = None,
           project: bool = True, suggest: bool = False, calibration: Optional[str] = None) -> CheckResult:
     """Judge one recipe: a YAML recipe file, a Megatron launch script or argument file, a stack config, a Megatron-LM
     training log, or a recipe mapping (the YAML's content). hardware / nodes / gpus_per_node / model override or complete
@@ -100,10 +101,12 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
             loaded = LoadedCase(case=case_from_mapping(data))
         else:
             loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model)
-    margin = 1.0 - max_memory_fraction
-    profile, _, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
+    profile, calibration_file, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
+    fraction = memory_fraction(max_memory_fraction, calibration_file)
+    margin = fraction.margin
     verdict = check_and_project(loaded, margin_fraction=margin, project=project, profile=profile)
     data = verdict["json"]
+    data["memory_fraction"] = fraction.model_dump()
     if calibration is not None:
         data["calibration"] = str(calibration)
     data["model_params"] = parameter_counts(loaded.case.model)
@@ -151,7 +154,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
           cp: RangeLike = None, ep: RangeLike = None, etp: RangeLike = None, mbs: RangeLike = None, schedule: Optional[str] = None,
           recompute: Optional[str] = None, sequence_parallel: Optional[bool] = None, tp_comm_overlap: Optional[bool] = None,
           dp_sharding: Optional[str] = None, moe_dispatcher: Optional[str] = None, ep_comm_overlap: Optional[bool] = None,
-          uneven_stages: Optional[bool] = None, max_memory_fraction: float = 1.0, objective: str = "throughput",
+          uneven_stages: Optional[bool] = None, max_memory_fraction: Optional[float] = None, objective: str = "throughput",
           target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
           proposer: Any = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0,
           calibration: Optional[str] = None, trials: Optional[int] = None, trials_dir: Optional[str] = None) -> SolveResult:
@@ -197,7 +200,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         pins, bounds = collect_pins(ranges, schedule, None if recompute == "none" else recompute, recompute == "none",
                                     sequence_parallel, dp_sharding, tp_comm_overlap, moe_dispatcher, ep_comm_overlap, uneven_stages)
         pins = resolve_recompute_kind(spec, pins)
-    margin = 1.0 - max_memory_fraction
+    fraction = memory_fraction(max_memory_fraction, calibration_file)
+    margin = fraction.margin
     request = SolveRequest(model=spec, job=job, placement=placement, profile=profile, pins=pins, bounds=bounds, top=top,
                            margin=margin, method=method, time_limit_s=time_limit_s, objective=objective, proposer=config,
                            target_tokens_per_s=target_tokens_per_s)
@@ -209,6 +213,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         out.ignored_pins = inapplicable_pins(spec, pins)
         out.calibration = None if calibration is None else str(calibration)
         out.model, out.model_params = spec.name, parameter_counts(spec)
+        out.memory_fraction = fraction.model_dump()
         for answer in out.recipes:
             if answer.projection is not None:
                 low_high = tokens_range(answer.projection.tokens_per_s_per_gpu, calibrated=calibration is not None and calibration_note is None)
@@ -379,8 +384,15 @@ def hardware() -> list[HardwareInfo]:
     return [HardwareInfo(**row) for row in profiles_table()]
 
 
-def _fraction(value: float) -> None:
-    if not 0.1 <= value <= 1.0:
+def memory_fraction(given: Optional[float], calibration_file=None) -> MemoryFraction:
+    """The share of HBM this verdict allows (constraints/memory/allocator.py): the user's, else 100 % under a calibration
+    that measured the allocator gap, else the learnt default."""
+    measured_gap = calibration_file is not None and calibration_file.factors.allocator_gap_bytes is not None
+    return resolve_memory_fraction(given, measured_gap)
+
+
+def _fraction(value: Optional[float]) -> None:
+    if value is not None and not 0.1 <= value <= 1.0:
         raise ShardplanError(f"--max-memory-fraction: give a fraction of HBM in 0.1..1.0 (got {value})")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from boundary.show import shown
+from constraints.memory.allocator import MemoryFraction
 from hardware.profile import profile_label
 from shardplan.formats import to_table
 
@@ -52,7 +53,10 @@ def format_check(result, width: Optional[int] = None) -> str:
     if mem is not None:
         lines.append(f"memory (pipeline rank {mem.stage}, M={mem.num_microbatches} micro-batches): "
                      f"peak {mem.peak_bytes / GIB:.2f} GiB of {mem.usable_bytes / GIB:.2f} GiB usable "
-                     f"({mem.capacity_bytes / GIB:.2f} GiB HBM)")
+                     f"({mem.capacity_bytes / GIB:.2f} GiB HBM)" + ("; near the limit" if mem.near_limit else ""))
+        fraction = result.to_json().get("memory_fraction")
+        if fraction:  # what "usable" is (constraints/memory/allocator.py)
+            lines.append(f"memory limit: {MemoryFraction(**fraction).describe()}")
         lines.append(to_table([{"term": name, "gib": value / GIB, "bytes": value} for name, value in mem.terms.items() if value],
                               MEMORY_COLUMNS, width=width))
     proj = result.to_json()["projection"]

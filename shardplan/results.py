@@ -63,6 +63,8 @@ class CheckResult(Result):
     calibration: Optional[str] = Field(None, description="the calibration file the projection used (`calibrate`), if any")
     model_params: Optional[dict[str, int]] = Field(None, description="the judged model's exact parameter counts {total, active} "
                                                    "(constraints/models/params.py), so a user can confirm the config was read as meant")
+    memory_fraction: Optional[dict[str, Any]] = Field(None, description="the share of HBM a peak may reach and its source "
+                                                      "(constraints/memory/allocator.py: learnt | --max-memory-fraction | calibration)")
     _case: Any = PrivateAttr(None)
 
     @property
@@ -171,6 +173,8 @@ class SolveResult(Result):
     calibration: Optional[str] = Field(None, description="the calibration file the ranking and projections used, if any")
     model: Optional[str] = Field(None, description="the model solved for, as read")
     model_params: Optional[dict[str, int]] = Field(None, description="its exact parameter counts {total, active}")
+    memory_fraction: Optional[dict[str, Any]] = Field(None, description="the share of HBM a peak may reach and its source "
+                                                      "(constraints/memory/allocator.py: learnt | --max-memory-fraction | calibration)")
     trials: Optional[RenderedFolder] = Field(None, description="with trials: the short measuring runs written")
     _context: Any = PrivateAttr(None)
 

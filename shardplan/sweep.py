@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from boundary.errors import ShardplanError
 from boundary.numbers import bounded_float
 from boundary.show import shown
+from constraints.memory.allocator import near_limit, resolve_memory_fraction
 from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
@@ -62,6 +63,8 @@ class SweepPoint(BaseModel):
     mfu: Optional[float] = None
     peak_bytes: Optional[int] = None
     usable_bytes: Optional[int] = None
+    near_memory_limit: Optional[bool] = Field(None, description="the best recipe fits within a few percent of HBM of the "
+                                              "usable limit (constraints/memory/allocator.py near_limit)")
     scaling_efficiency: Optional[float] = Field(
         None, description="tokens/s/GPU over that of the smallest solved size on the same hardware (1.0 = linear)")
     train_time_s: Optional[float] = None
@@ -143,7 +146,7 @@ def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu
 
 
 def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[int]], *, seq_length: int,
-          global_batch_size: int, gpus_per_node: Optional[int] = None, precision: str = "bf16", max_memory_fraction: float = 1.0,
+          global_batch_size: int, gpus_per_node: Optional[int] = None, precision: str = "bf16", max_memory_fraction: Optional[float] = None,
           train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None,
           calibration: Optional[str] = None) -> SweepResult:
     """The best legal recipe (throughput objective) at each node count on each hardware profile (a name or path, a
@@ -158,7 +161,7 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         raise ShardplanError(f"--hardware: no profile given ({hardware!r}); name one, e.g. h100-sxm-80gb")
     if not counts or counts[0] < 1:
         raise ShardplanError(f"--nodes: give node counts of at least 1 ({nodes!r}), e.g. 1..64")
-    if not 0.1 <= max_memory_fraction <= 1.0:
+    if max_memory_fraction is not None and not 0.1 <= max_memory_fraction <= 1.0:
         raise ShardplanError(f"--max-memory-fraction: give 0.1..1.0 ({max_memory_fraction})")
 
     if train_tokens is not None:  # NaN / inf passed click's FloatRange and came out as NaN in the JSON
@@ -179,7 +182,9 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
             if cal.hardware.lower() not in {load_profile(hw).name.lower() for hw in profiles}:
                 raise ShardplanError(f"--calibration {shown(str(calibration))}: made for hardware {cal.hardware.lower()!r}, which "
                                      "this sweep does not include; add that --hardware or drop --calibration")
-    return sweep_specs(spec, job, profiles, counts, gpus_per_node, 1.0 - max_memory_fraction, train_tokens, usd_per_gpu_hour,
+    # the learnt share of HBM (constraints/memory/allocator.py) unless given, or 100 % under a measured allocator gap
+    fraction = resolve_memory_fraction(max_memory_fraction, cal is not None and cal.factors.allocator_gap_bytes is not None)
+    return sweep_specs(spec, job, profiles, counts, gpus_per_node, fraction.margin, train_tokens, usd_per_gpu_hour,
                        calibration=None if cal is None else (cal, str(calibration)))
 
 
@@ -241,4 +246,5 @@ def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_f
                       recipe=best.recipe.model_dump(mode="json"), dp=best.check.dp, step_time_s=proj.iteration_time_s,
                       tokens_per_s_per_gpu=proj.tokens_per_s_per_gpu, tokens_per_s=proj.tokens_per_s_per_gpu * placement.world_size,
                       mfu=proj.mfu, peak_bytes=mem.peak_bytes, usable_bytes=mem.usable_bytes,
+                      near_memory_limit=near_limit(mem.peak_bytes, mem.usable_bytes, profile.hbm_capacity_bytes),
                       proven_optimal=result.proven_optimal, solve_s=time.perf_counter() - t0)

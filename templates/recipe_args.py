@@ -353,7 +353,8 @@ def _moe_args(model: ModelSpec, recipe: Recipe) -> list[str]:
 
 
 def _precision_args(job: JobSpec, recipe: Recipe) -> list[str]:
-    args = ["--fp16"] if job.precision == Precision.fp16 else ["--bf16"]  # FP8 keeps BF16 outside the FP8 GEMMs
+    # FP8 keeps BF16 outside the FP8 GEMMs; fp32 is the absence of both flags (Megatron's default params_dtype)
+    args = ["--fp16"] if job.precision == Precision.fp16 else [] if job.precision == Precision.fp32 else ["--bf16"]
     if job.precision.is_fp8:
         fmt, fp8_recipe = _fp8_format_recipe(job.precision)
         args += ["--fp8-format", fmt, "--fp8-recipe", fp8_recipe]

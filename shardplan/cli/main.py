@@ -123,8 +123,8 @@ CHECK_COLUMNS = (("model", "model", "{}"), ("hardware", "hardware", "{}"), ("GPU
 @click.option("--nodes", type=click.IntRange(min=1), help="number of nodes (overrides the file)")
 @click.option("--gpus-per-node", type=click.IntRange(min=1), help="GPUs per node (overrides the file)")
 @click.option("--model", help="model name or path, when the arguments lack the model flags", shell_complete=complete_model)
-@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True,
-              help="fraction of HBM the peak may use")
+@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=None,
+              help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @click.option("--no-projection", is_flag=True, help="skip the throughput projection")
 @click.option("--suggest", is_flag=True, help="when illegal, search the nearest legal recipe")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,

@@ -25,7 +25,8 @@ from shardplan.sweep import sweep
 @click.option("--seq-length", type=click.IntRange(min=1), required=True)
 @click.option("--global-batch-size", type=click.IntRange(min=1), required=True)
 @click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True)
-@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
+@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=None,
+                     help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @click.option("--train-tokens", type=click.FloatRange(min=0, min_open=True), default=None,
               help="tokens to train (e.g. 1e12): adds training time and GPU-hours per size")
 @click.option("--usd-per-gpu-hour", type=click.FloatRange(min=0), default=None, help="adds the cost (needs --train-tokens)")
