@@ -29,6 +29,7 @@ from hardware.profile import HardwareProfile, load_profile
 from measure.calibration.store import CalibrationFile, calibrated_profile, factors_for, load_calibration, model_key
 from measure.projection.error_band import tokens_range
 from shardplan.calibrate import calibrate, recipe_key  # noqa: F401  (calibrate: the API re-exports it)
+from shardplan.nearest_fix import attach_search_fixes
 from shardplan.progress import step
 from shardplan.results import (
     CheckResult,
@@ -116,12 +117,8 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     if note is not None:
         data["warnings"].append({"rule": "calibration_other_model", "severity": "warning", "message": note,
                                  "fix": "shardplan calibrate a log of this model (a short trial run) on this cluster"})
-    if suggest and not verdict["ok"]:
-        from solver.suggest import suggest_fix  # lazy: imports OR-Tools, which `--help` and `models` must not load
-
-        with step("searching the nearest legal recipe"):
-            data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin, flags=loaded.flags, env=loaded.env,
-                                         validated_by=loaded.validated_by)
+    if not verdict["ok"]:  # every fix shown is the nearest legal, fitting recipe (shardplan/nearest_fix.py)
+        attach_search_fixes(loaded, data, margin, profile, keep_suggestion=suggest)
     return CheckResult.of(data, loaded.case)
 
 

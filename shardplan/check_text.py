@@ -131,10 +131,23 @@ def format_suggestion(sug, width: Optional[int] = None) -> list[str]:
     if not sug:
         return []
     if not sug.get("found"):
-        return [f"suggestion: none ({sug.get('message', 'no legal recipe found')})"]
+        line = f"suggestion: none ({sug.get('message', 'no legal recipe found')})"
+        if "fewest_nodes" not in sug:
+            return [line]
+        if sug["fewest_nodes"] is None:
+            return [line[:-1] + f"; none on any node count up to {sug['max_nodes']} tried: `shardplan solve` says why)"]
+        there = sug.get("at_fewest_nodes") or {}
+        line = line[:-1] + f"; the fewest nodes that fit: {sug['fewest_nodes']} ({sug['fewest_gpus']} GPUs))"
+        return [line] + (_changes_lines(there, width, f"on {sug['fewest_nodes']} nodes, the nearest legal recipe")
+                         if there.get("found") else [])
+    return _changes_lines(sug, width, "nearest legal recipe")
+
+
+def _changes_lines(sug: dict, width: Optional[int], what: str) -> list[str]:
+    """A found answer: a line with its peak and step time, then its changed fields as a table."""
     changes = sug.get("changes") or {}
     n = sug.get("changed_axes", len(changes))
-    head = f"suggestion: nearest legal recipe changes {n} field" + ("" if n == 1 else "s")
+    head = f"suggestion: {what} changes {n} field" + ("" if n == 1 else "s")
     proj, peak = sug.get("projection"), sug.get("peak_bytes")
     tail = []
     if peak is not None:
