@@ -15,6 +15,7 @@ import click
 from boundary.errors import ShardplanError
 from constraints.case import atomic_write_text
 from constraints.spec import Precision
+from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.report.collect import check_report, solve_report
 from shardplan.report.model import Report
 from shardplan.report.page import render_page
@@ -74,7 +75,7 @@ def report_command() -> None:
 @click.option("--nodes", type=click.IntRange(min=1), help="number of nodes (overrides the file)")
 @click.option("--gpus-per-node", type=click.IntRange(min=1), help="GPUs per node (overrides the file)")
 @click.option("--model", help="model name or path, when the arguments lack the model flags")
-@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
+@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=1.0, show_default=True)
 @_CALIBRATION
 @_OUT
 @_TRACE
@@ -101,7 +102,7 @@ def job_options(fn):
         click.option("--seq-length", type=click.IntRange(min=1), required=True),
         click.option("--global-batch-size", type=click.IntRange(min=1), required=True),
         click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True),
-        click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True),
+        click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=1.0, show_default=True),
     ]):
         fn = opt(fn)
     return fn
