@@ -158,7 +158,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
           dp_sharding: Optional[str] = None, moe_dispatcher: Optional[str] = None, ep_comm_overlap: Optional[bool] = None,
           uneven_stages: Optional[bool] = None, max_memory_fraction: float = 1.0, objective: str = "throughput",
           target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
-          proposer: Any = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0,
+          proposer: Union[str, ProposerConfig] = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0,
           calibration: Optional[str] = None, trials: Optional[int] = None, trials_dir: Optional[str] = None) -> SolveResult:
     """The best legal recipes for a model on `nodes` x `gpus_per_node` GPUs of `hardware` (default: the profile's GPUs
     per server or tray, e.g. 4 on GB200 NVL72), ranked by `objective` (throughput | memory | fewest-gpus), each

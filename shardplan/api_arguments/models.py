@@ -7,6 +7,7 @@ option adds is an argument here too."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Annotated, Any, Mapping, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -34,6 +35,7 @@ from shardplan.api_arguments.types import (
     OptionalPath,
     PathOrName,
     SeqLength,
+    SourceFile,
     SweepNodes,
     choice,
     count,
@@ -50,7 +52,6 @@ assert set(SOLVE_DP_SHARDINGS) <= {s.value for s in DataParallelSharding}  # the
 Fraction = number(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION)
 FRACTION = f"give a fraction of HBM in {MIN_MEMORY_FRACTION}..{MAX_MEMORY_FRACTION}, e.g. 0.9"
 SOURCE = "give a file path (a recipe YAML, launch script, stack config or training log) or a recipe mapping"
-PATH = "give a file path as a str or pathlib.Path"
 HARDWARE = "give a hardware profile name (shardplan.hardware() lists them, e.g. 'h100-sxm-80gb') or a YAML path"
 MODEL = "give a bundled model name (shardplan.models() lists them, e.g. 'Llama-3.1-8B') or a config path"
 NODES = "give the number of nodes as an int, e.g. 8"
@@ -65,7 +66,7 @@ class Arguments(BaseModel):
 
 
 class CheckArguments(Arguments):
-    source: Union[PathOrName, Mapping[str, Any]] = Field(description=SOURCE)
+    source: Union[SourceFile, Mapping[str, Any]] = Field(description=SOURCE)
     hardware: Optional[PathOrName] = Field(None, description=HARDWARE)
     nodes: Optional[Nodes] = Field(None, description=NODES)
     gpus_per_node: Optional[GpusPerNode] = Field(None, description=GPUS)
@@ -121,15 +122,20 @@ class SolveArguments(Arguments):
     trials_dir: OptionalPath = Field(None, description="give a folder path, or None")
 
 
+def _render_path_type(hint) -> object:
+    """A text field of RenderPaths (a path, a tokenizer name) is a name or path here; any other keeps its own type."""
+    return OptionalPath if hint in (str, Optional[str]) else Optional[hint]
+
+
 RenderPathArguments = create_model(
     "RenderPathArguments", __base__=Arguments,
-    **{f.name: (OptionalPath, Field(None, description=f"give a path or name as a str, or None ({f.name} of "
-                                                      "templates.recipe_args.RenderPaths)"))
-       for f in dataclasses.fields(RenderPaths)})
+    **{f.name: (_render_path_type(hint), Field(None, description=f"give a path or name as a str, or None ({f.name} of "
+                                                                  "templates.recipe_args.RenderPaths)"))
+       for f, hint in zip(dataclasses.fields(RenderPaths), typing.get_type_hints(RenderPaths).values())})
 
 
 class RenderArguments(RenderPathArguments):
-    source: Union[PathOrName, Mapping[str, Any]] = Field(description=SOURCE)
+    source: Union[SourceFile, Mapping[str, Any]] = Field(description=SOURCE)
     format: choice(RENDER_FORMATS) = Field("torchrun", description="give one of " + ", ".join(RENDER_FORMATS))
     output: OptionalPath = Field(None, description="give the file path to write, or None")
     force: Flag = Field(False, description="give True or False")
@@ -140,7 +146,7 @@ class RenderArguments(RenderPathArguments):
 
 class SweepArguments(Arguments):
     model: PathOrName = Field(description=MODEL)
-    hardware: Union[PathOrName, Annotated[Union[list[PathOrName], tuple[PathOrName, ...]], Field(max_length=MAX_SWEEP_PROFILES)]] = Field(
+    hardware: Union[PathOrName, Annotated[list[PathOrName], Field(max_length=MAX_SWEEP_PROFILES)]] = Field(
         description=f"give a hardware profile name, a comma-separated text or a list of at most {MAX_SWEEP_PROFILES} names")
     nodes: SweepNodes = Field(description="give node counts as a text ('1..64', '1,2,4,8', '8..64+8') or a list of ints")
     seq_length: SeqLength = Field(description="give the tokens per sample as an int, e.g. 8192")
@@ -163,3 +169,7 @@ class CalibrateArguments(Arguments):
     gpus_per_node: Optional[GpusPerNode] = Field(None, description=GPUS)
     model: Optional[PathOrName] = Field(None, description=MODEL + ", or None")
     output: OptionalPath = Field(None, description="give the file path to write, or None")
+
+
+class ExampleArguments(Arguments):
+    name: PathOrName = Field(description="give a bundled example's name as a str (shardplan.examples.names() lists them)")

@@ -34,9 +34,11 @@ def _path_text(value: Union[str, PurePath]) -> Union[str, PurePath]:
     return value
 
 
-# a file, or a bundled name that is also accepted as a path (a model, a hardware profile)
-PathOrName = Annotated[Union[StrictStr, PurePath], AfterValidator(_path_text)]
+# a bundled name or a path, as a str (a model, a hardware profile, an output folder): the bodies treat these as text
+PathOrName = Annotated[StrictStr, AfterValidator(_path_text)]
 OptionalPath = Optional[PathOrName]
+# the file a function reads (check's and render's source): a str or a pathlib path
+SourceFile = Annotated[Union[StrictStr, PurePath], AfterValidator(_path_text)]
 Flag = StrictBool
 OptionalFlag = Optional[StrictBool]
 
