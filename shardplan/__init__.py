@@ -17,5 +17,6 @@ from shardplan.result_schemas import schemas
 from shardplan.results import CheckResult, HardwareInfo, ModelInfo, RenderResult, SolvedRecipe, SolveResult
 from shardplan.sweep import SweepResult, sweep  # shardplan.sweep is the function (import the module's other names with from shardplan.sweep import ...)
 
-__all__ = ["ShardplanError", "ArgumentError", "InputFileError", "NotLegal", "LimitExceeded", "InternalError", "examples", "check", "solve", "calibrate", "render", "models", "hardware", "schemas", "CheckResult", "SolveResult",
+__all__ = ["ShardplanError", "ArgumentError", "InputFileError", "NotLegal", "LimitExceeded", "InternalError", "examples",
+           "check", "solve", "calibrate", "render", "models", "hardware", "schemas", "CheckResult", "SolveResult",
            "SolvedRecipe", "RenderResult", "ModelInfo", "HardwareInfo", "sweep", "SweepResult"]

@@ -50,6 +50,7 @@ from templates.render import RENDER_FORMATS
 assert set(SOLVE_DP_SHARDINGS) <= {s.value for s in DataParallelSharding}  # the solver's choices are the spec's
 
 Fraction = number(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION)
+ProposerKind = ProposerConfig.model_fields["kind"].annotation
 FRACTION = f"give a fraction of HBM in {MIN_MEMORY_FRACTION}..{MAX_MEMORY_FRACTION}, e.g. 0.9"
 SOURCE = "give a file path (a recipe YAML, launch script, stack config or training log) or a recipe mapping"
 HARDWARE = "give a hardware profile name (shardplan.hardware() lists them, e.g. 'h100-sxm-80gb') or a YAML path"
@@ -112,7 +113,7 @@ class SolveArguments(Arguments):
     method: choice(("cpsat", "exhaustive")) = Field("cpsat", description="give 'cpsat' or 'exhaustive'")
     time_limit_s: number(MIN_TIME_LIMIT_S, float("inf")) = Field(
         60.0, description=f"give CP-SAT's time limit in seconds, a number of at least {MIN_TIME_LIMIT_S}")
-    proposer: Union[ProposerConfig.model_fields["kind"].annotation, ProposerConfig] = Field(
+    proposer: Union[ProposerKind, ProposerConfig] = Field(
         "rules", description="give 'none', 'rules' or a solver.proposer.config.ProposerConfig")
     render_dir: OptionalPath = Field(None, description="give a folder path, or None")
     max_time_s: number(0.0, MAX_MAX_TIME_S, lo_open=True) = Field(

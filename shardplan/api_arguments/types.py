@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Annotated, Literal, Optional, Union
 
-from annotated_types import Ge, Gt, Le
-from pydantic import AfterValidator, Field, Strict, StrictBool, StrictInt, StrictStr
+from annotated_types import Ge, Gt, Le, Lt
+from pydantic import AfterValidator, Field, Strict, StrictBool, StrictStr
 
 from constraints.spec import MAX_WORLD_SIZE, JobSpec, Placement
 from shardplan.api_arguments.bounds import MAX_NODE_TEXT_CHARS, MAX_PATH_CHARS, MAX_RANGE_CHARS, MAX_SWEEP_SIZES
@@ -15,7 +15,7 @@ from shardplan.api_arguments.bounds import MAX_NODE_TEXT_CHARS, MAX_PATH_CHARS, 
 
 def _bounds(model, field: str) -> list:
     """The numeric bounds (Gt / Ge / Lt / Le) a data-model field declares, to bound an argument exactly as that field."""
-    return [m for m in model.model_fields[field].metadata if type(m).__name__ in ("Gt", "Ge", "Lt", "Le")]
+    return [m for m in model.model_fields[field].metadata if isinstance(m, (Gt, Ge, Lt, Le))]
 
 
 def choice(values) -> object:
@@ -43,10 +43,10 @@ Flag = StrictBool
 OptionalFlag = Optional[StrictBool]
 
 # counts that the data model bounds
-Nodes = Annotated[int, Strict(), *_bounds(Placement, "num_nodes")]
-GpusPerNode = Annotated[int, Strict(), *_bounds(Placement, "gpus_per_node")]
-SeqLength = Annotated[int, Strict(), *_bounds(JobSpec, "seq_length")]
-GlobalBatchSize = Annotated[int, Strict(), *_bounds(JobSpec, "global_batch_size")]
+Nodes = Annotated[(int, Strict(), *_bounds(Placement, "num_nodes"))]
+GpusPerNode = Annotated[(int, Strict(), *_bounds(Placement, "gpus_per_node"))]
+SeqLength = Annotated[(int, Strict(), *_bounds(JobSpec, "seq_length"))]
+GlobalBatchSize = Annotated[(int, Strict(), *_bounds(JobSpec, "global_batch_size"))]
 
 
 def count(lo: int, hi: int) -> object:

@@ -14,9 +14,9 @@ import click
 
 from boundary.errors import InternalError, ShardplanError
 from shardplan import api
+from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.check_text import format_check
 from shardplan.cli.calibrate import calibrate_command
-from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.cli.completion import complete_hardware, complete_model
 from shardplan.cli.errors import unusable_input
 from shardplan.cli.measure import measure_command
