@@ -3,7 +3,9 @@
 Why here: the CLI (shardplan/cli/*.py) is a thin layer over these functions (parse options, call, format), so a
 notebook gets exactly what `--format json` prints. Unusable input raises `ShardplanError` (one line naming the
 field and the fix); any other exception is a bug. Input read at this boundary that fails pydantic validation or a
-plain ValueError while building the specs is turned into a ShardplanError naming the option.
+plain ValueError while building the specs is turned into a ShardplanError naming the option. Each public function's
+arguments are checked once at its edge (`@api_edge`, shardplan/api_arguments/), which also turns anything else that
+escapes into a ShardplanError subclass (boundary/errors.py).
 """
 from __future__ import annotations
 
@@ -28,6 +30,9 @@ from hardware.listing import profiles_table
 from hardware.profile import HardwareProfile, load_profile
 from measure.calibration.store import CalibrationFile, calibrated_profile, factors_for, load_calibration, model_key
 from measure.projection.error_band import tokens_range
+from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MAX_TOP, MAX_TRIALS, MIN_MEMORY_FRACTION
+from shardplan.api_arguments.edge import api_edge
+from shardplan.api_arguments.models import Arguments, CheckArguments, RenderArguments, SolveArguments
 from shardplan.calibrate import calibrate, recipe_key  # noqa: F401  (calibrate: the API re-exports it)
 from shardplan.nearest_fix import attach_search_fixes
 from shardplan.progress import step
@@ -85,6 +90,7 @@ def input_boundary():
         raise ShardplanError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
+@api_edge(CheckArguments)
 def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str] = None, nodes: Optional[int] = None,
           gpus_per_node: Optional[int] = None, model: Optional[str] = None, max_memory_fraction: Optional[float] = None,
           project: bool = True, suggest: bool = False, calibration: Optional[str] = None) -> CheckResult:
@@ -145,6 +151,7 @@ def profile_with_calibration(hardware: str, calibration: Optional[str], model=No
                              "the shipped constants (only the cluster's allocator gap applies); calibrate on a log of this model")
 
 
+@api_edge(SolveArguments)
 @recording_reads  # the writes of render_dir / trials_dir / output never replace a file it read
 def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: Optional[int] = None,
           precision: str = "bf16", top: int = 10, tp: RangeLike = None, pp: RangeLike = None, vpp: RangeLike = None,
@@ -153,7 +160,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
           dp_sharding: Optional[str] = None, moe_dispatcher: Optional[str] = None, ep_comm_overlap: Optional[bool] = None,
           uneven_stages: Optional[bool] = None, max_memory_fraction: Optional[float] = None, objective: str = "throughput",
           target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
-          proposer: Any = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0,
+          proposer: Union[str, ProposerConfig] = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0,
           calibration: Optional[str] = None, trials: Optional[int] = None, trials_dir: Optional[str] = None) -> SolveResult:
     """The best legal recipes for a model on `nodes` x `gpus_per_node` GPUs of `hardware` (default: the profile's GPUs
     per server or tray, e.g. 4 on GB200 NVL72), ranked by `objective` (throughput | memory | fewest-gpus), each
@@ -167,8 +174,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     _fraction(max_memory_fraction)
     _choice("objective", objective, OBJECTIVE_NAMES)
     _choice("method", method, ("cpsat", "exhaustive"))
-    if not 1 <= top <= 1000:
-        raise ShardplanError(f"--top: give 1..1000 answers (got {top})")
+    if not 1 <= top <= MAX_TOP:
+        raise ShardplanError(f"--top: give 1..{MAX_TOP} answers (got {top})")
     objective = Objective(objective)
     if target_tokens_per_s is not None and objective != Objective.fewest_gpus:
         raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
@@ -180,8 +187,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     if (trials is None) != (trials_dir is None):
         raise ShardplanError("--trials: give the number of trials and the folder together (--trials K -o DIR)")
     if trials is not None:
-        if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= min(top, 32):
-            raise ShardplanError(f"--trials: give 1..{min(top, 32)} trials, at most --top (got {shown(trials)})")
+        if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= min(top, MAX_TRIALS):
+            raise ShardplanError(f"--trials: give 1..{min(top, MAX_TRIALS)} trials, at most --top (got {shown(trials)})")
         check_output_dir(trials_dir, "-o")
     with input_boundary():
         config = proposer if isinstance(proposer, ProposerConfig) else ProposerConfig(kind=proposer)
@@ -330,6 +337,7 @@ def solved_recipe(ranked, case) -> SolvedRecipe:
                         megatron_args=recipe_to_megatron_args(case.model, case.job, r), env=launch_env(case))
 
 
+@api_edge(RenderArguments)
 @recording_reads  # `output` never replaces a file it read (boundary/write.py)
 def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchrun", output: Optional[str] = None,
            force: bool = False, hardware: Optional[str] = None, nodes: Optional[int] = None,
@@ -364,6 +372,7 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
                         model_notes=list(loaded.case.model.config_notes), not_carried=not_carried)
 
 
+@api_edge(Arguments)
 def models() -> list[ModelInfo]:
     """Every bundled model with exact total and active parameter counts."""
     rows = []
@@ -376,6 +385,7 @@ def models() -> list[ModelInfo]:
     return rows
 
 
+@api_edge(Arguments)
 def hardware() -> list[HardwareInfo]:
     """Every bundled hardware profile, sorted by name."""
     return [HardwareInfo(**row) for row in profiles_table()]
@@ -389,8 +399,8 @@ def memory_fraction(given: Optional[float], calibration_file=None) -> MemoryFrac
 
 
 def _fraction(value: Optional[float]) -> None:
-    if value is not None and not 0.1 <= value <= 1.0:
-        raise ShardplanError(f"--max-memory-fraction: give a fraction of HBM in 0.1..1.0 (got {value})")
+    if value is not None and not MIN_MEMORY_FRACTION <= value <= MAX_MEMORY_FRACTION:
+        raise ShardplanError(f"--max-memory-fraction: give a fraction of HBM in {MIN_MEMORY_FRACTION}..{MAX_MEMORY_FRACTION} (got {value})")
 
 
 def _choice(name: str, value: str, allowed) -> None:

@@ -34,6 +34,9 @@ from hardware.profile import load_profile
 from measure.calibration.store import CalibrationFile, calibrated_profile, load_calibration
 from measure.projection.vectorized import Evaluator
 from shardplan.api import input_boundary
+from shardplan.api_arguments.bounds import MAX_SWEEP_SIZES, MAX_TRAIN_TOKENS, MAX_USD_PER_GPU_HOUR
+from shardplan.api_arguments.edge import api_edge
+from shardplan.api_arguments.models import SweepArguments
 from shardplan.progress import step
 from shardplan.results import recipe_label
 from solver.explain_why import recipe_free_blockers
@@ -96,7 +99,6 @@ def parse_nodes(text: str) -> list[int]:
     (unusable input) with the fix. The number of sizes is counted by arithmetic before any list is built, and a list
     of more than MAX_SWEEP_SIZES items is refused before its numbers are read: `1..100000001+1` once built a list of
     10^8 sizes (9.6 s, 4 GB) before the cap said no."""
-    MAX_SWEEP_SIZES = 256
     text = text.strip()
     fix = "give a list (1,2,4,8), a doubling range (1..64) or a stepped range (8..64+8)"
     cap = f"sweep at most {MAX_SWEEP_SIZES} sizes, e.g. a doubling range 1..1024"
@@ -145,6 +147,7 @@ def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu
                 p.cost_usd = p.gpu_hours * usd_per_gpu_hour
 
 
+@api_edge(SweepArguments)
 def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[int]], *, seq_length: int,
           global_batch_size: int, gpus_per_node: Optional[int] = None, precision: str = "bf16", max_memory_fraction: Optional[float] = None,
           train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None,
@@ -165,10 +168,10 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         raise ShardplanError(f"--max-memory-fraction: give 0.1..1.0 ({max_memory_fraction})")
 
     if train_tokens is not None:  # NaN / inf passed click's FloatRange and came out as NaN in the JSON
-        bounded_float(train_tokens, "--train-tokens", 0.0, 1e18, "the largest published pre-training runs use "
+        bounded_float(train_tokens, "--train-tokens", 0.0, MAX_TRAIN_TOKENS, "the largest published pre-training runs use "
                       "~4e13 tokens; give a finite token budget", lo_open=True)
     if usd_per_gpu_hour is not None:
-        bounded_float(usd_per_gpu_hour, "--usd-per-gpu-hour", 0.0, 1e4, "give a finite price per GPU-hour")
+        bounded_float(usd_per_gpu_hour, "--usd-per-gpu-hour", 0.0, MAX_USD_PER_GPU_HOUR, "give a finite price per GPU-hour")
     if usd_per_gpu_hour is not None and train_tokens is None:
         raise ShardplanError(f"--usd-per-gpu-hour: a cost needs a token budget ({usd_per_gpu_hour}); add --train-tokens N, e.g. 1e12")
     with input_boundary():

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from boundary.errors import ShardplanError
+from boundary.errors import NotLegal, ShardplanError
 from constraints.case import Case, case_from_mapping, load_case_yaml
 from constraints.check import check_case
 from constraints.read import LoadedCase, load_check_input
@@ -20,7 +20,7 @@ from hardware.profile import load_profile
 from templates.render import unsupported_features
 
 
-class RenderRefused(ShardplanError):
+class RenderRefused(NotLegal):
     """The recipe is illegal or not expressible and `force` was not given; `problems` holds one line per problem."""
 
     def __init__(self, message: str, problems: Sequence[str]) -> None:
