@@ -57,9 +57,17 @@ from solver.request import SolveRequest
 from solver.trials import choose_trials, communication_share
 from solver.workflow import bound_fields, collect_pins, inapplicable_pins, resolve_recompute_kind, solve_request
 from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths, recipe_to_megatron_args
-from templates.render import RENDER_FORMATS, launch_env, render_script
+from templates.placeholders import placeholder_lines
+from templates.render import RENDER_FORMATS, launch_env, placeholders_of, render_script
 from templates.render_files import not_rendered, render_solutions, write_script
-from templates.render_input import flags_not_carried, load_render_input, refuse_unless_forced, render_problems, script_site_paths
+from templates.render_input import (
+    flags_not_carried,
+    load_render_input,
+    refuse_unless_forced,
+    render_problems,
+    render_slurm_options,
+    script_site_paths,
+)
 from templates.trial_files import write_trials
 
 RangeLike = Union[int, str, tuple, None]
@@ -341,12 +349,14 @@ def solved_recipe(ranked, case) -> SolvedRecipe:
 @recording_reads  # `output` never replaces a file it read (boundary/write.py)
 def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchrun", output: Optional[str] = None,
            force: bool = False, hardware: Optional[str] = None, nodes: Optional[int] = None,
-           gpus_per_node: Optional[int] = None, **paths: Any) -> RenderResult:
+           gpus_per_node: Optional[int] = None, slurm: Optional[Mapping[str, Any]] = None, **paths: Any) -> RenderResult:
     """A ready-to-run Megatron-LM launch script (format torchrun | slurm) or stack config (primus | bridge |
     bridge-overrides; yaml-cfg is refused, templates.stack_render.render_yaml_cfg) for a recipe YAML file or mapping,
     or any file `check` reads (a launch script, argument file or stack config). hardware / nodes / gpus_per_node override or complete what the source states.
     The recipe is checked first: an illegal one raises RenderRefused (a ShardplanError listing every problem) unless
-    force=True. `paths`: data_path, tokenizer_model, checkpoint_dir, megatron_path (templates.recipe_args.RenderPaths).
+    force=True. `paths`: data_path, tokenizer_model, checkpoint_dir, megatron_path, mock_data
+    (templates.recipe_args.RenderPaths); `slurm`: sbatch settings for format slurm (templates.slurm_options.SlurmOptions
+    fields). `placeholders` lists every `/path/to/...` left in the text (also in its header).
     `output`: also write it there (atomically). From a launch script, the script's own --data-path and HF
     --tokenizer-model are kept unless `paths` gives others, and `not_carried` lists the script's flags the rendered
     script leaves out or sets otherwise. `shardplan render` is this function and nothing else."""
@@ -357,9 +367,10 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
         loaded = load_render_input(source, hardware, nodes, gpus_per_node)
         given = {k: v for k, v in paths.items() if v is not None and v != DATA_PATH_PLACEHOLDER}  # the CLI's default: none given
         render_paths = RenderPaths(**{**script_site_paths(loaded.flags, given), **given})
+        slurm_settings = render_slurm_options(format, slurm)
     problems = render_problems(loaded, force)
     refuse_unless_forced(problems, force)
-    text = render_script(loaded.case, format, render_paths)
+    text = render_script(loaded.case, format, render_paths, slurm=slurm_settings)
     # a launch script's own flags that a launch-script format does not write as the script did (stack configs name
     # them otherwise): said, not dropped silently
     not_carried = flags_not_carried(loaded.flags, text) if loaded.flags and format in ("torchrun", "slurm") else []
@@ -369,7 +380,8 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
         except OSError as exc:
             raise ShardplanError(f"output: cannot write {output} ({exc.strerror}); give a writable path") from None
     return RenderResult(format=format, script=text, path=output, problems=problems,
-                        model_notes=list(loaded.case.model.config_notes), not_carried=not_carried)
+                        model_notes=list(loaded.case.model.config_notes), not_carried=not_carried,
+                        placeholders=placeholder_lines(placeholders_of(loaded.case, format, render_paths)))
 
 
 @api_edge(Arguments)

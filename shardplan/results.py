@@ -205,6 +205,8 @@ class RenderResult(Result):
                                    "the script renders the model as read")
     not_carried: list[str] = Field([], description="a source launch script's flags the rendered torchrun / slurm script "
                                    "leaves out or sets otherwise, one line each (`--train-iters 1000: rendered as 500000`)")
+    placeholders: list[str] = Field([], description="each `/path/to/...` placeholder the text holds, one line each "
+                                    "(also in its header): replace it, or render again with the option named")
 
 
 class ModelInfo(Result):

@@ -143,6 +143,8 @@ class RenderArguments(RenderPathArguments):
     hardware: Optional[PathOrName] = Field(None, description=HARDWARE)
     nodes: Optional[Nodes] = Field(None, description=NODES)
     gpus_per_node: Optional[GpusPerNode] = Field(None, description=GPUS)
+    slurm: Optional[Annotated[dict[str, Any], Field(max_length=16)]] = Field(
+        None, description="give the sbatch settings as a mapping of templates.slurm_options.SlurmOptions fields, or None")
 
 
 class SweepArguments(Arguments):
