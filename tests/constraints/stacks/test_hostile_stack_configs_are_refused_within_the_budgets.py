@@ -167,3 +167,12 @@ def test_a_billion_layers_is_refused_before_a_per_layer_list_is_built(tmp_path, 
     text = YAML_CFG.format(value="0.0").replace("  num_layers: 32\n", "  num_layers: 1000000000\n" + extra)
     run = run_cli_bounded("check", _write(tmp_path, "layers.yaml", text), *WORLD)  # before: 3 GB, MemoryError
     assert_one_line_refusal(run, "--num-layers 1,000,000,000 is above the 4096 layers", "num_layers")
+
+
+def test_bridge_overrides_are_held_to_a_yaml_files_limits(tmp_path):
+    many = "model.tensor_model_parallel_size=1\n" + "".join(f"train.x{i}=1\n" for i in range(10_000))
+    run = run_cli_bounded("check", _write(tmp_path, "many.txt", many), *WORLD)
+    assert_one_line_refusal(run, "many.txt: 10,001 key=value overrides, over the 10,000")
+    deep = "model.tensor_model_parallel_size=1\nmodel." + ".".join(["a"] * 40) + "=1\n"
+    run = run_cli_bounded("check", _write(tmp_path, "deep.txt", deep), *WORLD)
+    assert_one_line_refusal(run, "deep.txt: 'model.a.a", f"nested more than {MAX_DEPTH} levels deep")
