@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from boundary.errors import InputRefused
-from boundary.read import reads_recorded, read_text
+from boundary.read import read_text, reads_recorded
 from boundary.write import atomic_write_text, check_output_file
 from tests.helpers.builders import REPO, hf_config, run_cli
 
