@@ -18,11 +18,11 @@ from constraints.read import load_check_input
 from hardware.profile import load_profile
 from measure.calibration.fit import Evidence, fit_factors
 from measure.calibration.store import CalibrationFile, EvidenceRecord, model_key
+from shardplan.api_arguments.bounds import MAX_LOGS
+from shardplan.api_arguments.edge import api_edge
+from shardplan.api_arguments.models import CalibrateArguments
 from shardplan.verdict import run_options
 from templates.recipe_args import megatron_arg_groups
-
-MAX_LOGS = 256  # each log is one projection per fit step; more runs than this add nothing a median would not
-
 
 # the argument groups that say how a run is laid out and executed (not how long it trains, on what data, or what it logs)
 LAYOUT_GROUPS = ("model", "parallelism", "moe", "precision")
@@ -45,6 +45,7 @@ def recipe_summary(case) -> str:
             f"{j.precision.value}")
 
 
+@api_edge(CalibrateArguments)
 @recording_reads  # -o never replaces a log or model file it read (boundary/write.py)
 def calibrate(logs: Sequence[str], hardware: str, nodes: Optional[int] = None, gpus_per_node: Optional[int] = None,
               model: Optional[str] = None, output: Optional[str] = None) -> CalibrationFile:

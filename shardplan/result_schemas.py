@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from shardplan.api_arguments.edge import api_edge
+from shardplan.api_arguments.models import Arguments
 from shardplan.results import CheckResult, HardwareInfo, ModelInfo, RenderResult, SolveResult
 from shardplan.sweep import SweepResult
 
@@ -18,6 +20,7 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {"check": CheckResult, "solve": Solve
 LIST_RESULTS = ("models", "hardware")
 
 
+@api_edge(Arguments)
 def schemas() -> dict[str, dict[str, Any]]:
     """JSON Schema of each command's JSON as it prints it: an object, or for `models` / `hardware` an array of
     objects (the item's definitions hoisted to the top, so its `$ref`s resolve from the array's root)."""

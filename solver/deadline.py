@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Optional
 
-from boundary.errors import ShardplanError
+from boundary.errors import LimitExceeded
 from boundary.numbers import bounded_float
 
 DEFAULT_MAX_TIME_S = 300.0  # the largest bench scenario (DeepSeek-V3 fewest-gpus over 64 nodes) takes ~20 s
@@ -25,7 +25,7 @@ MAX_MAX_TIME_S = 86_400.0
 _deadline: Optional[float] = None  # time.monotonic() at which the running solve must stop
 
 
-class SolveTimeLimit(ShardplanError):
+class SolveTimeLimit(LimitExceeded):
     """The solve ran past --max-time; one line with the limit and what to narrow."""
 
 

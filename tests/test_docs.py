@@ -1,7 +1,10 @@
 """The README and docs/ say what is true: their marked examples run, and every repository path they cite exists.
 
 Runnable examples (the convention, also stated in docs/README.md): a fenced block runs only when one of the HTML
-comment lines just above its opening fence is `<!-- docs-test: run -->`.
+comment lines just above its opening fence is `<!-- docs-test: run -->`, or `<!-- docs-test: run from an empty folder -->`:
+then the block runs in an empty temporary folder instead of the repository copy, with that copy on PYTHONPATH (so the
+code under test is imported), which shows that it needs no file of the checkout (shardplan.examples names the
+bundled examples).
 - ```bash: each line starting with `shardplan `, `.venv/bin/shardplan ` or `python -m shardplan ` (joined over trailing
   `\\` continuations) runs as `python -m shardplan ...` in a scratch copy of the repository (one copy per document,
   blocks in order, so a later block reads what an earlier one wrote); other lines (comments, set-up) are skipped. The
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import re
 import shlex
 import shutil
@@ -30,6 +34,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 MARK = "<!-- docs-test: run -->"
+MARK_EMPTY_FOLDER = "<!-- docs-test: run from an empty folder -->"
 COMMAND_PREFIXES = (".venv/bin/shardplan ", "python -m shardplan ", "python3 -m shardplan ", "shardplan ")
 EXIT_COMMENT = re.compile(r"#\s*exit\s+(\d+)\s*$")
 TIMEOUT_S = 120
@@ -50,8 +55,8 @@ PATH = re.compile(r"(?<![\w./-])((?:" + "|".join(re.escape(r) for r in PATH_ROOT
 
 
 # --------------------------------------------------------------------------------------------- runnable blocks
-def marked_blocks(path: Path) -> list[tuple[int, str, str]]:
-    """(line of the fence, language, body) of every block marked runnable."""
+def marked_blocks(path: Path) -> list[tuple[int, str, str, bool]]:
+    """(line of the fence, language, body, whether it runs from an empty folder) of every block marked runnable."""
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks, i = [], 0
     while i < len(lines):
@@ -62,12 +67,13 @@ def marked_blocks(path: Path) -> list[tuple[int, str, str]]:
         j = i + 1
         while j < len(lines) and not lines[j].startswith("```"):
             j += 1
-        k, marked = i - 1, False
+        k, marked, empty_folder = i - 1, False, False
         while k >= 0 and lines[k].strip().startswith("<!--"):
-            marked |= lines[k].strip() == MARK
+            marked |= lines[k].strip() in (MARK, MARK_EMPTY_FOLDER)
+            empty_folder |= lines[k].strip() == MARK_EMPTY_FOLDER
             k -= 1
         if marked:
-            blocks.append((i + 1, m.group(1), "\n".join(lines[i + 1:j])))
+            blocks.append((i + 1, m.group(1), "\n".join(lines[i + 1:j]), empty_folder))
         i = j + 1
     return blocks
 
@@ -99,7 +105,7 @@ def _docs_with_blocks() -> list[Path]:
 
 
 def test_the_readme_has_runnable_examples():
-    langs = {lang for _, lang, _ in marked_blocks(REPO / "README.md")}
+    langs = {lang for _, lang, _, _ in marked_blocks(REPO / "README.md")}
     assert {"bash", "python"} <= langs, f"README.md lost its `{MARK}` examples (found: {sorted(langs)})"
 
 
@@ -108,8 +114,13 @@ def test_marked_examples_run(doc: Path, tmp_path: Path):
     scratch = tmp_path / "repo"
     shutil.copytree(REPO, scratch, ignore=SCRATCH_IGNORE, symlinks=True)
     failures = []
-    for line_no, lang, body in marked_blocks(doc):
+    for line_no, lang, body, empty_folder in marked_blocks(doc):
         where = f"{doc.relative_to(REPO)}:{line_no}"
+        cwd, env = scratch, None
+        if empty_folder:  # nothing of the checkout at hand: only the installed-like package on the path
+            cwd = tmp_path / f"empty-{line_no}"
+            cwd.mkdir()
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(scratch), os.environ.get("PYTHONPATH")]))}
         if lang == "python":
             runs = [([sys.executable, "-c", body], 0, "python block")]
         elif lang in ("bash", "sh", "shell"):
@@ -122,7 +133,7 @@ def test_marked_examples_run(doc: Path, tmp_path: Path):
             continue
         for argv, want, shown in runs:
             try:
-                done = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=TIMEOUT_S)
+                done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 failures.append(f"{where}: {shown[:120]}: still running after {TIMEOUT_S} s")
                 continue

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import click
 
-from boundary.errors import ShardplanError
+from boundary.errors import ArgumentError, InternalError, ShardplanError
 
 
 class UnusableInput(click.ClickException):
@@ -27,10 +27,28 @@ def first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+# the API arguments whose command-line option is not `--` + the name with dashes
+OPTION_OF_ARGUMENT = {"max_time_s": "--max-time", "time_limit_s": "--time-limit", "trials_dir": "-o", "render_dir": "--render",
+                      "top": "--top", "source": "FILE", "logs": "LOG"}
+
+
+def option_line(exc: ArgumentError) -> str:
+    """An API argument error as the command line's user reads it: `--seq-length: ...`, not `seq_length: ...`."""
+    line = first_line(exc)
+    name = exc.argument
+    if not name or not line.startswith(name + ":"):
+        return line
+    return OPTION_OF_ARGUMENT.get(name, "--" + name.replace("_", "-")) + line[len(name):]
+
+
 @contextmanager
 def unusable_input():
     """Inside a command: a ShardplanError becomes UnusableInput (exit status 2, one line)."""
     try:
         yield
+    except InternalError:  # a bug the API's edge wrapped: shardplan/cli/main.py reports it, exit 3, not unusable input
+        raise
+    except ArgumentError as exc:
+        raise UnusableInput(option_line(exc)) from None
     except ShardplanError as exc:
         raise UnusableInput(first_line(exc)) from None

@@ -12,10 +12,11 @@ import traceback
 
 import click
 
-from boundary.errors import ShardplanError
+from boundary.errors import InternalError, ShardplanError
 from boundary.read import reads_recorded
 from boundary.terminal import control_free_streams
 from shardplan import api
+from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.check_text import format_check
 from shardplan.cli.calibrate import calibrate_command
 from shardplan.cli.completion import complete_hardware, complete_model
@@ -123,8 +124,8 @@ CHECK_COLUMNS = (("model", "model", "{}"), ("hardware", "hardware", "{}"), ("GPU
 @click.option("--nodes", type=click.IntRange(min=1), help="number of nodes (overrides the file)")
 @click.option("--gpus-per-node", type=click.IntRange(min=1), help="GPUs per node (overrides the file)")
 @click.option("--model", help="model name or path, when the arguments lack the model flags", shell_complete=complete_model)
-@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True,
-              help="fraction of HBM the peak may use")
+@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
+              help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @click.option("--no-projection", is_flag=True, help="skip the throughput projection")
 @click.option("--suggest", is_flag=True, help="when illegal, search the nearest legal recipe")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
@@ -230,6 +231,9 @@ def _run(argv) -> None:
             sys.exit(2)
         exc.show()
         sys.exit(exc.exit_code)
+    except InternalError as exc:  # the API's edge wrapped a bug (shardplan/api_arguments/edge.py): the bug's own type and place
+        click.echo(_internal(exc.__cause__ or exc), err=True)
+        sys.exit(EXIT_INTERNAL)
     except ShardplanError as exc:
         click.echo(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", err=True)
         sys.exit(2)

@@ -14,6 +14,7 @@ import click
 
 from boundary.write import atomic_write_text, check_output_file, refuse_same_output
 from constraints.spec import Precision
+from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.report.collect import check_report, solve_report
 from shardplan.report.model import Report
 from shardplan.report.page import render_page
@@ -72,7 +73,8 @@ def report_command() -> None:
 @click.option("--nodes", type=click.IntRange(min=1), help="number of nodes (overrides the file)")
 @click.option("--gpus-per-node", type=click.IntRange(min=1), help="GPUs per node (overrides the file)")
 @click.option("--model", help="model name or path, when the arguments lack the model flags")
-@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
+@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
+                     help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @_CALIBRATION
 @_OUT
 @_TRACE
@@ -99,7 +101,8 @@ def job_options(fn):
         click.option("--seq-length", type=click.IntRange(min=1), required=True),
         click.option("--global-batch-size", type=click.IntRange(min=1), required=True),
         click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True),
-        click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True),
+        click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
+                     help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)"),
     ]):
         fn = opt(fn)
     return fn

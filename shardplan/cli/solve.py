@@ -11,6 +11,14 @@ import click
 from boundary.errors import ShardplanError
 from constraints.spec import Precision
 from shardplan import api
+from shardplan.api_arguments.bounds import (
+    MAX_MEMORY_FRACTION,
+    MAX_TOP,
+    MAX_TRIALS,
+    MIN_MEMORY_FRACTION,
+    MIN_TIME_LIMIT_S,
+    SOLVE_DP_SHARDINGS,
+)
 from shardplan.cli.completion import complete_hardware, complete_model
 from shardplan.cli.proposer_options import config_from_options, format_hint_report, proposer_options
 from shardplan.formats import emit, format_option, resolve_format
@@ -35,33 +43,34 @@ def _range_options(fn):
 @click.option("--seq-length", type=click.IntRange(min=1), required=True)
 @click.option("--global-batch-size", type=click.IntRange(min=1), required=True)
 @click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True)
-@click.option("--top", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True)
+@click.option("--top", "k", type=click.IntRange(min=1, max=MAX_TOP), default=10, show_default=True)
 @_range_options
 @click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "zb-h1", "zbv"]), default=None)
 @click.option("--recompute", type=click.Choice(["none", "selective", "full"]), default=None, help="pin the granularity")
 @click.option("--no-recompute", is_flag=True, help="same as --recompute none")
 @click.option("--sequence-parallel/--no-sequence-parallel", "sp", default=None)
 @click.option("--tp-comm-overlap/--no-tp-comm-overlap", "tp_comm_overlap", default=None, help="pin TP communication overlap")
-@click.option("--dp-sharding", type=click.Choice(["distributed_optimizer", "none", "megatron_fsdp"]), default=None)
+@click.option("--dp-sharding", type=click.Choice(SOLVE_DP_SHARDINGS), default=None)
 @click.option("--moe-dispatcher", type=click.Choice(["alltoall", "flex", "allgather"]), default=None,
               help="pin the MoE token dispatcher (default: the faster legal one of alltoall / flex per recipe)")
 @click.option("--ep-comm-overlap/--no-ep-comm-overlap", "ep_comm_overlap", default=None,
               help="pin --overlap-moe-expert-parallel-comm (default: tried where legal)")
 @click.option("--uneven-stages/--no-uneven-stages", "uneven_stages", default=None,
               help="pin explicit --decoder-first/last-pipeline-num-layers splits on (only those) or off")
-@click.option("--max-memory-fraction", type=click.FloatRange(0.1, 1.0), default=1.0, show_default=True)
+@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
+                     help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @click.option("--objective", type=click.Choice(list(OBJECTIVE_NAMES)), default=Objective.throughput.value, show_default=True,
               help="throughput: shortest projected step; memory: most headroom (smallest exact peak); "
                    "fewest-gpus: fewest nodes (up to --nodes) reaching --target-tokens-per-s")
 @click.option("--target-tokens-per-s", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="total tokens/s to reach, for --objective fewest-gpus")
 @click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True)
-@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=MIN_TIME_LIMIT_S), default=60.0, show_default=True,
               help="CP-SAT deterministic time limit (seconds of its deterministic clock)")
 @click.option("--max-time", "max_time_s", type=float, default=300.0, show_default=True,
               help="wall-clock seconds for the whole solve; past it the solve stops and says so")
 @click.option("--render", "render_dir", type=click.Path(file_okay=False), default=None, help="write one launch script per answer here")
-@click.option("--trials", type=click.IntRange(1, 32), default=None,
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=None,
               help="write K short measuring runs of the most informative answers into -o DIR, to feed back through calibrate")
 @click.option("-o", "--output", "trials_dir", type=click.Path(file_okay=False), default=None, help="the folder --trials writes")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,

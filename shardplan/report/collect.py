@@ -51,7 +51,7 @@ def job_view(model, job, placement, profile) -> JobView:
                    precision=job.precision.value, projection_calibrated=profile.calibrated)
 
 
-def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model=None, max_memory_fraction: float = 1.0,
+def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model=None, max_memory_fraction=None,
                  calibration=None) -> Report:
     """The report of `check`: one recipe, legal or not (an illegal or non-fitting one shows its violations and whatever
     memory the model could price, and no timeline). Arguments as shardplan.check."""

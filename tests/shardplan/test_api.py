@@ -3,6 +3,7 @@ their JSON Schemas describe that JSON, unusable input is ShardplanError (exit 2)
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -27,20 +28,33 @@ from tests.helpers.builders import REPO
 EXAMPLE = REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"
 
 
-def _readme_example() -> tuple[str, str]:
-    text = (REPO / "README.md").read_text()
-    m = re.search(r"<!-- api-example[^>]*-->\n```python\n(.*?)```\nprints\n```\n(.*?)```", text, re.S)
-    assert m, "README lost its API example"
-    return m.group(1), m.group(2)
+EMPTY_FOLDER_MARK = "<!-- docs-test: run from an empty folder -->"  # tests/test_docs.py's
 
 
-def test_readme_example_runs_and_prints_what_the_readme_shows():
-    """Runs the README block in a fresh interpreter from the repository root; the printed lines match the README's
+def _api_example(doc: str) -> tuple[str, str, bool]:
+    """(code, what it prints, whether it is marked to run from an empty folder) of a document's API example."""
+    text = (REPO / doc).read_text()
+    m = re.search(r"((?:<!--[^\n]*-->\n)*)<!-- api-example[^>]*-->\n```python\n(.*?)```\nprints\n```\n(.*?)```", text, re.S)
+    assert m, f"{doc} lost its API example"
+    return m.group(2), m.group(3), EMPTY_FOLDER_MARK in m.group(1)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/api.md"])
+def test_the_api_example_runs_and_prints_what_the_doc_shows(doc, tmp_path):
+    """Runs the block in a fresh interpreter, from an empty folder when it is marked so (then the checkout is only on
+    PYTHONPATH: the example may open no file by a path relative to the repository); the printed lines match the doc's
     with digits masked (a calibration refit may move the figures, never the shape or the wording)."""
-    code, shown = _readme_example()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    code, shown, empty_folder = _api_example(doc)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path if empty_folder else REPO,
+                          env=env)
+    assert done.returncode == 0, done.stderr
     mask = lambda s: re.sub(r"\d", "#", s).strip().splitlines()  # noqa: E731
-    assert mask(out) == mask(shown)
+    assert mask(done.stdout) == mask(shown)
+
+
+def test_the_api_page_example_runs_from_an_empty_folder():
+    assert _api_example("docs/api.md")[2], "docs/api.md's example must show that no repository path is needed"
 
 
 def test_solve_result_is_what_solve_json_prints():
@@ -99,7 +113,7 @@ def test_input_errors_are_shardplan_errors(cls):
 
 
 def test_unusable_input_raises_shardplan_error_in_one_line():
-    with pytest.raises(shardplan.ShardplanError, match=r"^--global-batch-size: "):
+    with pytest.raises(shardplan.ArgumentError, match=r"^global_batch_size: input should be greater than 0 \(got 0\); give "):
         shardplan.solve("Llama-3.1-8B", "h100-sxm-80gb", 1, seq_length=4096, global_batch_size=0)
     with pytest.raises(shardplan.ShardplanError, match=r"^--tp 'x': give N or LO..HI"):
         shardplan.solve("Llama-3.1-8B", "h100-sxm-80gb", 1, seq_length=4096, global_batch_size=8, tp="x")
