@@ -55,3 +55,14 @@ def test_sigterm_without_the_handler_is_what_left_the_temp_file(tmp_path):
                          capture_output=True, text=True, cwd=REPO, timeout=300)
     assert res.returncode == -15
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_sigterm_while_the_console_command_imports_is_143_in_one_line():
+    """`shardplan` (shardplan_entry) ends at once on a SIGTERM during its first second's imports: nothing written yet."""
+    script = ("import os, signal, builtins\nreal = builtins.__import__\n"
+              "def imported(name, *a, **k):\n"
+              "    if name == 'shardplan.cli.main':\n        os.kill(os.getpid(), signal.SIGTERM)\n"
+              "    return real(name, *a, **k)\n"
+              "builtins.__import__ = imported\nimport shardplan_entry\nshardplan_entry.main()\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert res.returncode == 143 and res.stderr == "terminated\n", res.stderr
