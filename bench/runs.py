@@ -63,6 +63,7 @@ from constraints.models.load import load_model
 from constraints.spec import (
     Activation,
     DataParallelSharding,
+    FsdpShardingStrategy,
     JobSpec,
     ModelSpec,
     MoeDispatcher,
@@ -133,7 +134,8 @@ BRIDGE_BF16_OPTIMIZER = {("Moonlight-16B-A3B", "h100-sxm-80gb"), ("DeepSeek-V3",
 # therefore hold a bf16 main-grad buffer, 2 B/param (Megatron arguments.py: accumulate_allreduce_grads_in_fp32 off)
 BRIDGE_PERF_SOURCE = re.compile(r"Megatron-Bridge (docs/performance-summary|skills/nemo-mbridge-perf-)"
                                 r"|model_verification_cards/.*\[items\.pretrain_(performance|weak_scaling)")
-# substring of the row's hardware -> (profile name, GPUs per node/tray); order matters (H100 after H800/H200)
+# substring of the row's hardware -> (profile name, GPUs per node/tray); order matters (H100 after H800/H200). A part
+# sold in several memory sizes is matched on the size the row states (`row_hardware`): only its 80 GB A100 is bundled
 HARDWARE = [("A100", "a100-sxm-80gb", 8), ("H800", "h800-sxm-80gb", 8), ("H200", "h200-sxm-141gb", 8), ("H100", "h100-sxm-80gb", 8),
             ("GB200", "gb200-nvl72", 4), ("GB300", "gb300-nvl72", 4), ("B200", "b200", 8), ("B300", "b300", 8),
             ("MI300X", "mi300x", 8), ("MI325X", "mi325x", 8), ("MI355X", "mi355x", 8)]
@@ -186,6 +188,69 @@ class RunSkip(BaseModel):
     reason: str
 
 
+def row_sharding(text: str) -> tuple[DataParallelSharding, Optional[FsdpShardingStrategy]] | str:
+    """How a row's data-parallel replicas hold their state, from its `zero_or_fsdp` cell, or the reason it cannot be
+    priced. PyTorch FSDP1 is priced by the ZeRO stage it is (torch.distributed.fsdp.ShardingStrategy docs,
+    https://pytorch.org/docs/stable/fsdp.html: FULL_SHARD shards parameters, gradients and optimizer state = ZeRO-3;
+    SHARD_GRAD_OP shards gradients and optimizer state and keeps parameters whole after forward = ZeRO-2; NO_SHARD is
+    DDP): FULL_SHARD takes torch FSDP2's ZeRO-3 arithmetic, SHARD_GRAD_OP Megatron-FSDP optim_grads (ZeRO-2), never
+    Megatron's distributed optimizer (ZeRO-1), which would hold every weight and gradient whole. HYBRID_SHARD (sharded
+    within a node, replicated across) is refused by name; an empty cell or "DDP (FSDP=0)" (Megatron-Bridge tables,
+    whose perf recipes use the distributed optimizer) is the distributed optimizer."""
+    z = (text or "").strip()
+    upper = z.upper().replace("-", "_")
+    if "HYBRID_SHARD" in upper:
+        return f"zero_or_fsdp {z}: PyTorch FSDP HYBRID_SHARD (sharded within a node, replicated across) is not modelled"
+    if "FSDP2" in upper:
+        return DataParallelSharding.torch_fsdp2, None
+    if "MEGATRON_FSDP" in upper:
+        return DataParallelSharding.megatron_fsdp, None
+    if "FULL_SHARD" in upper or re.search(r"ZERO_?3", upper):
+        return DataParallelSharding.torch_fsdp2, None
+    if "SHARD_GRAD_OP" in upper or re.search(r"ZERO_?2", upper):
+        return DataParallelSharding.megatron_fsdp, FsdpShardingStrategy.optim_grads
+    if "NO_SHARD" in upper:
+        return DataParallelSharding.none, None
+    if not z or upper.startswith("DDP") or re.search(r"ZERO_?1", upper):
+        return DataParallelSharding.distributed_optimizer, None
+    return f"zero_or_fsdp {z[:40]}: not a sharding bench/runs.py prices (DDP, ZeRO-1/2/3, FSDP1 FULL_SHARD / SHARD_GRAD_OP, FSDP2, Megatron-FSDP)"
+
+
+def row_outcome(r: dict, measured: dict) -> Optional[str]:
+    """'ran' or 'oom' from the row's `outcome` column (bench/data/COLUMNS.md), never from the notes: a note that says
+    "did not OOM" or "OOM without expandable segments, fixed by ..." describes a run, not its outcome. A file without
+    the column (another publication's rows read with --csv) counts a row with a measured figure as ran; a row with
+    neither says nothing of its outcome and is skipped."""
+    value = (r.get("outcome") or "").strip().lower()
+    if value in ("ran", "oom"):
+        return value
+    if not value and measured:
+        return "ran"
+    return None
+
+
+def shown_outcome(r: dict) -> str:
+    return repr((r.get("outcome") or "")[:20]) if r.get("outcome") else "missing"
+
+
+def row_hardware(text: str) -> tuple[str, int] | str:
+    """(profile name, GPUs per node) of a row's hardware cell, or the reason it has none. A cell that states a memory
+    size ("A100-SXM4-40GB", "A100 40 GB") must match the profile's own (the size in its name): an A100 40 GB is not the
+    80 GB part, whose capacity would call its OOMs fits. A bare "A100" is the 80 GB part only when the cell says so."""
+    upper = (text or "").upper()
+    hit = next(((key, prof, g) for key, prof, g in HARDWARE if key in upper), None)
+    if hit is None:
+        return f"hardware {text} has no profile"
+    key, prof, gpn = hit
+    stated = re.search(r"(\d+)\s*GB\b", upper)
+    bundled = re.search(r"(\d+)gb$", prof)
+    if bundled and stated and int(stated.group(1)) != int(bundled.group(1)):
+        return f"hardware {text}: {stated.group(1)} GB of HBM, but the bundled {key} profile ({prof}) has {bundled.group(1)} GB"
+    if bundled and not stated and key == "A100":
+        return f"hardware {text}: the A100 ships with 40 or 80 GB; the row does not say which"
+    return prof, gpn
+
+
 def _int(x: Optional[str]) -> Optional[int]:
     try:
         return int(float(x))
@@ -231,13 +296,21 @@ def _row_model(r: dict) -> Optional[ModelSpec]:
     h, layers, heads = _int(r["hidden"]), _int(r["layers"]), _int(r["heads"])
     if not (h and layers and heads):
         return None
-    ffn = _int(r["ffn_hidden"]) or 4 * h
+    widths = re.match(r"\s*(\d+)\s*dense\s*/\s*(\d+)\s*expert", r["ffn_hidden"] or "")
+    ffn = int(widths.group(1)) if widths else _int(r["ffn_hidden"]) or 4 * h
     gpt = ffn == 4 * h
+    experts, topk = _int(r.get("num_experts")), _int(r.get("topk"))
+    # an MoE row (num_experts / topk columns): every layer routed over `num_experts` experts of the expert width
+    # ("D dense / E expert" in ffn_hidden, else ffn_hidden: Mixtral- and Grok-1-style MoE, where no layer is dense)
+    if experts and experts > 1 and not topk:
+        return None  # routed experts without the number each token visits: the shape is incomplete
+    moe = dict(num_experts=experts, moe_router_topk=topk, moe_ffn_hidden_size=int(widths.group(2)) if widths else ffn) \
+        if experts and experts > 1 else {}
     return ModelSpec(name=r["model"], num_layers=layers, hidden_size=h, ffn_hidden_size=ffn, num_attention_heads=heads,
                      num_query_groups=_int(r["kv_heads"]) or heads, kv_channels=h // heads, vocab_size=_int(r["vocab"]) or 51200,
                      max_position_embeddings=max(_int(r["seq_len"]) or 1, 1),
                      activation=Activation.gelu if gpt else Activation.swiglu,
-                     normalization=Normalization.layernorm if gpt else Normalization.rmsnorm)
+                     normalization=Normalization.layernorm if gpt else Normalization.rmsnorm, **moe)
 
 
 def even_layout(num_layers: int, mtp_layers: int, stages: int) -> str:
@@ -323,9 +396,9 @@ def row_case(r: dict) -> RunCase | RunSkip:
     def skip(reason: str) -> RunSkip:
         return RunSkip(id=rid, model=name, reason=reason)
 
-    hw = next(((prof, g) for key, prof, g in HARDWARE if key in r["hardware"].upper()), None)
-    if hw is None:
-        return skip(f"hardware {r['hardware']} has no profile")
+    hw = row_hardware(r["hardware"])
+    if isinstance(hw, str):
+        return skip(hw)
     if "task=LoRA" in r["notes"]:
         return skip("LoRA fine-tuning (frozen base weights) is not modelled")
     precision = _precision(r["precision"])
@@ -383,9 +456,13 @@ def row_case(r: dict) -> RunCase | RunSkip:
         else:
             extra = dict(pipeline_layout=even_layout(model.num_layers, model.mtp_num_layers, stages))
             assumed.append(f"pipeline layout {extra['pipeline_layout']}")
-    z = r["zero_or_fsdp"]
-    sharding = (DataParallelSharding.torch_fsdp2 if "FSDP2" in z else DataParallelSharding.megatron_fsdp if "Megatron-FSDP" in z
-                else DataParallelSharding.distributed_optimizer)
+    sharding = row_sharding(r["zero_or_fsdp"])
+    if isinstance(sharding, str):
+        return skip(sharding)
+    sharding, strategy = sharding
+    if strategy is not None:
+        preset["fsdp_sharding_strategy"] = strategy
+        assumed.append(f"{r['zero_or_fsdp']} as ZeRO-2 (Megatron-FSDP optim_grads memory)")
     sp = tp > 1 and r["sequence_parallel"].lower() != "false"
     if tp > 1 and not r["sequence_parallel"]:
         assumed.append("sequence_parallel")
@@ -431,10 +508,11 @@ def row_case(r: dict) -> RunCase | RunSkip:
     if "mem_per_gpu_gib" in measured and BRIDGE_LOGGED_MEMORY.search(r["source"]):
         measured["mem_per_gpu_gib"] /= GB_PER_GIB
         assumed.append("peak memory in decimal GB (Megatron-Bridge memory metrics), converted to GiB")
-    # "did not OOM" (MBSKILL-518) is a run that fitted
-    oom = bool(re.search(r"(?<!not )\bOOM\b", r["notes"])) or "does-not-fit" in r["notes"]
+    outcome = row_outcome(r, measured)
+    if outcome is None:
+        return skip(f"outcome {shown_outcome(r)}: the outcome column says ran or oom (bench/data/COLUMNS.md)")
     return RunCase(id=rid, model=model, job=job, recipe=recipe, placement=Placement(hardware=profile, num_nodes=gpus // gpn, gpus_per_node=gpn),
-                   hardware=profile, measured=measured, outcome="oom" if oom else "ran", precision_published=r["precision"],
+                   hardware=profile, measured=measured, outcome=outcome, precision_published=r["precision"],
                    source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs, fp8_attention=fp8_attention,
                    fused_grouped_mlp=fused_grouped_mlp,
                    bridge_release=release,

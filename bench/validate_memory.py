@@ -14,8 +14,9 @@ Usage: python bench/validate_memory.py [--rows] [--csv PATH ...] [--target-media
   fixed profile defaults, the terms come from papers and Megatron's source), so every row is held out from
   everything the model was built with; the table is also printed per source (`source_id` prefix) and the
   worst held-out source is what leave-one-source-out would report.
-- Fit/OOM confusion: every expressible row; a row "ran" if it was measured, "oom" if its notes say so;
-  we predict "fits" when the peak (overhead included) is within the profile's HBM capacity.
+- Fit/OOM confusion: every expressible row with its `outcome` column (ran / oom); we predict "fits" when the peak
+  (overhead included) is within the default share of HBM (constraints/memory/allocator.py), pricing a row that states
+  no recompute at full recompute (bench/fit_memory_fraction.py says why and prints the held-out agreement).
 Rows that cannot be expressed are counted with their reason (bench/runs.py states every assumption).
 """
 from __future__ import annotations
@@ -29,8 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.family_slices import family_slices  # noqa: E402
+from bench.fit_memory_fraction import verdict_recipe  # noqa: E402
 from bench.megatron.memory import megatron_estimate_bytes  # noqa: E402
 from bench.runs import MEMORY_CSV, RUNS_CSV, load_all  # noqa: E402
+from constraints.memory.allocator import DEFAULT_MEMORY_FRACTION  # noqa: E402
 from constraints.memory.first_step import first_iteration_peak_bytes  # noqa: E402
 from constraints.memory.per_rank import memory_report  # noqa: E402
 from constraints.stages import StageSplitError  # noqa: E402
@@ -55,7 +58,12 @@ def evaluate(csv_paths=(RUNS_CSV, MEMORY_CSV)):
         except StageSplitError as exc:
             unsplittable.append((c.id, str(exc)))
             continue
-        predicted = "fits" if mem.fits else "oom"
+        # the fit verdict: the default share of HBM (constraints/memory/allocator.py, learnt by
+        # bench/fit_memory_fraction.py) on the recipe the verdict prices (full recompute where the row states none)
+        verdict = memory_report(c.model, c.job, verdict_recipe(c), c.placement.world_size, profile.hbm_capacity_bytes,
+                                cal.framework_overhead_bytes, cal.activation_fragmentation_fraction,
+                                margin_fraction=1.0 - DEFAULT_MEMORY_FRACTION)
+        predicted = "fits" if verdict.fits else "oom"
         confusion[(c.outcome, predicted)] += 1
         for label in family_slices(c.model, c.job):
             confusion[(label, c.outcome, predicted)] += 1
@@ -117,7 +125,8 @@ def main() -> int:
     for reason, count in Counter(s.reason.split(":")[0] for s in skips).most_common():
         print(f"  skipped ({count}): {reason}")
     if errors:
-        print(f"memory rows compared: {len(errors)}; |error| median {statistics.median(errors):.1f}%, "
+        p90 = sorted(errors)[min(len(errors) - 1, (9 * len(errors)) // 10)]
+        print(f"memory rows compared: {len(errors)}; |error| median {statistics.median(errors):.1f}%, p90 {p90:.1f}%, "
               f"mean {statistics.mean(errors):.1f}%, worst {max(errors):.1f}% (no constant fitted on these rows: all held out)")
         both = [r for r in rows if r[7] is not None]
         if both:

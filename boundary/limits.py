@@ -34,6 +34,20 @@ DEFAULT_MAX_NODES = 100_000
 MAX_STRING_CHARS = 64 * KIB
 MAX_LIST_ITEMS = 65_536
 
+# One input with everything it pulls in (boundary.budget.InputBudget): a Primus experiment, its trainer-defaults
+# and model files and every `extends` base, read for one command. Each file passes the limits above on its own; these
+# bound the whole. A real Primus tree opens 3-8 files (pre_trainer.yaml extends module_base, primus_megatron_module,
+# primus_turbo, zero_bubble; a model file chains 3-4 deep: AMD-AGI/Primus primus/configs/) of ~30 KiB and ~1,000
+# values in all; a tree that fans out (3 bases a file, 14 deep) would open 3^14 = 4.8 million.
+MAX_TREE_FILES = 64  # files named by `extends` / `config` / `model` entries, a file named twice counted twice
+MAX_EXTENDS_DEPTH = 16  # one `extends` chain (Primus model chains are 3-4 files deep)
+MAX_TREE_BYTES = 2 * MIB  # all the files together: twice what one recipe file may hold
+MAX_TREE_YAML_VALUES = 2 * MAX_YAML_NODES  # YAML values as written in all of them (parse time ~0.1 ms a value)
+# `${NAME}` / `${NAME:default}` references (Primus, Megatron --yaml-cfg): one value once substituted is one string
+# (MAX_STRING_CHARS); all substitutions of one input add at most what one file may hold (an environment value may be
+# 128 KiB, Linux MAX_ARG_STRLEN, and a 1 MiB file can name it 50,000 times).
+MAX_EXPANDED_CHARS = 1 * MIB
+
 # How much of a refused value an error message shows (the alias bomb's message once printed 351 MB).
 MAX_SHOWN_CHARS = 80
 

@@ -18,6 +18,11 @@ from typing import Optional, Sequence
 PATH_SUFFIXES = (".json", ".yaml", ".yml")
 
 
+def exact_name(query: str, names: Sequence[str]) -> Optional[str]:
+    """The bundled name equal to `query` but for case, or None (no prefix rule: for a hub id's repository part)."""
+    return {n.lower(): n for n in names}.get(query.strip().lower())
+
+
 def resolve_name(query: str, names: Sequence[str]) -> Optional[str]:
     """The one bundled name `query` means, or None."""
     wanted = query.strip().lower()
@@ -40,6 +45,16 @@ def close_names(query: str, names: Sequence[str], limit: int = 3) -> list[str]:
     wanted = query.strip().lower()[:256]
     scored = sorted(((_closeness(wanted, n.lower()), i, n) for i, n in enumerate(names)), key=lambda s: (-s[0], s[1]))
     return [n for score, _, n in scored if score >= 0.6][:limit]
+
+
+def hub_id_tail(text: str) -> Optional[str]:
+    """The model name of a Hugging Face hub id (`meta-llama/Llama-3.1-70B` -> `Llama-3.1-70B`), or None when `text` is
+    not shaped like one: exactly one `/`, not starting with `.`, `/` or `~`, and no config-file suffix. Hub ids are
+    `<organisation>/<repository>` (huggingface_hub's repo_id); the bundled configs are named after the repository."""
+    org, _, repo = text.strip().partition("/")
+    if not org or not repo or "/" in repo or org[0] in "./~" or text.lower().endswith(PATH_SUFFIXES):
+        return None
+    return repo
 
 
 def looks_like_path(text: str) -> bool:

@@ -6,7 +6,10 @@
   later expand).
 - JSON: the C decoder, with its RecursionError on deep nesting turned into a refusal.
 - Both: a walk of the parsed value that counts containers and scalars with aliases expanded, the depth,
-  and the length of every string and list, stopping at the first limit it meets (`boundary.limits`).
+  the length of every string and list, and the characters of all strings together, stopping at the first limit it
+  meets (`boundary.limits`).
+- A file that is one of several read for one input (a Primus `extends` tree) also charges its YAML values to that
+  input's `boundary.budget.InputBudget`, so the tree as a whole stays within one bound.
 """
 from __future__ import annotations
 
@@ -16,19 +19,36 @@ from typing import Any
 
 import yaml
 
+from boundary.budget import InputBudget
 from boundary.errors import InputRefused
-from boundary.limits import MAX_ALIASES, MAX_DEPTH, MAX_LIST_ITEMS, MAX_STRING_CHARS, MAX_YAML_NODES, max_nodes
+from boundary.limits import (
+    MAX_ALIASES,
+    MAX_DEPTH,
+    MAX_LIST_ITEMS,
+    MAX_STRING_CHARS,
+    MAX_YAML_NODES,
+    human_bytes,
+    max_bytes,
+    max_nodes,
+)
+
+
+class NotYaml(InputRefused):
+    """The text is not valid YAML (as opposed to YAML past a limit): a caller that may take the text as a plain string
+    instead (a `${NAME}` value) catches this one and nothing else."""
 
 
 class _BoundedLoader(yaml.SafeLoader):
     """SafeLoader with a depth and an alias-use bound in the composer (the only recursive stage)."""
 
-    def __init__(self, stream, label: str):
+    def __init__(self, stream, label: str, budget: InputBudget | None = None):
         super().__init__(stream)
         self._label = label
         self._depth = 0
         self._aliases = 0
         self._nodes = 0
+        self._budget = budget
+        self._budget_left = budget.values_left() if budget is not None else MAX_YAML_NODES
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
@@ -42,6 +62,9 @@ class _BoundedLoader(yaml.SafeLoader):
             mark = self.peek_event().start_mark
             raise InputRefused(f"{self._label}: more than {MAX_YAML_NODES:,} YAML values (at line {mark.line + 1}); "
                                "a shardplan input holds far fewer, give the file itself, not generated data")
+        if self._nodes > self._budget_left:  # the input's other files hold the rest of its budget
+            mark = self.peek_event().start_mark
+            self._budget.charge_values(self._nodes, f"{self._label} (line {mark.line + 1})")
         self._depth += 1
         if self._depth > MAX_DEPTH:
             mark = self.peek_event().start_mark
@@ -67,14 +90,15 @@ class _BoundedLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def load_yaml(text: str, kind: str, label: str | None = None) -> Any:
-    """The value of one YAML document under the boundary's limits; YAML errors become one-line refusals."""
+def load_yaml(text: str, kind: str, label: str | None = None, budget: InputBudget | None = None) -> Any:
+    """The value of one YAML document under the boundary's limits; YAML errors become one-line refusals. With a
+    `budget`, its values are also charged to the input the document is part of."""
     label = label or kind
-    loader = _BoundedLoader(text, label)
+    loader = _BoundedLoader(text, label, budget)
     try:
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
-        raise InputRefused(f"{label}: not valid YAML ({_first_line(exc)}); fix the file's syntax") from None
+        raise NotYaml(f"{label}: not valid YAML ({_first_line(exc)}); fix the file's syntax") from None
     except InputRefused:
         raise
     except ValueError as exc:  # e.g. an integer of more digits than Python converts (sys.int_info)
@@ -83,6 +107,8 @@ def load_yaml(text: str, kind: str, label: str | None = None) -> Any:
         raise InputRefused(f"{label}: nested too deeply; a shardplan input nests a few levels at most") from None
     finally:
         loader.dispose()
+    if budget is not None:
+        budget.charge_values(loader._nodes, label)
     check_shape(data, kind, label)
     return data
 
@@ -129,10 +155,16 @@ def _first_line(exc: Exception) -> str:
 
 def check_shape(data: Any, kind: str, label: str) -> None:
     """Depth, expanded node count, string and list lengths of a parsed value, walked iteratively (an alias
-    bomb's repeated objects are counted each time they appear, and the walk stops at the node limit)."""
+    bomb's repeated objects are counted each time they appear, and the walk stops at the node limit).
+
+    The characters of all strings together, counted each time an alias repeats them, stay within the bytes a file
+    of `kind` may hold: written out, no file holds more text than its size, so only aliases exceed it, and a value
+    printed or joined later (`str(value)`, an environment mapping) is then never larger than a file shardplan reads."""
     limit_nodes = max_nodes(kind)
+    limit_chars = max_bytes(kind)
     stack = [(data, 1)]
     seen = 0
+    chars = 0
     while stack:
         value, depth = stack.pop()
         seen += 1
@@ -146,6 +178,10 @@ def check_shape(data: Any, kind: str, label: str) -> None:
             if len(value) > MAX_STRING_CHARS:
                 raise InputRefused(f"{label}: a string of {len(value):,} characters, over the "
                                    f"{MAX_STRING_CHARS:,}-character limit for one value; shorten it")
+            chars += len(value)
+            if chars > limit_chars:
+                raise InputRefused(f"{label}: its strings hold over {human_bytes(limit_chars)} once aliases are expanded, "
+                                   f"more than a {kind} file may; write the values out, without alias chains")
         elif isinstance(value, float) and not math.isfinite(value):
             raise InputRefused(f"{label}: a non-finite number ({value}); no size, time or rate is infinite or NaN, "
                                "write a finite number")

@@ -9,6 +9,7 @@ points at, and nothing can be swapped between check and read), and read up to it
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import stat
@@ -48,6 +49,58 @@ def _open_error(label: str, exc: OSError, expected: str) -> InputRefused:
     return InputRefused(f"{label}: cannot read it ({reason}); give {expected}")
 
 
+# The files this command run has read, (st_dev, st_ino) -> the path as given: consulted by boundary/write.py so no
+# output replaces an input. None outside `reads_recorded` (then nothing is recorded: a long-lived program calling
+# the API would otherwise refuse, hours later, to write a file it read once).
+_FILES_READ: contextvars.ContextVar[Optional[dict[tuple[int, int], str]]] = contextvars.ContextVar("files_read",
+                                                                                                    default=None)
+
+
+@contextlib.contextmanager
+def reads_recorded() -> Iterator[dict[tuple[int, int], str]]:
+    """Record every file read inside the block (one command run: the CLI's command, an API call that writes). Nested
+    blocks share the outermost record, so a write late in a command still knows what its first step read."""
+    record = _FILES_READ.get()
+    if record is not None:
+        yield record
+        return
+    token = _FILES_READ.set({})
+    try:
+        yield _FILES_READ.get()
+    finally:
+        _FILES_READ.reset(token)
+
+
+def recording_reads(fn):
+    """Decorator: run `fn` inside `reads_recorded` (an API function that writes, so its write knows what it read)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with reads_recorded():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+def note_read(path: str | Path, st: os.stat_result | None = None) -> None:
+    """Record `path` as read by this command run (a reader outside `read_bytes`, or one answering from a cache, says
+    so here). Identity is (st_dev, st_ino): a symlink or a hard link to the file is the same file."""
+    record = _FILES_READ.get()
+    if record is None:
+        return
+    try:
+        st = st or os.stat(path)
+    except (OSError, ValueError):
+        return
+    record.setdefault((st.st_dev, st.st_ino), str(path))
+
+
+def file_read_as(st: os.stat_result) -> Optional[str]:
+    """The path this command run read the file `st` describes under, or None when it read no such file."""
+    record = _FILES_READ.get()
+    return None if record is None else record.get((st.st_dev, st.st_ino))
+
+
 def _short(path: str, limit: int = 120) -> str:
     return path if len(path) <= limit else f"{path[:limit]}... ({len(path)} characters)"
 
@@ -65,6 +118,7 @@ def _open_regular(path: str, kind: str, label: str, expected: str) -> tuple[int,
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputRefused(f"{label}: {file_kind(st.st_mode)}, not a regular file; give {expected}")
+    note_read(path, st)
     return fd, st
 
 

@@ -10,6 +10,7 @@ from typing import Any, Mapping, Optional
 from pydantic import Field
 
 from constraints.case import Case
+from constraints.memory.allocator import near_limit
 from constraints.memory.per_rank import MemoryReport, memory_report
 from constraints.rules.registry import RuleInput, Violation, check_rules
 from constraints.spec import DataParallelSharding, Strict
@@ -24,11 +25,13 @@ class MemorySummary(Strict):
     terms: dict[str, int]
     stages: list[dict[str, Any]] = Field(description="per pipeline rank: rank, total_bytes, terms")
     num_microbatches: int
+    near_limit: bool = Field(False, description="fits within a few percent of HBM of the usable limit (constraints/memory/allocator.py)")
 
     @classmethod
     def of(cls, report: MemoryReport) -> "MemorySummary":
         return cls(peak_bytes=report.peak_bytes, capacity_bytes=report.capacity_bytes, usable_bytes=report.usable_bytes,
                    stage=report.stage, terms=report.terms, num_microbatches=report.num_microbatches,
+                   near_limit=near_limit(report.peak_bytes, report.usable_bytes, report.capacity_bytes),
                    stages=[{"rank": s.rank, "total_bytes": s.total_bytes, "terms": s.terms} for s in report.stages])
 
 

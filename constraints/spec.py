@@ -73,10 +73,13 @@ class Normalization(str, Enum):
 class Precision(str, Enum):
     """Training precision. FP8 variants map to `--fp8-recipe` (Megatron spells them delayed, tensorwise,
     blockwise, mxfp8); `nvfp4` is `--fp4-format e2m1 --fp4-recipe nvfp4` (TE NVFP4BlockScaling). All keep
-    bf16 compute outside the quantised GEMMs."""
+    bf16 compute outside the quantised GEMMs. `fp32` is a script with neither --bf16 nor --fp16: Megatron's params_dtype
+    stays torch.float (megatron/training/arguments.py @d98e8a64, "args.params_dtype = torch.float" unless --fp16 /
+    --bf16), and weights, gradients and activations are fp32 (constraints/memory/per_rank.py, activations.py)."""
 
     bf16 = "bf16"
     fp16 = "fp16"
+    fp32 = "fp32"
     fp8_delayed = "fp8-delayed"
     fp8_tensorwise = "fp8-tensorwise"
     fp8_blockwise = "fp8-blockwise"
@@ -85,7 +88,7 @@ class Precision(str, Enum):
 
     @property
     def is_fp8(self) -> bool:
-        return self not in (Precision.bf16, Precision.fp16, Precision.nvfp4)
+        return self not in (Precision.bf16, Precision.fp16, Precision.fp32, Precision.nvfp4)
 
     @property
     def is_fp4(self) -> bool:

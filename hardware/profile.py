@@ -22,6 +22,7 @@ from boundary.numbers import NumbersAreNotBooleans
 from boundary.parse import load_yaml
 from boundary.read import read_text
 from boundary.show import shown, validation_line
+from hardware.aliases import other_part, profile_alias
 from hardware.calibration import Calibration, Microbench, derive_calibration, load_software_constants
 from hardware.typical_microbench import typical_microbench
 
@@ -64,6 +65,9 @@ class PeakTflops(_Strict):
     fp8: Optional[float] = Field(None, **_PEAK, description="None = no FP8 tensor cores (A100)")
     fp4: Optional[float] = Field(None, **_PEAK)
     fp32: Optional[float] = Field(None, **_PEAK, description="non-tensor FP32 vector rate, for element-wise ops")
+    tf32: Optional[float] = Field(None, **_PEAK, description="dense TF32 tensor-core rate: the rate of fp32 GEMMs, which Transformer "
+                                  "Engine runs in TF32 (measure/kernels/roofline.py peak_flops); None = not published or "
+                                  "no TF32 (fp32 GEMMs then run at the fp32 rate)")
 
 
 class HardwareProfile(_Strict):
@@ -214,13 +218,16 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     path = Path(name_or_path)
     if not _is_profile_file(name_or_path):
         names = available_profiles()
-        meant = resolve_name(name_or_path, names)
+        meant = resolve_name(profile_alias(name_or_path), names)
         if meant is None:
+            if other_part(name_or_path):
+                raise ProfileError(f"--hardware: {shown(name_or_path)} is not a bundled profile: {other_part(name_or_path)}; "
+                                   "write a profile YAML of that part (docs/hardware-model.md) and pass its path")
             if looks_like_path(name_or_path):
                 raise ProfileError(f"--hardware: no file {shown(name_or_path)}; check the path, or name a bundled profile "
                                    "(`shardplan hardware` lists them)")
             raise ProfileError(f"--hardware: unknown profile {shown(name_or_path)}{did_you_mean(name_or_path, names)} "
-                               f"(bundled: {', '.join(names)}; or a path to a YAML file)")
+                               "(`shardplan hardware` lists the bundled ones; or give a path to a profile YAML)")
         path = PROFILES_DIR / f"{meant}.yaml"
     data = _parsed_yaml(path)
     if not isinstance(data, dict):

@@ -16,9 +16,11 @@ from typing import Any, Mapping, Optional, Union
 from pydantic import ValidationError
 
 from boundary.errors import ShardplanError
+from boundary.read import recording_reads
 from boundary.show import shown
-from boundary.write import check_output_dir, refuse_overwriting_input
+from boundary.write import check_output_dir, folder_locked, refuse_overwriting_input
 from constraints.case import Case, case_from_mapping
+from constraints.memory.allocator import MemoryFraction, resolve_memory_fraction
 from constraints.models.load import bundled_models, load_model
 from constraints.models.params import param_counts
 from constraints.read import LoadedCase, load_check_input
@@ -32,6 +34,7 @@ from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MAX_TOP, MAX_TRI
 from shardplan.api_arguments.edge import api_edge
 from shardplan.api_arguments.models import Arguments, CheckArguments, RenderArguments, SolveArguments
 from shardplan.calibrate import calibrate, recipe_key  # noqa: F401  (calibrate: the API re-exports it)
+from shardplan.nearest_fix import attach_search_fixes
 from shardplan.progress import step
 from shardplan.results import (
     CheckResult,
@@ -53,10 +56,18 @@ from solver.proposer.config import ProposerConfig
 from solver.request import SolveRequest
 from solver.trials import choose_trials, communication_share
 from solver.workflow import bound_fields, collect_pins, inapplicable_pins, resolve_recompute_kind, solve_request
+from templates.placeholders import placeholder_lines
 from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths, recipe_to_megatron_args
-from templates.render import RENDER_FORMATS, launch_env, render_script
+from templates.render import RENDER_FORMATS, launch_env, placeholders_of, render_script
 from templates.render_files import not_rendered, render_solutions, write_script
-from templates.render_input import flags_not_carried, load_render_input, refuse_unless_forced, render_problems, script_site_paths
+from templates.render_input import (
+    flags_not_carried,
+    load_render_input,
+    refuse_unless_forced,
+    render_problems,
+    render_slurm_options,
+    script_site_paths,
+)
 from templates.trial_files import write_trials
 
 RangeLike = Union[int, str, tuple, None]
@@ -89,7 +100,7 @@ def input_boundary():
 
 @api_edge(CheckArguments)
 def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str] = None, nodes: Optional[int] = None,
-          gpus_per_node: Optional[int] = None, model: Optional[str] = None, max_memory_fraction: float = 1.0,
+          gpus_per_node: Optional[int] = None, model: Optional[str] = None, max_memory_fraction: Optional[float] = None,
           project: bool = True, suggest: bool = False, calibration: Optional[str] = None) -> CheckResult:
     """Judge one recipe: a YAML recipe file, a Megatron launch script or argument file, a stack config, a Megatron-LM
     training log, or a recipe mapping (the YAML's content). hardware / nodes / gpus_per_node / model override or complete
@@ -105,10 +116,12 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
             loaded = LoadedCase(case=case_from_mapping(data))
         else:
             loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model)
-    margin = 1.0 - max_memory_fraction
-    profile, _, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
+    profile, calibration_file, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
+    fraction = memory_fraction(max_memory_fraction, calibration_file)
+    margin = fraction.margin
     verdict = check_and_project(loaded, margin_fraction=margin, project=project, profile=profile)
     data = verdict["json"]
+    data["memory_fraction"] = fraction.model_dump()
     if calibration is not None:
         data["calibration"] = str(calibration)
     data["model_params"] = parameter_counts(loaded.case.model)
@@ -118,12 +131,8 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     if note is not None:
         data["warnings"].append({"rule": "calibration_other_model", "severity": "warning", "message": note,
                                  "fix": "shardplan calibrate a log of this model (a short trial run) on this cluster"})
-    if suggest and not verdict["ok"]:
-        from solver.suggest import suggest_fix  # lazy: imports OR-Tools, which `--help` and `models` must not load
-
-        with step("searching the nearest legal recipe"):
-            data["suggestion"] = suggest_fix(loaded.case, margin_fraction=margin, flags=loaded.flags, env=loaded.env,
-                                         validated_by=loaded.validated_by)
+    if not verdict["ok"]:  # every fix shown is the nearest legal, fitting recipe (shardplan/nearest_fix.py)
+        attach_search_fixes(loaded, data, margin, profile, keep_suggestion=suggest)
     return CheckResult.of(data, loaded.case)
 
 
@@ -151,12 +160,13 @@ def profile_with_calibration(hardware: str, calibration: Optional[str], model=No
 
 
 @api_edge(SolveArguments)
+@recording_reads  # the writes of render_dir / trials_dir / output never replace a file it read
 def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batch_size: int, gpus_per_node: Optional[int] = None,
           precision: str = "bf16", top: int = 10, tp: RangeLike = None, pp: RangeLike = None, vpp: RangeLike = None,
           cp: RangeLike = None, ep: RangeLike = None, etp: RangeLike = None, mbs: RangeLike = None, schedule: Optional[str] = None,
           recompute: Optional[str] = None, sequence_parallel: Optional[bool] = None, tp_comm_overlap: Optional[bool] = None,
           dp_sharding: Optional[str] = None, moe_dispatcher: Optional[str] = None, ep_comm_overlap: Optional[bool] = None,
-          uneven_stages: Optional[bool] = None, max_memory_fraction: float = 1.0, objective: str = "throughput",
+          uneven_stages: Optional[bool] = None, max_memory_fraction: Optional[float] = None, objective: str = "throughput",
           target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
           proposer: Union[str, ProposerConfig] = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0,
           calibration: Optional[str] = None, trials: Optional[int] = None, trials_dir: Optional[str] = None) -> SolveResult:
@@ -202,7 +212,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         pins, bounds = collect_pins(ranges, schedule, None if recompute == "none" else recompute, recompute == "none",
                                     sequence_parallel, dp_sharding, tp_comm_overlap, moe_dispatcher, ep_comm_overlap, uneven_stages)
         pins = resolve_recompute_kind(spec, pins)
-    margin = 1.0 - max_memory_fraction
+    fraction = memory_fraction(max_memory_fraction, calibration_file)
+    margin = fraction.margin
     request = SolveRequest(model=spec, job=job, placement=placement, profile=profile, pins=pins, bounds=bounds, top=top,
                            margin=margin, method=method, time_limit_s=time_limit_s, objective=objective, proposer=config,
                            target_tokens_per_s=target_tokens_per_s)
@@ -214,6 +225,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         out.ignored_pins = inapplicable_pins(spec, pins)
         out.calibration = None if calibration is None else str(calibration)
         out.model, out.model_params = spec.name, parameter_counts(spec)
+        out.memory_fraction = fraction.model_dump()
         for answer in out.recipes:
             if answer.projection is not None:
                 low_high = tokens_range(answer.projection.tokens_per_s_per_gpu, calibrated=calibration is not None and calibration_note is None)
@@ -227,8 +239,9 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         if not result.ranked:
             out.explanation = _explanation(request, placement, tried)
     if render_dir:  # nothing fits: SUMMARY.md says 0 of 0 and an earlier render's scripts go (no stale answer)
-
-        written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
+        Path(render_dir).mkdir(parents=True, exist_ok=True)
+        with folder_locked(render_dir):  # two renders into one folder take turns: SUMMARY.md lists every script
+            written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
         out.rendered = RenderedFolder(directory=str(render_dir), scripts=[p.name for p in written],
                                       not_rendered=[f"rank {i}: {'; '.join(why)}" for i, why in not_rendered(cases).items()])
     if trials is not None:
@@ -333,14 +346,17 @@ def solved_recipe(ranked, case) -> SolvedRecipe:
 
 
 @api_edge(RenderArguments)
+@recording_reads  # `output` never replaces a file it read (boundary/write.py)
 def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchrun", output: Optional[str] = None,
            force: bool = False, hardware: Optional[str] = None, nodes: Optional[int] = None,
-           gpus_per_node: Optional[int] = None, **paths: Any) -> RenderResult:
+           gpus_per_node: Optional[int] = None, slurm: Optional[Mapping[str, Any]] = None, **paths: Any) -> RenderResult:
     """A ready-to-run Megatron-LM launch script (format torchrun | slurm) or stack config (primus | bridge |
     bridge-overrides; yaml-cfg is refused, templates.stack_render.render_yaml_cfg) for a recipe YAML file or mapping,
     or any file `check` reads (a launch script, argument file or stack config). hardware / nodes / gpus_per_node override or complete what the source states.
     The recipe is checked first: an illegal one raises RenderRefused (a ShardplanError listing every problem) unless
-    force=True. `paths`: data_path, tokenizer_model, checkpoint_dir, megatron_path (templates.recipe_args.RenderPaths).
+    force=True. `paths`: data_path, tokenizer_model, checkpoint_dir, megatron_path, mock_data
+    (templates.recipe_args.RenderPaths); `slurm`: sbatch settings for format slurm (templates.slurm_options.SlurmOptions
+    fields). `placeholders` lists every `/path/to/...` left in the text (also in its header).
     `output`: also write it there (atomically). From a launch script, the script's own --data-path and HF
     --tokenizer-model are kept unless `paths` gives others, and `not_carried` lists the script's flags the rendered
     script leaves out or sets otherwise. `shardplan render` is this function and nothing else."""
@@ -351,9 +367,10 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
         loaded = load_render_input(source, hardware, nodes, gpus_per_node)
         given = {k: v for k, v in paths.items() if v is not None and v != DATA_PATH_PLACEHOLDER}  # the CLI's default: none given
         render_paths = RenderPaths(**{**script_site_paths(loaded.flags, given), **given})
+        slurm_settings = render_slurm_options(format, slurm)
     problems = render_problems(loaded, force)
     refuse_unless_forced(problems, force)
-    text = render_script(loaded.case, format, render_paths)
+    text = render_script(loaded.case, format, render_paths, slurm=slurm_settings)
     # a launch script's own flags that a launch-script format does not write as the script did (stack configs name
     # them otherwise): said, not dropped silently
     not_carried = flags_not_carried(loaded.flags, text) if loaded.flags and format in ("torchrun", "slurm") else []
@@ -363,7 +380,8 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
         except OSError as exc:
             raise ShardplanError(f"output: cannot write {output} ({exc.strerror}); give a writable path") from None
     return RenderResult(format=format, script=text, path=output, problems=problems,
-                        model_notes=list(loaded.case.model.config_notes), not_carried=not_carried)
+                        model_notes=list(loaded.case.model.config_notes), not_carried=not_carried,
+                        placeholders=placeholder_lines(placeholders_of(loaded.case, format, render_paths)))
 
 
 @api_edge(Arguments)
@@ -385,8 +403,15 @@ def hardware() -> list[HardwareInfo]:
     return [HardwareInfo(**row) for row in profiles_table()]
 
 
-def _fraction(value: float) -> None:
-    if not MIN_MEMORY_FRACTION <= value <= MAX_MEMORY_FRACTION:
+def memory_fraction(given: Optional[float], calibration_file=None) -> MemoryFraction:
+    """The share of HBM this verdict allows (constraints/memory/allocator.py): the user's, else 100 % under a calibration
+    that measured the allocator gap, else the learnt default."""
+    measured_gap = calibration_file is not None and calibration_file.factors.allocator_gap_bytes is not None
+    return resolve_memory_fraction(given, measured_gap)
+
+
+def _fraction(value: Optional[float]) -> None:
+    if value is not None and not MIN_MEMORY_FRACTION <= value <= MAX_MEMORY_FRACTION:
         raise ShardplanError(f"--max-memory-fraction: give a fraction of HBM in {MIN_MEMORY_FRACTION}..{MAX_MEMORY_FRACTION} (got {value})")
 
 

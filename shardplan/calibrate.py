@@ -12,6 +12,7 @@ import hashlib
 from typing import Optional, Sequence
 
 from boundary.errors import ShardplanError
+from boundary.read import recording_reads
 from boundary.write import atomic_write_text, check_output_file, refuse_overwriting_input
 from constraints.read import load_check_input
 from hardware.profile import load_profile
@@ -45,6 +46,7 @@ def recipe_summary(case) -> str:
 
 
 @api_edge(CalibrateArguments)
+@recording_reads  # -o never replaces a log or model file it read (boundary/write.py)
 def calibrate(logs: Sequence[str], hardware: str, nodes: Optional[int] = None, gpus_per_node: Optional[int] = None,
               model: Optional[str] = None, output: Optional[str] = None) -> CalibrationFile:
     """Fit and (when `output` is given) write a calibration from training logs of one cluster."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from boundary.show import shown
+from constraints.memory.allocator import MemoryFraction
 from hardware.profile import profile_label
 from shardplan.formats import to_table
 
@@ -52,7 +53,10 @@ def format_check(result, width: Optional[int] = None) -> str:
     if mem is not None:
         lines.append(f"memory (pipeline rank {mem.stage}, M={mem.num_microbatches} micro-batches): "
                      f"peak {mem.peak_bytes / GIB:.2f} GiB of {mem.usable_bytes / GIB:.2f} GiB usable "
-                     f"({mem.capacity_bytes / GIB:.2f} GiB HBM)")
+                     f"({mem.capacity_bytes / GIB:.2f} GiB HBM)" + ("; near the limit" if mem.near_limit else ""))
+        fraction = result.to_json().get("memory_fraction")
+        if fraction:  # what "usable" is (constraints/memory/allocator.py)
+            lines.append(f"memory limit: {MemoryFraction(**fraction).describe()}")
         lines.append(to_table([{"term": name, "gib": value / GIB, "bytes": value} for name, value in mem.terms.items() if value],
                               MEMORY_COLUMNS, width=width))
     proj = result.to_json()["projection"]
@@ -127,10 +131,23 @@ def format_suggestion(sug, width: Optional[int] = None) -> list[str]:
     if not sug:
         return []
     if not sug.get("found"):
-        return [f"suggestion: none ({sug.get('message', 'no legal recipe found')})"]
+        line = f"suggestion: none ({sug.get('message', 'no legal recipe found')})"
+        if "fewest_nodes" not in sug:
+            return [line]
+        if sug["fewest_nodes"] is None:
+            return [line[:-1] + f"; none on any node count up to {sug['max_nodes']} tried: `shardplan solve` says why)"]
+        there = sug.get("at_fewest_nodes") or {}
+        line = line[:-1] + f"; the fewest nodes that fit: {sug['fewest_nodes']} ({sug['fewest_gpus']} GPUs))"
+        return [line] + (_changes_lines(there, width, f"on {sug['fewest_nodes']} nodes, the nearest legal recipe")
+                         if there.get("found") else [])
+    return _changes_lines(sug, width, "nearest legal recipe")
+
+
+def _changes_lines(sug: dict, width: Optional[int], what: str) -> list[str]:
+    """A found answer: a line with its peak and step time, then its changed fields as a table."""
     changes = sug.get("changes") or {}
     n = sug.get("changed_axes", len(changes))
-    head = f"suggestion: nearest legal recipe changes {n} field" + ("" if n == 1 else "s")
+    head = f"suggestion: {what} changes {n} field" + ("" if n == 1 else "s")
     proj, peak = sug.get("projection"), sug.get("peak_bytes")
     tail = []
     if peak is not None:

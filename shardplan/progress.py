@@ -14,6 +14,8 @@ import time
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
+from boundary.terminal import unfiltered
+
 DELAY_S = 1.0
 _enabled: Optional[bool] = None  # None: on when stderr is a terminal
 
@@ -38,7 +40,7 @@ def step(label: str, delay_s: float = DELAY_S) -> Iterator[None]:
         return
     from rich.console import Console
 
-    console = Console(stderr=True)
+    console = Console(file=unfiltered(sys.stderr))  # the spinner's own control codes; the label is shardplan's text
     state: dict = {}
     lock = threading.Lock()
 

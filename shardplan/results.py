@@ -63,6 +63,8 @@ class CheckResult(Result):
     calibration: Optional[str] = Field(None, description="the calibration file the projection used (`calibrate`), if any")
     model_params: Optional[dict[str, int]] = Field(None, description="the judged model's exact parameter counts {total, active} "
                                                    "(constraints/models/params.py), so a user can confirm the config was read as meant")
+    memory_fraction: Optional[dict[str, Any]] = Field(None, description="the share of HBM a peak may reach and its source "
+                                                      "(constraints/memory/allocator.py: learnt | --max-memory-fraction | calibration)")
     _case: Any = PrivateAttr(None)
 
     @property
@@ -171,6 +173,8 @@ class SolveResult(Result):
     calibration: Optional[str] = Field(None, description="the calibration file the ranking and projections used, if any")
     model: Optional[str] = Field(None, description="the model solved for, as read")
     model_params: Optional[dict[str, int]] = Field(None, description="its exact parameter counts {total, active}")
+    memory_fraction: Optional[dict[str, Any]] = Field(None, description="the share of HBM a peak may reach and its source "
+                                                      "(constraints/memory/allocator.py: learnt | --max-memory-fraction | calibration)")
     trials: Optional[RenderedFolder] = Field(None, description="with trials: the short measuring runs written")
     _context: Any = PrivateAttr(None)
 
@@ -201,6 +205,8 @@ class RenderResult(Result):
                                    "the script renders the model as read")
     not_carried: list[str] = Field([], description="a source launch script's flags the rendered torchrun / slurm script "
                                    "leaves out or sets otherwise, one line each (`--train-iters 1000: rendered as 500000`)")
+    placeholders: list[str] = Field([], description="each `/path/to/...` placeholder the text holds, one line each "
+                                    "(also in its header): replace it, or render again with the option named")
 
 
 class ModelInfo(Result):

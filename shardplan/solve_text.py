@@ -2,6 +2,7 @@
 and a readable nothing-fits explanation. JSON is the result itself (shardplan.results.SolveResult.to_json)."""
 from __future__ import annotations
 
+from constraints.memory.allocator import MemoryFraction
 from hardware.profile import load_profile, profile_label, uncalibrated_reason
 from shardplan.formats import to_table
 from solver.explain_why import format_explanation
@@ -31,6 +32,8 @@ def format_solve(payload: dict, model, placement, job) -> str:
     thin = thin_headroom_line(payload)
     if thin:
         lines.append(thin)
+    if payload["recipes"] and payload.get("memory_fraction"):  # what "fits" meant (constraints/memory/allocator.py)
+        lines.append(f"memory limit: {MemoryFraction(**payload['memory_fraction']).describe()}")
     if payload["recipes"] and payload.get("projection_calibrated") is False:
         lines.append(uncalibrated_note(placement.hardware))
     lines += [f"! model config: {note}" for note in payload.get("model_notes", [])]
@@ -74,13 +77,13 @@ def thin_headroom_line(payload: dict) -> str | None:
     """The note for answers with under THIN_HEADROOM of HBM free, or None: the table prints it under the rows, csv /
     markdown on stderr (shardplan/cli/solve.py)."""
     thin = [str(i) for i, r in enumerate(payload["recipes"], start=1)
-            if r["memory"]["capacity_bytes"] - r["memory"]["peak_bytes"] < THIN_HEADROOM * r["memory"]["capacity_bytes"]]
+            if r["memory"].get("near_limit")  # within a few percent of HBM of the limit (constraints/memory/allocator.py)
+            or r["memory"]["capacity_bytes"] - r["memory"]["peak_bytes"] < THIN_HEADROOM * r["memory"]["capacity_bytes"]]
     if not thin:
         return None
-    return (f"* rank {', '.join(thin[:8])}{' ...' if len(thin) > 8 else ''}: under {THIN_HEADROOM:.0%} of HBM left "
-            "free; the peak is allocated bytes, and allocator fragmentation and CUDA-graph pools are not "
-            "modelled (published runs at 97-99 % of capacity ran out of memory: README 'Memory'); "
-            "--max-memory-fraction 0.95 keeps the margin")
+    return (f"* rank {', '.join(thin[:8])}{' ...' if len(thin) > 8 else ''}: near the memory limit (within "
+            f"{THIN_HEADROOM:.0%} of HBM of it); published runs this close both ran and ran out of memory "
+            "(docs/memory.md); a lower --max-memory-fraction keeps a wider margin")
 
 
 def ranking_gap(r: dict) -> float:

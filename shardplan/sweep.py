@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from boundary.errors import ShardplanError
 from boundary.numbers import bounded_float
 from boundary.show import shown
+from constraints.memory.allocator import near_limit, resolve_memory_fraction
 from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
@@ -65,6 +66,8 @@ class SweepPoint(BaseModel):
     mfu: Optional[float] = None
     peak_bytes: Optional[int] = None
     usable_bytes: Optional[int] = None
+    near_memory_limit: Optional[bool] = Field(None, description="the best recipe fits within a few percent of HBM of the "
+                                              "usable limit (constraints/memory/allocator.py near_limit)")
     scaling_efficiency: Optional[float] = Field(
         None, description="tokens/s/GPU over that of the smallest solved size on the same hardware (1.0 = linear)")
     train_time_s: Optional[float] = None
@@ -93,9 +96,14 @@ class SweepResult(BaseModel):
 
 def parse_nodes(text: str) -> list[int]:
     """'1,2,4,8' a list; '1..64' doubling from 1 up to 64 (64 included); '8..64+8' steps of 8. Raises ShardplanError
-    (unusable input) with the fix."""
+    (unusable input) with the fix. The number of sizes is counted by arithmetic before any list is built, and a list
+    of more than MAX_SWEEP_SIZES items is refused before its numbers are read: `1..100000001+1` once built a list of
+    10^8 sizes (9.6 s, 4 GB) before the cap said no."""
     text = text.strip()
     fix = "give a list (1,2,4,8), a doubling range (1..64) or a stepped range (8..64+8)"
+    cap = f"sweep at most {MAX_SWEEP_SIZES} sizes, e.g. a doubling range 1..1024"
+    if ".." not in text and text.count(",") >= MAX_SWEEP_SIZES:
+        raise ShardplanError(f"--nodes: {text.count(',') + 1:,} items ({shown(text, 40)}); {cap}")
     try:
         if ".." in text:
             lo_s, rest = text.split("..", 1)
@@ -103,29 +111,25 @@ def parse_nodes(text: str) -> list[int]:
             lo, hi = int(lo_s), int(hi_s)
             if lo < 1 or hi < lo:
                 raise ValueError
-            if step_s:
-                step = int(step_s)
-                if step < 1:
-                    raise ValueError
-                if (hi - lo) // step + 1 > MAX_SWEEP_SIZES:  # counted before the list is built (1..100000001+1)
-                    raise ShardplanError(f"--nodes: {(hi - lo) // step + 1:,} sizes ({text!r}); sweep at most "
-                                         f"{MAX_SWEEP_SIZES} sizes, e.g. a doubling range 1..1024")
-                out = list(range(lo, hi + 1, step))
-            else:
-                out, n = [], lo
-                while n < hi:
-                    out.append(n)
-                    n *= 2
-                out.append(hi)
+            step = int(step_s) if step_s else None
+            if step is not None and step < 1:
+                raise ValueError
         else:
             out = sorted({int(x) for x in text.split(",") if x.strip()})
             if not out or out[0] < 1:
                 raise ValueError
+            return out
     except ValueError:
-        raise ShardplanError(f"--nodes: not a node count list or range ({text!r}); {fix}") from None
-    if len(out) > MAX_SWEEP_SIZES:
-        raise ShardplanError(f"--nodes: {len(out)} sizes ({text!r}); sweep at most {MAX_SWEEP_SIZES} sizes, e.g. a doubling range 1..1024")
-    return out
+        raise ShardplanError(f"--nodes: not a node count list or range ({shown(text, 80)}); {fix}") from None
+    if step is not None:
+        count = (hi - lo) // step + 1
+    else:  # lo, 2 lo, 4 lo, ... below hi, then hi: 1 + the doublings below hi
+        count = 1 + max(0, ((hi - 1) // lo).bit_length())
+    if count > MAX_SWEEP_SIZES:
+        raise ShardplanError(f"--nodes: {count:,} sizes ({shown(text, 40)}); {cap}")
+    if step is not None:
+        return list(range(lo, hi + 1, step))
+    return [lo << i for i in range(count - 1)] + [hi]
 
 
 def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu_hour: Optional[float]) -> None:
@@ -145,7 +149,7 @@ def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu
 
 @api_edge(SweepArguments)
 def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[int]], *, seq_length: int,
-          global_batch_size: int, gpus_per_node: Optional[int] = None, precision: str = "bf16", max_memory_fraction: float = 1.0,
+          global_batch_size: int, gpus_per_node: Optional[int] = None, precision: str = "bf16", max_memory_fraction: Optional[float] = None,
           train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None,
           calibration: Optional[str] = None) -> SweepResult:
     """The best legal recipe (throughput objective) at each node count on each hardware profile (a name or path, a
@@ -160,7 +164,7 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         raise ShardplanError(f"--hardware: no profile given ({hardware!r}); name one, e.g. h100-sxm-80gb")
     if not counts or counts[0] < 1:
         raise ShardplanError(f"--nodes: give node counts of at least 1 ({nodes!r}), e.g. 1..64")
-    if not 0.1 <= max_memory_fraction <= 1.0:
+    if max_memory_fraction is not None and not 0.1 <= max_memory_fraction <= 1.0:
         raise ShardplanError(f"--max-memory-fraction: give 0.1..1.0 ({max_memory_fraction})")
 
     if train_tokens is not None:  # NaN / inf passed click's FloatRange and came out as NaN in the JSON
@@ -181,7 +185,9 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
             if cal.hardware.lower() not in {load_profile(hw).name.lower() for hw in profiles}:
                 raise ShardplanError(f"--calibration {shown(str(calibration))}: made for hardware {cal.hardware.lower()!r}, which "
                                      "this sweep does not include; add that --hardware or drop --calibration")
-    return sweep_specs(spec, job, profiles, counts, gpus_per_node, 1.0 - max_memory_fraction, train_tokens, usd_per_gpu_hour,
+    # the learnt share of HBM (constraints/memory/allocator.py) unless given, or 100 % under a measured allocator gap
+    fraction = resolve_memory_fraction(max_memory_fraction, cal is not None and cal.factors.allocator_gap_bytes is not None)
+    return sweep_specs(spec, job, profiles, counts, gpus_per_node, fraction.margin, train_tokens, usd_per_gpu_hour,
                        calibration=None if cal is None else (cal, str(calibration)))
 
 
@@ -243,4 +249,5 @@ def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_f
                       recipe=best.recipe.model_dump(mode="json"), dp=best.check.dp, step_time_s=proj.iteration_time_s,
                       tokens_per_s_per_gpu=proj.tokens_per_s_per_gpu, tokens_per_s=proj.tokens_per_s_per_gpu * placement.world_size,
                       mfu=proj.mfu, peak_bytes=mem.peak_bytes, usable_bytes=mem.usable_bytes,
+                      near_memory_limit=near_limit(mem.peak_bytes, mem.usable_bytes, profile.hbm_capacity_bytes),
                       proven_optimal=result.proven_optimal, solve_s=time.perf_counter() - t0)

@@ -17,6 +17,7 @@ from hardware.profile import load_profile, uncalibrated_reason
 from measure.kernels.cuda_graphs import graph_scope
 from measure.kernels.measured_tables import bundled_table, table_path
 from measure.projection.project import project as run_projection
+from templates.placeholders import placeholder_warnings
 
 
 def captured_scope(flags: dict) -> frozenset[str]:
@@ -112,6 +113,7 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
                                            "host memory are not priced (Transformer Engine overlaps them with the layers' "
                                            "compute): the speed is the run's without them, an upper bound",
                                    fix="measure one step, or judge the recipe without offloading"))
+    uncertain += placeholder_warnings(loaded.flags)  # a `/path/to/...` left in a rendered script (templates/placeholders.py)
     report = report.model_copy(update={"projection": projection, "unknown_flags": unknown,
                                        "ignored_flags": list(loaded.ignored_flags),
                                        "warnings": list(report.warnings) + list(getattr(loaded, "warnings", None) or [])

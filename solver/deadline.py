@@ -53,27 +53,24 @@ def wall_clock_limit(max_time_s: float):
     mine = time.monotonic() + max_time_s
     _deadline = mine if outer is None else min(outer, mine)
     use_alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread() and outer is None
-    previous, earlier_timer_s, started, installed = None, 0.0, time.monotonic(), False
-
-    def _on_alarm(signum, frame):
-        # re-armed first: an exception raised while Python runs a GC callback or a __del__ is printed and dropped
-        # (seen with hypothesis's gc callback in the full suite), so the next alarm raises again until one lands
-        signal.setitimer(signal.ITIMER_REAL, 0.01)
-        raise _Alarm()
-
-    try:  # the alarm is armed inside the try: a limit shorter than arming it (1e-9 s) fired outside, uncaught, and
-        # the handler, never restored, killed the process later (issue 33)
-        if use_alarm:
-            earlier_timer_s = signal.getitimer(signal.ITIMER_REAL)[0]  # a caller's own alarm (a test harness), re-armed after
-            previous = signal.signal(signal.SIGALRM, _on_alarm)
-            installed = True
+    previous, earlier_timer_s, started = None, 0.0, time.monotonic()
+    if use_alarm:
+        def _on_alarm(signum, frame):
+            # re-armed first: an exception raised while Python runs a GC callback or a __del__ is printed and dropped
+            # (seen with hypothesis's gc callback in the full suite), so the next alarm raises again until one lands
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+            raise _Alarm()
+        earlier_timer_s = signal.getitimer(signal.ITIMER_REAL)[0]  # a caller's own alarm (a test harness), re-armed after
+        previous = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        if use_alarm:  # armed inside the try: a limit of 1e-9 s fires at once, and must land in the except below
             signal.setitimer(signal.ITIMER_REAL, max_time_s)
         yield
     except _Alarm:
         signal.setitimer(signal.ITIMER_REAL, 0)  # no re-armed alarm may interrupt the one-line report
         raise SolveTimeLimit(_message(max_time_s)) from None
     finally:
-        if installed:
+        if use_alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
             if earlier_timer_s > 0:

@@ -28,10 +28,13 @@ from constraints.spec import (
 
 GROUPS = ("model", "training", "parallelism", "moe", "precision", "data", "logging", "checkpointing")
 
-# Placeholders a user replaces; chosen so a reader sees at once what goes there.
+# Placeholders a user replaces; chosen so a reader sees at once what goes there (every one starts with
+# PLACEHOLDER_PREFIX, which templates/placeholders.py lists in the script and `check` warns about)
+PLACEHOLDER_PREFIX = "/path/to/"
 DATA_PATH_PLACEHOLDER = "/path/to/data_text_document"
 CHECKPOINT_DIR_PLACEHOLDER = "/path/to/checkpoints"
 MEGATRON_PATH_PLACEHOLDER = "/path/to/Megatron-LM"
+TOKENIZER_PLACEHOLDER = "/path/to/tokenizer"
 
 
 class RenderPathError(ShardplanError):
@@ -40,6 +43,9 @@ class RenderPathError(ShardplanError):
 
 _PATH_OPTIONS = {"data_path": "--data-path", "tokenizer_model": "--tokenizer-model",
                  "checkpoint_dir": "--checkpoint-dir", "megatron_path": "--megatron-path"}
+# Megatron argparse dest -> the render option that sets its value (for a message naming what to change)
+PATH_OPTION_OF_DEST = {"data_path": "--data-path", "tokenizer_model": "--tokenizer-model", "save": "--checkpoint-dir",
+                       "load": "--checkpoint-dir", "tensorboard_dir": "--checkpoint-dir"}
 
 
 def _check_path(option: str, value: str) -> None:
@@ -55,20 +61,36 @@ def _check_path(option: str, value: str) -> None:
 
 @dataclass(frozen=True)
 class RenderPaths:
-    """Site-specific paths. `tokenizer_model` None means `--tokenizer-type NullTokenizer` with the model's
-    `--vocab-size` (Megatron's synthetic tokenizer: runs with any token ids, good for benchmarking).
+    """Site-specific paths. `mock_data`: train on Megatron's synthetic batches (`--mock-data`, NullTokenizer with the
+    model's `--vocab-size`), asked for explicitly. Otherwise the script reads `data_path` with the HF tokenizer
+    `tokenizer_model`; when neither is given both stay placeholders (listed in the script's header), and a real data
+    path without its tokenizer is refused: NullTokenizer would train on ids that mean nothing to the data.
     Any other text is allowed (it is shell-quoted), except what `_check_path` refuses."""
 
     data_path: str = DATA_PATH_PLACEHOLDER
     tokenizer_model: Optional[str] = None
     checkpoint_dir: str = CHECKPOINT_DIR_PLACEHOLDER
     megatron_path: str = MEGATRON_PATH_PLACEHOLDER
+    mock_data: bool = False
 
     def __post_init__(self) -> None:
         for field, option in _PATH_OPTIONS.items():
             value = getattr(self, field)
             if value is not None:
                 _check_path(option, value)
+        if self.mock_data and self.data_path != DATA_PATH_PLACEHOLDER:
+            raise RenderPathError("--mock-data: synthetic batches read no dataset, yet --data-path is given; give one of them")
+        if not self.mock_data and self.tokenizer_model is None and self.data_path != DATA_PATH_PLACEHOLDER:
+            raise RenderPathError("--tokenizer-model: a real --data-path needs the tokenizer its tokens came from (without "
+                                  "one the script trains on NullTokenizer); give --tokenizer-model, or --mock-data for "
+                                  "synthetic batches")
+
+    @property
+    def tokenizer(self) -> Optional[str]:
+        """The HF tokenizer the script names: the given one, the placeholder, or None with mock data (NullTokenizer)."""
+        if self.tokenizer_model is not None:
+            return self.tokenizer_model
+        return None if self.mock_data else TOKENIZER_PLACEHOLDER
 
 
 # Fixed training hyper-parameters: not part of a recipe, written out so the script runs as is.
@@ -353,7 +375,8 @@ def _moe_args(model: ModelSpec, recipe: Recipe) -> list[str]:
 
 
 def _precision_args(job: JobSpec, recipe: Recipe) -> list[str]:
-    args = ["--fp16"] if job.precision == Precision.fp16 else ["--bf16"]  # FP8 keeps BF16 outside the FP8 GEMMs
+    # FP8 keeps BF16 outside the FP8 GEMMs; fp32 is the absence of both flags (Megatron's default params_dtype)
+    args = ["--fp16"] if job.precision == Precision.fp16 else [] if job.precision == Precision.fp32 else ["--bf16"]
     if job.precision.is_fp8:
         fmt, fp8_recipe = _fp8_format_recipe(job.precision)
         args += ["--fp8-format", fmt, "--fp8-recipe", fp8_recipe]
@@ -376,13 +399,15 @@ def _precision_args(job: JobSpec, recipe: Recipe) -> list[str]:
 def _data_args(model: ModelSpec, recipe: Recipe, paths: RenderPaths, trial: Optional[TrialRun] = None) -> list[str]:
     # a trial with no data path given measures on Megatron's synthetic batches (--mock-data): step time does not
     # depend on the tokens' values, and a trial then needs no dataset on the cluster
-    mock = trial is not None and paths.data_path == DATA_PATH_PLACEHOLDER
+    mock = paths.mock_data or (trial is not None and paths.data_path == DATA_PATH_PLACEHOLDER)
     args = ["--mock-data"] if mock else ["--data-path", paths.data_path, "--split", "99,1,0"]
-    if paths.tokenizer_model is None:
+    tokenizer = paths.tokenizer_model if mock else paths.tokenizer
+    if tokenizer is None:
         args += ["--tokenizer-type", "NullTokenizer"]
     else:
-        args += ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", paths.tokenizer_model]
-    # NullTokenizer takes its size from --vocab-size; Megatron pads it to a multiple of divisible-by x TP
+        args += ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", tokenizer]
+    # NullTokenizer takes its size from --vocab-size; Megatron pads it to a multiple of divisible-by x TP. With a HF
+    # tokenizer it is the model's size, which `check` reads back (the tokenizer file may not be on this machine)
     args += ["--vocab-size", str(model.vocab_size),
              "--make-vocab-size-divisible-by", str(recipe.make_vocab_size_divisible_by)]
     return args

@@ -7,7 +7,6 @@ Comments get a printable, single-line form of any user text, so a newline cannot
 """
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 from typing import Literal
@@ -19,6 +18,8 @@ from constraints.case import Case
 from constraints.models.mamba import entry_script
 from constraints.spec import PipelineSchedule
 from hardware.profile import ProfileError, load_profile
+from templates.escape import UnwritableValue, comment_safe, name_safe
+from templates.placeholders import header_block, rendered_placeholders
 from templates.recipe_args import (
     GROUPS,
     RenderPaths,
@@ -27,6 +28,7 @@ from templates.recipe_args import (
     needs_cuda_device_max_connections_1,
     uses_fsdp,
 )
+from templates.slurm_options import SlurmOptions, slurm_context
 from templates.stack_render import STACK_FORMATS, StackRenderError, render_stack
 
 Format = Literal["torchrun", "slurm"]
@@ -53,14 +55,9 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def comment_safe(text: str) -> str:
-    """User text for a `#` comment: printable ASCII only, so it cannot end the comment line."""
-    return re.sub(r"[^\x20-\x7e]", "?", text)
-
-
 def slurm_job_name(name: str) -> str:
     """`#SBATCH --job-name` is read by sbatch, not bash; keep it to characters no tool interprets."""
-    return (re.sub(r"[^A-Za-z0-9._-]", "_", name) or "shardplan")[:64]
+    return name_safe(name)
 
 
 def arg_lines(args: list[str]) -> list[str]:
@@ -89,7 +86,7 @@ def unsupported_features(case: Case) -> list[str]:
     return []
 
 
-def _header(case: Case) -> list[str]:
+def _header(case: Case, placeholders: list[tuple[str, str, str]] = ()) -> list[str]:
     r, world = case.recipe, case.world_size
     layout = f"layout {r.pipeline_layout}" if r.pipeline_layout else f"VPP={r.vpp}"
     parallel = (f"TP={r.tp} PP={r.pp} {layout} CP={r.cp} EP={r.ep} ETP={r.etp_effective} DP={r.dp(world)} "
@@ -100,6 +97,7 @@ def _header(case: Case) -> list[str]:
         f" = {world} ranks",
         f"recipe: {parallel}, seq {case.job.seq_length}, {case.job.precision.value}",
         *[f"NOTE: {note}" for note in unsupported_features(case)],
+        *header_block(list(placeholders)),
     )]
 
 
@@ -120,13 +118,15 @@ def launch_env(case: Case) -> dict:
     return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if mode == "1" else {"CUDA_DEVICE_MAX_CONNECTIONS": None} if mode == "unset" else {}
 
 
-def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None, trial: TrialRun | None = None) -> dict:
+def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None, trial: TrialRun | None = None,
+                   slurm: SlurmOptions | None = None) -> dict:
     """Everything the template sees; every word that reaches bash is already shell-quoted."""
     paths = paths or RenderPaths()
     groups = megatron_arg_groups(case.model, case.job, case.recipe, paths, trial)
     cuda_max_connections = _cuda_max_connections(case)
     return {
-        "header": _header(case),
+        "header": _header(case, rendered_placeholders(case, paths, trial)),
+        "slurm": slurm_context(slurm or SlurmOptions()),
         "entry_script": entry_script(case.model),  # pretrain_hybrid.py for a hybrid pattern (constraints/models/mamba.py)
         "job_name": slurm_job_name(case.model.name),
         "cuda_max_connections": cuda_max_connections,
@@ -137,15 +137,23 @@ def render_context(case: Case, fmt: Format, paths: RenderPaths | None = None, tr
     }
 
 
-def render_script(case: Case, fmt: Format = "torchrun", paths: RenderPaths | None = None, trial: TrialRun | None = None) -> str:
+def render_script(case: Case, fmt: Format = "torchrun", paths: RenderPaths | None = None, trial: TrialRun | None = None,
+                  slurm: SlurmOptions | None = None) -> str:
     """The launch script text for `fmt` ("torchrun": run per node; "slurm": an sbatch file); `trial`: a short
-    measuring run (templates.recipe_args.TrialRun) instead of a training run."""
+    measuring run (templates.recipe_args.TrialRun) instead of a training run; `slurm`: the sbatch options of the
+    cluster (templates.slurm_options), read only by the slurm format."""
     if fmt in STACK_FORMATS:  # a stack's config file, not a launch script (templates.stack_render)
         try:
             return render_stack(case, fmt, paths)
-        except StackRenderError as exc:
+        except (StackRenderError, UnwritableValue) as exc:
             raise RenderError(str(exc)) from None
     if fmt not in TEMPLATE_FILES:
         raise RenderError(f"--format: unknown format {fmt!r}; use one of {', '.join(RENDER_FORMATS)}")
     template = _environment().get_template(TEMPLATE_FILES[fmt])
-    return template.render(**render_context(case, fmt, paths, trial)).rstrip("\n") + "\n"
+    return template.render(**render_context(case, fmt, paths, trial, slurm)).rstrip("\n") + "\n"
+
+
+def placeholders_of(case: Case, fmt: str, paths: RenderPaths | None = None) -> list[tuple[str, str, str]]:
+    """The placeholders `render_script(case, fmt, paths)` writes (templates.placeholders): a stack config names no
+    Megatron checkout."""
+    return rendered_placeholders(case, paths, launch_script=fmt in TEMPLATE_FILES)

@@ -18,6 +18,7 @@ from constraints.read import LoadedCase, load_check_input
 from constraints.stacks.detect import is_stack_file
 from hardware.profile import load_profile
 from templates.render import unsupported_features
+from templates.slurm_options import OPTION_NAMES, SlurmOptions, slurm_options
 
 
 class RenderRefused(NotLegal):
@@ -122,8 +123,11 @@ def flags_not_carried(script_flags: Mapping[str, Any], rendered: str) -> list[st
 def script_site_paths(script_flags: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, str]:
     """The site paths a source launch script states, for `render` to keep where the caller gives none: its one
     --data-path prefix (a weighted blend of several is left to `flags_not_carried`) and, with HuggingFaceTokenizer,
-    its --tokenizer-model."""
+    its --tokenizer-model; or its --mock-data."""
     out: dict[str, str] = {}
+    if script_flags.get("--mock-data") is True:  # the source trains on synthetic batches: so does the rendering
+        out["mock_data"] = True
+        return out
     data = script_flags.get("--data-path")
     data = data if isinstance(data, list) else [data] if isinstance(data, str) else []
     if len(data) == 1 and isinstance(data[0], str):
@@ -132,3 +136,14 @@ def script_site_paths(script_flags: Mapping[str, Any], given: Mapping[str, Any])
             and given.get("tokenizer_model") is None:
         out["tokenizer_model"] = script_flags["--tokenizer-model"]
     return out
+
+
+def render_slurm_options(fmt: str, slurm: Optional[Mapping[str, Any]]) -> Optional[SlurmOptions]:
+    """The sbatch settings for `fmt` (templates.slurm_options): refused for any other format, where nothing would
+    carry them (said, not dropped)."""
+    if not slurm:
+        return None
+    if fmt != "slurm":
+        names = ", ".join(OPTION_NAMES.get(k, k) for k in slurm)
+        raise ShardplanError(f"{names}: only --format slurm writes sbatch settings; add --format slurm or drop them")
+    return slurm_options(**dict(slurm))

@@ -7,6 +7,7 @@ test_stack_configs_roundtrip.py). Layouts: constraints.stacks.primus / stack_bri
 """
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import yaml
@@ -16,7 +17,9 @@ from constraints.spec import Activation
 from constraints.stacks.bridge import BRIDGE_SECTIONS
 from constraints.stacks.bridge_precision import PRECISION_DESTS, fields_from_dests, recipe_name
 from constraints.stacks.keys import CORE_RENAMES, QUICK_GELU_TARGET, dests_from_args
-from templates.recipe_args import RenderPaths, recipe_to_megatron_args
+from templates.escape import comment_safe, hydra_value, name_safe, refuse_interpolation
+from templates.placeholders import header_block, rendered_placeholders
+from templates.recipe_args import PATH_OPTION_OF_DEST, RenderPaths, recipe_to_megatron_args
 
 STACK_FORMATS: tuple[str, ...] = ("primus", "bridge", "bridge-overrides", "yaml-cfg")
 
@@ -24,8 +27,11 @@ class StackRenderError(ValueError):
     """A recipe this stack's config cannot state; one line for the user."""
 
 
-def _dests(case: Case, paths: RenderPaths | None) -> dict[str, Any]:
-    return dests_from_args(recipe_to_megatron_args(case.model, case.job, case.recipe, paths))
+def _dests(case: Case, paths: RenderPaths | None, fmt: str) -> dict[str, Any]:
+    dests = dests_from_args(recipe_to_megatron_args(case.model, case.job, case.recipe, paths))
+    for dest, value in dests.items():  # only the site paths are free text; the rest are numbers and fixed words
+        refuse_interpolation(value, PATH_OPTION_OF_DEST.get(dest, dest), f"--format {fmt}")
+    return dests
 
 
 def _core(dests: dict[str, Any]) -> dict[str, Any]:
@@ -39,13 +45,20 @@ def _core(dests: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _header(case: Case, fmt: str) -> str:
-    r = case.recipe
-    return (f"# shardplan render --format {fmt}: {case.model.name} on {case.placement.num_nodes} x "
-            f"{case.placement.gpus_per_node} {case.placement.hardware}\n"
+def _header(case: Case, fmt: str, placeholders: str = "") -> str:
+    """The comment block on top: user text only in its comment-safe form (no newline can end a comment and start a
+    key or an override), the hardware in the suggested command shell-quoted too, since a user pastes it."""
+    r, hardware = case.recipe, comment_safe(case.placement.hardware)
+    return (f"# shardplan render --format {fmt}: {comment_safe(case.model.name)} on {case.placement.num_nodes} x "
+            f"{case.placement.gpus_per_node} {hardware}\n"
             f"# TP={r.tp} PP={r.pp} VPP={r.vpp} CP={r.cp} EP={r.ep} MBS={r.mbs}; check it with:\n"
-            f"#   shardplan check FILE --hardware {case.placement.hardware} --nodes {case.placement.num_nodes} "
-            f"--gpus-per-node {case.placement.gpus_per_node}\n")
+            f"#   shardplan check FILE --hardware {shlex.quote(hardware)} --nodes {case.placement.num_nodes} "
+            f"--gpus-per-node {case.placement.gpus_per_node}\n" + placeholders)
+
+
+def _header_for(case: Case, fmt: str, paths: RenderPaths | None) -> str:
+    found = rendered_placeholders(case, paths, launch_script=False)
+    return _header(case, fmt, "".join(f"# {comment_safe(line)}\n" for line in header_block(found)))
 
 
 def _dump(data: dict) -> str:
@@ -54,18 +67,18 @@ def _dump(data: dict) -> str:
 
 def render_primus(case: Case, paths: RenderPaths | None = None) -> str:
     """A Primus experiment: every argument in `overrides` (its keys are Megatron's argparse dests)."""
-    dests = _dests(case, paths)
-    exp = {"work_group": "shardplan", "exp_name": f"{case.model.name}-tp{case.recipe.tp}-pp{case.recipe.pp}",
+    dests = _dests(case, paths, "primus")
+    exp = {"work_group": "shardplan", "exp_name": name_safe(f"{case.model.name}-tp{case.recipe.tp}-pp{case.recipe.pp}"),
            "workspace": "./output",
            "modules": {"pre_trainer": {"framework": "megatron", "config": "pre_trainer.yaml",
                                        "model": "language_model.yaml", "overrides": dests}}}
     note = ("# The model shape is stated in overrides; `model: language_model.yaml` is Primus's base model file, whose\n"
             "# other keys (left at Primus's defaults) are not part of this recipe.\n")
-    return _header(case, "primus") + note + _dump(exp)
+    return _header_for(case, "primus", paths) + note + _dump(exp)
 
 
-def _bridge_sections(case: Case, paths: RenderPaths | None) -> dict[str, Any]:
-    dests = _dests(case, paths)
+def _bridge_sections(case: Case, paths: RenderPaths | None, fmt: str) -> dict[str, Any]:
+    dests = _dests(case, paths, fmt)
     sections: dict[str, Any] = {"model": {}}
     # every precision field lives in mixed_precision: Bridge copies that section over the model and DDP configs
     # (constraints/stacks/bridge_precision.py), so a value left in `model` would be overwritten by the recipe's
@@ -93,7 +106,7 @@ def _bridge_sections(case: Case, paths: RenderPaths | None) -> dict[str, Any]:
 
 def render_bridge(case: Case, paths: RenderPaths | None = None) -> str:
     """A Megatron-Bridge ConfigContainer YAML (model / train / optimizer / ddp / dataset / ... sections)."""
-    return _header(case, "bridge") + _dump(_bridge_sections(case, paths))
+    return _header_for(case, "bridge", paths) + _dump(_bridge_sections(case, paths, "bridge"))
 
 
 def render_bridge_overrides(case: Case, paths: RenderPaths | None = None) -> str:
@@ -102,22 +115,15 @@ def render_bridge_overrides(case: Case, paths: RenderPaths | None = None) -> str
         raise StackRenderError("--format bridge-overrides: the overrides grammar has no callables, so it cannot name the "
                                "quick_gelu gate of this model's gated activation; render --format bridge")
     lines = []
-    for section, body in _bridge_sections(case, paths).items():
+    for section, body in _bridge_sections(case, paths, "bridge-overrides").items():
         if isinstance(body, dict):
             for key, value in body.items():
                 if isinstance(value, dict):
                     continue  # activation_func's _target_: the overrides grammar has no callables
-                lines.append(f"{section}.{key}={_override_value(value)}")
+                lines.append(f"{section}.{key}={hydra_value(value, PATH_OPTION_OF_DEST.get(key, f'{section}.{key}'))}")
         else:
-            lines.append(f"{section}={body}")
-    return _header(case, "bridge-overrides") + "\n".join(lines) + "\n"
-
-
-def _override_value(value: Any) -> str:
-    if isinstance(value, list):
-        return "[" + ",".join(_override_value(v) for v in value) + "]"
-    text = yaml.safe_dump(value, default_flow_style=True).strip()
-    return text.removesuffix("\n...").strip()
+            lines.append(f"{section}={hydra_value(body, section)}")
+    return _header_for(case, "bridge-overrides", paths) + "\n".join(lines) + "\n"
 
 
 def render_yaml_cfg(case: Case, paths: RenderPaths | None = None) -> str:

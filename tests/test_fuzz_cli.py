@@ -1,6 +1,8 @@
-"""Property tests over generated inputs (tests/helpers/fuzz_cases.py): every command answers with exit 0, 1 or 2
+"""Property tests over generated inputs (tests/helpers/fuzz/): every command answers with exit 0, 1 or 2
 within its time limit, never a traceback, one bounded `error:` line on exit 2, the README's JSON shape on
-exit 0 / 1, and nothing that was not ours overwritten. The short run here keeps CI fast; bench/fuzz.py runs
+exit 0 / 1, nothing that was not ours overwritten, no output onto an input, no control character printed, written
+files that read back to the same recipe, an API that raises only ShardplanError, and folders that racing or
+SIGTERM-ed writers leave whole (tests/helpers/fuzz/run.py). The short run here keeps CI fast; bench/fuzz.py runs
 ten thousand inputs."""
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers.fuzz_cases import GENERATORS, DataChooser
-from tests.helpers.fuzz_run import judge, materialise, run_case
+from tests.helpers.fuzz.choice import DataChooser
+from tests.helpers.fuzz.mix import GENERATORS, LIMIT_S
+from tests.helpers.fuzz.run import judge, materialise, run_case
 
-LIMIT_S = {"recipe": 20, "script": 20, "render": 20, "profile": 20, "solve": 60, "sweep": 120}
-EXAMPLES = {"recipe": 200, "script": 120, "render": 60, "profile": 120, "solve": 30, "sweep": 10}
+EXAMPLES = {"recipe": 200, "script": 120, "render": 60, "profile": 120, "solve": 30, "sweep": 10, "stack": 80,
+            "hf_layers": 40, "bash_budget": 40, "writer": 60, "summary": 4, "overwrite": 40, "api": 40, "concurrent": 2,
+            "sigterm": 3}
 # Known failures in files another helper owns (bash lexing, issue 17 / `scripts`): reported, not hidden here.
 KNOWN = ("substring not found",)
 
@@ -31,6 +35,6 @@ def test_generated_inputs_get_a_verdict_or_one_error_line(kind):
             materialise(case, Path(folder))
             outcome = run_case(case, Path(folder), LIMIT_S[kind])
             failures = [f for f in judge(case, outcome, Path(folder)) if not any(k in f[1] for k in KNOWN)]
-        assert not failures, (case.argv, case.files.keys(), failures)
+        assert not failures, (case.argv or case.call or case.processes, list(case.files)[:5], failures)
 
     run()

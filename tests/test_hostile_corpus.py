@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.fuzz_cases import Case
-from tests.helpers.fuzz_run import judge, run_case
+from tests.helpers.fuzz.choice import Case
+from tests.helpers.fuzz.run import judge, run_case
 
 CORPUS = Path(__file__).resolve().parent / "data" / "hostile"
 CASES = yaml.safe_load((CORPUS / "cases.yaml").read_text())

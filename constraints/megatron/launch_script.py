@@ -23,6 +23,7 @@ from typing import Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from boundary.read import note_read
 from constraints.megatron.flags import lookup
 from constraints.megatron.refusals import MODELOPT_FLAGS
 from constraints.script.continuation import broken_continuations
@@ -193,6 +194,7 @@ def _read_regular(path: str) -> Optional[str]:
             return None
         with open(path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
+        note_read(path, st)  # so no output of this command replaces a file the script sources (boundary/write.py)
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError, ValueError):
         return None

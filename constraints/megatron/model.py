@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from constraints.megatron.errors import MegatronArgsError, error_from_validation
 from constraints.megatron.hybrid_flags import hybrid_model_fields, hybrid_moe_layers, no_rope_fields, window_fields
 from constraints.megatron.patterns import moe_layer_pattern
-from constraints.spec import Activation, ModelSpec, Normalization
+from constraints.spec import MAX_NUM_LAYERS, Activation, ModelSpec, Normalization
 
 # Model flags Megatron needs before it can build the network; without them there is no ModelSpec.
 REQUIRED_MODEL_FLAGS = ("--num-layers", "--hidden-size", "--num-attention-heads", "--max-position-embeddings",
@@ -30,6 +30,9 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
     if missing:
         return None, missing
     L, h, heads = (hybrid["num_layers"] if hybrid else g("--num-layers")), g("--hidden-size"), g("--num-attention-heads")
+    if isinstance(L, int) and L > MAX_NUM_LAYERS:  # before any per-layer tuple (MoE, window, NoPE) is built from it
+        raise MegatronArgsError(f"--num-layers {L:,} is above the {MAX_NUM_LAYERS} layers shardplan models (the deepest "
+                                "published LLMs have under 200); give the model's layer count")
     # --hidden-size not divisible by the heads without --kv-channels is validate_args' assert, reported as an illegal verdict
     # (constraints/megatron/refusals.py); the model is read with the floor head dim so the rest can still be judged
     swiglu = g("--swiglu", False)

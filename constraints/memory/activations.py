@@ -34,7 +34,7 @@ from typing import Optional
 from constraints.memory import attention_scores
 from constraints.models import hybrid_pattern, mamba
 from constraints.models.latent_moe import latent_activation_terms
-from constraints.spec import Activation, JobSpec, ModelSpec, Recipe, RecomputeGranularity, RecomputeModule
+from constraints.spec import Activation, JobSpec, ModelSpec, Precision, Recipe, RecomputeGranularity, RecomputeModule
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,9 @@ class Shape:
     sp_div: int  # TP when SP (or distribute-saved-activations) shards the sequence dims, else 1
     etp: int
     ep: int
-    lin_per16: int  # bytes per 16 elements of a saved GEMM input (LIN_BYTES_PER_16: 32 bf16, 16 FP8, 9 NVFP4)
+    lin_per16: int  # bytes per 16 elements of a saved GEMM input (LIN_BYTES_PER_16: 32 bf16, 16 FP8, 9 NVFP4, 64 fp32)
     core_attention: Optional[attention_scores.CoreAttention] = None  # set for the backends that store the scores
+    act_bytes: int = 2  # bytes of one saved activation element outside the GEMM inputs: 2 (bf16 / fp16), 4 in fp32
 
     def lin(self, elems: int, div: int = 1) -> int:
         """Bytes of `elems` saved GEMM-input elements split over `div` ranks, rounded up."""
@@ -55,12 +56,21 @@ class Shape:
 
 
 LIN_BF16_PER16 = 32  # 16 bf16 elements
+LIN_FP32_PER16 = 64  # 16 fp32 elements
+
+
+def activation_element_bytes(job: JobSpec) -> int:
+    """Bytes of a saved activation element: 4 in fp32 training (params_dtype torch.float: every layer computes and
+    saves fp32), else 2 (bf16 / fp16; fp8 and fp4 keep bf16 outside their GEMM inputs)."""
+    return 4 if job.precision == Precision.fp32 else 2
 
 
 def lin_bytes_per16(job: JobSpec) -> int:
     """Bytes per 16 elements of a GEMM input TE saves for backward, by precision (module docstring)."""
     if job.precision.is_fp4:
         return 9
+    if job.precision == Precision.fp32:
+        return LIN_FP32_PER16
     return 16 if job.precision.is_fp8 else LIN_BF16_PER16
 
 
@@ -68,7 +78,7 @@ def shape_of(job: JobSpec, recipe: Recipe) -> Shape:
     tokens = job.seq_length * recipe.mbs // recipe.cp
     return Shape(tokens=tokens, tp=recipe.tp, sp_div=recipe.tp if recipe.sp_active else 1,
                  etp=recipe.etp_effective, ep=recipe.ep, lin_per16=lin_bytes_per16(job),
-                 core_attention=attention_scores.core_attention_of(job, recipe))
+                 core_attention=attention_scores.core_attention_of(job, recipe), act_bytes=activation_element_bytes(job))
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -77,11 +87,11 @@ def _ceil_div(a: int, b: int) -> int:
 
 def attention_terms(model: ModelSpec, sh: Shape) -> dict[str, int]:
     """Korthikanti Table 2 attention block (11sbh for MHA), generalised. Keys name the saved tensor."""
-    T, h, t = sh.tokens, model.hidden_size, sh.tp
+    T, h, t, e = sh.tokens, model.hidden_size, sh.tp, sh.act_bytes  # e: bytes per element, 2 (4 in fp32)
     a = model.num_attention_heads
     mask = T * h // sh.sp_div if model.hidden_dropout > 0 else 0
     terms = {
-        "ln1_input": _ceil_div(2 * T * h, sh.sp_div),           # residual stream into the input norm
+        "ln1_input": _ceil_div(e * T * h, sh.sp_div),           # residual stream into the input norm
         "qkv_input": sh.lin(T * h, sh.sp_div),  # norm output, saved by the QKV GEMM
         "softmax_stats": 4 * T * _ceil_div(a, t),                 # flash-attention LSE, fp32 per head
         "attn_dropout_mask": mask,
@@ -91,21 +101,21 @@ def attention_terms(model: ModelSpec, sh: Shape) -> dict[str, int]:
         kv_latent = model.kv_lora_rank + model.qk_pos_emb_head_dim
         q_latent = model.q_lora_rank or 0
         terms.update({
-            "mla_latents": _ceil_div(2 * T * (2 * q_latent + kv_latent + model.kv_lora_rank), sh.sp_div),
-            "mla_qkv_up": 2 * T * _ceil_div(a, t) * (2 * qk + model.v_head_dim),
+            "mla_latents": _ceil_div(e * T * (2 * q_latent + kv_latent + model.kv_lora_rank), sh.sp_div),
+            "mla_qkv_up": e * T * _ceil_div(a, t) * (2 * qk + model.v_head_dim),
             "attn_output": sh.lin(T * _ceil_div(a, t) * model.v_head_dim),
         })
         return _with_scores(model, sh, terms, _ceil_div(a, t))  # MLA: every head has its own K and V
     d = model.kv_channels
     groups = max(model.num_query_groups // t, 1)
     terms.update({
-        "q_k": 2 * T * (_ceil_div(a, t) * d + groups * d),   # Q and K saved for QK^T
-        "v": 2 * T * groups * d,
+        "q_k": e * T * (_ceil_div(a, t) * d + groups * d),   # Q and K saved for QK^T
+        "v": e * T * groups * d,
         "attn_output": sh.lin(T * _ceil_div(a, t) * d),  # input of the output projection
     })
     if model.qk_layernorm:  # q/k RMSNorm inputs (bf16) and rstd (fp32 per token and head), before RoPE
         heads = _ceil_div(a, t) + groups
-        terms["qk_norm_input"] = 2 * T * heads * d + 4 * T * heads
+        terms["qk_norm_input"] = e * T * heads * d + 4 * T * heads
     return _with_scores(model, sh, terms, groups)
 
 
@@ -124,15 +134,15 @@ def dense_mlp_terms(model: ModelSpec, sh: Shape, ffn: int, prefix: str, tokens: 
     """Korthikanti's MLP (19sbh at ffn=4h): input, fc1 output, activation output (fc2 input), dropout mask."""
     return {
         f"{prefix}fc1_input": sh.lin(tokens * model.hidden_size, sh.sp_div),
-        f"{prefix}fc1_output": _ceil_div(2 * tokens * model.fc1_width(ffn), div),
+        f"{prefix}fc1_output": _ceil_div(sh.act_bytes * tokens * model.fc1_width(ffn), div),
         f"{prefix}act_output": sh.lin(tokens * ffn, div),
     }
 
 
 def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
-    T, h = sh.tokens, model.hidden_size
+    T, h, e = sh.tokens, model.hidden_size, sh.act_bytes
     terms = {
-        "ln2_input": _ceil_div(2 * T * h, sh.sp_div),
+        "ln2_input": _ceil_div(e * T * h, sh.sp_div),
         "mlp_dropout_mask": T * h // sh.sp_div if model.hidden_dropout > 0 else 0,
     }
     if not is_moe:
@@ -144,14 +154,14 @@ def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
     f = model.moe_ffn_hidden_size
     w = model.moe_expert_width  # h, or a latent MoE's latent width (experts and dispatch run in it)
     terms.update({
-        "router_input": 2 * local_tokens * h,
+        "router_input": e * local_tokens * h,
         "router_probs": 4 * local_tokens * model.num_experts,
         "expert_fc1_input": sh.lin(routed * w),
-        "expert_fc1_output": _ceil_div(2 * routed * model.fc1_width(f), sh.etp),
+        "expert_fc1_output": _ceil_div(e * routed * model.fc1_width(f), sh.etp),
         # gpt-oss's clamped quick-GEGLU: weighted_bias_quick_geglu_impl (Megatron fused_bias_geglu.py) clamps the two
         # halves of FC1's output and concatenates them; the fused function saves the concatenation for its backward
         # while the clamps keep FC1's output (their backward reads it): a second copy of it
-        "expert_glu_clamp_output": _ceil_div(2 * routed * model.fc1_width(f), sh.etp)
+        "expert_glu_clamp_output": _ceil_div(e * routed * model.fc1_width(f), sh.etp)
         if model.activation == Activation.quick_geglu and model.glu_clamp is not None else 0,
         "expert_act_output": sh.lin(routed * f, sh.etp),
         **latent_activation_terms(model, sh, local_tokens),
@@ -161,6 +171,10 @@ def mlp_terms(model: ModelSpec, sh: Shape, is_moe: bool) -> dict[str, int]:
         if sh.lin_per16 == LIN_BF16_PER16:
             terms["shared_fc1_input"] = 0  # the router's saved input, same tensor (module docstring)
     return terms
+
+
+# the Mamba-2 layer's tensors saved in the activation dtype (constraints/models/mamba.py mamba_activation_terms: "bf16")
+MAMBA_BF16_TERMS = frozenset({"ln1_input", "mamba_zxbcdt", "mamba_scan_output", "mamba_norm_input"})
 
 
 # Which saved tensors each selective-recompute module drops (Megatron --recompute-modules semantics:
@@ -182,7 +196,9 @@ def layer_terms(model: ModelSpec, sh: Shape, is_moe) -> dict[str, int]:
     layer's MoE flag, or a hybrid layer's symbol (constraints/models/mamba.py: one sub-block per layer)."""
     if isinstance(is_moe, str):
         if is_moe == hybrid_pattern.MAMBA:
-            return mamba.mamba_activation_terms(model, sh.tokens, sh.tp, sh.sp_div, sh.lin)
+            terms = mamba.mamba_activation_terms(model, sh.tokens, sh.tp, sh.sp_div, sh.lin)
+            # its bf16 tensors are fp32 in fp32 training (the GEMM inputs already follow sh.lin, the rstd is fp32)
+            return {k: v * sh.act_bytes // 2 if k in MAMBA_BF16_TERMS else v for k, v in terms.items()}
         if is_moe == hybrid_pattern.ATTENTION:
             return attention_terms(model, sh)
         return mlp_terms(model, sh, is_moe == hybrid_pattern.MOE)
@@ -223,7 +239,7 @@ def layer_input_bytes(model: ModelSpec, sh: Shape, recipe: Recipe) -> int:
 
 def checkpoint_input_bytes(model: ModelSpec, sh: Shape, sharded: bool) -> int:
     """layer_input_bytes given whether the input is sharded over TP (inputs_sharded)."""
-    return _ceil_div(2 * sh.tokens * model.hidden_size, sh.tp if sharded else 1)
+    return _ceil_div(sh.act_bytes * sh.tokens * model.hidden_size, sh.tp if sharded else 1)
 
 
 def embedding_bytes(model: ModelSpec, sh: Shape) -> int:
@@ -241,10 +257,12 @@ def output_bytes(model: ModelSpec, sh: Shape, padded_vocab: int) -> int:
     default) @d98e8a6; the TE impl keeps an fp32 input gradient too (transformer_engine/pytorch/triton/
     cross_entropy.py cross_entropy_forward, `grad_input = torch.empty_like(_input, dtype=torch.float32)` since
     TE 01bbe3e, 2026-07-09). So 6 B per logit at the end of the forward, with or without fusion."""
-    T, h = sh.tokens, model.hidden_size
+    T, h, e = sh.tokens, model.hidden_size, sh.act_bytes
     v_local = padded_vocab // sh.tp
-    norm_in = _ceil_div(2 * T * h, sh.sp_div)
-    gemm_in = 2 * T * h  # gathered over TP before the vocab-parallel GEMM
-    logits = 2 * T * v_local
-    fp32_loss_buffer = 4 * T * v_local
+    norm_in = _ceil_div(e * T * h, sh.sp_div)
+    gemm_in = e * T * h  # gathered over TP before the vocab-parallel GEMM
+    logits = e * T * v_local
+    # fp32 training: the logits are fp32 already and `.float()` returns the same tensor (torch.Tensor.float: "if self is
+    # already torch.float32, self is returned"), so the native cross entropy works in place on them: no second buffer
+    fp32_loss_buffer = 0 if e == 4 else 4 * T * v_local
     return norm_in + gemm_in + logits + fp32_loss_buffer

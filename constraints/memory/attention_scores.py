@@ -30,6 +30,12 @@ unfused = transformer_engine/pytorch/attention/dot_product_attention/backends.py
   mask) is a new bool tensor of s_q x s_k bytes that the in-place masked_fill_ keeps.
 Batches per block: softmax.py get_batch_per_block (the formula of the scaled_masked_softmax CUDA extension
 Megatron imports): 8 when s_k <= 128, else 4.
+fp32 training (no --bf16 / --fp16): Transformer Engine's DotProductAttention disables FlashAttention and FusedAttention
+  for a qkv_dtype outside fp16 / bf16 (transformer_engine/pytorch/attention/dot_product_attention/utils.py
+  get_attention_backend, "Disabling FlashAttention 2 for unsupported qkv_dtype", "Disabling FusedAttention for
+  unsupported qkv_dtype" @ d0067d0d), so the default backend runs UnfusedDotProductAttention, whose fused softmax needs
+  fp16 input (softmax.py is_kernel_available: `if not self.input_in_float16: return False`): the torch path, every
+  tensor above 4 bytes per element, and no half-precision cast of the probabilities.
 Selective `core_attn` recompute checkpoints the core attention from its Q, K, V inputs: everything here is
 dropped (constraints/memory/activations.py _DROPPED_BY).
 """
@@ -38,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from constraints.spec import AttentionBackend, JobSpec, ModelSpec, Recipe
+from constraints.spec import AttentionBackend, JobSpec, ModelSpec, Precision, Recipe
 
 # keys of the saved tensors this module adds (core_attn recompute drops them all)
 SCORE_TERMS = ("attn_kv_expanded", "attn_softmax_output", "attn_probs_bf16", "attn_probs_dropout_mask",
@@ -55,15 +61,18 @@ class CoreAttention:
     seq_kv: int  # key tokens (s)
     masked_softmax_fusion: bool
     softmax_in_fp32: bool
+    fp32: bool = False  # fp32 training: every tensor here in fp32, the fused softmax never runs (module docstring)
 
 
 def core_attention_of(job: JobSpec, recipe: Recipe) -> Optional[CoreAttention]:
-    """None for the fused backends (nothing here applies)."""
-    if not recipe.attention_backend.stores_scores:
+    """None for the fused backends (nothing here applies); in fp32 training they fall back to TE's unfused attention."""
+    fp32 = job.precision == Precision.fp32
+    if not recipe.attention_backend.stores_scores and not fp32:
         return None
-    return CoreAttention(backend=recipe.attention_backend, batch=recipe.mbs, seq_q=job.seq_length // recipe.cp,
+    backend = recipe.attention_backend if recipe.attention_backend.stores_scores else AttentionBackend.unfused
+    return CoreAttention(backend=backend, batch=recipe.mbs, seq_q=job.seq_length // recipe.cp,
                          seq_kv=job.seq_length, masked_softmax_fusion=recipe.masked_softmax_fusion,
-                         softmax_in_fp32=recipe.attention_softmax_in_fp32)
+                         softmax_in_fp32=recipe.attention_softmax_in_fp32 or fp32, fp32=fp32)
 
 
 def batches_per_block(seq_kv: int) -> int:
@@ -89,16 +98,18 @@ def score_terms(model: ModelSpec, core: CoreAttention, heads_per_rank: int, grou
     """Bytes of the saved score tensors of one layer for one micro-batch (keys: SCORE_TERMS), and the extra bytes
     of K and V expanded from `groups_per_rank` to `heads_per_rank` heads (GQA)."""
     scores = core.batch * heads_per_rank * core.seq_q * core.seq_kv
-    fused = fused_softmax_runs(core, heads_per_rank, model.attention_sinks)
+    fused = not core.fp32 and fused_softmax_runs(core, heads_per_rank, model.attention_sinks)
     fp32 = not fused and (core.softmax_in_fp32 or core.backend == AttentionBackend.unfused)
+    e = 4 if core.fp32 else 2  # bytes of an element of Q, K, V and the probabilities the PV matmul keeps
     # the torch softmax over the sink column is one wider (SoftmaxOne concatenates it, then slices it off)
     softmax_elems = scores + (core.batch * heads_per_rank * core.seq_q if model.attention_sinks and not fused else 0)
     dropout = model.attention_dropout > 0
     return {
-        "attn_kv_expanded": 2 * 2 * core.batch * core.seq_kv * (heads_per_rank - groups_per_rank) * model.kv_channels,
+        "attn_kv_expanded": 2 * e * core.batch * core.seq_kv * (heads_per_rank - groups_per_rank) * model.kv_channels,
         "attn_softmax_output": (4 if fp32 else 2) * softmax_elems,
-        "attn_probs_bf16": 2 * scores if fp32 and not dropout else 0,  # the bf16 cast the PV matmul keeps
+        # the bf16 cast the PV matmul keeps (none in fp32 training: the probabilities are already its dtype)
+        "attn_probs_bf16": 2 * scores if fp32 and not dropout and not core.fp32 else 0,
         "attn_probs_dropout_mask": scores if dropout else 0,
-        "attn_probs_dropout_output": 2 * scores if dropout else 0,
+        "attn_probs_dropout_output": e * scores if dropout else 0,
         "attn_causal_mask": core.seq_q * core.seq_kv if core.backend == AttentionBackend.unfused and not fused else 0,
     }

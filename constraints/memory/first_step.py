@@ -15,7 +15,7 @@ memory", src/megatron/bridge/training/utils/train_utils.py training_log @067f987
 from __future__ import annotations
 
 from constraints.memory.per_rank import OPTIMIZER_BYTES, OPTIMIZER_BYTES_BF16_MOMENTS, MemoryReport
-from constraints.spec import JobSpec
+from constraints.spec import JobSpec, Precision
 
 MASTER_WEIGHT_BYTES = 4  # the fp32 master copy inside every OPTIMIZER_BYTES entry (the rest is moments)
 STATIC_TERMS = ("weights", "gradients", "optimizer_state", "fsdp_unsharded", "framework_overhead")
@@ -24,6 +24,8 @@ STATIC_TERMS = ("weights", "gradients", "optimizer_state", "fsdp_unsharded", "fr
 def moment_bytes(terms: dict[str, int], job: JobSpec) -> int:
     """Bytes of optimizer moments in one rank's terms: the optimizer_state term less its fp32 master share (exact:
     optimizer_state is sharded params x bytes per param)."""
+    if job.precision == Precision.fp32:  # fp32 training holds no master copy: the optimizer state is all moments
+        return terms.get("optimizer_state", 0)
     per_param = (OPTIMIZER_BYTES_BF16_MOMENTS if job.optimizer_moments_bf16 else OPTIMIZER_BYTES)[job.optimizer]
     return terms.get("optimizer_state", 0) * (per_param - MASTER_WEIGHT_BYTES) // per_param
 

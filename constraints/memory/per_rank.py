@@ -40,6 +40,15 @@ OPTIMIZER_BYTES = {Optimizer.adam: 12, Optimizer.muon: 8}  # fp32 master + momen
 # precision-aware optimizer with bf16 moments (Megatron --exp-avg-dtype / --exp-avg-sq-dtype bf16, megatron/core/optimizer
 # optimizer_config.py; Megatron-Bridge recipes moonlight_16b / deepseek_v3 h100): fp32 master 4 + 2 B per moment
 OPTIMIZER_BYTES_BF16_MOMENTS = {Optimizer.adam: 8, Optimizer.muon: 6}
+# fp32 training (no --bf16 / --fp16): the model's own fp32 parameters are what the optimizer steps, so there is no
+# separate fp32 master copy. Megatron's DistributedOptimizer takes an fp32 param's shard as a view of the param itself
+# (megatron/core/optimizer/distrib_optimizer.py @d98e8a64 _build_model_and_main_param_groups, "# fp32 params." branch:
+# shard_model_param = model_param.view(-1)[...], no clone), and without it FP32Optimizer steps the params in place
+# (megatron/core/optimizer/optimizer.py); the main-grad buffer is fp32 (param_and_grad_buffer.py: grad_dtype =
+# torch.float if grad_reduce_in_fp32 else param.dtype, fp32 either way). Per parameter: 4 B weight, 4 B grad, and the
+# optimizer's moments only: Adam m, v 8 B, Muon's momentum 4 B (what OPTIMIZER_BYTES hold beyond the 4 B master).
+FP32_WEIGHT_BYTES = 4
+FP32_OPTIMIZER_BYTES = {Optimizer.adam: 8, Optimizer.muon: 4}
 PPM = 1_000_000
 
 
@@ -123,9 +132,11 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
     holds whole weights (Megatron-FSDP / FSDP2 fully sharded weights stay priced at bf16)."""
     dense_shards = max(recipe.dp(world_size) * recipe.cp, 1)
     expert_shards = max(recipe.expert_dp(world_size), 1)
-    w_bytes = FP8_WEIGHT_BYTES if recipe.fp8_param_gather else WEIGHT_BYTES
-    g_bytes = BF16_GRAD_BYTES if recipe.grad_reduce_in_bf16 and job.precision != Precision.fp16 else GRAD_BYTES
-    opt_bytes = (OPTIMIZER_BYTES_BF16_MOMENTS if job.optimizer_moments_bf16 else OPTIMIZER_BYTES)[job.optimizer]
+    fp32 = job.precision == Precision.fp32
+    w_bytes = FP32_WEIGHT_BYTES if fp32 else FP8_WEIGHT_BYTES if recipe.fp8_param_gather else WEIGHT_BYTES
+    g_bytes = BF16_GRAD_BYTES if recipe.grad_reduce_in_bf16 and job.precision not in (Precision.fp16, Precision.fp32) else GRAD_BYTES
+    opt_bytes = (FP32_OPTIMIZER_BYTES if fp32 else
+                 OPTIMIZER_BYTES_BF16_MOMENTS if job.optimizer_moments_bf16 else OPTIMIZER_BYTES)[job.optimizer]
     sharding = recipe.dp_sharding
     fsdp = recipe.fsdp_sharding_strategy if sharding == DataParallelSharding.megatron_fsdp else None
     # Megatron-FSDP no_shard holds everything like DDP; optim shards the optimizer state only (ZeRO-1), like the
@@ -149,7 +160,7 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
     # gathered for compute (current + prefetched next: 2 x weights) and its full grad reduce-scattered.
     return {"weights": sharded_params * w_bytes, "gradients": sharded_params * g_bytes,
             "optimizer_state": sharded_params * opt_bytes,
-            "fsdp_unsharded": 2 * biggest * WEIGHT_BYTES + biggest * g_bytes}
+            "fsdp_unsharded": 2 * biggest * (FP32_WEIGHT_BYTES if fp32 else WEIGHT_BYTES) + biggest * g_bytes}
 
 
 def offloaded_layers_peak(sizes: list[int], offloaded: int) -> int:
@@ -201,13 +212,13 @@ def chunk_activation(model: ModelSpec, recipe: Recipe, sh: act.Shape, chunk: Chu
 def comm_buffer_bytes(model: ModelSpec, recipe: Recipe, sh: act.Shape) -> int:
     """Transient communication buffers alive at the peak: the SP all-gathered layer input, PP send/recv
     buffers of one micro-batch's boundary activation, EP dispatch/combine buffers of one MoE layer."""
-    T, h = sh.tokens, model.hidden_size
-    total = 2 * T * h if recipe.sp_active else 0
+    T, h, e = sh.tokens, model.hidden_size, sh.act_bytes  # e: bytes per activation element (4 in fp32)
+    total = e * T * h if recipe.sp_active else 0
     if recipe.pp > 1:
-        total += 2 * _ceil_div(2 * T * h, sh.sp_div)
+        total += 2 * _ceil_div(e * T * h, sh.sp_div)
     if model.is_moe and recipe.ep > 1:
         routed = _ceil_div(T, sh.sp_div) * model.moe_router_topk
-        total += 2 * 2 * routed * model.moe_expert_width  # latent MoE dispatches latent-wide tokens
+        total += 2 * e * routed * model.moe_expert_width  # latent MoE dispatches latent-wide tokens
     return total
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from boundary.errors import InputRefused, ShardplanError
-from boundary.names import did_you_mean, looks_like_path, resolve_name
+from boundary.names import did_you_mean, exact_name, hub_id_tail, looks_like_path, resolve_name
 from boundary.parse import load_json, load_yaml
 from boundary.read import is_regular_file, read_text
 from boundary.show import shown, validation_line
@@ -289,6 +289,7 @@ def _llama4(raw: dict, name: str) -> ModelSpec:
     text.setdefault("tie_word_embeddings", raw.get("tie_word_embeddings", False))
     _check_hf_types(text, name)
     layers, step = text["num_hidden_layers"], text.get("interleave_moe_layer_step") or 1
+    _check_num_layers(layers, name, "num_hidden_layers")  # before the MoE and NoPE per-layer lists below
     moe = text.get("moe_layers")
     moe_set = set(moe) if isinstance(moe, list) else set(range(step - 1, layers, step))
     rope = text.get("no_rope_layers") or [int((i + 1) % (text.get("no_rope_layer_interval") or 4) != 0) for i in range(layers)]
@@ -323,6 +324,7 @@ def _nemotron_h(raw: dict, name: str) -> ModelSpec:
         pattern = "".join(_BLOCK_SYMBOLS[t] for t in raw["layers_block_type"])
     if not isinstance(pattern, str) or not pattern:
         raise ModelError(f"model {name}: nemotron_h config needs hybrid_override_pattern (e.g. \"M-M*-\"); copy it from the HF config.json")
+    _check_num_layers(len(pattern), name, "hybrid_override_pattern's length")  # one layer a symbol: sized before use
     depth = raw.get("num_nextn_predict_layers") or 0
     mtp_pattern = raw.get("mtp_hybrid_override_pattern") if depth else None
     if depth and not (isinstance(mtp_pattern, str) and mtp_pattern):
@@ -419,9 +421,16 @@ def load_model(name_or_path: str) -> ModelSpec:
     if not is_regular_file(path):
         names = bundled_models()
         meant = resolve_name(name_or_path, names)
+        hub_repo = hub_id_tail(name_or_path)
+        if meant is None and hub_repo is not None and not os.path.lexists(name_or_path):
+            meant = exact_name(hub_repo, names) or exact_name(hub_repo.removeprefix("Meta-"), names)
         path = MODELS_DIR / f"{meant}.json" if meant is not None else None
         if path is None and os.path.lexists(name_or_path):  # exists but is a directory, FIFO, device...
             path = Path(name_or_path)
+        if path is None and hub_repo is not None:
+            raise ModelError(f"--model: no file {shown(name_or_path)}, and no bundled model {shown(hub_repo)}"
+                             f"{did_you_mean(hub_repo, names)}; for a hub model, download its config.json "
+                             f"(`huggingface-cli download {shown(name_or_path)[1:-1]} config.json`) and pass that path")
         if path is None and looks_like_path(name_or_path):
             raise ModelError(f"--model: no file {shown(name_or_path)}; check the path (an HF config.json, a model YAML, or "
                              "the model's folder)")

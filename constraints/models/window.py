@@ -11,7 +11,8 @@ transformer_flops), and so does measure/projection/flops.py, to stay comparable 
 """
 from __future__ import annotations
 
-from constraints.spec import ModelSpec
+from boundary.errors import ShardplanError
+from constraints.spec import MAX_NUM_LAYERS, ModelSpec
 
 
 def window_flags(model: ModelSpec) -> tuple[bool, ...]:
@@ -22,7 +23,11 @@ def window_flags(model: ModelSpec) -> tuple[bool, ...]:
 
 
 def flags_from_skip_freq(freq, num_layers: int) -> tuple[bool, ...]:
-    """Megatron's is_layer_window_attention over layers 1..L: int N -> layer % N != 0; list -> its 0/1 entries."""
+    """Megatron's is_layer_window_attention over layers 1..L: int N -> layer % N != 0; list -> its 0/1 entries.
+    A layer count past MAX_NUM_LAYERS is refused before the tuple is built (10^9 layers took 3 GB)."""
+    if num_layers > MAX_NUM_LAYERS:
+        raise ShardplanError(f"num_layers {num_layers:,} is above the {MAX_NUM_LAYERS} layers shardplan models; give "
+                             "the model's layer count")
     if isinstance(freq, int):
         return tuple(n % freq != 0 for n in range(1, num_layers + 1))
     return tuple(bool(v) for v in freq)

@@ -27,7 +27,7 @@ from constraints.stacks.bridge_precision import ALIASES as PRECISION_ALIASES
 from constraints.stacks.bridge_precision import RESOLVED as PRECISION_FIELDS
 from constraints.stacks.bridge_precision import BridgePrecisionError, precision_args
 from constraints.stacks.bridge_precision import resolve as resolve_precision
-from constraints.stacks.common import ArgvBuilder, StackConfig, StackConfigError, env_default
+from constraints.stacks.common import ArgvBuilder, EnvReferences, StackConfig, StackConfigError
 from constraints.stacks.field_names import unknown_bridge_key
 from constraints.stacks.keys import CORE_RENAMES, QUICK_GELU_TARGET
 
@@ -97,22 +97,22 @@ def mapping_from_overrides(tokens: list[str], load_value) -> dict:
     return out
 
 
-def _mixed_precision(resolved, builder: ArgvBuilder, environ, notes) -> None:
+def _mixed_precision(resolved, builder: ArgvBuilder, env: EnvReferences) -> None:
     """The section's Megatron arguments (constraints/stacks/bridge_precision.py); a mapping's other keys as fields."""
     fields, rest = resolved
     builder.add_args("mixed_precision", precision_args(fields))
     for k, v in rest.items():
         path = f"mixed_precision.{k}"
-        builder.add(path, k, env_default(v, environ, notes, path), core_names=True)
+        builder.add(path, k, env.value(v, path), core_names=True)
 
 
 # sections whose fields MixedPrecisionConfig.setup overwrites (model, optimizer and DDP configs)
 _PRECISION_TARGETS = ("model", "optimizer", "ddp")
 
 
-def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
-    builder, notes, ignored = ArgvBuilder(), [], []
-    env = None
+def read_bridge(data: dict, env: EnvReferences) -> StackConfig:
+    builder, notes, ignored = ArgvBuilder(), env.notes, []
+    env_vars = None
     try:
         precision = resolve_precision(data.get("mixed_precision"))
     except BridgePrecisionError as exc:
@@ -120,12 +120,12 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
     for section, body in data.items():
         if section == "mixed_precision":
             if precision is not None:
-                _mixed_precision(precision, builder, environ, notes)
+                _mixed_precision(precision, builder, env)
             continue
         if section == "env_vars":
             if not isinstance(body, dict):
                 raise StackConfigError("env_vars: must be a mapping of NAME: value")
-            env = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in body.items()}
+            env_vars = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in body.items()}
             continue
         if body is None:
             continue
@@ -154,7 +154,7 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
                 if not (section == "model" and key == "activation_func" and _activation_agrees(value, body)):
                     builder.not_understood.append(path)
                 continue
-            builder.add(path, str(key), env_default(value, environ, notes, path), core_names=section == "model")
+            builder.add(path, str(key), env.value(value, path), core_names=section == "model")
     model = data.get("model") if isinstance(data.get("model"), dict) else {}
     if "max_position_embeddings" not in model and isinstance(model.get("seq_length"), int):
         # GPTModelProvider has no max_position_embeddings: it builds GPTModel with max_sequence_length=self.seq_length
@@ -169,7 +169,7 @@ def read_bridge(data: dict, environ: dict[str, str]) -> StackConfig:
         if error:
             raise StackConfigError(error)
     return StackConfig(kind="bridge", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,
-                       notes=notes + builder.notes, env=env)
+                       notes=notes + builder.notes, env=env_vars)
 
 
 def _activation_agrees(value: dict, model: dict) -> bool:

@@ -8,17 +8,20 @@ use_distributed_optimizer) is refused, since either reading would be a guess.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from boundary.budget import InputBudget
+from boundary.errors import ShardplanError
+from boundary.expand import ENV_REFERENCE, substitute_references
+from boundary.parse import NotYaml, load_yaml
+from boundary.show import shown
 from constraints.megatron.flags import FLAGS
 from constraints.stacks.keys import StackKeyError, flags_for_core_field
 
 
-class StackConfigError(ValueError):
+class StackConfigError(ShardplanError):
     """An unusable stack config (exit 2); one line naming the key and the fix."""
 
 
@@ -91,32 +94,47 @@ def _is_flag(token: str) -> bool:
     return token in FLAGS
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}")
+class EnvReferences:
+    """Primus `${NAME:default}` / Megatron `${NAME}` in a config's string values: the environment's value, else the
+    default, each name noted once (a whole-string reference is typed as YAML would type it; one inside a string, e.g.
+    `${PRIMUS_MODEL:deepseek_v3}.yaml`, is substituted as text); a missing variable without a default is refused.
 
+    Why bounded: the substituted text is parsed again, and an environment value or a default is as hostile as the file
+    (a 734-byte default holding a YAML alias bomb took 3.1 GiB; `[[[...` 3,000 deep raised RecursionError). The
+    substitution is sized and charged to the input's budget before it is built (boundary.expand.substitute_references),
+    and the result is parsed by the bounded YAML loader under the same budget (boundary.parse.load_yaml); a limit
+    passed raises boundary.errors.InputRefused, which no caller mistakes for a key it may skip."""
 
-def env_default(value: Any, environ: dict[str, str], notes: list[str], path: str) -> Any:
-    """Primus `${NAME:default}` / Megatron `${NAME}` in a string value: the environment's value, else the default,
-    noted either way (a whole-string reference is typed as YAML would type it; one inside a string, e.g.
-    `${PRIMUS_MODEL:deepseek_v3}.yaml`, is substituted as text); a missing variable without a default is refused."""
-    if not isinstance(value, str) or "${" not in value:
-        return value
+    def __init__(self, environ: dict[str, str], budget: InputBudget, notes: list[str]):
+        self.environ, self.budget, self.notes = environ, budget, notes
+        self._noted: set[str] = set()
 
-    def one(m: re.Match) -> str:
-        name, default = m.group(1), m.group(2)
-        if name in environ:
-            notes.append(f"{path}: took {name}={environ[name]} from the environment")
-            return environ[name]
+    def value(self, value: Any, path: str) -> Any:
+        """`value` with its references substituted (unchanged when it holds none)."""
+        if not isinstance(value, str) or "${" not in value:
+            return value
+        label = f"{self.budget.label}: {path}"
+        text = substitute_references(value, lambda name, default: self._lookup(name, default, path), label, self.budget)
+        if ENV_REFERENCE.fullmatch(value.strip()) is None:
+            return text
+        if not text.strip():
+            return None
+        try:
+            return load_yaml(text, "recipe", f"{label} (its ${{NAME}} value)", self.budget)
+        except NotYaml:
+            return text  # not YAML: the text itself, as Primus takes it
+
+    def _lookup(self, name: str, default: str | None, path: str) -> str:
+        if name in self.environ:
+            self._note(name, f"{path}: took {name}={shown(self.environ[name])} from the environment")
+            return self.environ[name]
         if default is None:
             raise StackConfigError(f"{path}: ${{{name}}} is not set in the environment and has no default; set {name} "
                                    "or write the value")
-        notes.append(f"{path}: {name} is not set: took its default {default!r}")
+        self._note(name, f"{path}: {name} is not set: took its default {shown(default)}")
         return default
 
-    whole = _ENV_REF.fullmatch(value.strip())
-    text = _ENV_REF.sub(one, value)
-    if whole is None:
-        return text
-    try:
-        return yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError:
-        return text
+    def _note(self, name: str, line: str) -> None:
+        if name not in self._noted:
+            self._noted.add(name)
+            self.notes.append(line)

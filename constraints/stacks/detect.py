@@ -8,13 +8,14 @@ ConfigContainer sections), so no flag is needed. Every file is read through the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
+from boundary.budget import InputBudget
 from boundary.errors import InputRefused
 from boundary.parse import load_yaml
 from boundary.read import read_text
 from constraints.stacks.bridge import bridge_key, is_bridge, load_override_value, mapping_from_overrides, overrides_text, read_bridge
-from constraints.stacks.common import StackConfig, StackConfigError
+from constraints.stacks.common import EnvReferences, StackConfig, StackConfigError
 from constraints.stacks.keys import DEST_OF
 from constraints.stacks.primus import is_primus, read_primus
 from constraints.stacks.yaml_cfg import is_yaml_cfg, read_yaml_cfg
@@ -22,11 +23,14 @@ from constraints.stacks.yaml_cfg import is_yaml_cfg, read_yaml_cfg
 KINDS = ("primus", "bridge", "yaml-cfg")
 
 
-def _read_yaml_file(path: Path) -> Any:
-    try:
-        return load_yaml(read_text(path, "recipe", str(path)), "recipe", str(path))
-    except InputRefused as exc:
-        raise StackConfigError(str(exc)) from None
+def _tree_reader(budget: InputBudget) -> Callable[[Path], Any]:
+    """Reads one file a stack config names (a Primus module config, model file or `extends` base) through the bounded
+    boundary, its bytes and YAML values charged to the input's budget."""
+    def read(path: Path) -> Any:
+        text = read_text(path, "recipe", str(path))
+        budget.charge_bytes(len(text.encode()), str(path))
+        return load_yaml(text, "recipe", str(path), budget)
+    return read
 
 
 def stack_kind(data: Any) -> Optional[str]:
@@ -42,15 +46,21 @@ def stack_kind(data: Any) -> Optional[str]:
     return None
 
 
-def read_stack_mapping(data: dict, path: Path, environ: dict[str, str]) -> Optional[StackConfig]:
+def read_stack_mapping(data: dict, path: Path, environ: dict[str, str], budget: InputBudget | None = None) -> Optional[StackConfig]:
+    """The config's Megatron arguments, or None when `data` is no stack config; `budget` is what reading it may cost
+    with every file it names and every `${NAME}` it expands (a fresh boundary.budget.InputBudget by default)."""
     kind = stack_kind(data)
-    if kind == "primus":
-        return read_primus(data, path, _read_yaml_file, environ)
-    if kind == "yaml-cfg":
-        return read_yaml_cfg(data, environ)
-    if kind == "bridge":
-        return read_bridge(data, environ)
-    return None
+    if kind is None:
+        return None
+    env = EnvReferences(environ, budget or InputBudget(path.name), [])
+    try:
+        if kind == "primus":
+            return read_primus(data, path, _tree_reader(env.budget), env)
+        if kind == "yaml-cfg":
+            return read_yaml_cfg(data, env)
+        return read_bridge(data, env)
+    except InputRefused as exc:  # a limit of the boundary or of the input's budget
+        raise StackConfigError(str(exc)) from None
 
 
 def read_stack_config(path: Path, text: str, environ: dict[str, str]) -> Optional[StackConfig]:
@@ -61,20 +71,23 @@ def read_stack_config(path: Path, text: str, environ: dict[str, str]) -> Optiona
         what = "a Megatron-Bridge recipe function" if "megatron.bridge" in text or "ConfigContainer" in text else "Python"
         raise StackConfigError(f"{path.name} is {what}, which shardplan does not run; save the ConfigContainer it builds as "
                                "a Bridge YAML, or write its key=value overrides to a file, and check that")
+    budget = InputBudget(path.name)
+    budget.charge_file(path.name)
+    budget.charge_bytes(len(text.encode()), path.name)
     if path.suffix in (".yaml", ".yml"):
         try:
-            data = load_yaml(text, "recipe", str(path))
+            data = load_yaml(text, "recipe", str(path), budget)
         except InputRefused:
             return None  # the recipe reader reports YAML errors as before
         if isinstance(data, dict):
-            return read_stack_mapping(data, path, environ)
+            return read_stack_mapping(data, path, environ, budget)
         if not isinstance(data, str):
             return None
         # key=value override lines saved as .yaml read as one YAML string: they are the overrides all the same
     tokens = overrides_text(text)
     if tokens is None:
         return None
-    config = read_bridge(mapping_from_overrides(tokens, load_override_value), environ)
+    config = read_bridge(mapping_from_overrides(tokens, load_override_value), EnvReferences(environ, budget, []))
     return config.model_copy(update={"notes": [f"read {len(tokens)} Megatron-Bridge key=value override(s)"]
                                      + config.notes})
 

@@ -22,14 +22,15 @@ import difflib
 from pathlib import Path
 from typing import Any, Callable
 
+from boundary.limits import MAX_EXTENDS_DEPTH
 from boundary.read import is_regular_file
+from boundary.show import shown
 from constraints.megatron.flags import READ_FLAGS
-from constraints.stacks.common import ArgvBuilder, StackConfig, StackConfigError, env_default
+from constraints.stacks.common import ArgvBuilder, EnvReferences, StackConfig, StackConfigError
 from constraints.stacks.keys import MEGATRON_DESTS, StackKeyError, flags_for_core_field
 
 META_KEYS = ("work_group", "user_name", "exp_name", "workspace")
 MODULE_KEYS = ("framework", "config", "model", "overrides")
-MAX_EXTENDS = 16  # Primus model chains are 3-4 files deep (llama3.1_8B -> llama3_8B -> llama3_base -> ...)
 
 Reader = Callable[[Path], Any]  # a YAML file -> its value, through the bounded input boundary
 
@@ -57,29 +58,77 @@ def _primus_file(name: str, experiment: Path, folder: str) -> Path | None:
     return next((c for c in candidates if is_regular_file(c)), None)
 
 
-def _model_chain(path: Path, read: Reader, seen: tuple[Path, ...] = ()) -> list[tuple[Path, dict]]:
-    """[(file, its keys)] base first: each `extends` entry (relative to the file) before the file itself."""
-    if path.resolve() in seen:
-        raise StackConfigError(f"{path.name}: extends itself through {' -> '.join(p.name for p in seen)}; break the cycle")
-    if len(seen) >= MAX_EXTENDS:
-        raise StackConfigError(f"{path.name}: more than {MAX_EXTENDS} files chained by extends; shorten the chain")
-    data = read(path)
-    if not isinstance(data, dict):
-        raise StackConfigError(f"{path.name}: a Primus model file must be a mapping of Megatron arguments")
-    bases = data.get("extends") or []
-    bases = [bases] if isinstance(bases, str) else bases
-    chain: list[tuple[Path, dict]] = []
-    for base in bases:
-        base_path = path.parent / str(base)
-        if not is_regular_file(base_path):
-            raise StackConfigError(f"{path.name}: extends {base}, which is not beside it; put {base} in {path.parent}")
-        chain += _model_chain(base_path, read, seen + (path.resolve(),))
-    return chain + [(path, {k: v for k, v in data.items() if k != "extends"})]
+class ExtendsTree:
+    """The Primus files one experiment names (trainer defaults, model file) and their `extends` bases, each read once.
+
+    Why a tree with a memo: Primus merges a file's bases in order and the file over them, recursively (AMD-AGI/Primus
+    primus/core/config/yaml_loader.py _apply_extends), so a base named by two files is read by both. Followed naively
+    a tree that fans out (3 bases a file, 14 deep) opens 3^14 files and never ends. Here each file is read once (by
+    resolved path) and merged once; every entry that names a file is charged to the input's budget before it is opened
+    (boundary.budget: at most MAX_TREE_FILES names, MAX_TREE_BYTES, MAX_TREE_YAML_VALUES), one chain is at most
+    MAX_EXTENDS_DEPTH files, and a file that extends itself, directly or not, is refused naming the loop. The merge of
+    flat mappings (Primus model and trainer files are flat) is the same as Primus's: a key's value and place come from
+    the last and first file that sets it, in Primus's order."""
+
+    def __init__(self, read: Reader, env: EnvReferences):
+        self._read, self._env = read, env
+        self._data: dict[Path, Any] = {}  # resolved path -> its parsed YAML
+        self._merged: dict[Path, tuple[list[Path], dict[str, tuple[Path, Any]]]] = {}
+
+    def _file(self, path: Path, named_by: str) -> Any:
+        self._env.budget.charge_file(named_by)
+        key = path.resolve()
+        if key not in self._data:
+            self._data[key] = self._read(path)
+        return self._data[key]
+
+    def merged(self, path: Path, named_by: str, chain: tuple[Path, ...] = ()) -> tuple[list[Path], dict[str, tuple[Path, Any]]]:
+        """(the files read, bases first; {key: (the file that set it last, its value)}) of `path` and its bases."""
+        key = path.resolve()
+        if key in chain:
+            loop = " -> ".join(p.name for p in chain[chain.index(key):] + (key,))
+            raise StackConfigError(f"{path.name}: extends itself ({loop}); break the cycle")
+        if len(chain) >= MAX_EXTENDS_DEPTH:
+            raise StackConfigError(f"{path.name}: more than {MAX_EXTENDS_DEPTH} files chained by extends "
+                                   f"({' -> '.join(p.name for p in chain[:4])} -> ...); shorten the chain")
+        data = self._file(path, named_by)
+        if key in self._merged:
+            return self._merged[key]
+        if not isinstance(data, dict):
+            raise StackConfigError(f"{path.name}: a Primus model file must be a mapping of Megatron arguments")
+        files: list[Path] = []
+        keys: dict[str, tuple[Path, Any]] = {}
+        for base in self._bases(path, data):
+            base_files, base_keys = self.merged(path.parent / base, f"{path.name}: extends {shown(base)}", chain + (key,))
+            files += [f for f in base_files if f not in files]
+            keys.update(base_keys)
+        files.append(path)
+        keys.update((k, (path, v)) for k, v in data.items() if k != "extends")
+        self._merged[key] = (files, keys)
+        return files, keys
+
+    def _bases(self, path: Path, data: dict) -> list[str]:
+        bases = data.get("extends") or []
+        bases = [bases] if isinstance(bases, str) else bases
+        if not isinstance(bases, list) or not all(isinstance(b, str) for b in bases):
+            raise StackConfigError(f"{path.name}: extends must be a file name or a list of file names "
+                                   f"({shown(data.get('extends'))}); list the base files beside it")
+        out = []
+        for base in bases:
+            base = str(self._env.value(base, f"{path.name}: extends"))
+            if not is_regular_file(path.parent / base):
+                raise StackConfigError(f"{path.name}: extends {shown(base)}, which is not beside it; put it in "
+                                       f"{shown(str(path.parent))}")
+            out.append(base)
+        return out
 
 
-def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, str]) -> StackConfig:
+def read_primus(data: dict, experiment: Path, read: Reader, env: EnvReferences) -> StackConfig:
+    """The experiment's Megatron arguments: trainer defaults, then the model file, then `overrides` (Primus's order);
+    `read` reads one YAML file through the bounded boundary, `env` substitutes `${NAME:default}` and holds the notes."""
     name, module = _megatron_module(data["modules"])
-    notes: list[str] = []
+    notes = env.notes
+    tree = ExtendsTree(read, env)
     builder = ArgvBuilder()
     ignored = [k for k in data if k in META_KEYS]
     builder.not_understood += [k for k in data if k not in META_KEYS and k != "modules"]
@@ -88,35 +137,35 @@ def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, s
     merged: dict[str, tuple[str, Any]] = {}
     defaults: set[str] = set()  # keys whose value comes from Primus's trainer defaults, not the user
     shipped_model: set[str] = set()  # keys whose value comes from a model file shipped in primus/configs/models
-    config_name = env_default(module.get("config"), environ, notes, f"modules.{name}.config")
+    config_name = env.value(module.get("config"), f"modules.{name}.config")
     if config_name:
         config_path = _primus_file(str(config_name), experiment, "modules")
         if config_path is None:
-            notes.append(f"modules.{name}.config {module['config']} (Primus's trainer defaults) was found neither beside "
-                         "the experiment nor in a Primus checkout above it: keys it sets that the experiment does not "
-                         "are Megatron-LM's defaults here")
+            notes.append(f"modules.{name}.config {shown(module['config'])} (Primus's trainer defaults) was found neither "
+                         "beside the experiment nor in a Primus checkout above it: keys it sets that the experiment does "
+                         "not are Megatron-LM's defaults here")
         else:
-            for path, keys in _model_chain(config_path, read):
-                notes.append(f"read {path} (Primus trainer defaults)")
-                for key, value in keys.items():
-                    merged[key] = (f"{path.name}:{key}", value)
-                    defaults.add(key)
-    model_name = env_default(module.get("model"), environ, notes, f"modules.{name}.model")
+            files, keys = tree.merged(config_path, f"modules.{name}.config")
+            notes += [f"read {path} (Primus trainer defaults)" for path in files]
+            for key, (path, value) in keys.items():
+                merged[key] = (f"{path.name}:{key}", value)
+                defaults.add(key)
+    model_name = env.value(module.get("model"), f"modules.{name}.model")
     missing_model = None
     if model_name is not None:
         model_path = _primus_file(str(model_name), experiment, "models")
         if model_path is None:
-            missing_model = (f"modules.{name}.model {model_name} was found neither beside the experiment nor in a Primus "
-                             "checkout above it: its keys are not read (give the shape in overrides or pass --model)")
+            missing_model = (f"modules.{name}.model {shown(model_name)} was found neither beside the experiment nor in a "
+                             "Primus checkout above it: its keys are not read (give the shape in overrides or pass --model)")
             notes.append(missing_model)
         else:
-            for path, keys in _model_chain(model_path, read):
-                notes.append(f"read {path} (Primus model file)")
+            files, keys = tree.merged(model_path, f"modules.{name}.model")
+            notes += [f"read {path} (Primus model file)" for path in files]
+            for key, (path, value) in keys.items():
+                merged[key] = (f"{path.name}:{key}", value)
+                defaults.discard(key)
                 shipped = "/primus/configs/" in path.resolve().as_posix()  # Primus's own file, not the user's
-                for key, value in keys.items():
-                    merged[key] = (f"{path.name}:{key}", value)
-                    defaults.discard(key)
-                    (shipped_model.add if shipped else shipped_model.discard)(key)
+                (shipped_model.add if shipped else shipped_model.discard)(key)
     overrides = module.get("overrides") or {}
     if not isinstance(overrides, dict):
         raise StackConfigError(f"modules.{name}.overrides: must be a mapping of Megatron arguments ({type(overrides).__name__})")
@@ -130,16 +179,17 @@ def read_primus(data: dict, experiment: Path, read: Reader, environ: dict[str, s
                 ignored.append(path)
                 continue
         if key not in defaults:
-            builder.add(path, str(key), env_default(value, environ, notes, path))
+            builder.add(path, str(key), env.value(value, path))
             continue
         # a default shipped in primus/configs/: judged where a rule or the memory model reads its flag; one that is
         # no Megatron argument (Primus's own settings) or that shardplan does not model is listed as ignored
         try:
-            args = flags_for_core_field(str(key), env_default(value, environ, notes, path), path, core_names=False)
+            value = env.value(value, path)
+            args = flags_for_core_field(str(key), value, path, core_names=False)
         except (StackConfigError, StackKeyError):
             args = None
         if args and args[0] in READ_FLAGS:
-            builder.add(path, str(key), env_default(value, environ, notes, path))
+            builder.add(path, str(key), value)
         elif args is None or args:
             ignored.append(path)
     for path in builder.not_understood:

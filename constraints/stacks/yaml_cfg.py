@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from constraints.stacks.common import ArgvBuilder, StackConfig, StackConfigError, env_default
+from constraints.stacks.common import ArgvBuilder, EnvReferences, StackConfig, StackConfigError
 
 SECTIONS = ("language_model", "model_parallel")
 # validate_yaml sets these itself; a value in the file has no effect
@@ -28,12 +28,12 @@ def is_yaml_cfg(data: dict) -> bool:
     return any(isinstance(data.get(s), dict) for s in SECTIONS)
 
 
-def read_yaml_cfg(data: dict, environ: dict[str, str]) -> StackConfig:
+def read_yaml_cfg(data: dict, env: EnvReferences) -> StackConfig:
     for section in SECTIONS:
         if not isinstance(data.get(section), dict):
             raise StackConfigError(f"{section}: missing or not a mapping; Megatron's --yaml-cfg reads both "
                                    "language_model and model_parallel sections (yaml_arguments.validate_yaml)")
-    builder, notes, ignored = ArgvBuilder(), [], []
+    builder, notes, ignored = ArgvBuilder(), env.notes, []
     items: list[tuple[str, str, Any, bool]] = []
     for section in SECTIONS:
         items += [(f"{section}.{k}", str(k), v, True) for k, v in data[section].items()]
@@ -43,7 +43,7 @@ def read_yaml_cfg(data: dict, environ: dict[str, str]) -> StackConfig:
             if value is not None:
                 ignored.append(path)
             continue
-        builder.add(path, key, env_default(value, environ, notes, path), core_names=core)
+        builder.add(path, key, env.value(value, path), core_names=core)
     if ignored:
         notes.append(f"{', '.join(ignored)}: Megatron's yaml path sets these itself (validate_yaml); the file's "
                      "value has no effect")

@@ -23,7 +23,7 @@ class Phase(str, Enum):
 
 
 # fp4: E2M1 pairs packed in a byte plus one E4M3 scale byte per 16 elements (arXiv 2509.25149 sec. 2)
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp4": 9 / 16, "fp32": 4}
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp4": 9 / 16, "fp32": 4, "tf32": 4}
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,31 @@ class PhaseOp:
 
 
 def gemm_dtype(job: JobSpec) -> str:
+    """The format a GEMM runs in. fp32 training runs its GEMMs in TF32: Megatron's linear layers are Transformer
+    Engine's (transformer_impl defaults to transformer_engine), whose cuBLASLt GEMM picks CUBLAS_COMPUTE_32F_FAST_TF32
+    when A, B and D are all fp32 ("Use TF32 only for pure FP32 GEMM", transformer_engine/common/gemm/cublaslt_gemm.cu
+    @ d0067d0d); Megatron itself never turns torch's allow_tf32 on or off (no such call in megatron/ @ d98e8a64)."""
     if job.precision.is_fp4:
         return "fp4"
     if job.precision.is_fp8:
         return "fp8"
+    if job.precision == Precision.fp32:
+        return "tf32"
     return "fp16" if job.precision == Precision.fp16 else "bf16"
 
 
+def unquantised_gemm_dtype(job: JobSpec) -> str:
+    """The format of the GEMMs fp8 / fp4 recipes leave unquantised (router, output layer): bf16, TF32 in fp32 training
+    (gemm_dtype)."""
+    return "tf32" if job.precision == Precision.fp32 else "bf16"
+
+
 def act_dtype(job: JobSpec) -> str:
+    """The format of the activations (and of core attention, which runs unfused in fp32: TE disables its flash and
+    fused kernels for fp32 inputs, constraints/memory/attention_scores.py; torch's fp32 batched matmuls stay fp32,
+    allow_tf32 being off by default)."""
+    if job.precision == Precision.fp32:
+        return "fp32"
     return "fp16" if job.precision == Precision.fp16 else "bf16"
 
 

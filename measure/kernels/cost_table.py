@@ -174,7 +174,7 @@ class CostTable(_Strict):
             if os.path.lexists(path):
                 self.merge_from(CostTable.load(path))
             atomic_write_text(path, json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n",
-                              label=f"cost table {path}")
+                              label=f"cost table {path}", updates_input=True)
 
 
 @contextlib.contextmanager

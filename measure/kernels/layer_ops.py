@@ -26,7 +26,18 @@ from enum import Enum
 
 from constraints.models.window import mean_pair_fraction
 from constraints.spec import Activation, JobSpec, ModelSpec, MoeDispatcher, Recipe
-from measure.kernels.common import Phase, PhaseOp, act_dtype, gemm_dtype, gemm_ops, grouped_gemm_ops, norm_ops, pointwise_ops, rank_tokens
+from measure.kernels.common import (
+    Phase,
+    PhaseOp,
+    act_dtype,
+    gemm_dtype,
+    gemm_ops,
+    grouped_gemm_ops,
+    norm_ops,
+    pointwise_ops,
+    rank_tokens,
+    unquantised_gemm_dtype,
+)
 from measure.kernels.mamba_ops import HYBRID_KINDS, mamba_ops
 from measure.kernels.ops import Op, OpKind
 
@@ -207,7 +218,7 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fused_grouped_mlp: b
     t, t_sp = rank_tokens(job, recipe)
     h, E = model.hidden_size, model.num_experts
     ops = norm_ops(model, t_sp, h)
-    ops += gemm_ops(t_sp, E, h, "bf16", "router")
+    ops += gemm_ops(t_sp, E, h, unquantised_gemm_dtype(job), "router")
     # router score (fp32 softmax / sigmoid) and top-k over (t_sp, E): read logits, write probs and routing map
     ops += pointwise_ops(OpKind.elementwise, (t_sp * E,), "router", 2, 2, flops_per_elem=4.0, bwd_factor=1.0)
     g = max(E // recipe.ep, 1)
@@ -318,7 +329,7 @@ def head_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
             ops += norm_ops(model, t_sp, 2 * h, "head")
             ops += gemm_ops(t, h, 2 * h, gemm_dtype(job), "head")
         ops += norm_ops(model, t_sp, h, "head")
-        ops += gemm_ops(t, v, h, "bf16", "head")
+        ops += gemm_ops(t, v, h, unquantised_gemm_dtype(job), "head")
         ops += pointwise_ops(OpKind.softmax_cross_entropy, (t, v), "head", 1, 0, flops_per_elem=5.0, bwd_factor=2.0)
     return ops
 

@@ -46,6 +46,8 @@ def peak_flops(profile: HardwareProfile, dtype: str) -> float:
         return p.fp4 * 1e12
     if dtype == "fp8" and p.fp8:
         return p.fp8 * 1e12
+    if dtype == "tf32":  # fp32 GEMMs under Transformer Engine (measure/kernels/common.py gemm_dtype)
+        return (p.tf32 or p.fp32 or p.bf16 / 16) * 1e12
     if dtype == "fp32":
         return (p.fp32 or p.bf16 / 16) * 1e12
     return (p.fp16 if dtype == "fp16" else p.bf16) * 1e12
@@ -116,7 +118,8 @@ def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
         comp_s = pop.flops / (peak_flops(profile, pop.op.dtype) * eff)
     elif kind in _ATTENTION:
         eff = min(1.0, cal.attention_efficiency * attention_head_dim_factor(pop.op.shape[5]))
-        comp_s = pop.flops / (peak_flops(profile, "bf16") * eff)
+        # fp32 core attention runs unfused, as fp32 batched matmuls (measure/kernels/common.py act_dtype)
+        comp_s = pop.flops / (peak_flops(profile, "fp32" if pop.op.dtype == "fp32" else "bf16") * eff)
         if pop.op.dtype == "fp8":  # FP8 dot-product attention: the MMA share at the fp8 rate
             comp_s *= fp8_attention_time_factor(pop.op.shape[5], peak_flops(profile, "bf16"), peak_flops(profile, "fp8"))
     else:

@@ -72,7 +72,7 @@ class CheckArguments(Arguments):
     nodes: Optional[Nodes] = Field(None, description=NODES)
     gpus_per_node: Optional[GpusPerNode] = Field(None, description=GPUS)
     model: Optional[PathOrName] = Field(None, description=MODEL)
-    max_memory_fraction: Fraction = Field(1.0, description=FRACTION)
+    max_memory_fraction: Optional[Fraction] = Field(None, description=FRACTION + "; None: the learnt default (docs/memory.md)")
     project: Flag = Field(True, description="give True or False")
     suggest: Flag = Field(False, description="give True or False")
     calibration: OptionalPath = Field(None, description="give the path of a file `calibrate` wrote, or None")
@@ -106,7 +106,7 @@ class SolveArguments(Arguments):
         None, description="give one of " + ", ".join(d.value for d in MoeDispatcher) + ", or None")
     ep_comm_overlap: OptionalFlag = Field(None, description="give True, False or None")
     uneven_stages: OptionalFlag = Field(None, description="give True, False or None")
-    max_memory_fraction: Fraction = Field(1.0, description=FRACTION)
+    max_memory_fraction: Optional[Fraction] = Field(None, description=FRACTION + "; None: the learnt default (docs/memory.md)")
     objective: choice(OBJECTIVE_NAMES) = Field("throughput", description="give one of " + ", ".join(OBJECTIVE_NAMES))
     target_tokens_per_s: Optional[number(0.0, float("inf"), lo_open=True)] = Field(
         None, description="give the total tokens/s to reach as a positive number, or None")
@@ -143,6 +143,8 @@ class RenderArguments(RenderPathArguments):
     hardware: Optional[PathOrName] = Field(None, description=HARDWARE)
     nodes: Optional[Nodes] = Field(None, description=NODES)
     gpus_per_node: Optional[GpusPerNode] = Field(None, description=GPUS)
+    slurm: Optional[Annotated[dict[str, Any], Field(max_length=16)]] = Field(
+        None, description="give the sbatch settings as a mapping of templates.slurm_options.SlurmOptions fields, or None")
 
 
 class SweepArguments(Arguments):
@@ -154,7 +156,7 @@ class SweepArguments(Arguments):
     global_batch_size: GlobalBatchSize = Field(description="give the samples per optimizer step as an int, e.g. 128")
     gpus_per_node: Optional[GpusPerNode] = Field(None, description=GPUS)
     precision: choice(Precision) = Field("bf16", description="give one of " + ", ".join(p.value for p in Precision))
-    max_memory_fraction: Fraction = Field(1.0, description=FRACTION)
+    max_memory_fraction: Optional[Fraction] = Field(None, description=FRACTION + "; None: the learnt default (docs/memory.md)")
     train_tokens: Optional[number(0.0, MAX_TRAIN_TOKENS, lo_open=True)] = Field(
         None, description=f"give the tokens to train as a positive number up to {MAX_TRAIN_TOKENS:g}, e.g. 1e12, or None")
     usd_per_gpu_hour: Optional[number(0.0, MAX_USD_PER_GPU_HOUR)] = Field(

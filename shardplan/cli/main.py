@@ -3,7 +3,7 @@
 Exit status: 0 success (check: legal and fits; solve: a recipe), 1 a verdict of no (illegal, does not fit, nothing
 fits), 2 unusable input (ShardplanError or a click usage error: one line `error: ...`), 3 an internal error (any other
 exception: a bug in shardplan, reported with its type and the place it was raised, never as unusable input),
-130 interrupted.
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM; shardplan/cli/termination.py), both with nothing half-written left.
 """
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import traceback
 import click
 
 from boundary.errors import InternalError, ShardplanError
+from boundary.read import reads_recorded
+from boundary.terminal import control_free_streams
 from shardplan import api
 from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.check_text import format_check
@@ -24,6 +26,7 @@ from shardplan.cli.render import render_command
 from shardplan.cli.report import report_command
 from shardplan.cli.solve import solve_command
 from shardplan.cli.sweep import sweep_command
+from shardplan.cli.termination import EXIT_TERMINATED, exit_status, terminate_like_interrupt
 from shardplan.formats import emit, format_option, resolve_format
 from shardplan.progress import configure
 from shardplan.result_schemas import schemas
@@ -33,10 +36,11 @@ EXIT_INTERNAL = 3
 
 
 class ShardplanGroup(click.Group):
-    """Turns ShardplanError from any subcommand into UnusableInput, so `main` and click's test runner agree."""
+    """Turns ShardplanError from any subcommand into UnusableInput, so `main` and click's test runner agree, and records
+    the files the command reads, so none of its outputs replaces one."""
 
     def invoke(self, ctx):
-        with unusable_input():
+        with reads_recorded(), unusable_input():  # one record of the files read per command (boundary/write.py)
             return super().invoke(ctx)
 
 
@@ -120,8 +124,8 @@ CHECK_COLUMNS = (("model", "model", "{}"), ("hardware", "hardware", "{}"), ("GPU
 @click.option("--nodes", type=click.IntRange(min=1), help="number of nodes (overrides the file)")
 @click.option("--gpus-per-node", type=click.IntRange(min=1), help="GPUs per node (overrides the file)")
 @click.option("--model", help="model name or path, when the arguments lack the model flags", shell_complete=complete_model)
-@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=1.0, show_default=True,
-              help="fraction of HBM the peak may use")
+@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
+              help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @click.option("--no-projection", is_flag=True, help="skip the throughput projection")
 @click.option("--suggest", is_flag=True, help="when illegal, search the nearest legal recipe")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
@@ -195,25 +199,32 @@ def _internal(exc: BaseException) -> str:
             "(a bug in shardplan, not your input; please report it with the command line)")
 
 
-def _exit_interrupted(word: str) -> None:
+def _exit_interrupted(word: str, exc: BaseException) -> None:
     """Exit 130 after Ctrl-C, without the interpreter's own shutdown. Why: a CP-SAT search stopped mid-way can leave
     one of OR-Tools' C++ threads joinable (seen with ortools 9.15), and a normal exit then dies in its destructor
     ("terminate called without an active exception", exit 134). The interrupt has already unwound every `finally`
     on its way here (temporary files removed, nothing half-renamed), so only the streams are left to flush."""
     import os
 
-    click.echo(word, err=True)
+    status = exit_status(exc)
+    click.echo("terminated" if status == EXIT_TERMINATED else word, err=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(130)
+    os._exit(status)
 
 
 def main(argv=None) -> None:
     keep_heap()
+    terminate_like_interrupt()
+    with control_free_streams():  # no value a user gave reaches the terminal as control codes (boundary/terminal.py)
+        _run(argv)
+
+
+def _run(argv) -> None:
     try:
         cli.main(args=argv, standalone_mode=False)
-    except click.exceptions.Abort:
-        _exit_interrupted("aborted")
+    except click.exceptions.Abort as exc:
+        _exit_interrupted("aborted", exc)
     except click.ClickException as exc:
         if isinstance(exc, click.UsageError):
             click.echo(f"error: {exc.format_message()}", err=True)
@@ -226,8 +237,8 @@ def main(argv=None) -> None:
     except ShardplanError as exc:
         click.echo(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", err=True)
         sys.exit(2)
-    except KeyboardInterrupt:
-        _exit_interrupted("interrupted")
+    except KeyboardInterrupt as exc:
+        _exit_interrupted("interrupted", exc)
     except Exception as exc:  # noqa: BLE001 - the one place a bug becomes exit 3 instead of a traceback
         click.echo(_internal(exc), err=True)
         sys.exit(EXIT_INTERNAL)

@@ -19,6 +19,7 @@ import click
 from pydantic import ValidationError
 
 from boundary.numbers import bounded_float, bounded_int
+from boundary.terminal import unfiltered
 from boundary.write import check_output_file
 from constraints.case import CaseError, load_case_yaml
 from constraints.models.load import ModelError, load_model
@@ -240,7 +241,7 @@ def _measure_keys(table, keys, device, out_path, reps, warmup, max_elements, bud
                f"{len(too_big)} above --max-elements, {len(todo)} to measure", err=True)
     measured, last_save = 0, time.monotonic()
     try:
-        with click.progressbar(todo, label="measuring", file=sys.stderr,
+        with click.progressbar(todo, label="measuring", file=unfiltered(sys.stderr),
                                item_show_func=lambda k: k or "") as bar:
             for key in bar:
                 entry = measure_key(key, dev, warmup=warmup, reps=reps, budget_s=budget_s)

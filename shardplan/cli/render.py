@@ -11,7 +11,7 @@ from typing import Optional
 
 import click
 
-from boundary.write import refuse_overwriting_input
+from boundary.write import check_output_file
 from shardplan import api
 from shardplan.cli.completion import complete_hardware
 from shardplan.cli.errors import UnusableInput, unusable_input
@@ -31,7 +31,9 @@ from templates.render_input import RenderRefused
 @click.option("--force", is_flag=True, help="render even when check finds the recipe illegal")
 @click.option("--data-path", default=DATA_PATH_PLACEHOLDER, show_default=True, help="Megatron --data-path prefix")
 @click.option("--tokenizer-model", default=None,
-              help="HF tokenizer name or path; default: NullTokenizer with the model's --vocab-size")
+              help="HF tokenizer name or path; needed with a real --data-path (else a placeholder, listed)")
+@click.option("--mock-data", is_flag=True, default=None,
+              help="train on Megatron's synthetic batches (--mock-data, NullTokenizer): no data path, no tokenizer")
 @click.option("--checkpoint-dir", default=CHECKPOINT_DIR_PLACEHOLDER, show_default=True, help="--save/--load directory")
 @click.option("--megatron-path", default=MEGATRON_PATH_PLACEHOLDER, show_default=True,
               help="Megatron-LM checkout holding pretrain_gpt.py (env MEGATRON_PATH overrides it at run time)")
@@ -39,9 +41,20 @@ from templates.render_input import RenderRefused
               help="hardware profile name or YAML path (overrides the file, as in `check`)")
 @click.option("--nodes", type=click.IntRange(min=1), default=None, help="number of nodes (overrides the file)")
 @click.option("--gpus-per-node", type=click.IntRange(min=1), default=None, help="GPUs per node (overrides the file)")
+@click.option("--slurm-config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="YAML of sbatch settings (partition, account, time, output, error, container_image, "
+                   "container_mounts); the flags below override it. --format slurm only")
+@click.option("--partition", default=None, help="#SBATCH --partition (--format slurm)")
+@click.option("--account", default=None, help="#SBATCH --account (--format slurm)")
+@click.option("--time", default=None, help="#SBATCH --time, e.g. 4:00:00 or 2-00:00:00 (--format slurm)")
+@click.option("--slurm-output", "output_log", default=None, help="#SBATCH --output [default: %x-%j.out] (--format slurm)")
+@click.option("--slurm-error", "error_log", default=None, help="#SBATCH --error [default: %x-%j.err] (--format slurm)")
+@click.option("--container-image", default=None, help="pyxis srun --container-image, e.g. nvcr.io#nvidia/pytorch:25.01-py3")
+@click.option("--container-mounts", default=None, help="pyxis srun --container-mounts, e.g. /lustre:/lustre")
 def render_command(recipe_file: str, fmt: str, output: Optional[str], force: bool, data_path: str,
-                   tokenizer_model: Optional[str], checkpoint_dir: str, megatron_path: str,
-                   hardware: Optional[str] = None, nodes: Optional[int] = None, gpus_per_node: Optional[int] = None) -> None:
+                   tokenizer_model: Optional[str], mock_data: Optional[bool], checkpoint_dir: str, megatron_path: str,
+                   hardware: Optional[str] = None, nodes: Optional[int] = None, gpus_per_node: Optional[int] = None,
+                   output_log: Optional[str] = None, error_log: Optional[str] = None, **slurm_flags: Optional[str]) -> None:
     """Render a recipe as a ready-to-run Megatron-LM launch script.
 
     The recipe is checked first; an illegal one is refused (exit 1) unless --force. RECIPE may also be a
@@ -50,15 +63,18 @@ def render_command(recipe_file: str, fmt: str, output: Optional[str], force: boo
     \b
     Example:
       shardplan render constraints/examples/llama3-70b-h100.yaml --format slurm -o train.sbatch \\
-          --data-path /data/fineweb_text_document --megatron-path /opt/Megatron-LM
+          --data-path /data/fineweb_text_document --tokenizer-model meta-llama/Llama-3.1-70B \\
+          --megatron-path /opt/Megatron-LM --partition batch --time 4:00:00
     """
     with unusable_input():  # a ShardplanError (unusable input) leaves as one line, exit 2, even without the group
         try:
-            if output is not None:
-                refuse_overwriting_input(recipe_file, output, "-o")
+            if output is not None:  # before any work: writable, and none of the files named to read
+                check_output_file(output, "-o", inputs=[recipe_file, hardware])
+            slurm = {k: v for k, v in {**slurm_flags, "output": output_log, "error": error_log}.items() if v is not None}
             result = api.render(recipe_file, format=fmt, force=force, hardware=hardware, nodes=nodes,
                                 gpus_per_node=gpus_per_node, data_path=data_path, tokenizer_model=tokenizer_model,
-                                checkpoint_dir=checkpoint_dir, megatron_path=megatron_path)
+                                checkpoint_dir=checkpoint_dir, megatron_path=megatron_path, mock_data=mock_data,
+                                slurm=slurm)
         except RenderRefused as refused:  # a verdict of no, not unusable input: every problem listed, exit 1
             click.echo(f"error: {recipe_file}: the recipe is illegal or not expressible ({len(refused.problems)} "
                        "problem(s)); fix it or pass --force:", err=True)
@@ -71,6 +87,8 @@ def render_command(recipe_file: str, fmt: str, output: Optional[str], force: boo
             click.echo(f"warning: model config: {note}", err=True)
         for note in result.not_carried:  # the source script's flags the rendered one does not write as it did
             click.echo(f"note: from the script, {note}", err=True)
+        for line in result.placeholders:  # a path left to fill in: never silent (the script's header lists them too)
+            click.echo(line, err=True)
         if output is None:
             click.echo(result.script, nl=False)
             return

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import click
 
-from boundary.errors import ShardplanError
-from constraints.case import atomic_write_text
+from boundary.write import atomic_write_text, check_output_file, refuse_same_output
 from constraints.spec import Precision
 from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.report.collect import check_report, solve_report
@@ -22,22 +21,21 @@ from shardplan.report.page import render_page
 from shardplan.report.timeline import chrome_trace
 
 
-def output_path(option: str, path: str | None) -> Path | None:
-    """A writable output path, or one error line naming the option."""
-    if path is None:
-        return None
-    p = Path(path)
-    if p.is_dir():
-        raise ShardplanError(f"{option}: is a directory ({path}); give a file name, e.g. {option} report.html")
-    if not p.parent.exists() and str(p.parent):
-        raise ShardplanError(f"{option}: folder {p.parent} does not exist ({path}); create it or write elsewhere")
-    return p
+def output_paths(outputs: dict[str, str | None], inputs: list[str | None]) -> list[Path | None]:
+    """The output paths, each checked before any work (boundary.write.check_output_file: a regular file or a new name
+    in a writable folder, a name the file system takes, never one of `inputs` - the files the command reads - and
+    never two options on one file), or one error line naming the option."""
+    refuse_same_output(outputs)
+    for option, path in outputs.items():
+        if path is not None:
+            check_output_file(path, option, inputs=inputs)
+    return [None if path is None else Path(path) for path in outputs.values()]
 
 
 def write_outputs(report: Report, html_path: Path, trace_path: Path | None, sweep_html: str = "") -> None:
     """Write the page (and the trace) atomically, then say what was written."""
     page = render_page(report, sweep_html)
-    atomic_write_text(html_path, page)
+    atomic_write_text(html_path, page, "--output")
     click.echo(f"wrote {html_path} ({len(page.encode()) / 1024:,.0f} KiB, {len(report.recipes)} recipe"
                f"{'' if len(report.recipes) == 1 else 's'})")
     if trace_path is not None:
@@ -45,7 +43,7 @@ def write_outputs(report: Report, html_path: Path, trace_path: Path | None, swee
         if not timelines:
             click.echo(f"no trace written to {trace_path}: no recipe is legal and fits, so none has a simulated step", err=True)
             return
-        atomic_write_text(trace_path, json.dumps(chrome_trace(timelines)))
+        atomic_write_text(trace_path, json.dumps(chrome_trace(timelines)), "--trace")
         click.echo(f"wrote {trace_path} (Chrome trace, {len(timelines)} timeline{'' if len(timelines) == 1 else 's'}; "
                    "open in https://ui.perfetto.dev or chrome://tracing)")
 
@@ -75,7 +73,8 @@ def report_command() -> None:
 @click.option("--nodes", type=click.IntRange(min=1), help="number of nodes (overrides the file)")
 @click.option("--gpus-per-node", type=click.IntRange(min=1), help="GPUs per node (overrides the file)")
 @click.option("--model", help="model name or path, when the arguments lack the model flags")
-@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=1.0, show_default=True)
+@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
+                     help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @_CALIBRATION
 @_OUT
 @_TRACE
@@ -86,7 +85,7 @@ def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fractio
     Example:
       shardplan report check constraints/examples/llama3-70b-h100.yaml -o llama70b.html --trace llama70b.json
     """
-    html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
+    html_path, trace_path = output_paths({"--output": output, "--trace": trace}, [file, hardware, model, calibration])
     report = check_report(file, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
                           max_memory_fraction=max_memory_fraction, calibration=calibration)
     write_outputs(report, html_path, trace_path)
@@ -102,7 +101,8 @@ def job_options(fn):
         click.option("--seq-length", type=click.IntRange(min=1), required=True),
         click.option("--global-batch-size", type=click.IntRange(min=1), required=True),
         click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True),
-        click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=1.0, show_default=True),
+        click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
+                     help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)"),
     ]):
         fn = opt(fn)
     return fn
@@ -129,7 +129,7 @@ def report_solve(model_name, hardware, seq_length, global_batch_size, precision,
       shardplan report solve --model Llama-3.1-8B --hardware h100-sxm-80gb --nodes 1 --seq-length 8192 \\
                              --global-batch-size 64 --top 3 -o solve.html --trace solve.json
     """
-    html_path, trace_path = output_path("--output", output), output_path("--trace", trace)
+    html_path, trace_path = output_paths({"--output": output, "--trace": trace}, [model_name, hardware, calibration])
     report = solve_report(model_name, hardware, nodes, top=k, gpus_per_node=gpus_per_node, seq_length=seq_length,
                           global_batch_size=global_batch_size, precision=precision, tp=tp, pp=pp, schedule=schedule,
                           max_memory_fraction=max_memory_fraction, calibration=calibration)

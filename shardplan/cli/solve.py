@@ -57,7 +57,8 @@ def _range_options(fn):
               help="pin --overlap-moe-expert-parallel-comm (default: tried where legal)")
 @click.option("--uneven-stages/--no-uneven-stages", "uneven_stages", default=None,
               help="pin explicit --decoder-first/last-pipeline-num-layers splits on (only those) or off")
-@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=1.0, show_default=True)
+@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
+                     help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @click.option("--objective", type=click.Choice(list(OBJECTIVE_NAMES)), default=Objective.throughput.value, show_default=True,
               help="throughput: shortest projected step; memory: most headroom (smallest exact peak); "
                    "fewest-gpus: fewest nodes (up to --nodes) reaching --target-tokens-per-s")

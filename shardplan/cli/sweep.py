@@ -5,11 +5,11 @@ import sys
 
 import click
 
-from constraints.case import atomic_write_text
+from boundary.write import atomic_write_text
 from constraints.spec import Precision
 from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.cli.completion import complete_hardware, complete_model
-from shardplan.cli.report import output_path
+from shardplan.cli.report import output_paths
 from shardplan.formats import emit, format_option, resolve_format
 from shardplan.report.sweep_page import sweep_columns, sweep_page, sweep_rows, sweep_title
 from shardplan.sweep import sweep
@@ -26,7 +26,8 @@ from shardplan.sweep import sweep
 @click.option("--seq-length", type=click.IntRange(min=1), required=True)
 @click.option("--global-batch-size", type=click.IntRange(min=1), required=True)
 @click.option("--precision", type=click.Choice([p.value for p in Precision]), default="bf16", show_default=True)
-@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=1.0, show_default=True)
+@click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
+                     help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @click.option("--train-tokens", type=click.FloatRange(min=0, min_open=True), default=None,
               help="tokens to train (e.g. 1e12): adds training time and GPU-hours per size")
 @click.option("--usd-per-gpu-hour", type=click.FloatRange(min=0), default=None, help="adds the cost (needs --train-tokens)")
@@ -43,7 +44,7 @@ def sweep_command(model_name, hardware, nodes_text, gpus_per_node, seq_length, g
       shardplan sweep --model Llama-3.1-70B --hardware h100-sxm-80gb --nodes 1..32 --seq-length 8192 \\
                       --global-batch-size 128 --train-tokens 1e12 --usd-per-gpu-hour 2.5 --report sweep.html
     """
-    html_path = output_path("--report", report_path)
+    [html_path] = output_paths({"--report": report_path}, [model_name, *",".join(hardware).split(","), calibration])
     result = sweep(model_name, list(hardware), nodes_text, seq_length=seq_length, global_batch_size=global_batch_size,
                    gpus_per_node=gpus_per_node, precision=precision, max_memory_fraction=max_memory_fraction,
                    train_tokens=train_tokens, usd_per_gpu_hour=usd_per_gpu_hour, calibration=calibration)
@@ -53,6 +54,6 @@ def sweep_command(model_name, hardware, nodes_text, gpus_per_node, seq_length, g
     for line in result.refusal_lines():
         click.echo(line, err=True)
     if html_path is not None:
-        atomic_write_text(html_path, sweep_page(result))
+        atomic_write_text(html_path, sweep_page(result), "--report")
         click.echo(f"wrote {html_path}", err=True)
     sys.exit(0 if any(p.status == "solved" for p in result.points) else 1)

@@ -33,7 +33,8 @@ return out;
 
 SELECTORS = ("svg.chart", "svg.memory-chart", "svg.memory-chart g.mem-bar", "svg.memory-chart rect.seg",
              "svg.memory-chart line.usable-line", "svg.time-chart g.time-bar", "svg.timeline-chart",
-             "svg.timeline-chart g.tl-row", "svg.timeline-chart rect.ev", "svg.timeline-zoom g.tl-row", "svg.sweep-chart", "svg.sweep-chart g.series",
+             "svg.timeline-chart g.tl-row", "svg.timeline-chart rect.ev", "svg.timeline-chart rect.span", "svg.timeline-zoom g.tl-row",
+             "svg.timeline-zoom rect.ev", "svg.sweep-chart", "svg.sweep-chart g.series",
              "svg.sweep-chart circle.point")
 
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 from constraints.case import Case
 from shardplan.api import check, profile_with_calibration, solve
 from shardplan.report.model import JobView, RecipeView, Report
-from shardplan.report.timeline import simulate_timeline
+from shardplan.report.timeline import (
+    MIN_OPS_PER_TIMELINE,
+    MIN_SPANS_PER_TIMELINE,
+    PAGE_MAX_OPS,
+    PAGE_MAX_SPANS,
+    simulate_timeline,
+)
 from shardplan.results import recipe_label
 
 
@@ -22,11 +28,14 @@ def parallel_table(recipe, dp: int, expert_dp: int, memory) -> dict:
 
 
 def recipe_view(case, legal: bool, fits: bool, violations: list, warnings: list, memory, projection, dp: int, expert_dp: int,
-                profile, title: str, cuda_graph_scope=frozenset(), fused_grouped_mlp: bool = False) -> RecipeView:
+                profile, title: str, cuda_graph_scope=frozenset(), fused_grouped_mlp: bool = False,
+                share: int = 1) -> RecipeView:
     """One recipe's view from an API result's fields (memory: MemorySummary, projection: Projection or None); the
     timeline is simulated only for a legal, fitting, projected recipe, with the run options check priced (CUDA graphs,
-    the experts' fused grouped MLP)."""
-    timeline = (simulate_timeline(case, profile, frozenset(cuda_graph_scope), fused_grouped_mlp)
+    the experts' fused grouped MLP). `share`: the timelines on the page, which split its drawing budget."""
+    timeline = (simulate_timeline(case, profile, frozenset(cuda_graph_scope), fused_grouped_mlp,
+                                  max_ops=max(MIN_OPS_PER_TIMELINE, PAGE_MAX_OPS // share),
+                                  max_spans=max(MIN_SPANS_PER_TIMELINE, PAGE_MAX_SPANS // share))
                 if legal and fits and projection is not None else None)
     return RecipeView(title=title, parallel=parallel_table(case.recipe, dp, expert_dp, memory),
                       recipe=case.recipe.model_dump(mode="json"), legal=legal, fits=fits,
@@ -42,7 +51,7 @@ def job_view(model, job, placement, profile) -> JobView:
                    precision=job.precision.value, projection_calibrated=profile.calibrated)
 
 
-def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model=None, max_memory_fraction: float = 1.0,
+def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model=None, max_memory_fraction=None,
                  calibration=None) -> Report:
     """The report of `check`: one recipe, legal or not (an illegal or non-fitting one shows its violations and whatever
     memory the model could price, and no timeline). Arguments as shardplan.check."""
@@ -66,7 +75,7 @@ def solve_report(model: str, hardware: str, nodes: int, *, top: int = 3, **solve
     for i, r in enumerate(res.recipes, start=1):
         case = Case(model=spec, job=job, recipe=r.recipe, placement=placement)
         views.append(recipe_view(case, True, True, [], [], r.memory, r.projection, r.parallel.dp, r.parallel.expert_dp,
-                                 profile, f"#{i} {recipe_label(r.recipe, r.parallel.dp)}"))
+                                 profile, f"#{i} {recipe_label(r.recipe, r.parallel.dp)}", share=len(res.recipes)))
     counts = res.space
     fitting = counts.get("fitting", counts.get("fitting_expanded"))
     notes = [f"top {len(views)} of {fitting:,} fitting candidates" + ("" if "fitting" in counts else " in the expanded rows")

@@ -54,7 +54,8 @@ def _verdict(v: RecipeView) -> str:
 def summary_row(v: RecipeView) -> dict:
     """One line of the side-by-side table."""
     p, m = v.projection or {}, v.memory or {}
-    return {"recipe": v.title, "verdict": ("legal" if v.legal else "illegal") + (", fits" if v.fits else ", OOM"),
+    near = " (near the limit)" if m.get("near_limit") else ""  # constraints/memory/allocator.py near_limit
+    return {"recipe": v.title, "verdict": ("legal" if v.legal else "illegal") + (", fits" + near if v.fits else ", OOM"),
             "iteration": fmt_s(p["iteration_time_s"]) if p else "-",
             "tokens/s/GPU": f"{p['tokens_per_s_per_gpu']:,.0f}" if p else "-", "MFU": f"{100 * p['mfu']:.1f} %" if p else "-",
             "bubble": f"{100 * p['bubble_fraction']:.1f} %" if p else "-",
@@ -73,7 +74,9 @@ def recipe_section(v: RecipeView, index: int) -> str:
     if v.memory:
         m = v.memory
         out.append(f"<p class='note'>memory: peak {m['peak_bytes'] / GIB:.2f} GiB on pipeline rank {m['stage']} "
-                   f"({m['peak_bytes']:,} B) of {m['usable_bytes'] / GIB:.2f} GiB usable; {m['num_microbatches']} micro-batches</p>")
+                   f"({m['peak_bytes']:,} B) of {m['usable_bytes'] / GIB:.2f} GiB usable; {m['num_microbatches']} micro-batches"
+                   + ("; near the limit: within a few percent of HBM of it, where published runs both ran and ran out of "
+                      "memory" if m.get("near_limit") else "") + "</p>")
         out.append(memory_chart(m))
     if v.projection:
         p = v.projection
@@ -83,7 +86,9 @@ def recipe_section(v: RecipeView, index: int) -> str:
                    f"tokens/s/GPU{within}, MFU {100 * p['mfu']:.1f} %, bubble {100 * p['bubble_fraction']:.1f} %</p>")
         out.append(breakdown_chart([(v.title.split(" ")[0] if v.title.startswith("#") else "step", p)]))
     if v.timeline:
-        out.append("<p class='note'>simulated pipeline step (measure.pipeline.simulator), then exposed DP traffic and the optimizer</p>")
+        out.append("<p class='note'>simulated pipeline step (measure.pipeline.simulator), then exposed DP traffic and the optimizer"
+                   + (f"; drawn: {esc(v.timeline.shown())} (a page draws at most a few thousand ops, so it stays a few "
+                      "MiB whatever the job)" if v.timeline.sampled else "") + "</p>")
         out.append(timeline_chart(v.timeline))
         window = warmup_window_s(v.timeline)
         if window:

@@ -15,7 +15,8 @@ def sweep_columns(result) -> list[tuple]:
     cols = [("hardware", "hardware", "{}"), ("nodes", "nodes", "{}"), ("GPUs", "gpus", "{}"), ("best recipe", "best", "{}"),
             ("step s", "step_time_s", "{:.3f}"), ("tokens/s/GPU", "tokens_per_s_per_gpu", "{:.0f}"),
             ("MFU %", "mfu", lambda v: f"{100 * v:.1f}"), ("efficiency %", "scaling_efficiency", lambda v: f"{100 * v:.1f}"),
-            ("peak GiB", "peak_bytes", lambda v: f"{v / GIB:.1f}")]
+            ("peak GiB", "peak_bytes", lambda v: f"{v / GIB:.1f}"),
+            ("near limit", "near_memory_limit", lambda v: "yes" if v else "")]  # constraints/memory/allocator.py near_limit
     if result.train_tokens is not None:
         cols += [("train days", "train_time_s", lambda v: f"{v / DAY_S:.1f}"), ("GPU-hours", "gpu_hours", "{:.0f}")]
         if result.usd_per_gpu_hour is not None:

@@ -41,3 +41,41 @@ def test_a_mistyped_path_is_a_missing_file_not_an_unknown_model(tmp_path):
 
 def test_model_names_match_whatever_the_case():
     assert load_model("llama-3.1-70b").name == load_model("Llama-3.1-70B").name
+
+
+@pytest.mark.parametrize("typed, meant", [("meta-llama/Llama-3.1-70B", "Llama-3.1-70B"), ("Qwen/Qwen3-8B", "Qwen3-8B"),
+                                          ("deepseek-ai/DeepSeek-V3", "DeepSeek-V3"),
+                                          ("meta-llama/Meta-Llama-3.1-8B", "Llama-3.1-8B")])
+def test_a_hub_id_of_a_bundled_model_is_that_model(typed, meant):
+    assert load_model(typed).name == load_model(meant).name
+
+
+def test_a_hub_id_of_another_model_says_how_to_get_its_config():
+    with pytest.raises(ModelError, match=r"no bundled model 'Llama-3.3-70B-Instruct'; did you mean .*huggingface-cli download"):
+        load_model("meta-llama/Llama-3.3-70B-Instruct")
+
+
+def test_a_hub_id_shaped_path_that_exists_is_read_as_the_path(tmp_path, monkeypatch):
+    (tmp_path / "org").mkdir()
+    (tmp_path / "org" / "Qwen3-8B.yaml").write_text(
+        "num_layers: 2\nhidden_size: 256\nffn_hidden_size: 512\nnum_attention_heads: 4\nvocab_size: 1000\n")
+    monkeypatch.chdir(tmp_path)
+    assert load_model("org/Qwen3-8B.yaml").num_layers == 2
+
+
+@pytest.mark.parametrize("typed, meant", [("h100-80gb", "h100-sxm-80gb"), ("DGX-B200", "b200"), ("mi300", "mi300x"),
+                                          ("H100-SXM5", "h100-sxm-80gb"), ("a100-80gb", "a100-sxm-80gb")])
+def test_a_product_name_of_a_bundled_part_is_that_profile(typed, meant):
+    assert load_profile(typed).name == meant
+
+
+@pytest.mark.parametrize("typed", ["a100-40gb", "H100-PCIe", "h100-nvl"])
+def test_another_part_is_refused_with_why_not_guessed(typed):
+    with pytest.raises(ProfileError, match=r"is not a bundled profile: .*write a profile YAML"):
+        load_profile(typed)
+
+
+def test_an_unknown_profile_names_the_listing_command_not_every_profile():
+    with pytest.raises(ProfileError) as info:
+        load_profile("h900")
+    assert "shardplan hardware" in str(info.value) and "mi355x" not in str(info.value)

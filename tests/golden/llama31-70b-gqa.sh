@@ -3,6 +3,11 @@
 # model: Llama-3.1-70B
 # hardware: h100-sxm-80gb, 8 node(s) x 8 GPU(s) = 64 ranks
 # recipe: TP=8 PP=4 VPP=5 CP=1 EP=1 ETP=8 DP=2 MBS=1 GBS=128, seq 8192, bf16
+# PLACEHOLDERS (4): replace each before launching (`shardplan check` warns while one is left)
+#   placeholder: --megatron-path /path/to/Megatron-LM (the script's MEGATRON_PATH): replace it, or render again with --megatron-path PATH
+#   placeholder: --data-path /path/to/data_text_document (the script's --data-path): replace it, or render again with --data-path PATH
+#   placeholder: --tokenizer-model /path/to/tokenizer (the script's --tokenizer-model): replace it, or render again with --tokenizer-model PATH
+#   placeholder: --checkpoint-dir /path/to/checkpoints (the script's --tensorboard-dir, --save, --load): replace it, or render again with --checkpoint-dir PATH
 # Run this script once per node; NODE_RANK, MASTER_ADDR and MASTER_PORT come from the environment.
 set -euo pipefail
 
@@ -78,7 +83,8 @@ PRECISION_ARGS=(
 DATA_ARGS=(
     --data-path /path/to/data_text_document
     --split 99,1,0
-    --tokenizer-type NullTokenizer
+    --tokenizer-type HuggingFaceTokenizer
+    --tokenizer-model /path/to/tokenizer
     --vocab-size 128256
     --make-vocab-size-divisible-by 128
 )

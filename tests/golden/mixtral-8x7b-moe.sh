@@ -3,6 +3,11 @@
 # model: Mixtral-8x7B-v0.1
 # hardware: h100-sxm-80gb, 4 node(s) x 8 GPU(s) = 32 ranks
 # recipe: TP=1 PP=4 VPP=1 CP=1 EP=8 ETP=1 DP=8 MBS=1 GBS=256, seq 4096, fp8-delayed
+# PLACEHOLDERS (4): replace each before launching (`shardplan check` warns while one is left)
+#   placeholder: --megatron-path /path/to/Megatron-LM (the script's MEGATRON_PATH): replace it, or render again with --megatron-path PATH
+#   placeholder: --data-path /path/to/data_text_document (the script's --data-path): replace it, or render again with --data-path PATH
+#   placeholder: --tokenizer-model /path/to/tokenizer (the script's --tokenizer-model): replace it, or render again with --tokenizer-model PATH
+#   placeholder: --checkpoint-dir /path/to/checkpoints (the script's --tensorboard-dir, --save, --load): replace it, or render again with --checkpoint-dir PATH
 # Run this script once per node; NODE_RANK, MASTER_ADDR and MASTER_PORT come from the environment.
 set -euo pipefail
 
@@ -89,7 +94,8 @@ PRECISION_ARGS=(
 DATA_ARGS=(
     --data-path /path/to/data_text_document
     --split 99,1,0
-    --tokenizer-type NullTokenizer
+    --tokenizer-type HuggingFaceTokenizer
+    --tokenizer-model /path/to/tokenizer
     --vocab-size 32000
     --make-vocab-size-divisible-by 128
 )

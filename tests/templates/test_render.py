@@ -174,7 +174,8 @@ def _recipe_file(tmp_path: Path, mapping: dict) -> Path:
 
 def test_cli_renders_example_to_stdout_and_file(tmp_path):
     runner = CliRunner()
-    res = runner.invoke(render_command, [str(EXAMPLE), "--format", "slurm", "--data-path", "/d/t_text_document"])
+    res = runner.invoke(render_command, [str(EXAMPLE), "--format", "slurm", "--data-path", "/d/t_text_document",
+                                         "--tokenizer-model", "/d/tokenizer"])
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("#!/bin/bash\n#SBATCH") and "/d/t_text_document" in res.stdout
     out = tmp_path / "train.sh"

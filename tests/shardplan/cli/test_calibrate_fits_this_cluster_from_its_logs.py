@@ -161,3 +161,18 @@ def test_a_newer_calibration_format_is_refused_in_one_line(calibration, tmp_path
     rc, out, err = run_cli("check", str(EXAMPLE), "--calibration", str(newer))
     assert rc == 2 and out == ""
     assert "newer" in _one_error_line(err)
+
+
+def test_a_measured_allocator_gap_replaces_the_learnt_reserve(calibration):
+    """Without a calibration the usable share is the learnt 97 % of HBM; the file's measured gap is priced in bytes
+    instead, so the generic reserve steps aside (100 %), and --max-memory-fraction still wins over both."""
+    path, _ = calibration
+    plain = check_json(EXAMPLE)
+    cal = check_json(EXAMPLE, "--calibration", path)
+    given = check_json(EXAMPLE, "--calibration", path, "--max-memory-fraction", "0.9")
+    capacity = plain["memory"]["capacity_bytes"]
+    assert plain["memory_fraction"] == {"value": 0.97, "source": "learnt"}
+    assert plain["memory"]["usable_bytes"] == capacity * 970_000 // 1_000_000
+    assert cal["memory_fraction"]["source"] == "calibration" and cal["memory"]["usable_bytes"] == capacity
+    assert given["memory_fraction"] == {"value": 0.9, "source": "--max-memory-fraction"}
+    assert given["memory"]["usable_bytes"] == capacity * 900_000 // 1_000_000

@@ -89,3 +89,30 @@ def test_sweep_page_draws_a_point_per_solved_size(browser, tmp_path):
     assert facts.counts["svg.sweep-chart"] == 2 and facts.empty["svg.sweep-chart"] == 0   # throughput, efficiency
     assert facts.counts["svg.sweep-chart g.series"] == 2 * 2                              # one line per hardware
     assert facts.counts["svg.sweep-chart circle.point"] == 2 * solved and facts.empty["svg.sweep-chart circle.point"] == 0
+
+
+def test_a_sampled_405b_timeline_draws_its_spans_and_sampled_ops(browser, tmp_path):
+    """Llama-3.1-405B on 512 H100 (262,144 ops a step): the whole-step chart draws each rank's busy spans, the
+    close-up the sampled micro-batches' ops (shardplan/report/timeline.py), every one of them a visible box."""
+    from hardware.profile import load_profile
+    from measure.projection.project import project
+    from shardplan.report.collect import recipe_view
+    from shardplan.report.model import JobView, Report
+    from tests.helpers.builders import make_case
+
+    case = make_case("Llama-3.1-405B", nodes=64, seq=8192, gbs=2048, tp=8, pp=16, vpp=8, cp=2, mbs=1,
+                     sequence_parallel=True, schedule="interleaved", account_for_embedding_in_pipeline_split=True,
+                     account_for_loss_in_pipeline_split=True)
+    profile = load_profile("h100-sxm-80gb")
+    view = recipe_view(case, True, True, [], [], None, project(case.model, case.job, case.recipe, case.placement, profile),
+                       dp=2, expert_dp=2, profile=profile, title="#1 TP8 PP16 VPP8")
+    job = JobView(model="Llama-3.1-405B", hardware="h100-sxm-80gb", nodes=64, gpus_per_node=8, world_size=512,
+                  seq_length=8192, global_batch_size=2048, precision="bf16")
+    tl = view.timeline
+    assert tl.sampled
+    facts = _open(Report(kind="check", job=job, recipes=[view]), tmp_path, "sampled")
+    assert facts.counts["svg.timeline-chart g.tl-row"] == 16 and facts.counts["svg.timeline-zoom g.tl-row"] == 16
+    assert facts.counts["svg.timeline-chart rect.span"] == len(tl.spans) and facts.empty["svg.timeline-chart rect.span"] == 0
+    tail = sum(e.microbatch is None for e in tl.events)
+    assert facts.counts["svg.timeline-chart rect.ev"] == tail  # the whole step: spans and the DP / optimizer tail only
+    assert 0 < facts.counts["svg.timeline-zoom rect.ev"] <= len(tl.events) - tail

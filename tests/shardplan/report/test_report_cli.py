@@ -51,9 +51,9 @@ def test_report_check_of_an_illegal_recipe_shows_its_violation(tmp_path):
 def test_report_refuses_an_output_folder_that_does_not_exist(tmp_path):
     res = _run("check", str(EXAMPLE), "-o", str(tmp_path / "missing" / "r.html"))
     assert res.returncode == 2
-    assert res.stderr.startswith("error: --output: folder") and len(res.stderr.strip().splitlines()) == 1
+    assert res.stderr.startswith("error: --output: the folder") and len(res.stderr.strip().splitlines()) == 1
     res = _run("check", str(EXAMPLE), "-o", str(tmp_path))
-    assert res.returncode == 2 and res.stderr.startswith("error: --output: is a directory")
+    assert res.returncode == 2 and res.stderr.startswith(f"error: --output: {tmp_path} is a directory")
 
 
 def test_report_solve_keeps_what_the_model_reading_left_out(tmp_path):

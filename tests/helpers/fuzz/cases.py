@@ -1,21 +1,17 @@
-"""Generated inputs for the fuzz suite: recipes, model files, hardware profiles, launch scripts and command
-options, valid, at the boundary and hostile, each with the shardplan command that reads it.
-
-Why one generator for two drivers: the Hypothesis tests (tests/test_fuzz_*.py) draw choices from Hypothesis
-(`DataChooser`: reproducible, shrinkable), and the long run (bench/fuzz.py) from a seeded `random.Random`
-(`RandomChooser`: ten thousand inputs in one process). A case is plain data (files to write, argv), so a
-failure is replayed by writing the same files and running the same argv.
+"""The first round's generators: recipes, model files, hardware profiles, launch scripts, render targets, solves
+and sweeps, valid, at the boundary and hostile, each with the shardplan command that reads it.
 """
 from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers.fuzz.choice import HOSTILE_STRINGS, Case, chance, dump_yaml, hostile_number, pick, special_file
+
+REPO = Path(__file__).resolve().parents[3]
 PROFILE_BASE = yaml.safe_load((REPO / "hardware" / "profiles" / "h100-sxm-80gb.yaml").read_text())
 SMALL_MODEL = {"num_layers": 4, "hidden_size": 256, "ffn_hidden_size": 1024, "num_attention_heads": 4,
                "num_query_groups": 4, "vocab_size": 1024, "max_position_embeddings": 2048}
@@ -24,76 +20,6 @@ HF_BASE = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, 
 BUNDLED = ["Llama-3.1-8B", "Qwen3-30B-A3B", "Mixtral-8x7B-v0.1", "DeepSeek-V3", "gpt-oss-20b", "Llama-2-7b"]
 PROFILES = ["h100-sxm-80gb", "b200", "mi300x", "a100-sxm-80gb"]
 
-# Values that probe the boundary and past it; the right answer to most of them is a one-line error.
-HOSTILE_NUMBERS = [0, -1, 1, 2, 3, 7, 64, 4095, 4096, 4097, 2**31, 2**63, 10**30, 10**400, 1e-300, 1e300, 0.5,
-                   float("nan"), float("inf"), -float("inf"), True, None, "8", "", "x" * 300, [], [1, 2], {}, {"a": 1}]
-HOSTILE_STRINGS = ["", " ", "x" * 70_000, "Llama-3.1-8B", "../../etc/passwd", "/dev/zero", "\x00", "é" * 50,
-                   "$(rm -rf /)", "`id`", "a\u200bb", "\ud800".encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
-                   "tt|" * 3000, "([0]*65536)*65536", "Et*16|t*16L", "(tttt)*1000000000"]
-
-
-class RandomChooser:
-    """Choices from a seeded random.Random (the long bench run)."""
-
-    def __init__(self, rnd) -> None:
-        self.rnd = rnd
-
-    def int(self, lo: int, hi: int) -> int:
-        return self.rnd.randint(lo, hi)
-
-
-class DataChooser:
-    """Choices drawn from Hypothesis (`st.data()`), so a failure shrinks to a small case."""
-
-    def __init__(self, data) -> None:
-        from hypothesis import strategies as st
-
-        self.data, self.st = data, st
-
-    def int(self, lo: int, hi: int) -> int:
-        return self.data.draw(self.st.integers(lo, hi))
-
-
-def pick(c, seq):
-    return seq[c.int(0, len(seq) - 1)]
-
-
-def chance(c, percent: int) -> bool:
-    return c.int(0, 99) < percent
-
-
-@dataclass
-class Case:
-    """Files (relative name -> str / bytes / 'FIFO' / 'DIR' / ('SYMLINK', target)) and the argv that reads them;
-    `{dir}` in argv is the case's folder. `kind` names the generator; `keep` lists files that must survive."""
-
-    kind: str
-    argv: list
-    files: dict = field(default_factory=dict)
-    keep: list = field(default_factory=list)
-    json_shape: str = ""  # "check" | "solve": the JSON the README documents on exit 0 / 1
-
-
-def _number(c, typical, percent: int = 25):
-    return pick(c, HOSTILE_NUMBERS) if chance(c, percent) else typical
-
-
-def _dump(c, data) -> str:
-    """YAML, sometimes as flow JSON (also YAML), sometimes with an alias bomb or deep nesting prepended."""
-    text = yaml.safe_dump(data, allow_unicode=True) if chance(c, 70) else json.dumps(data, default=str)
-    r = c.int(0, 199)
-    if r < 4:
-        bomb = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
-            f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]\n" for i in range(1, 9))
-        return bomb + text if not text.startswith("{") else bomb
-    if r < 7:
-        depth = pick(c, [31, 33, 500, 5000])
-        return "x: " + "[" * depth + "]" * depth + "\n" + (text if not text.startswith("{") else "")
-    if r < 9:
-        return text + "\n" + "\x00\xff"
-    return text
-
-
 def model_mapping(c) -> dict:
     """A ModelSpec mapping (small, valid by default) with some fields made hostile."""
     m = dict(SMALL_MODEL)
@@ -101,24 +27,24 @@ def model_mapping(c) -> dict:
         m.update(num_experts=pick(c, [4, 8, 0, 2**20]), moe_router_topk=pick(c, [1, 2, 9]),
                  moe_ffn_hidden_size=pick(c, [128, 0, 2**30]))
         if chance(c, 30):
-            m["first_k_dense_layers"] = _number(c, 1)
+            m["first_k_dense_layers"] = hostile_number(c, 1)
     for _ in range(c.int(0, 2)):
         key = pick(c, list(m) + ["kv_channels", "layer_is_moe", "mtp_num_layers", "name", "bogus_field"])
-        m[key] = pick(c, HOSTILE_STRINGS) if chance(c, 15) else _number(c, m.get(key, 1))
+        m[key] = pick(c, HOSTILE_STRINGS) if chance(c, 15) else hostile_number(c, m.get(key, 1))
     return m
 
 
 def hf_config(c) -> dict:
     cfg = dict(HF_BASE)
     if chance(c, 20):
-        cfg = {"model_type": "gpt2", "n_embd": 768, "n_layer": 4, "n_head": _number(c, 12), "vocab_size": 50257}
+        cfg = {"model_type": "gpt2", "n_embd": 768, "n_layer": 4, "n_head": hostile_number(c, 12), "vocab_size": 50257}
     if chance(c, 30):
         cfg.update(model_type=pick(c, ["deepseek_v3", "qwen3_moe", "mixtral"]), n_routed_experts=8, num_local_experts=8,
-                   num_experts_per_tok=2, moe_intermediate_size=256, first_k_dense_replace=_number(c, 1),
-                   moe_layer_freq=_number(c, 1), decoder_sparse_step=_number(c, 1))
+                   num_experts_per_tok=2, moe_intermediate_size=256, first_k_dense_replace=hostile_number(c, 1),
+                   moe_layer_freq=hostile_number(c, 1), decoder_sparse_step=hostile_number(c, 1))
     for _ in range(c.int(0, 3)):
         key = pick(c, list(cfg) + ["head_dim", "kv_lora_rank", "q_lora_rank", "mlp_only_layers", "tie_word_embeddings"])
-        cfg[key] = _number(c, cfg.get(key, 1))
+        cfg[key] = hostile_number(c, cfg.get(key, 1))
     return cfg
 
 
@@ -129,13 +55,13 @@ def profile_mapping(c) -> dict:
                        "scale_up_bandwidth_gb_per_s", "nics_per_gpu", "scale_out_latency_us", "peak_tflops", "calibration",
                        "supports_fp8", "name", "sources", "extra_field"])
         if key == "peak_tflops":
-            p["peak_tflops"] = {**p["peak_tflops"], pick(c, ["bf16", "fp8", "fp16"]): _number(c, 989.0)}
+            p["peak_tflops"] = {**p["peak_tflops"], pick(c, ["bf16", "fp8", "fp16"]): hostile_number(c, 989.0)}
         elif key == "calibration":
             p["calibration"] = {**(p.get("calibration") or {}), pick(c, ["gemm_efficiency", "kernel_launch_us",
                                                                          "moe_load_imbalance", "framework_overhead_bytes"]):
                                 pick(c, [[], [[20.0, 0.5]], [[20.0, 2.0]], 1e300, -1, None, [[1e300, 1e-300]]])}
         else:
-            p[key] = _number(c, p.get(key))
+            p[key] = hostile_number(c, p.get(key))
     return p
 
 
@@ -154,23 +80,19 @@ def recipe_mapping(c, model_ref) -> dict:
         if key in ("pipeline_layout",):
             recipe[key] = pick(c, HOSTILE_STRINGS)
         elif key == "recompute":
-            recipe[key] = pick(c, [{"granularity": "full", "method": "uniform", "num_layers": _number(c, 1)},
+            recipe[key] = pick(c, [{"granularity": "full", "method": "uniform", "num_layers": hostile_number(c, 1)},
                                    {"granularity": "selective", "modules": pick(c, [[], ["core_attn"], ["bogus"]])}, "full"])
         elif key == "hierarchical_cp_sizes":
             recipe[key] = pick(c, [[], [2, 1], [1] * 100, [0], None])
         elif key in ("schedule", "dp_sharding", "cp_comm_type", "moe_dispatcher"):
             recipe[key] = pick(c, ["1f1b", "interleaved", "zbv", "megatron_fsdp", "a2a+p2p", "flex", "bogus", 3])
         else:
-            recipe[key] = _number(c, 1)
-    job = {"seq_length": _number(c, pick(c, [1024, 4096]), 8), "global_batch_size": _number(c, pick(c, [8, 64]), 8)}
+            recipe[key] = hostile_number(c, 1)
+    job = {"seq_length": hostile_number(c, pick(c, [1024, 4096]), 8), "global_batch_size": hostile_number(c, pick(c, [8, 64]), 8)}
     if chance(c, 10):
         job["precision"] = pick(c, ["fp8-tensorwise", "mxfp8", "fp4", "bogus"])
-    return {"model": model_ref, "hardware": "h100-sxm-80gb", "nodes": _number(c, 1, 5), "gpus_per_node": _number(c, 8, 5),
+    return {"model": model_ref, "hardware": "h100-sxm-80gb", "nodes": hostile_number(c, 1, 5), "gpus_per_node": hostile_number(c, 8, 5),
             "job": job, "recipe": recipe}
-
-
-def _special_file(c) -> object:
-    return pick(c, ["FIFO", "DIR", ("SYMLINK", "/dev/zero"), ("SYMLINK", "missing"), b"\xff\xfe binary", "x" * ((1 << 20) + 1)])
 
 
 def recipe_case(c) -> Case:
@@ -182,21 +104,21 @@ def recipe_case(c) -> Case:
     elif r < 60:
         model_ref = model_mapping(c)
     elif r < 80:
-        files["model.yaml"] = _dump(c, model_mapping(c))
+        files["model.yaml"] = dump_yaml(c, model_mapping(c))
         model_ref = "model.yaml"
     elif r < 95:
         files["config.json"] = json.dumps(hf_config(c)) if chance(c, 90) else "[" * 5000
         model_ref = "config.json"
     else:
-        files["model.yaml"] = _special_file(c)
+        files["model.yaml"] = special_file(c)
         model_ref = "model.yaml"
     data = recipe_mapping(c, model_ref)
     if chance(c, 20):
-        files["profile.yaml"] = _dump(c, profile_mapping(c)) if chance(c, 90) else _special_file(c)
+        files["profile.yaml"] = dump_yaml(c, profile_mapping(c)) if chance(c, 90) else special_file(c)
         data["hardware"] = "{dir}/profile.yaml"
     if chance(c, 10):
         data.pop(pick(c, list(data)))
-    files["recipe.yaml"] = _dump(c, data) if chance(c, 95) else _special_file(c)
+    files["recipe.yaml"] = dump_yaml(c, data) if chance(c, 95) else special_file(c)
     return Case("recipe", ["check", "{dir}/recipe.yaml", "--json"], files, json_shape="check")
 
 
@@ -240,7 +162,7 @@ def script_case(c) -> Case:
     if chance(c, 5):
         text = text * 2000  # a large script near the 1 MiB limit or past it
     name = pick(c, ["train.sh", "args.txt"])
-    files = {name: text if chance(c, 95) else _special_file(c)}
+    files = {name: text if chance(c, 95) else special_file(c)}
     return Case("script", ["check", "{dir}/" + name, "--hardware", pick(c, PROFILES + ["{dir}/" + name]), "--nodes",
                            str(pick(c, [1, 1, 1, 2, 0])), "--gpus-per-node", str(pick(c, [8, 8, 8, 6, 1024])), "--json"],
                 files, json_shape="check")
@@ -268,7 +190,7 @@ def render_case(c) -> Case:
 def model_file_case(c) -> Case:
     """`solve` a small space of a generated model YAML / HF config on one node, with hostile numeric options."""
     if chance(c, 50):
-        files = {"m.yaml": _dump(c, model_mapping(c))}
+        files = {"m.yaml": dump_yaml(c, model_mapping(c))}
         ref = "{dir}/m.yaml"
     else:
         files = {"config.json": json.dumps(hf_config(c))}
@@ -284,7 +206,7 @@ def model_file_case(c) -> Case:
 
 def profile_case(c) -> Case:
     """`check` the bundled example recipe on a generated hardware profile."""
-    files = {"p.yaml": _dump(c, profile_mapping(c)) if chance(c, 95) else _special_file(c),
+    files = {"p.yaml": dump_yaml(c, profile_mapping(c)) if chance(c, 95) else special_file(c),
              "recipe.yaml": yaml.safe_dump(recipe_mapping(c, "Llama-3.1-8B")).replace(
                  "hardware: h100-sxm-80gb", "hardware: '{dir}/p.yaml'")}
     return Case("profile", ["check", "{dir}/recipe.yaml", "--json"], files, json_shape="check")
@@ -305,18 +227,3 @@ def sweep_case(c) -> Case:
         files["fifo"], keep = "FIFO", ["fifo"]
         argv += ["--report", pick(c, ["{dir}/fifo", "{dir}/out.html", "{dir}/missing/out.html"])]
     return Case("sweep", argv, files, keep=keep)
-
-
-GENERATORS = {"recipe": recipe_case, "script": script_case, "render": render_case, "profile": profile_case,
-              "solve": model_file_case, "sweep": sweep_case}
-# share of each kind in a mixed run: solve cases cost seconds each, the others tens of milliseconds
-WEIGHTS = {"recipe": 35, "script": 30, "render": 10, "profile": 20, "solve": 5, "sweep": 2}
-
-
-def any_case(c) -> Case:
-    r, acc = c.int(0, sum(WEIGHTS.values()) - 1), 0
-    for kind, w in WEIGHTS.items():
-        acc += w
-        if r < acc:
-            return GENERATORS[kind](c)
-    raise AssertionError("unreachable")
