@@ -4,6 +4,9 @@ that reaches the edge stays a bug: InternalError keeps it as __cause__, and the 
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import shardplan
@@ -11,6 +14,7 @@ import shardplan.api
 from boundary.errors import ArgumentError, InputFileError, InternalError, LimitExceeded, NotLegal
 from shardplan.cli.main import main
 from templates.render_input import RenderRefused
+from tests.helpers.builders import REPO
 
 EXAMPLE = shardplan.examples.path("llama3-70b-h100")
 JOB = dict(seq_length=4096, global_batch_size=8)
@@ -106,3 +110,19 @@ def test_the_cli_names_the_option_where_the_api_names_the_argument(capsys):
         main(["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "8192",
               "--global-batch-size", "8", "--max-time", "nan"])
     assert exit_info.value.code == 2 and capsys.readouterr().err.startswith("error: --max-time: input should be a finite number")
+
+
+def test_a_limit_shorter_than_arming_the_alarm_is_a_time_limit_and_the_process_lives_on():
+    """`max_time_s=1e-9` fired the alarm before its `try:` (issue 33: an internal alarm leaked, then SIGALRM killed the
+    interpreter, exit 142). In a fresh interpreter, as the alarm is process-wide."""
+    code = ("import time, shardplan\n"
+            "for _ in range(3):\n"
+            "    try:\n"
+            "        shardplan.solve('Llama-3.1-8B', 'h100-sxm-80gb', 1, seq_length=4096, global_batch_size=8, max_time_s=1e-9)\n"
+            "    except shardplan.LimitExceeded as exc:\n"
+            "        print(type(exc).__name__)\n"
+            "time.sleep(0.2)\n"
+            "print('alive')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["SolveTimeLimit"] * 3 + ["alive"]

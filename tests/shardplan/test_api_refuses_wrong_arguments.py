@@ -49,15 +49,15 @@ def _edge_model(fn):
 
 
 def _parameters(fn) -> dict[str, object]:
-    """{name: annotation} of the signature; a **kwargs stands for the argument model's fields it admits (render's paths
-    are RenderPaths' text fields)."""
+    """{name: annotation} of the signature; a **kwargs stands for the argument model's fields that are not in the
+    signature (render's paths: RenderPaths' fields), annotated as the model annotates them."""
     hints = typing.get_type_hints(inspect.unwrap(fn))
     params = {}
     for name, p in inspect.signature(fn).parameters.items():
         if p.kind == inspect.Parameter.VAR_KEYWORD:
-            for field in _edge_model(fn).model_fields:
+            for field, info in _edge_model(fn).model_fields.items():
                 if field not in inspect.signature(fn).parameters:
-                    params[field] = typing.Optional[str]
+                    params[field] = info.annotation
         else:
             params[name] = hints[name]
     return params
@@ -68,6 +68,10 @@ def admits(annotation, value) -> bool:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if annotation is typing.Any:
         return True
+    if origin is typing.Annotated:  # a model's annotation: the type under its constraints
+        return admits(annotation.__origin__, value)
+    if origin is typing.Literal:
+        return value in args
     if origin in (typing.Union, types.UnionType):
         return any(admits(a, value) for a in args)
     if annotation is type(None):
