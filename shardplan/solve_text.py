@@ -77,7 +77,7 @@ def thin_headroom_line(payload: dict) -> str | None:
             if r["memory"]["capacity_bytes"] - r["memory"]["peak_bytes"] < THIN_HEADROOM * r["memory"]["capacity_bytes"]]
     if not thin:
         return None
-    return (f"* rank {', '.join(thin[:8])}{' ...' if len(thin) > 8 else ''}: under {THIN_HEADROOM:.0%} of HBM left "
+    return (f"note: rank {', '.join(thin[:8])}{' ...' if len(thin) > 8 else ''}: under {THIN_HEADROOM:.0%} of HBM left "
             "free; the peak is allocated bytes, and allocator fragmentation and CUDA-graph pools are not "
             "modelled (published runs at 97-99 % of capacity ran out of memory: README 'Memory'); "
             "--max-memory-fraction 0.95 keeps the margin")

@@ -1,5 +1,6 @@
 """`shardplan sweep`: the best legal recipe at each cluster size, for one model and job, on one or more
-hardware profiles; tokens/s/GPU, step time, scaling efficiency against the smallest size that fits, and
+hardware profiles; tokens/s/GPU, step time, scaling efficiency against a stated baseline (the smallest size that fits
+without full recompute, efficiency_baseline: a size that needs it to fit would put every larger one above 100 %), and
 the time, GPU-hours and cost to train a token budget.
 
 What is shared across sizes (each size is still its own exact solve; the world size fixes DP, the micro-batch
@@ -63,12 +64,26 @@ class SweepPoint(BaseModel):
     peak_bytes: Optional[int] = None
     usable_bytes: Optional[int] = None
     scaling_efficiency: Optional[float] = Field(
-        None, description="tokens/s/GPU over that of the smallest solved size on the same hardware (1.0 = linear)")
+        None, description="tokens/s/GPU over that of the hardware's efficiency baseline (SweepResult.efficiency_baselines; "
+                          "1.0 = linear)")
+    efficiency_note: Optional[str] = Field(None, description="when scaling_efficiency is above 1.0: the step parts that "
+                                           "take less time per token than at the baseline")
+    breakdown_s: Optional[dict[str, float]] = Field(None, description="the projected step's parts in seconds "
+                                                    "(measure.projection.project.Breakdown)")
     train_time_s: Optional[float] = None
     gpu_hours: Optional[float] = None
     cost_usd: Optional[float] = None
     proven_optimal: Optional[bool] = None
     solve_s: float = Field(description="wall-clock seconds this size took")
+
+
+class EfficiencyBaseline(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    nodes: int
+    gpus: int
+    recipe_label: str
+    why: str = Field(description="why this size: the smallest solved one, or the smallest whose best recipe runs "
+                                 "without full recompute")
 
 
 class SweepResult(BaseModel):
@@ -82,6 +97,18 @@ class SweepResult(BaseModel):
     train_tokens: Optional[float] = None
     usd_per_gpu_hour: Optional[float] = None
     points: list[SweepPoint]
+    efficiency_baselines: dict[str, EfficiencyBaseline] = Field(
+        {}, description="hardware -> the size its scaling efficiency is measured against")
+
+    def efficiency_lines(self) -> list[str]:
+        """The efficiency baseline of each hardware, and why a row reads above 100 % (printed under the table)."""
+        lines = []
+        for hw, base in self.efficiency_baselines.items():
+            lines.append(f"efficiency % ({hw}): tokens/s/GPU against {base.nodes} node{'' if base.nodes == 1 else 's'} "
+                         f"({base.gpus} GPUs, {base.recipe_label}), {base.why}")
+        lines += [f"efficiency above 100 % ({p.hardware}, {p.nodes} nodes): {p.efficiency_note}"
+                  for p in self.points if p.efficiency_note]
+        return lines
 
     def refusal_lines(self) -> list[str]:
         """`hardware: reason` once per refused part, in point order (the CLI's stderr and the page both print them)."""
@@ -122,19 +149,70 @@ def parse_nodes(text: str) -> list[int]:
     return out
 
 
-def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu_hour: Optional[float]) -> None:
-    """Scaling efficiency per hardware against its smallest solved size, and the training budget figures."""
-    base: dict[str, float] = {}
-    for p in points:
-        if p.status != "solved":
+# a baseline whose best recipe needs full recompute to fit repeats every layer's forward pass (~1/3 more compute,
+# Korthikanti et al. 2022, arXiv:2205.05198 section 5), so every larger size that fits without it would read ~130 %
+_BASELINE_WHY = {True: "the smallest size whose best recipe runs without full recompute (a size that needs full "
+                       "recompute to fit repeats the forward pass, so it is not a comparable baseline)",
+                 False: "the smallest size that fits"}
+# efficiency above 1 by less than this is rounding, not a reason to explain
+_ABOVE_LINEAR = 1e-9
+
+
+def _full_recompute(point: SweepPoint) -> bool:
+    return (point.recipe or {}).get("recompute", {}).get("granularity") == "full"
+
+
+def efficiency_baseline(points: list[SweepPoint]) -> tuple[Optional[SweepPoint], bool]:
+    """(the baseline of one hardware's points, whether sizes before it were passed over for full recompute): the
+    smallest solved size whose best recipe runs without full recompute, else the smallest solved size."""
+    solved = [p for p in points if p.status == "solved"]
+    if not solved:
+        return None, False
+    light = [p for p in solved if not _full_recompute(p)]
+    return (light[0], light[0] is not solved[0]) if light else (solved[0], False)
+
+
+def _per_token_s(point: SweepPoint, global_tokens: float) -> dict[str, float]:
+    """Each projected step part in seconds per token one GPU processes (step part / (global tokens / GPUs))."""
+    return {k: v * point.gpus / global_tokens for k, v in (point.breakdown_s or {}).items()}
+
+
+def above_linear_note(point: SweepPoint, base: SweepPoint, global_tokens: float) -> str:
+    """Why `point` reads above 100 %: the step parts that take less time per token than at the baseline, each as a
+    share of the baseline's time per token (the projection's own parts, measure/projection/project.py Breakdown)."""
+    here, there = _per_token_s(point, global_tokens), _per_token_s(base, global_tokens)
+    base_step = base.step_time_s * base.gpus / global_tokens
+    saved = sorted(((there[k] - here.get(k, 0.0), k) for k in there if there[k] > here.get(k, 0.0)), reverse=True)
+    parts = [f"{k} {100 * d / base_step:.1f} %" for d, k in saved[:3] if 100 * d / base_step >= 0.05]
+    return (("step parts shorter per token than at the baseline (share of its time per token): " + ", ".join(parts))
+            if parts else "the step parts overlap differently than at the baseline") + \
+        f"; recipe {point.recipe_label} vs the baseline's {base.recipe_label}"
+
+
+def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu_hour: Optional[float],
+            global_tokens: float) -> dict[str, EfficiencyBaseline]:
+    """Scaling efficiency per hardware against its baseline (efficiency_baseline), the reason of every row above
+    100 %, and the training budget figures; returns the baselines."""
+    baselines: dict[str, EfficiencyBaseline] = {}
+    for hw in dict.fromkeys(p.hardware for p in points):
+        mine = [p for p in points if p.hardware == hw]
+        base, skipped = efficiency_baseline(mine)
+        if base is None:
             continue
-        base.setdefault(p.hardware, p.tokens_per_s_per_gpu)
-        p.scaling_efficiency = p.tokens_per_s_per_gpu / base[p.hardware]
-        if train_tokens:
+        baselines[hw] = EfficiencyBaseline(nodes=base.nodes, gpus=base.gpus, recipe_label=base.recipe_label, why=_BASELINE_WHY[skipped])
+        for p in mine:
+            if p.status != "solved":
+                continue
+            p.scaling_efficiency = p.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu
+            if p.scaling_efficiency > 1.0 + _ABOVE_LINEAR:
+                p.efficiency_note = above_linear_note(p, base, global_tokens)
+    for p in points:
+        if p.status == "solved" and train_tokens:
             p.train_time_s = train_tokens / p.tokens_per_s
             p.gpu_hours = p.train_time_s * p.gpus / SECONDS_PER_HOUR
             if usd_per_gpu_hour is not None:
                 p.cost_usd = p.gpu_hours * usd_per_gpu_hour
+    return baselines
 
 
 def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[int]], *, seq_length: int,
@@ -205,11 +283,11 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
                 continue
             with step(f"{hw}: best recipe on {n} node{'' if n == 1 else 's'}"):
                 points.append(best_at(model, job, placement, profile, screen, shared_parts, margin_fraction, pins, bounds))
-    _finish(points, train_tokens, usd_per_gpu_hour)
+    baselines = _finish(points, train_tokens, usd_per_gpu_hour, float(job.global_batch_size * job.seq_length))
     return SweepResult(model=model.name, seq_length=job.seq_length, global_batch_size=job.global_batch_size,
                        precision=job.precision.value, gpus_per_node=per_node.pop() if len(per_node) == 1 else None,
                        train_tokens=train_tokens,
-                       usd_per_gpu_hour=usd_per_gpu_hour, points=points)
+                       usd_per_gpu_hour=usd_per_gpu_hour, points=points, efficiency_baselines=baselines)
 
 
 def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_fraction: float, pins: dict,
@@ -235,5 +313,6 @@ def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_f
     return SweepPoint(**point, status="solved", recipe_label=recipe_label(best.recipe, best.check.dp),
                       recipe=best.recipe.model_dump(mode="json"), dp=best.check.dp, step_time_s=proj.iteration_time_s,
                       tokens_per_s_per_gpu=proj.tokens_per_s_per_gpu, tokens_per_s=proj.tokens_per_s_per_gpu * placement.world_size,
+                      breakdown_s=proj.breakdown.model_dump(),
                       mfu=proj.mfu, peak_bytes=mem.peak_bytes, usable_bytes=mem.usable_bytes,
                       proven_optimal=result.proven_optimal, solve_s=time.perf_counter() - t0)
