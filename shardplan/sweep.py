@@ -1,6 +1,7 @@
 """`shardplan sweep`: the best legal recipe at each cluster size, for one model and job, on one or more
-hardware profiles; tokens/s/GPU, step time, scaling efficiency against a stated baseline (the smallest size that fits
-without full recompute, efficiency_baseline: a size that needs it to fit would put every larger one above 100 %), and
+hardware profiles; tokens/s/GPU, step time, scaling efficiency against a stated baseline (the size with the most
+tokens/s/GPU, efficiency_baseline: the smallest size that fits may need full recompute, which put every larger one
+above 100 %), and
 the time, GPU-hours and cost to train a token budget.
 
 What is shared across sizes (each size is still its own exact solve; the world size fixes DP, the micro-batch
@@ -64,12 +65,8 @@ class SweepPoint(BaseModel):
     peak_bytes: Optional[int] = None
     usable_bytes: Optional[int] = None
     scaling_efficiency: Optional[float] = Field(
-        None, description="tokens/s/GPU over that of the hardware's efficiency baseline (SweepResult.efficiency_baselines; "
-                          "1.0 = linear)")
-    efficiency_note: Optional[str] = Field(None, description="when scaling_efficiency is above 1.0: the step parts that "
-                                           "take less time per token than at the baseline")
-    breakdown_s: Optional[dict[str, float]] = Field(None, description="the projected step's parts in seconds "
-                                                    "(measure.projection.project.Breakdown)")
+        None, description="tokens/s/GPU over that of the hardware's efficiency baseline, its size with the most "
+                          "tokens/s/GPU (SweepResult.efficiency_baselines): at most 1.0")
     train_time_s: Optional[float] = None
     gpu_hours: Optional[float] = None
     cost_usd: Optional[float] = None
@@ -78,12 +75,12 @@ class SweepPoint(BaseModel):
 
 
 class EfficiencyBaseline(BaseModel):
+    """The size a hardware's scaling efficiency divides by (shardplan.sweep.efficiency_baseline)."""
     model_config = ConfigDict(extra="forbid")
     nodes: int
     gpus: int
     recipe_label: str
-    why: str = Field(description="why this size: the smallest solved one, or the smallest whose best recipe runs "
-                                 "without full recompute")
+    tokens_per_s_per_gpu: float
 
 
 class SweepResult(BaseModel):
@@ -101,14 +98,11 @@ class SweepResult(BaseModel):
         {}, description="hardware -> the size its scaling efficiency is measured against")
 
     def efficiency_lines(self) -> list[str]:
-        """The efficiency baseline of each hardware, and why a row reads above 100 % (printed under the table)."""
-        lines = []
-        for hw, base in self.efficiency_baselines.items():
-            lines.append(f"efficiency % ({hw}): tokens/s/GPU against {base.nodes} node{'' if base.nodes == 1 else 's'} "
-                         f"({base.gpus} GPUs, {base.recipe_label}), {base.why}")
-        lines += [f"efficiency above 100 % ({p.hardware}, {p.nodes} nodes): {p.efficiency_note}"
-                  for p in self.points if p.efficiency_note]
-        return lines
+        """The efficiency baseline of each hardware, one line each (printed under the table)."""
+        return [f"efficiency % ({hw}): tokens/s/GPU against {b.nodes} node{'' if b.nodes == 1 else 's'} ({b.gpus} GPUs, "
+                f"{b.recipe_label}: {b.tokens_per_s_per_gpu:,.0f}), the size with the most tokens/s/GPU; smaller sizes lose "
+                "to memory pressure (recompute, smaller micro-batches), larger ones to communication and bubbles"
+                for hw, b in self.efficiency_baselines.items()]
 
     def refusal_lines(self) -> list[str]:
         """`hardware: reason` once per refused part, in point order (the CLI's stderr and the page both print them)."""
@@ -149,63 +143,31 @@ def parse_nodes(text: str) -> list[int]:
     return out
 
 
-# a baseline whose best recipe needs full recompute to fit repeats every layer's forward pass (~1/3 more compute,
-# Korthikanti et al. 2022, arXiv:2205.05198 section 5), so every larger size that fits without it would read ~130 %
-_BASELINE_WHY = {True: "the smallest size whose best recipe runs without full recompute (a size that needs full "
-                       "recompute to fit repeats the forward pass, so it is not a comparable baseline)",
-                 False: "the smallest size that fits"}
-# efficiency above 1 by less than this is rounding, not a reason to explain
-_ABOVE_LINEAR = 1e-9
-
-
-def _full_recompute(point: SweepPoint) -> bool:
-    return (point.recipe or {}).get("recompute", {}).get("granularity") == "full"
-
-
-def efficiency_baseline(points: list[SweepPoint]) -> tuple[Optional[SweepPoint], bool]:
-    """(the baseline of one hardware's points, whether sizes before it were passed over for full recompute): the
-    smallest solved size whose best recipe runs without full recompute, else the smallest solved size."""
+def efficiency_baseline(points: list[SweepPoint]) -> Optional[SweepPoint]:
+    """The size one hardware's efficiency is measured against: its solved size with the most tokens/s/GPU (the
+    smallest such). Why not the smallest size that fits: that size is the most memory-bound, and the recipe that fits
+    there may pay for it (Llama-3.1-70B on 2 H100 nodes needs full recompute, which repeats the forward pass: ~1/3 more
+    compute, Korthikanti et al. 2022, arXiv:2205.05198 section 5), so every larger size read ~130 %. Against the best
+    size, every row reads at most 100 %: what it loses to memory pressure (smaller sizes) or to communication and
+    pipeline bubbles (larger ones)."""
     solved = [p for p in points if p.status == "solved"]
-    if not solved:
-        return None, False
-    light = [p for p in solved if not _full_recompute(p)]
-    return (light[0], light[0] is not solved[0]) if light else (solved[0], False)
+    return max(solved, key=lambda p: (p.tokens_per_s_per_gpu, -p.gpus)) if solved else None
 
 
-def _per_token_s(point: SweepPoint, global_tokens: float) -> dict[str, float]:
-    """Each projected step part in seconds per token one GPU processes (step part / (global tokens / GPUs))."""
-    return {k: v * point.gpus / global_tokens for k, v in (point.breakdown_s or {}).items()}
-
-
-def above_linear_note(point: SweepPoint, base: SweepPoint, global_tokens: float) -> str:
-    """Why `point` reads above 100 %: the step parts that take less time per token than at the baseline, each as a
-    share of the baseline's time per token (the projection's own parts, measure/projection/project.py Breakdown)."""
-    here, there = _per_token_s(point, global_tokens), _per_token_s(base, global_tokens)
-    base_step = base.step_time_s * base.gpus / global_tokens
-    saved = sorted(((there[k] - here.get(k, 0.0), k) for k in there if there[k] > here.get(k, 0.0)), reverse=True)
-    parts = [f"{k} {100 * d / base_step:.1f} %" for d, k in saved[:3] if 100 * d / base_step >= 0.05]
-    return (("step parts shorter per token than at the baseline (share of its time per token): " + ", ".join(parts))
-            if parts else "the step parts overlap differently than at the baseline") + \
-        f"; recipe {point.recipe_label} vs the baseline's {base.recipe_label}"
-
-
-def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu_hour: Optional[float],
-            global_tokens: float) -> dict[str, EfficiencyBaseline]:
-    """Scaling efficiency per hardware against its baseline (efficiency_baseline), the reason of every row above
-    100 %, and the training budget figures; returns the baselines."""
+def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu_hour: Optional[float]) -> dict[str, EfficiencyBaseline]:
+    """Scaling efficiency per hardware against its baseline (efficiency_baseline) and the training budget figures;
+    returns the baselines."""
     baselines: dict[str, EfficiencyBaseline] = {}
     for hw in dict.fromkeys(p.hardware for p in points):
         mine = [p for p in points if p.hardware == hw]
-        base, skipped = efficiency_baseline(mine)
+        base = efficiency_baseline(mine)
         if base is None:
             continue
-        baselines[hw] = EfficiencyBaseline(nodes=base.nodes, gpus=base.gpus, recipe_label=base.recipe_label, why=_BASELINE_WHY[skipped])
+        baselines[hw] = EfficiencyBaseline(nodes=base.nodes, gpus=base.gpus, recipe_label=base.recipe_label,
+                                           tokens_per_s_per_gpu=base.tokens_per_s_per_gpu)
         for p in mine:
-            if p.status != "solved":
-                continue
-            p.scaling_efficiency = p.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu
-            if p.scaling_efficiency > 1.0 + _ABOVE_LINEAR:
-                p.efficiency_note = above_linear_note(p, base, global_tokens)
+            if p.status == "solved":
+                p.scaling_efficiency = p.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu
     for p in points:
         if p.status == "solved" and train_tokens:
             p.train_time_s = train_tokens / p.tokens_per_s
@@ -283,7 +245,7 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
                 continue
             with step(f"{hw}: best recipe on {n} node{'' if n == 1 else 's'}"):
                 points.append(best_at(model, job, placement, profile, screen, shared_parts, margin_fraction, pins, bounds))
-    baselines = _finish(points, train_tokens, usd_per_gpu_hour, float(job.global_batch_size * job.seq_length))
+    baselines = _finish(points, train_tokens, usd_per_gpu_hour)
     return SweepResult(model=model.name, seq_length=job.seq_length, global_batch_size=job.global_batch_size,
                        precision=job.precision.value, gpus_per_node=per_node.pop() if len(per_node) == 1 else None,
                        train_tokens=train_tokens,
@@ -313,6 +275,5 @@ def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_f
     return SweepPoint(**point, status="solved", recipe_label=recipe_label(best.recipe, best.check.dp),
                       recipe=best.recipe.model_dump(mode="json"), dp=best.check.dp, step_time_s=proj.iteration_time_s,
                       tokens_per_s_per_gpu=proj.tokens_per_s_per_gpu, tokens_per_s=proj.tokens_per_s_per_gpu * placement.world_size,
-                      breakdown_s=proj.breakdown.model_dump(),
                       mfu=proj.mfu, peak_bytes=mem.peak_bytes, usable_bytes=mem.usable_bytes,
                       proven_optimal=result.proven_optimal, solve_s=time.perf_counter() - t0)
