@@ -29,9 +29,17 @@ def attach_search_fixes(loaded, data: dict, margin_fraction: float, profile, kee
     answered = [v for v in data["violations"][early:] if answers(v["rule"])]
     if not answered and not keep_suggestion:
         return
-    with step("searching the nearest legal recipe"):
-        suggestion = suggest_fix(loaded.case, margin_fraction=margin_fraction, flags=loaded.flags, env=loaded.env,
-                                 validated_by=loaded.validated_by, profile=profile)
+    try:
+        with step("searching the nearest legal recipe"):
+            suggestion = suggest_fix(loaded.case, margin_fraction=margin_fraction, flags=loaded.flags, env=loaded.env,
+                                     validated_by=loaded.validated_by, profile=profile)
+    except ValueError as exc:  # a job the search cannot lay out (solver.space.SpaceError): the rules' fixes, said unverified
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        for violation in answered:
+            violation["fix"] += f" (not verified against the other rules and memory: the recipe search cannot run: {why})"
+        if keep_suggestion:
+            data["suggestion"] = {"found": False, "message": f"the recipe search cannot run: {why}"}
+        return
     text = fix_text(suggestion, loaded.case)
     for i, violation in enumerate(answered):  # one answer for all: said once, the others point to it
         violation["fix"] = text if i == 0 else f"the same fix as {answered[0]['rule']} (one recipe answers both)"

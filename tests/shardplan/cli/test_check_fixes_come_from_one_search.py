@@ -124,3 +124,18 @@ def test_a_missing_launch_setting_keeps_its_own_fix_and_the_search_does_not_rout
     assert fixes["cuda_device_max_connections"] == "export CUDA_DEVICE_MAX_CONNECTIONS=1"
     assert fixes["world_divisible"].startswith("use ")
     assert "tp" not in data["suggestion"]["changes"]  # TP 4 stays: the export, not TP 1, is the answer to that rule
+
+
+def test_a_job_the_search_cannot_lay_out_says_its_fixes_are_unverified(tmp_path):
+    # the search prices every layer in the job's precision, so FP8 with bf16 first/last layers is not searched
+    # (solver/space.py bf16_layers_error); check still judges the recipe and says the fix was not verified
+    path = tmp_path / "bf16_layers.yaml"
+    path.write_text(yaml.safe_dump({"model": "Llama-3.1-8B", "hardware": "h100-sxm-80gb", "nodes": 1, "gpus_per_node": 8,
+                                    "job": {"seq_length": 4096, "global_batch_size": 64, "precision": "fp8-tensorwise",
+                                            "bf16_layers_at_start": 1, "bf16_layers_at_end": 1},
+                                    "recipe": {"tp": 2, "pp": 3}}))
+    code, data = _json("check", str(path), "--suggest")
+    assert code == 1
+    fix = {v["rule"]: v["fix"] for v in data["violations"]}["world_divisible"]
+    assert "(not verified against the other rules and memory: the recipe search cannot run: job bf16_layers_at_start" in fix
+    assert not data["suggestion"]["found"]
