@@ -51,15 +51,16 @@ def fix_text(suggestion: dict, case) -> str:
     """The search's answer for `case` (the user's) as one fix: the Megatron flags to change, or the fewest nodes that
     fit and the flags there, or why there is none."""
     world_size = case.placement.world_size
+    gpus = f"{world_size} GPU" + ("" if world_size == 1 else "s")
     if suggestion.get("found"):
         return f"use {flag_changes(case, suggestion)} (the nearest legal recipe that fits: {_fit_words(suggestion)})"
     if "fewest_nodes" not in suggestion:
         return f"{suggestion.get('message', 'no legal recipe found')}: `shardplan solve` lists the legal recipes"
     nodes = suggestion["fewest_nodes"]
     if nodes is None:
-        return (f"no legal recipe fits on {world_size} GPUs, nor on any node count up to {suggestion['max_nodes']} tried: "
+        return (f"no legal recipe fits on {gpus}, nor on any node count up to {suggestion['max_nodes']} tried: "
                 "`shardplan solve` says why and what would fit")
-    head = f"no legal recipe fits on {world_size} GPUs: use --nodes {nodes} ({suggestion['fewest_gpus']} GPUs), the fewest that fit"
+    head = f"no legal recipe fits on {gpus}: use --nodes {nodes} ({suggestion['fewest_gpus']} GPUs), the fewest that fit"
     there = suggestion.get("at_fewest_nodes") or {}
     if there.get("found"):
         changes = flag_changes(case, there)
