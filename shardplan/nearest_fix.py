@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from boundary.errors import ShardplanError
 from shardplan.progress import step
 
 GIB = 1024 ** 3
+
 
 def attach_search_fixes(loaded, data: dict, margin_fraction: float, profile, keep_suggestion: bool) -> None:
     """Search the nearest legal recipe for a check that is illegal or does not fit (`data`: check's JSON, edited in
@@ -33,7 +35,7 @@ def attach_search_fixes(loaded, data: dict, margin_fraction: float, profile, kee
         with step("searching the nearest legal recipe"):
             suggestion = suggest_fix(loaded.case, margin_fraction=margin_fraction, flags=loaded.flags, env=loaded.env,
                                      validated_by=loaded.validated_by, profile=profile)
-    except ValueError as exc:  # a job the search cannot lay out (solver.space.SpaceError): the rules' fixes, said unverified
+    except ShardplanError as exc:  # a job the search cannot lay out (solver.space.SpaceError): the rules' fixes, unverified
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         for violation in answered:
             violation["fix"] += f" (not verified against the other rules and memory: the recipe search cannot run: {why})"
@@ -42,7 +44,7 @@ def attach_search_fixes(loaded, data: dict, margin_fraction: float, profile, kee
         return
     text = fix_text(suggestion, loaded.case)
     for i, violation in enumerate(answered):  # one answer for all: said once, the others point to it
-        violation["fix"] = text if i == 0 else f"the same fix as {answered[0]['rule']} (one recipe answers both)"
+        violation["fix"] = text if i == 0 else f"the same fix as {answered[0]['rule']} (one recipe answers them together)"
     if keep_suggestion:
         data["suggestion"] = suggestion
 

@@ -54,7 +54,7 @@ def test_the_fix_of_a_pp3_script_is_the_first_suggest_answer_and_it_checks_legal
     assert first == {v["rule"]: v["fix"] for v in suggested["violations"]}["world_divisible"]  # --suggest changes no fix
     assert f"--pipeline-model-parallel-size {sug['changes']['pp']['to']}" in first
     # layers_split (32 layers over 3 stages) is answered by the same recipe, not by a PP of its own
-    assert by_rule["layers_split"] == "the same fix as world_divisible (one recipe answers both)"
+    assert by_rule["layers_split"] == "the same fix as world_divisible (one recipe answers them together)"
     flags = _fix_flags(first)
     assert "drop" not in flags
     # Megatron's argparse keeps the last value of a repeated flag: appending the fix applies it
