@@ -48,8 +48,8 @@ from solver.proposer.config import ProposerConfig
 from solver.request import SolveRequest
 from solver.trials import choose_trials, communication_share
 from solver.workflow import bound_fields, collect_pins, inapplicable_pins, resolve_recompute_kind, solve_request
-from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths, recipe_to_megatron_args
 from templates.placeholders import placeholder_lines
+from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths, recipe_to_megatron_args
 from templates.render import RENDER_FORMATS, launch_env, placeholders_of, render_script
 from templates.render_files import not_rendered, render_solutions, write_script
 from templates.render_input import (

@@ -18,6 +18,8 @@ from constraints.case import Case
 from constraints.models.mamba import entry_script
 from constraints.spec import PipelineSchedule
 from hardware.profile import ProfileError, load_profile
+from templates.escape import UnwritableValue, comment_safe, name_safe
+from templates.placeholders import header_block, rendered_placeholders
 from templates.recipe_args import (
     GROUPS,
     RenderPaths,
@@ -26,8 +28,6 @@ from templates.recipe_args import (
     needs_cuda_device_max_connections_1,
     uses_fsdp,
 )
-from templates.escape import UnwritableValue, comment_safe, name_safe
-from templates.placeholders import header_block, rendered_placeholders
 from templates.slurm_options import SlurmOptions, slurm_context
 from templates.stack_render import STACK_FORMATS, StackRenderError, render_stack
 

@@ -216,7 +216,7 @@ def test_render_solutions_writes_scripts_and_summary(tmp_path):
                                          "02-Llama-3.1-70B-tp8-pp8-vpp1-cp1-ep1-mbs1.sh"]
     assert written[0].read_text() == render_script(cases[0], "torchrun")
     summary = (tmp_path / "out" / "SUMMARY.md").read_text()
-    assert "| 2 | 02-Llama-3.1-70B-tp8-pp8-vpp1-cp1-ep1-mbs1.sh | 8 | 8 | 1 |" in summary and "1.61 s/step" in summary
+    assert "| 2 | `02-Llama-3.1-70B-tp8-pp8-vpp1-cp1-ep1-mbs1.sh` | 8 | 8 | 1 |" in summary and "1.61 s/step" in summary
 
 
 # --- round trip: render -> extract_argv -> parse_megatron_args --------------------------------------------
@@ -306,8 +306,9 @@ def test_render_solutions_does_not_write_what_pretrain_gpt_cannot_run(tmp_path):
     summary = (tmp_path / "out" / "SUMMARY.md").read_text()
     assert summary.startswith("# shardplan: 1 of 2 recipe(s) rendered, format slurm")
     assert "| 2 | not rendered | 8 | 4 | 2 |" in summary
-    assert "1.4 s/step; schedule zbv has no Megatron-LM pretrain_gpt.py flag; a script for it runs interleaved 1F1B" in summary
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sbatch",
+    assert "1.4 s/step; schedule zbv has no Megatron-LM pretrain\\_gpt.py flag; a script for it runs interleaved 1F1B" in summary
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".shardplan-render.json",
+                                                                    "01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sbatch",
                                                                     "SUMMARY.md"]
 
 
