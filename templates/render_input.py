@@ -17,6 +17,7 @@ from constraints.check import check_case
 from constraints.read import LoadedCase, load_check_input
 from constraints.stacks.detect import is_stack_file
 from hardware.profile import load_profile
+from templates.placeholders import is_placeholder
 from templates.render import unsupported_features
 from templates.slurm_options import OPTION_NAMES, SlurmOptions, slurm_options
 
@@ -111,6 +112,9 @@ def flags_not_carried(script_flags: Mapping[str, Any], rendered: str) -> list[st
     have = _rendered_flags(rendered)
     out = []
     for flag, said in script_flags.items():
+        if any(map(is_placeholder, said if isinstance(said, list) else [said])) and flag in have:
+            continue  # a `/path/to/...` the caller filled in: what was meant, not a change to report
+
         text = " ".join(map(str, said)) if isinstance(said, list) else ("" if said is True else str(said))
         shown = f"{flag} {text}".strip()
         if flag not in have:

@@ -10,6 +10,7 @@ https://github.com/NVIDIA/pyxis), where bash reads them and `shlex.quote` keeps 
 """
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 from pathlib import Path
@@ -90,6 +91,12 @@ def slurm_options(config_file: Optional[str] = None, **given: Optional[str]) -> 
                          "recipe", label)
         if not isinstance(data, dict):
             raise InputRefused(f"{label}: give a mapping of {', '.join(SlurmOptions.model_fields)}")
+        for key in data:
+            if key not in SlurmOptions.model_fields:
+                near = difflib.get_close_matches(str(key), list(SlurmOptions.model_fields), n=1)
+                hint = f"did you mean {near[0]}? " if near else ""
+                raise InputRefused(f"{label}: unknown key {str(key)[:60]!r}; {hint}the keys are "
+                                   f"{', '.join(SlurmOptions.model_fields)}")
         try:
             SlurmOptions(**data)
         except ValidationError as exc:
