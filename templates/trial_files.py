@@ -45,7 +45,9 @@ def run_all_script(names: Sequence[str], fmt: str, hardware: str) -> str:
         f"for script in {quoted}; do",
         f"    {run} || echo \"trial $script failed (its log says why); the others still run\" >&2",
         "done",
-        f"echo \"next: shardplan calibrate logs/*.log --hardware {shlex.quote(hardware)} -o calibration.json\"",
+        # the whole message one single-quoted word: inside double quotes a `$(...)` in a hardware path would run
+        "echo " + shlex.quote(f"next: shardplan calibrate logs/*.log --hardware {shlex.quote(comment_safe(hardware))} "
+                              "-o calibration.json"),
         ""])
 
 

@@ -136,3 +136,14 @@ def test_hydra_values_are_bare_only_when_plain(value, written):
 ])
 def test_markdown_text_escapes_inline_syntax_and_keeps_one_line(text, shown):
     assert markdown_text(text) == shown
+
+
+@pytest.mark.parametrize("fmt", ["bridge", "bridge-overrides"])
+def test_mock_data_is_refused_where_the_config_has_no_field_for_it(fmt):
+    with pytest.raises(RenderError, match="^--mock-data: "):
+        render_script(_case("Llama-2-7b"), fmt, RenderPaths(mock_data=True))
+
+
+def test_primus_carries_mock_data_as_the_megatron_argument(tmp_path):
+    _, loaded = _read_back(tmp_path, _case("Llama-2-7b"), "primus", RenderPaths(mock_data=True))
+    assert loaded.flags.get("--mock-data") is True and "--data-path" not in loaded.flags
