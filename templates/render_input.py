@@ -145,6 +145,11 @@ def script_site_paths(script_flags: Mapping[str, Any], given: Mapping[str, Any])
 def render_slurm_options(fmt: str, slurm: Optional[Mapping[str, Any]]) -> Optional[SlurmOptions]:
     """The sbatch settings for `fmt` (templates.slurm_options): refused for any other format, where nothing would
     carry them (said, not dropped)."""
+    if slurm is None:
+        return None
+    if not isinstance(slurm, Mapping):
+        raise ShardplanError(f"slurm: give a mapping of sbatch settings ({', '.join(SlurmOptions.model_fields)}), "
+                             f"not a {type(slurm).__name__}")
     if not slurm:
         return None
     if fmt != "slurm":

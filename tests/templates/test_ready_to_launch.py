@@ -16,6 +16,8 @@ import subprocess
 
 import pytest
 
+import shardplan
+from boundary.errors import ShardplanError
 from tests.helpers.builders import REPO, run_cli
 
 EXAMPLE = str(REPO / "constraints" / "examples" / "llama3-70b-h100.yaml")
@@ -143,3 +145,16 @@ def test_readme_round_trip_leaves_no_placeholder_unflagged(tmp_path):
     assert "/path/to/" not in script and "#SBATCH --job-name=Llama-3.1-8B" in script
     rc, stdout, _ = run_cli("check", str(out), *HW)
     assert rc == 0 and "LEGAL" in stdout and "placeholder" not in stdout
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(format="slurm", slurm="partition=batch"), "slurm: give a mapping"),
+    (dict(format="slurm", slurm={"partion": "batch"}), "did you mean partition"),
+    (dict(format="slurm", slurm={"partition": 3}), "--partition: "),
+    (dict(format="torchrun", slurm={"partition": "batch"}), "only --format slurm"),
+    (dict(mock_data="yes"), "--mock-data: give true or false"),
+])
+def test_the_api_refuses_bad_render_settings_with_a_shardplan_error(kwargs, needle):
+    with pytest.raises(ShardplanError) as refused:
+        shardplan.render(EXAMPLE, **kwargs)
+    assert needle in str(refused.value) and "\n" not in str(refused.value)

@@ -1,4 +1,4 @@
-"""Every stack config writer (primus, bridge, bridge-overrides): render with hostile names and paths, read back with
+"""Every writer (torchrun and slurm scripts; primus, bridge, bridge-overrides configs): render with hostile names and paths, read back with
 shardplan's own reader (`check`'s), and the same recipe, job and paths come out, with nothing added: no `env_vars:`
 section, no override, no other TP. A value the format cannot carry as data is refused in one line naming the option.
 
@@ -17,10 +17,11 @@ from constraints.read import load_check_input
 from shardplan.cli.main import cli
 from templates.escape import hydra_value, markdown_text
 from templates.recipe_args import RenderPaths
-from templates.render import RenderError, render_script
+from templates.render import RenderError, launch_env, render_script
 from tests.helpers.builders import REPO
 from tests.templates.test_render import GOLDEN_CASES
 
+LAUNCH_FORMATS = ["torchrun", "slurm"]
 STACK_FORMATS = ["primus", "bridge", "bridge-overrides"]
 HOSTILE_NAMES = [
     "evil\nenv_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 8",
@@ -56,21 +57,22 @@ def _case(name: str, hardware: str | None = None) -> Case:
 def _read_back(tmp_path, case: Case, fmt: str, paths: RenderPaths):
     text = render_script(case, fmt, paths)
     assert all(line.startswith("#") for line in text.splitlines()[:3])  # the header is comments only
-    path = tmp_path / ("config.txt" if fmt == "bridge-overrides" else "config.yaml")
+    path = tmp_path / {"torchrun": "run.sh", "slurm": "run.sbatch", "bridge-overrides": "config.txt"}.get(fmt, "config.yaml")
     path.write_text(text)
     return text, load_check_input(str(path), case.placement.hardware, case.placement.num_nodes,
                                   case.placement.gpus_per_node)
 
 
-@pytest.mark.parametrize("fmt", STACK_FORMATS)
+@pytest.mark.parametrize("fmt", LAUNCH_FORMATS + STACK_FORMATS)
 @pytest.mark.parametrize("name", HOSTILE_NAMES, ids=range(len(HOSTILE_NAMES)))
 def test_a_hostile_model_name_and_hardware_path_stay_in_the_comment(tmp_path, fmt, name):
     case = _case(name, _hostile_hardware(tmp_path, "x"))
     paths = RenderPaths(data_path="/d/text_document", tokenizer_model="/t/tok", checkpoint_dir="/c")
     text, loaded = _read_back(tmp_path, case, fmt, paths)
     assert loaded.case.recipe.model_dump(**SAME_RECIPE) == case.recipe.model_dump(**SAME_RECIPE)
-    assert loaded.case.job == case.job
-    assert loaded.env in (None, {}) and not [line for line in text.splitlines() if line.startswith("env_vars")]
+    assert loaded.case.job == case.job and loaded.flags["--data-path"] == ["/d/text_document"]
+    env = launch_env(case) if fmt in LAUNCH_FORMATS else {}  # TP=2 before Blackwell: the scripts export one variable
+    assert (loaded.env or {}) == env and not [line for line in text.splitlines() if line.startswith("env_vars")]
     assert loaded.unknown_flags == [] and loaded.case.recipe.tp == 2
     if fmt == "primus":  # the experiment's name is an identifier, not the raw name
         exp_name = yaml.safe_load(text)["exp_name"]

@@ -41,7 +41,7 @@ def test_nothing_fits_clears_an_earlier_render_and_says_so(tmp_path):
     assert len(list(out.glob("*.sh"))) == 2
     res = CliRunner().invoke(cli, ARGS + ["--tp", "3", "--render", str(out), "--json"])
     assert res.exit_code == 1
-    assert json.loads(res.stdout)["rendered"] == {"directory": str(out), "scripts": [], "not_rendered": []}
+    assert json.loads(res.stdout)["rendered"] == {"directory": str(out), "scripts": [], "not_rendered": [], "placeholders": []}
     assert f"render: 0 of 0 recipe(s) written to {out}" in res.stderr
     assert sorted(p.name for p in out.iterdir()) == [".shardplan-render.json", "SUMMARY.md"]  # no stale answer beside it
 
