@@ -149,3 +149,13 @@ def test_mock_data_is_refused_where_the_config_has_no_field_for_it(fmt):
 def test_primus_carries_mock_data_as_the_megatron_argument(tmp_path):
     _, loaded = _read_back(tmp_path, _case("Llama-2-7b"), "primus", RenderPaths(mock_data=True))
     assert loaded.flags.get("--mock-data") is True and "--data-path" not in loaded.flags
+
+
+@pytest.mark.parametrize("fmt", ["primus", "bridge"])
+@pytest.mark.parametrize("data_path", ["/d/a\nmodel:\n  tensor_model_parallel_size: 8", "/d/it's \"q\" # not a comment",
+                                       "/d/back\\slash\ttab"])
+def test_yaml_formats_carry_what_an_override_line_cannot(tmp_path, fmt, data_path):
+    """yaml.safe_dump quotes newlines, quotes, `#` and backslashes by YAML's own rules: the path reads back whole."""
+    case = _case("Llama-2-7b")
+    _, loaded = _read_back(tmp_path, case, fmt, RenderPaths(data_path=data_path, tokenizer_model="/t/tok"))
+    assert loaded.flags["--data-path"] == [data_path] and loaded.case.recipe.tp == 2
