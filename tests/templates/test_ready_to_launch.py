@@ -130,11 +130,12 @@ def test_readme_round_trip_leaves_no_placeholder_unflagged(tmp_path):
     """The README's first screen: solve --render, render one answer with the site's paths, check it."""
     plans = tmp_path / "plans"
     rc, _, err = run_cli("solve", "--model", "Llama-3.1-8B", *HW, "--nodes", "1", "--seq-length", "4096",
-                         "--global-batch-size", "64", "--top", "2", "--render", str(plans))
+                         "--global-batch-size", "64", "--tp", "2", "--pp", "1", "--cp", "1", "--mbs", "1", "--top", "1",
+                         "--render", str(plans))
     assert rc == 0
     assert len([line for line in err.splitlines() if line.startswith("render: placeholder: ")]) == 4
     assert "placeholder(s) to replace before launching" in (plans / "SUMMARY.md").read_text()
-    first = sorted(plans.glob("01-*.sh"))[0]
+    first = plans / "01-Llama-3.1-8B-tp2-pp1-vpp1-cp1-ep1-mbs1.sh"  # the name docs/rendering.md's block renders
     out = tmp_path / "train.sbatch"
     rc, _, err = run_cli("render", str(first), *HW, "--format", "slurm", "-o", str(out),
                          "--data-path", "/lustre/fineweb_text_document", "--tokenizer-model", "meta-llama/Llama-3.1-8B",
