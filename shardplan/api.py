@@ -243,7 +243,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         with folder_locked(render_dir):  # two renders into one folder take turns: SUMMARY.md lists every script
             written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
         out.rendered = RenderedFolder(directory=str(render_dir), scripts=[p.name for p in written],
-                                      not_rendered=[f"rank {i}: {'; '.join(why)}" for i, why in not_rendered(cases).items()])
+                                      not_rendered=[f"rank {i}: {'; '.join(why)}" for i, why in not_rendered(cases).items()],
+                                      placeholders=placeholder_lines(placeholders_of(cases[0], "torchrun")) if written else [])
     if trials is not None:
         out.trials = _write_trials(out, cases, trials, trials_dir)
     return out.for_context(spec, placement, job)

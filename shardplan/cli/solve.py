@@ -120,6 +120,8 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
         click.echo(f"render: {len(r.scripts)} of {len(result.recipes)} recipe(s) written to {r.directory} (SUMMARY.md lists them)", err=True)
         for line in r.not_rendered:
             click.echo(f"render: not written: {line}", err=True)
+        for line in r.placeholders:  # every script holds them: `shardplan render` one with your paths
+            click.echo(f"render: {line}", err=True)
     if fmt in ("csv", "markdown"):  # the table prints them; csv / markdown rows have no place for them
         for note in result.model_notes:  # what the HF config reader did not follow: never silent in any format
             click.echo(f"! model config: {note}", err=True)
