@@ -19,8 +19,8 @@ from constraints.script.arith import eval_int
 from constraints.script.braces import brace_words
 from constraints.script.budget import MAX_EXPANDED_BYTES, Budget, value_bytes
 from constraints.script.lex import LaunchScriptError, match
-from constraints.script.unquote import posix_split
 from constraints.script.lex import words as split_words
+from constraints.script.unquote import posix_split
 
 MARK = "\x00"  # brackets an unresolved variable's name inside a word
 MARK_RE = re.compile("\x00([^\x00]*)\x00")
