@@ -225,8 +225,11 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
             if cal.hardware.lower() not in {load_profile(hw).name.lower() for hw in profiles}:
                 raise ShardplanError(f"--calibration {shown(str(calibration))}: made for hardware {cal.hardware.lower()!r}, which "
                                      "this sweep does not include; add that --hardware or drop --calibration")
-    # the learnt share of HBM (constraints/memory/allocator.py) unless given, or 100 % under a measured allocator gap
-    fraction = resolve_memory_fraction(max_memory_fraction, cal is not None and cal.factors.allocator_gap_bytes is not None)
+    # the learnt share of HBM (constraints/memory/allocator.py) unless given, or 100 % when every swept part is the one
+    # whose allocator gap the calibration measured (the other parts keep the learnt reserve)
+    measured_gap = (cal is not None and cal.factors.allocator_gap_bytes is not None
+                    and all(load_profile(hw).name.lower() == cal.hardware.lower() for hw in profiles))
+    fraction = resolve_memory_fraction(max_memory_fraction, measured_gap)
     return sweep_specs(spec, job, profiles, counts, gpus_per_node, fraction.margin, train_tokens, usd_per_gpu_hour,
                        calibration=None if cal is None else (cal, str(calibration)))
 

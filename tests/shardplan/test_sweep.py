@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from constraints.memory.allocator import DEFAULT_MEMORY_FRACTION
 from constraints.models.load import load_model
 from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
@@ -32,7 +33,7 @@ def test_sweep_best_is_the_solves_first_answer_at_every_size(model_name, hw, gpn
     assert [p.nodes for p in result.points] == nodes
     for p in result.points:
         solved, _ = solve_case(model, job, Placement(hardware=hw, num_nodes=p.nodes, gpus_per_node=gpn), load_profile(hw),
-                               {}, {}, 1, 0.0, "cpsat", 60.0)
+                               {}, {}, 1, 1.0 - DEFAULT_MEMORY_FRACTION, "cpsat", 60.0)  # sweep's default limit
         if p.status != "solved":
             assert solved.ranked == [], (p.nodes, p.status)
             continue
