@@ -146,7 +146,7 @@ def check_command(file, hardware, nodes, gpus_per_node, model, max_memory_fracti
     if suggest and "suggestion" not in data:
         data["suggestion"] = None
     fmt = resolve_format(fmt, as_json)
-    emit([check_row(data)], fmt, CHECK_COLUMNS, json_data=data, text=format_check(result) if fmt == "table" else None)
+    emit([check_row(data)], fmt, CHECK_COLUMNS, json_data=data, text=format_check(result, suggestion_table=suggest) if fmt == "table" else None)
     sys.exit(0 if result.ok else 1)
 
 
