@@ -135,7 +135,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         data["warnings"].append({"rule": "calibration_other_model", "severity": "warning", "message": note,
                                  "fix": "shardplan calibrate a log of this model (a short trial run) on this cluster"})
     if not verdict["ok"]:  # every fix shown is the nearest legal, fitting recipe (shardplan/nearest_fix.py)
-        attach_search_fixes(loaded, data, margin, profile, keep_suggestion=suggest)
+        attach_search_fixes(loaded, data, margin, profile, suggest=suggest)
     return CheckResult.of(data, loaded.case)
 
 

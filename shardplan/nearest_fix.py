@@ -6,7 +6,7 @@ for the other rules nor for memory (GPT-3 175B on 8 GPUs was told "use PP 1", wh
 nearest legal, fitting recipe (solver/suggest.py: fewest changed fields first, then the projected step, re-verified by
 check_case with the user's flags and environment) is searched once; the fix of each violation it answers
 (solver.suggest.answers: the memory verdict and the rules that read a searched field) becomes that recipe's changes,
-so the fix column, `--suggest`'s table and the JSON say the same thing. Fixes of other violations (a flag Megatron
+so the fix column, `--suggest`'s table and the JSON's `suggestion` say the same thing. Fixes of other violations (a flag Megatron
 refuses, an environment variable) are the rules' own and change no recipe value. When nothing legal fits on the GPUs
 given, the fix names the fewest nodes on which a recipe fits, and that recipe.
 """
@@ -20,16 +20,17 @@ from shardplan.progress import step
 GIB = 1024 ** 3
 
 
-def attach_search_fixes(loaded, data: dict, margin_fraction: float, profile, keep_suggestion: bool) -> None:
+def attach_search_fixes(loaded, data: dict, margin_fraction: float, profile, suggest: bool) -> None:
     """Search the nearest legal recipe for a check that is illegal or does not fit (`data`: check's JSON, edited in
-    place) and quote it as the fix of every violation it answers; `keep_suggestion` (`--suggest`) also keeps the
-    whole answer as data["suggestion"]. Violations the reader found before the check (LoadedCase.preflight_violations,
-    listed first) keep their own fixes: they name a flag Megatron refuses, which the search does not carry."""
+    place), quote it as the fix of every violation it answers and keep the whole answer as data["suggestion"] (the
+    fewest nodes among it, when nothing fits); `suggest` (`--suggest`) searches even when no violation is one the
+    search answers. Violations the reader found before the check (LoadedCase.preflight_violations, listed first) keep
+    their own fixes: they name a flag Megatron refuses, which the search does not carry."""
     from solver.suggest import answers, suggest_fix  # lazy: imports OR-Tools, which `--help` and `models` must not load
 
     early = len(getattr(loaded, "preflight_violations", None) or [])
     answered = [v for v in data["violations"][early:] if answers(v["rule"])]
-    if not answered and not keep_suggestion:
+    if not answered and not suggest:
         return
     try:
         with step("searching the nearest legal recipe"):
@@ -39,14 +40,12 @@ def attach_search_fixes(loaded, data: dict, margin_fraction: float, profile, kee
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         for violation in answered:
             violation["fix"] += f" (not verified against the other rules and memory: the recipe search cannot run: {why})"
-        if keep_suggestion:
-            data["suggestion"] = {"found": False, "message": f"the recipe search cannot run: {why}"}
+        data["suggestion"] = {"found": False, "message": f"the recipe search cannot run: {why}"}
         return
     text = fix_text(suggestion, loaded.case)
     for i, violation in enumerate(answered):  # one answer for all: said once, the others point to it
         violation["fix"] = text if i == 0 else f"the same fix as {answered[0]['rule']} (one recipe answers them together)"
-    if keep_suggestion:
-        data["suggestion"] = suggestion
+    data["suggestion"] = suggestion
 
 
 def fix_text(suggestion: dict, case) -> str:

@@ -169,7 +169,7 @@ def check_command(file, script_args, launch_env, hardware, nodes, gpus_per_node,
     if suggest and "suggestion" not in data:
         data["suggestion"] = None
     fmt = resolve_format(fmt, as_json)
-    emit([check_row(data)], fmt, CHECK_COLUMNS, json_data=data, text=format_check(result) if fmt == "table" else None)
+    emit([check_row(data)], fmt, CHECK_COLUMNS, json_data=data, text=format_check(result, suggestion_table=suggest) if fmt == "table" else None)
     sys.exit(0 if result.ok else 1)
 
 

@@ -88,7 +88,7 @@ def test_gpt3_175b_on_8_gpus_is_told_the_fewest_nodes_solve_names_and_that_recip
     assert not solved["recipes"] and nodes and nodes > 1
     # illegal (PP 3 does not divide 8 GPUs) and legal-but-too-big recipes get the same answer
     for path in (_gpt3(tmp_path, "pp3.yaml", 1, tp=4, pp=3), _gpt3(tmp_path, "tp8.yaml", 1, tp=8, sequence_parallel=True)):
-        code, data = _json("check", str(path), "--suggest")
+        code, data = _json("check", str(path))  # the JSON says it without --suggest
         assert code == 1
         answered = [v for v in data["violations"] if v["rule"] in ("world_divisible", "memory_fits")]
         assert answered and answered[0]["fix"].startswith(f"no legal recipe fits on 8 GPUs: use --nodes {nodes} ")
@@ -100,6 +100,12 @@ def test_gpt3_175b_on_8_gpus_is_told_the_fewest_nodes_solve_names_and_that_recip
         code, fixed = _json("check", str(_gpt3(tmp_path, "fixed.yaml", nodes, **there["recipe"])))
         assert code == 0 and fixed["legal"] and fixed["fits"]
         assert fixed["memory"]["peak_bytes"] == there["peak_bytes"]
+
+
+def test_without_suggest_the_text_quotes_the_answer_in_the_fix_column_only(tmp_path):
+    code, out, _ = run_cli("check", str(_llama_pp3(tmp_path)), *H100, env={"COLUMNS": "250"})
+    assert code == 1
+    assert "use --pipeline-model-parallel-size " in out and not any(ln.startswith("suggestion:") for ln in out.splitlines())
 
 
 def test_the_text_names_the_fewest_nodes(tmp_path):
