@@ -11,6 +11,7 @@ from typing import Optional
 
 import click
 
+from boundary.read import reads_recorded
 from boundary.write import check_output_file
 from shardplan import api
 from shardplan.cli.completion import complete_hardware
@@ -66,7 +67,8 @@ def render_command(recipe_file: str, fmt: str, output: Optional[str], force: boo
           --data-path /data/fineweb_text_document --tokenizer-model meta-llama/Llama-3.1-70B \\
           --megatron-path /opt/Megatron-LM --partition batch --time 4:00:00
     """
-    with unusable_input():  # a ShardplanError (unusable input) leaves as one line, exit 2, even without the group
+    # a ShardplanError (unusable input) leaves as one line, exit 2, even without the group; the files read are recorded
+    with reads_recorded(), unusable_input():
         try:
             if output is not None:  # before any work: writable, and none of the files named to read
                 check_output_file(output, "-o", inputs=[recipe_file, hardware])
@@ -81,6 +83,8 @@ def render_command(recipe_file: str, fmt: str, output: Optional[str], force: boo
             for line in refused.problems:
                 click.echo(f"  - {line}", err=True)
             sys.exit(1)
+        if output is not None:  # again, now that every file it read is known (a profile the recipe names, a sourced
+            check_output_file(output, "-o")  # script): refused in one line, before any note is printed
         for line in result.problems:  # only with --force: without it any problem was refused above
             click.echo(f"warning (--force): {line}", err=True)
         for note in result.model_notes:  # what the HF config reader did not follow is rendered as read: say so

@@ -62,9 +62,8 @@ def _refused(args, inputs, cwd=None):
     before = {p: p.read_bytes() for p in inputs}
     rc, out, err = run_cli(*args, cwd=cwd)
     assert rc == 2, (rc, err)
-    errors = [line for line in err.splitlines() if line.startswith("error: ")]  # after render's notes, if any
-    assert len(errors) == 1 and errors[0] == err.splitlines()[-1], err
-    assert "is a file this command reads" in errors[0] and "write elsewhere" in errors[0]
+    assert err.startswith("error: ") and err.count("\n") == 1, err  # one line: no note printed before it either
+    assert "is a file this command reads" in err and "write elsewhere" in err
     assert {p: p.read_bytes() for p in inputs} == before
     return err
 
@@ -92,7 +91,8 @@ def test_report_solve_and_sweep_never_write_over_the_model_or_the_profile(tmp_pa
 
 
 def test_render_never_writes_over_a_file_the_script_sources(tmp_path):
-    """Only the write itself knows a sourced file (the script names it): caught there, still one line and exit 2."""
+    """Only reading the script finds a sourced file: render checks its output again once it has read everything,
+    before it prints a note; report check at the write itself. One line and exit 2 either way."""
     env = tmp_path / "env.sh"
     env.write_text("TP_SIZE=2\n")
     script = tmp_path / "train.sh"
