@@ -66,7 +66,10 @@ def sorted_exception(exc: BaseException, function: str) -> ShardplanError:
         name = shown(str(exc.filename)) if exc.filename is not None else "a file"
         return InputFileError(f"{name}: cannot be read or written ({exc.strerror or type(exc).__name__}); give a path "
                               "that exists and is readable, or a writable folder for outputs")
-    first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    try:
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    except Exception:  # noqa: BLE001 - an exception whose __str__ fails still leaves as one line
+        first = "(its message cannot be shown)"
     return InternalError(f"internal error in {function}(): {type(exc).__name__}: {first} (a bug in shardplan, not your "
                          "input; please report it)")
 
