@@ -9,8 +9,8 @@ points at, and nothing can be swapped between check and read), and read up to it
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import errno
+import functools
 import os
 import stat
 from pathlib import Path
@@ -51,30 +51,28 @@ def _open_error(label: str, exc: OSError, expected: str) -> InputRefused:
 
 # The files this command run has read, (st_dev, st_ino) -> the path as given: consulted by boundary/write.py so no
 # output replaces an input. None outside `reads_recorded` (then nothing is recorded: a long-lived program calling
-# the API would otherwise refuse, hours later, to write a file it read once).
-_FILES_READ: contextvars.ContextVar[Optional[dict[tuple[int, int], str]]] = contextvars.ContextVar("files_read",
-                                                                                                    default=None)
+# the API would otherwise refuse, hours later, to write a file it read once). A module global, not a ContextVar: a
+# reader in a worker thread (which starts with an empty context) must land in the same record.
+_files_read: Optional[dict[tuple[int, int], str]] = None
 
 
 @contextlib.contextmanager
 def reads_recorded() -> Iterator[dict[tuple[int, int], str]]:
     """Record every file read inside the block (one command run: the CLI's command, an API call that writes). Nested
     blocks share the outermost record, so a write late in a command still knows what its first step read."""
-    record = _FILES_READ.get()
-    if record is not None:
-        yield record
+    global _files_read
+    if _files_read is not None:
+        yield _files_read
         return
-    token = _FILES_READ.set({})
+    _files_read = {}
     try:
-        yield _FILES_READ.get()
+        yield _files_read
     finally:
-        _FILES_READ.reset(token)
+        _files_read = None
 
 
 def recording_reads(fn):
     """Decorator: run `fn` inside `reads_recorded` (an API function that writes, so its write knows what it read)."""
-    import functools
-
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         with reads_recorded():
@@ -85,7 +83,7 @@ def recording_reads(fn):
 def note_read(path: str | Path, st: os.stat_result | None = None) -> None:
     """Record `path` as read by this command run (a reader outside `read_bytes`, or one answering from a cache, says
     so here). Identity is (st_dev, st_ino): a symlink or a hard link to the file is the same file."""
-    record = _FILES_READ.get()
+    record = _files_read
     if record is None:
         return
     try:
@@ -97,7 +95,7 @@ def note_read(path: str | Path, st: os.stat_result | None = None) -> None:
 
 def file_read_as(st: os.stat_result) -> Optional[str]:
     """The path this command run read the file `st` describes under, or None when it read no such file."""
-    record = _FILES_READ.get()
+    record = _files_read
     return None if record is None else record.get((st.st_dev, st.st_ino))
 
 

@@ -127,11 +127,11 @@ def check_output_file(path: str | Path, label: str, inputs: Iterable[str | Path 
 def refuse_same_output(paths: dict[str, str | Path | None]) -> None:
     """Refuse two outputs of one command that land on one file (`report check X -o a --trace a`): the second would
     replace the first. `paths` maps each option's label to its path (None: not given)."""
-    seen: dict[str, str] = {}
+    seen: dict[object, str] = {}
     for label, path in paths.items():
         if path is None:
             continue
-        key = os.path.realpath(path)
+        key = _identity(path) or os.path.realpath(path)  # an existing file by inode (hard links too), a new one by name
         if key in seen:
             raise InputRefused(f"{label}: {path} is also {seen[key]}'s file; give each output its own path")
         seen[key] = label

@@ -20,7 +20,7 @@ from boundary.errors import InputRefused, ShardplanError
 from boundary.names import did_you_mean, looks_like_path, resolve_name
 from boundary.numbers import NumbersAreNotBooleans
 from boundary.parse import load_yaml
-from boundary.read import read_text
+from boundary.read import note_read, read_text
 from boundary.show import shown, validation_line
 from hardware.aliases import other_part, profile_alias
 from hardware.calibration import Calibration, Microbench, derive_calibration, load_software_constants
@@ -191,6 +191,7 @@ def _parsed_yaml(path: Path):
     except OSError as exc:
         raise ProfileError(f"--hardware: cannot read {path} ({exc.strerror}); give a readable profile YAML") from None
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    note_read(path, st)  # read now or from the cache: no output of this command may replace it (boundary/write.py)
     if key not in _PARSED:
         try:
             _PARSED[key] = load_yaml(read_text(path, "hardware profile", f"--hardware: {path}"), "hardware profile",

