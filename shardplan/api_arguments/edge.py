@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,7 +35,8 @@ def _bound(signature: inspect.Signature, function: str, args: tuple, kwargs: dic
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as exc:  # missing, unexpected or doubled arguments: Python's words, naming them
-        raise ArgumentError(f"{function}(): {exc}; see help(shardplan.{function})") from None
+        named = re.search(r"'(\w+)'", str(exc))
+        raise ArgumentError(f"{function}(): {exc}; see help(shardplan.{function})", named and named.group(1)) from None
     given = {}
     for name, value in bound.arguments.items():
         kind = signature.parameters[name].kind

@@ -215,6 +215,9 @@ def test_validation_error_never_leaks_and_the_call_itself_is_checked():
         assert not isinstance(refused.value, (ValidationError, TypeError)) and "\n" not in str(refused.value)
     with pytest.raises(ArgumentError, match=r"did you mean data_path"):
         shardplan.render("x.yaml", dat_path="a")
+    with pytest.raises(ArgumentError, match=r"^solve\(\): missing a required argument: 'global_batch_size'") as refused:
+        shardplan.solve("Llama-3.1-8B", "h100-sxm-80gb", 1, seq_length=8)
+    assert refused.value.argument == "global_batch_size"
 
 
 def test_a_path_is_a_source():
