@@ -26,7 +26,8 @@ COMMANDS = [(check_command, CheckArguments), (solve_command, SolveArguments), (s
 # (a CLI-only switch or a value the CLI turns into another argument)
 API_NAME = {"model_name": "model", "k": "top", "sp": "sequence_parallel", "fmt": "format", "nodes_text": "nodes",
             "recipe_file": "source", "file": "source", **{f"{a}_range": a for a in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")},
-            "no_recompute": None, "no_projection": None, "as_json": None, "report_path": None}
+            "launch_env": "env", "no_recompute": None, "no_projection": None, "as_json": None, "report_path": None,
+            "verbose": None}
 
 
 # solve's proposer options become one argument, a solver.proposer.config.ProposerConfig, which bounds its own fields

@@ -4,6 +4,7 @@ that reaches the edge stays a bug: InternalError keeps it as __cause__, and the 
 """
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -70,12 +71,17 @@ def test_anything_else_inside_is_sorted_into_a_kind(monkeypatch, raised, kind, w
     assert caught.value.__cause__ is raised
 
 
-def test_ctrl_c_is_never_wrapped(monkeypatch):
+class CallersTimeout(BaseException):
+    """A caller's own timeout, raised from its alarm as a BaseException (as the fuzz harness's Hang is)."""
+
+
+@pytest.mark.parametrize("control", [KeyboardInterrupt, asyncio.CancelledError, CallersTimeout])
+def test_ctrl_c_and_a_callers_control_flow_are_never_wrapped(monkeypatch, control):
     def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
+        raise control
 
     monkeypatch.setattr(shardplan.api, "check_and_project", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(control):
         shardplan.check(EXAMPLE)
 
 
