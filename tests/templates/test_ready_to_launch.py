@@ -159,3 +159,14 @@ def test_the_api_refuses_bad_render_settings_with_a_shardplan_error(kwargs, need
     with pytest.raises(ShardplanError) as refused:
         shardplan.render(EXAMPLE, **kwargs)
     assert needle in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_source_script_reading_data_with_null_tokenizer_needs_a_tokenizer_or_mock_data():
+    """Megatron's own gpt example shape: --data-path with --vocab-size and no tokenizer flags (NullTokenizer)."""
+    source = str(REPO / "tests" / "data" / "scripts" / "gpt_dense_distributed.sh")
+    rc, _, err = run_cli("render", source, *HW, "--force")
+    assert rc == 2 and err.startswith("error: --tokenizer-model: the script reads --data-path ") and err.count("\n") == 1
+    rc, script, _ = run_cli("render", source, *HW, "--force", "--tokenizer-model", "gpt2")
+    assert rc == 0 and "--tokenizer-model gpt2" in script and "--data-path" in script
+    rc, script, _ = run_cli("render", source, *HW, "--force", "--mock-data")
+    assert rc == 0 and "--mock-data" in script and "--data-path" not in script
