@@ -279,8 +279,11 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
                 raise InputError(str(exc)) from None
             args = rest
         except ValueError as exc:
-            raise InputError(str(exc)) from None
-    model = _choose_model(cfg, model_ref)
+            raise _refused_needed_flag(early, exc) or InputError(str(exc)) from None
+    try:
+        model = _choose_model(cfg, model_ref)
+    except InputError as exc:
+        raise _refused_needed_flag(early, exc) or exc from None
     try:
         placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
         case = Case(model=model, job=cfg.job, recipe=cfg.recipe, placement=placement)
@@ -321,6 +324,22 @@ def _entry_script_violations(script, model) -> list[Violation]:
     """The pretrain_*.py of a launch script against the model it must build (constraints.models.mamba.entry_script_problem)."""
     problem = entry_script_problem(script, model)
     return [Violation(rule="entry_script", message=problem, fix=f"launch {entry_script(model)}")] if problem else []
+
+
+def _refused_needed_flag(early: list[Violation], exc: Exception) -> Optional[InputError]:
+    """A flag Megatron's argparse refused (judged without it) that the verdict cannot do without (the model's shape, the
+    batch): nothing can be judged, so it is unusable input, said with argparse's own message and its fix."""
+    for v in early:
+        flag = _flag_of(v.message)
+        if v.rule == "megatron_argparse" and flag and re.search(rf"{re.escape(flag)}(?![A-Za-z0-9-])", str(exc)):
+            return InputError(f"{v.message}; the verdict needs {flag}: {v.fix}")
+    return None
+
+
+def _flag_of(message: str) -> str:
+    """The flag an argparse message names (`argument --num-layers: ...`), or '' when it names none."""
+    m = re.search(r"argument (--[A-Za-z0-9-]+)", message)
+    return m.group(1) if m else ""
 
 
 def _without_flag(args: list[str], flag: str) -> list[str]:
