@@ -21,6 +21,9 @@ TIMER_HEADER_MARK = "time across ranks (ms):"
 # v0.2.0rc7, Oct 2025, in verdimrc/playground-nemo-2.0-gh @155bbece 05-byoc-te-mb/with-ngc-pytorch-25.06-cleanup.md,
 # "Appendix: training log"; the next line is `_target_: megatron.bridge.training.config.ConfigContainer`)
 BRIDGE_CONFIG_BANNER = "------- Task Configuration -------"
+# NeMo 2 (PyTorch Lightning) prints its steps as `Training epoch 0, iteration 120/149 | lr: 3e-05 | ... | train_step_timing
+# in s: 0.03146` (a real excerpt: NVIDIA-BioNeMo/bionemo-recipes#740), not Megatron's training_log line
+NEMO2_STEP_MARK = "train_step_timing in s:"
 
 # Launcher prefixes, outermost first: torchrun --tee/--redirects `[default0]:` (and torch's `[rank0]:`), srun
 # --label `0: `, Primus's logger `[20251202 09:12:08][rank-7/8][INFO ] [--------trainer.py:2560] : `.

@@ -170,3 +170,13 @@ def test_a_megatron_bridge_log_is_recognised_and_refused_in_one_line_at_its_yaml
     assert (f.iteration, f.elapsed_ms, f.skipped) == (10, 4647.8, 0)
     memory = parse_memory_line(next(t for t in path.read_text().splitlines() if "memory (MB)" in t))
     assert (memory.rank, memory.max_allocated_mb, memory.max_reserved_mb) == (0, 12003.60400390625, 12232.0)
+
+
+def test_a_nemo2_lightning_log_is_recognised_and_refused_in_one_line():
+    """Real NeMo 2 step lines (NVIDIA-BioNeMo/bionemo-recipes#740, tests/data/logs/SOURCES.md): not Megatron's format."""
+    path = LOGS / "nemo2_lightning_steps_excerpt.log"
+    assert looks_like_training_log(path.read_text())
+    with pytest.raises(TrainingLogError) as err:
+        read_training_log(str(path))
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"{path}:1: a NeMo 2 (PyTorch Lightning) log")
