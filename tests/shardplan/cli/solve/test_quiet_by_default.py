@@ -53,7 +53,6 @@ def test_the_thin_headroom_note_names_its_ranks_without_a_marker():
     assert thin and thin[0].startswith("note: rank ")
     ranks = [int(r) for r in re.match(r"note: rank ([\d, ]+):", thin[0]).group(1).split(", ")]
     free = {int(row.split()[0]): float(row.split()[-1]) for row in rows}
-    peak = {int(row.split()[0]): float(row.split()[-2]) for row in rows}
     hbm_gib = 85_520_809_984 / 2**30  # h100-sxm-80gb's HBM; `free GiB` is below the limit (97 % of HBM, docs/memory.md)
     for rank in free:  # the named ranks are exactly those within 3 % of HBM of the limit (two-decimal cells: 0.01 GiB slack)
         limit = 0.03 * hbm_gib
