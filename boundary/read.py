@@ -71,6 +71,19 @@ def reads_recorded() -> Iterator[dict[tuple[int, int], str]]:
         _files_read = None
 
 
+@contextlib.contextmanager
+def reads_unrecorded() -> Iterator[None]:
+    """Reads inside the block are not recorded: a writer reading its own earlier outputs (solve --render's manifest
+    and the files it lists, templates/render_manifest.py) reads what it is about to replace, not an input of the
+    command; recorded, they made a second render into a folder refuse its own SUMMARY.md."""
+    global _files_read
+    saved, _files_read = _files_read, None
+    try:
+        yield
+    finally:
+        _files_read = saved
+
+
 def recording_reads(fn):
     """Decorator: run `fn` inside `reads_recorded` (an API function that writes, so its write knows what it read)."""
     @functools.wraps(fn)
