@@ -15,9 +15,11 @@ precision: `measured_together`) plays one user's cluster in turn:
    evidence that `shardplan calibrate` fits (measure/calibration/fit.py: the step time = global batch x sequence /
    (tokens/s/GPU x GPUs));
 3. every other run of the group is projected as `--calibration` projects it and compared with its measurement: a run
-   of the same model with the fitted factors, a run of another model with the shipped speed constants (a factor
-   carried across models made the error worse on these rows: median 9.6 % -> 17.2 %, so the product does not do it).
-The uncalibrated error of the same held-out projections (step 1's constants alone) is reported beside it.
+   of the same model with the fitted factors, a run of another model with the shipped speed constants.
+The uncalibrated error of the same held-out projections (step 1's constants alone) is reported beside it. One more
+line measures what the product does not do: each run projected from a one-run calibration on up to four runs of OTHER
+models of its group, factors carried over (it makes the error worse, which is why measure/calibration/store.py
+factors_for does not carry them).
 """
 from __future__ import annotations
 
@@ -97,6 +99,9 @@ def _group(key: tuple, cases: list[RunCase], base) -> list[dict]:
             out.append({**record, "shots": 3, "calibrated_on": ",".join(ids), "err": _err(held, calibrated(ids))})
         if len(rows) - 1 > len(same):  # calibrated on another model's run: the shipped speed constants, unchanged
             out.append({**record, "shots": 0, "calibrated_on": "another model", "err": uncal})
+            others = sorted((c for c in rows if c.model != held.model), key=lambda c: abs(rows.index(c) - j))
+            for shot in others[:MAX_SHOTS_PER_ROW]:  # what carrying the factors across models would do (the product does not)
+                out.append({**record, "shots": -1, "calibrated_on": shot.id, "err": _err(held, calibrated((shot.id,)))})
     return out
 
 
@@ -131,6 +136,10 @@ def summary(records: list[dict]) -> tuple[str, dict[int, tuple[float, float]]]:
     other = [r for r in records if r["shots"] == 0]
     if other:
         lines.append(_line("calibrated on another model's run (speed not carried over: uncalibrated)", [r["err"] for r in other]))
+    carried = [r for r in records if r["shots"] == -1]
+    if carried:
+        lines.append(_line("uncalibrated, the same projections", [r["uncalibrated"] for r in carried]))
+        lines.append(_line("calibrated on 1 run of another model, factors carried over (the product does not)", [r["err"] for r in carried]))
     groups = len({r["group"] for r in records})
     lines.append(f"\n{groups} groups measured together (publication and release, part, precision) with 2 or more runs; "
                  f"{len({r['row'] for r in records if r['shots'] == 1})} runs have another run of the same model in their group.")

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from pydantic import ValidationError
 
@@ -28,7 +28,8 @@ from constraints.megatron.measured import MeasuredRun, measured_from_log
 from constraints.megatron.training_log import TrainingLogError, looks_like_training_log, read_training_log
 from constraints.models.load import bundled_models, load_model
 from constraints.models.mamba import entry_script, entry_script_problem
-from constraints.rules.base import BRIDGE_VALIDATED
+from constraints.rules.attention import launch_environment_unknown
+from constraints.rules.base import BRIDGE_VALIDATED, RuleInput
 from constraints.rules.registry import Violation
 from constraints.spec import Activation, ModelSpec, Placement
 from constraints.stacks.common import StackConfigError
@@ -85,11 +86,17 @@ _EXPECTED = "give a YAML recipe, a Megatron launch script or an argument file"
 
 
 def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], gpus_per_node: Optional[int],
-                     model: Optional[str] = None) -> LoadedCase:
-    """A Case from FILE; command-line --hardware/--nodes/--gpus-per-node/--model override or complete it."""
+                     model: Optional[str] = None, script_args: Sequence[str] = (),
+                     launch_env: Optional[Mapping[str, str]] = None) -> LoadedCase:
+    """A Case from FILE; command-line --hardware/--nodes/--gpus-per-node/--model override or complete it.
+    `script_args`: a launch script's positional arguments ($1 ...: `check SCRIPT -- ARG...`); `launch_env`: the launch
+    environment the user states (`--env NAME=VALUE`), which the script inherits and the rules judge."""
     p = Path(path)
     if _is_training_log(p):  # a log may be gigabytes: streamed, never read whole (constraints/megatron/training_log.py)
-        return _load_training_log(p, hardware, nodes, gpus_per_node, model)
+        _no_script_args(script_args, "a training log")
+        loaded = _load_training_log(p, hardware, nodes, gpus_per_node, model)
+        loaded.env = dict(launch_env) if launch_env is not None else None
+        return loaded
     try:  # a recipe or a launch script / argument file: the same 1 MiB limit
         text = read_text(p, "recipe" if p.suffix.lower() in RECIPE_SUFFIXES else "launch script", str(path),
                          expected=_EXPECTED.removeprefix("give "))
@@ -97,18 +104,30 @@ def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], g
         raise InputError(str(exc)) from None
     stack = _stack_config(p, text)  # a Primus / Megatron-Bridge / --yaml-cfg file (constraints.stacks.detect)
     if stack is not None:
-        return _load_stack(stack, hardware, nodes, gpus_per_node, model)
+        _no_script_args(script_args, f"a {stack.kind} config")
+        loaded = _load_stack(stack, hardware, nodes, gpus_per_node, model)
+        if launch_env is not None:
+            loaded.env = {**launch_env, **(loaded.env or {})}  # the config's own env_vars win, as its launcher sets them
+        return loaded
     data = _looks_like_recipe_yaml(p, text)
     if data is not None:
+        _no_script_args(script_args, "a recipe")
         data = dict(data)
         for key, value in (("hardware", hardware), ("nodes", nodes), ("gpus_per_node", gpus_per_node), ("model", model)):
             if value is not None:
                 data[key] = value
         try:
-            return LoadedCase(case=case_from_mapping(data, p.parent))
+            return LoadedCase(case=case_from_mapping(data, p.parent), env=dict(launch_env) if launch_env is not None else None)
         except CaseError as exc:
             raise InputError(str(exc)) from None
-    return _load_megatron(text, hardware, nodes, gpus_per_node, model, script_path=str(p))
+    return _load_megatron(text, hardware, nodes, gpus_per_node, model, script_path=str(p), script_args=script_args,
+                          launch_env=launch_env)
+
+
+def _no_script_args(script_args: Sequence[str], what: str) -> None:
+    if script_args:
+        raise InputError(f"arguments after --: {what} takes no positional arguments (they are a launch script's $1 "
+                         "...); remove them")
 
 
 LOG_SNIFF_LINES = 400  # the arguments banner or the first iteration lines come early in every Megatron-LM log
@@ -166,22 +185,32 @@ def _load_training_log(path: Path, hardware, nodes, gpus_per_node, model_ref) ->
     return loaded
 
 
-def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_path: Optional[str] = None) -> LoadedCase:
+def _load_megatron(text: str, hardware, nodes, gpus_per_node, model_ref, script_path: Optional[str] = None,
+                   script_args: Sequence[str] = (), launch_env: Optional[Mapping[str, str]] = None) -> LoadedCase:
     if "\r\n" in text:  # bash reads the carriage return as part of each word: `\` then \r continues no line
         raise InputError(f"{script_path or 'the script'}: Windows (CRLF) line endings, which bash reads as part of each "
                          "line (a `\\` before them continues nothing); convert the file with dos2unix, or "
                          "sed -i 's/\\r$//' FILE")
 
+    # bash semantics: a variable the script reads but never sets comes from the environment it runs in (this process's,
+    # with --env on top); its positional parameters are the arguments after --
+    inherited = {k: v for k, v in {**os.environ, **(launch_env or {})}.items() if not k.isdigit()}
     try:
-        # bash semantics: a variable the script reads but never sets comes from the environment it runs in
-        launch = extract_argv(text, env=dict(os.environ), script_path=script_path)
+        launch = extract_argv(text, env={**inherited, **{str(k): a for k, a in enumerate(script_args, start=1)}},
+                              script_path=script_path)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     family = entry_family_error(launch.script)
     if family is not None:
         raise InputError(family)
+    stated = set(launch_env or {})  # what the user stated (--env, -- ARG...) is no surprise taken from the shell
+    launch = launch.model_copy(update={"env_taken": {n: v for n, v in launch.env_taken.items()
+                                                     if n not in stated and not n.isdigit()}})
+    if launch_env is not None:
+        launch = launch.model_copy(update={"env": {**launch_env, **launch.env}})  # the script's exports win
     try:
-        return _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref)
+        return _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref,
+                             env_given=launch_env is not None)
     except InputError as exc:  # a flag or the world missing: a broken continuation or ignored #SBATCH may be why
         if not launch.misread:
             raise
@@ -218,7 +247,8 @@ def _in_stack_terms(message: str, kind: str) -> str:
     return f"{message} (in the {kind} config: {key_for_flag(kind, flags[-1])})" if flags else message
 
 
-def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script") -> LoadedCase:
+def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str = "script",
+                  env_given: bool = False) -> LoadedCase:
     nodes, gpus_per_node, world_notes, default_notes = world_from_launch(launch, nodes, gpus_per_node)
     if hardware is None:
         raise InputError(f"--hardware: a Megatron {what} does not name the GPU; pass --hardware NAME|PATH (see `shardplan hardware`)")
@@ -249,8 +279,11 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
                 raise InputError(str(exc)) from None
             args = rest
         except ValueError as exc:
-            raise InputError(str(exc)) from None
-    model = _choose_model(cfg, model_ref)
+            raise _refused_needed_flag(early, exc) or InputError(str(exc)) from None
+    try:
+        model = _choose_model(cfg, model_ref)
+    except InputError as exc:
+        raise _refused_needed_flag(early, exc) or exc from None
     try:
         placement = Placement(hardware=hardware, num_nodes=nodes, gpus_per_node=gpus_per_node)
         case = Case(model=model, job=cfg.job, recipe=cfg.recipe, placement=placement)
@@ -260,6 +293,14 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
     # unknown (those rules are not judged, and the `sourced_file` warning below says why) unless the script itself
     # states the variable they read
     env_known = not launch.missing or "CUDA_DEVICE_MAX_CONNECTIONS" in (launch.env or {})
+    unknown_env: list[Violation] = []
+    if launch.script is None and what == "script":
+        # an argument file is only Megatron's flags: its launch environment is unknown unless --env states it
+        env_known = env_given
+        if not env_given:
+            unknown_env = launch_environment_unknown(
+                RuleInput(model=case.model, job=case.job, recipe=case.recipe, world_size=case.world_size,
+                          profile=load_profile(hardware), flags=dict(getattr(cfg, "raw", {}) or {})), "an argument file")
     return LoadedCase(case=case, flags=dict(getattr(cfg, "raw", {}) or {}), env=dict(launch.env or {}) if env_known else None,
                       unknown_flags=list(cfg.unknown_flags), ignored_flags=list(getattr(cfg, "ignored_flags", [])),
                       source="megatron", warnings=[_env_warning(n, v) for n, v in launch.env_taken.items()]
@@ -274,7 +315,7 @@ def _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what: str =
                       + [_note("slurm_allocation", w) for w in launch.allocation]
                       + [_note("script_world", w) for w in world_notes]
                       + [_note("gpus_per_node_default", w) for w in node_notes]
-                      + [_note("argument_source", n) for n in getattr(cfg, "notes", [])],
+                      + [_note("argument_source", n) for n in getattr(cfg, "notes", [])] + unknown_env,
                       preflight_violations=early + _entry_script_violations(launch.script, model)
                       + [Violation(rule=r.rule, message=r.message, fix=r.fix) for r in getattr(cfg, "refusals", [])])
 
@@ -283,6 +324,22 @@ def _entry_script_violations(script, model) -> list[Violation]:
     """The pretrain_*.py of a launch script against the model it must build (constraints.models.mamba.entry_script_problem)."""
     problem = entry_script_problem(script, model)
     return [Violation(rule="entry_script", message=problem, fix=f"launch {entry_script(model)}")] if problem else []
+
+
+def _refused_needed_flag(early: list[Violation], exc: Exception) -> Optional[InputError]:
+    """A flag Megatron's argparse refused (judged without it) that the verdict cannot do without (the model's shape, the
+    batch): nothing can be judged, so it is unusable input, said with argparse's own message and its fix."""
+    for v in early:
+        flag = _flag_of(v.message)
+        if v.rule == "megatron_argparse" and flag and re.search(rf"{re.escape(flag)}(?![A-Za-z0-9-])", str(exc)):
+            return InputError(f"{v.message}; the verdict needs {flag}: {v.fix}")
+    return None
+
+
+def _flag_of(message: str) -> str:
+    """The flag an argparse message names (`argument --num-layers: ...`), or '' when it names none."""
+    m = re.search(r"argument (--[A-Za-z0-9-]+)", message)
+    return m.group(1) if m else ""
 
 
 def _without_flag(args: list[str], flag: str) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from pydantic import ValidationError
 
@@ -101,11 +101,13 @@ def input_boundary():
 @api_edge(CheckArguments)
 def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str] = None, nodes: Optional[int] = None,
           gpus_per_node: Optional[int] = None, model: Optional[str] = None, max_memory_fraction: Optional[float] = None,
-          project: bool = True, suggest: bool = False, calibration: Optional[str] = None) -> CheckResult:
+          project: bool = True, suggest: bool = False, calibration: Optional[str] = None,
+          script_args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None) -> CheckResult:
     """Judge one recipe: a YAML recipe file, a Megatron launch script or argument file, a stack config, a Megatron-LM
     training log, or a recipe mapping (the YAML's content). hardware / nodes / gpus_per_node / model override or complete
     what the source states. `calibration`: a file `calibrate` wrote for this hardware; the projection and the memory
-    reserve then follow that cluster."""
+    reserve then follow that cluster. `script_args`: a launch script's positional arguments ($1 ...); `env`: the launch
+    environment (the script inherits it; the rules that read the environment judge it, also for an argument file)."""
     _fraction(max_memory_fraction)
     with input_boundary():
         if isinstance(source, Mapping):
@@ -115,7 +117,8 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
                     data[key] = value
             loaded = LoadedCase(case=case_from_mapping(data))
         else:
-            loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model)
+            loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model, script_args=tuple(script_args),
+                                      launch_env=dict(env) if env is not None else None)
     profile, calibration_file, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
     fraction = memory_fraction(max_memory_fraction, calibration_file)
     margin = fraction.margin
@@ -132,7 +135,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         data["warnings"].append({"rule": "calibration_other_model", "severity": "warning", "message": note,
                                  "fix": "shardplan calibrate a log of this model (a short trial run) on this cluster"})
     if not verdict["ok"]:  # every fix shown is the nearest legal, fitting recipe (shardplan/nearest_fix.py)
-        attach_search_fixes(loaded, data, margin, profile, keep_suggestion=suggest)
+        attach_search_fixes(loaded, data, margin, profile, suggest=suggest)
     return CheckResult.of(data, loaded.case)
 
 
@@ -243,7 +246,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         with folder_locked(render_dir):  # two renders into one folder take turns: SUMMARY.md lists every script
             written = render_solutions(cases, render_dir, notes=[f"{r.time_us / 1e6:.3f} s/iter" for r in result.ranked])
         out.rendered = RenderedFolder(directory=str(render_dir), scripts=[p.name for p in written],
-                                      not_rendered=[f"rank {i}: {'; '.join(why)}" for i, why in not_rendered(cases).items()])
+                                      not_rendered=[f"rank {i}: {'; '.join(why)}" for i, why in not_rendered(cases).items()],
+                                      placeholders=placeholder_lines(placeholders_of(cases[0], "torchrun")) if written else [])
     if trials is not None:
         out.trials = _write_trials(out, cases, trials, trials_dir)
     return out.for_context(spec, placement, job)

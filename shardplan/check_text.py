@@ -21,9 +21,10 @@ MEMORY_COLUMNS = (("memory term", "term", "{}"), ("GiB", "gib", "{:.2f}"), ("byt
 TIME_COLUMNS = (("time part", "part", "{}"), ("s/iteration", "s", "{:.3f}"))
 
 
-def format_check(result, width: Optional[int] = None) -> str:
+def format_check(result, width: Optional[int] = None, suggestion_table: bool = True) -> str:
     """The human view of a shardplan.results.CheckResult: verdict, reasons with fixes, memory by term, projection;
-    tables fit `width` (default: the terminal's, formats.to_table)."""
+    tables fit `width` (default: the terminal's, formats.to_table). `suggestion_table` (`check --suggest`): also the
+    nearest recipe's changed fields as a table; without it the violations' fixes alone quote it."""
     case, report = result.case, result
     r = case.recipe
     lines = [
@@ -71,7 +72,7 @@ def format_check(result, width: Optional[int] = None) -> str:
         lines.append(to_table([{"part": part, "s": seconds} for part, seconds in proj["breakdown"].items()], TIME_COLUMNS, width=width))
     if result.measured is not None:
         lines += measured_lines(result.measured, result.measured_vs_projected, width)
-    if result.suggestion is not None:
+    if result.suggestion is not None and suggestion_table:
         lines += format_suggestion(result.suggestion, width)
     return "\n".join(lines)
 

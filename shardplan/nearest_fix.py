@@ -6,7 +6,7 @@ for the other rules nor for memory (GPT-3 175B on 8 GPUs was told "use PP 1", wh
 nearest legal, fitting recipe (solver/suggest.py: fewest changed fields first, then the projected step, re-verified by
 check_case with the user's flags and environment) is searched once; the fix of each violation it answers
 (solver.suggest.answers: the memory verdict and the rules that read a searched field) becomes that recipe's changes,
-so the fix column, `--suggest`'s table and the JSON say the same thing. Fixes of other violations (a flag Megatron
+so the fix column, `--suggest`'s table and the JSON's `suggestion` say the same thing. Fixes of other violations (a flag Megatron
 refuses, an environment variable) are the rules' own and change no recipe value. When nothing legal fits on the GPUs
 given, the fix names the fewest nodes on which a recipe fits, and that recipe.
 """
@@ -14,44 +14,54 @@ from __future__ import annotations
 
 from typing import Optional
 
+from boundary.errors import ShardplanError
 from shardplan.progress import step
 
 GIB = 1024 ** 3
 
-def attach_search_fixes(loaded, data: dict, margin_fraction: float, profile, keep_suggestion: bool) -> None:
+
+def attach_search_fixes(loaded, data: dict, margin_fraction: float, profile, suggest: bool) -> None:
     """Search the nearest legal recipe for a check that is illegal or does not fit (`data`: check's JSON, edited in
-    place) and quote it as the fix of every violation it answers; `keep_suggestion` (`--suggest`) also keeps the
-    whole answer as data["suggestion"]. Violations the reader found before the check (LoadedCase.preflight_violations,
-    listed first) keep their own fixes: they name a flag Megatron refuses, which the search does not carry."""
+    place), quote it as the fix of every violation it answers and keep the whole answer as data["suggestion"] (the
+    fewest nodes among it, when nothing fits); `suggest` (`--suggest`) searches even when no violation is one the
+    search answers. Violations the reader found before the check (LoadedCase.preflight_violations, listed first) keep
+    their own fixes: they name a flag Megatron refuses, which the search does not carry."""
     from solver.suggest import answers, suggest_fix  # lazy: imports OR-Tools, which `--help` and `models` must not load
 
     early = len(getattr(loaded, "preflight_violations", None) or [])
     answered = [v for v in data["violations"][early:] if answers(v["rule"])]
-    if not answered and not keep_suggestion:
+    if not answered and not suggest:
         return
-    with step("searching the nearest legal recipe"):
-        suggestion = suggest_fix(loaded.case, margin_fraction=margin_fraction, flags=loaded.flags, env=loaded.env,
-                                 validated_by=loaded.validated_by, profile=profile)
+    try:
+        with step("searching the nearest legal recipe"):
+            suggestion = suggest_fix(loaded.case, margin_fraction=margin_fraction, flags=loaded.flags, env=loaded.env,
+                                     validated_by=loaded.validated_by, profile=profile)
+    except ShardplanError as exc:  # a job the search cannot lay out (solver.space.SpaceError): the rules' fixes, unverified
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        for violation in answered:
+            violation["fix"] += f" (not verified against the other rules and memory: the recipe search cannot run: {why})"
+        data["suggestion"] = {"found": False, "message": f"the recipe search cannot run: {why}"}
+        return
     text = fix_text(suggestion, loaded.case)
     for i, violation in enumerate(answered):  # one answer for all: said once, the others point to it
-        violation["fix"] = text if i == 0 else f"the same fix as {answered[0]['rule']} (one recipe answers both)"
-    if keep_suggestion:
-        data["suggestion"] = suggestion
+        violation["fix"] = text if i == 0 else f"the same fix as {answered[0]['rule']} (one recipe answers them together)"
+    data["suggestion"] = suggestion
 
 
 def fix_text(suggestion: dict, case) -> str:
     """The search's answer for `case` (the user's) as one fix: the Megatron flags to change, or the fewest nodes that
     fit and the flags there, or why there is none."""
     world_size = case.placement.world_size
+    gpus = f"{world_size} GPU" + ("" if world_size == 1 else "s")
     if suggestion.get("found"):
         return f"use {flag_changes(case, suggestion)} (the nearest legal recipe that fits: {_fit_words(suggestion)})"
     if "fewest_nodes" not in suggestion:
         return f"{suggestion.get('message', 'no legal recipe found')}: `shardplan solve` lists the legal recipes"
     nodes = suggestion["fewest_nodes"]
     if nodes is None:
-        return (f"no legal recipe fits on {world_size} GPUs, nor on any node count up to {suggestion['max_nodes']} tried: "
+        return (f"no legal recipe fits on {gpus}, nor on any node count up to {suggestion['max_nodes']} tried: "
                 "`shardplan solve` says why and what would fit")
-    head = f"no legal recipe fits on {world_size} GPUs: use --nodes {nodes} ({suggestion['fewest_gpus']} GPUs), the fewest that fit"
+    head = f"no legal recipe fits on {gpus}: use --nodes {nodes} ({suggestion['fewest_gpus']} GPUs), the fewest that fit"
     there = suggestion.get("at_fewest_nodes") or {}
     if there.get("found"):
         changes = flag_changes(case, there)

@@ -55,7 +55,9 @@ class CheckResult(Result):
     recipe: Recipe
     model: str
     hardware: str
-    suggestion: Optional[dict[str, Any]] = Field(None, description="`suggest=True`: the nearest legal recipe (solver.suggest)")
+    suggestion: Optional[dict[str, Any]] = Field(None, description="when illegal or not fitting: the nearest legal recipe that "
+                                                 "fits, which the violations' fixes quote, or the fewest nodes that fit "
+                                                 "(solver.suggest, shardplan/nearest_fix.py)")
     measured: Optional[dict[str, Any]] = Field(None, description="a training log: what the run measured in steady state "
                                                "(constraints/megatron/measured.py MeasuredRun, plus estimated_peak_bytes)")
     measured_vs_projected: Optional[dict[str, Any]] = Field(None, description="a training log: measured / projected step, "
@@ -142,6 +144,8 @@ class RenderedFolder(Result):
     directory: str
     scripts: list[str] = Field(description="file names written, in rank order (SUMMARY.md beside them)")
     not_rendered: list[str] = Field(description="'rank N: why' for each answer pretrain_gpt.py cannot run as ranked")
+    placeholders: list[str] = Field([], description="each `/path/to/...` placeholder the scripts hold (SUMMARY.md and "
+                                    "each script's header list them too)")
 
 
 class SolveResult(Result):

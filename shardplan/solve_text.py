@@ -81,7 +81,7 @@ def thin_headroom_line(payload: dict) -> str | None:
             or r["memory"]["capacity_bytes"] - r["memory"]["peak_bytes"] < THIN_HEADROOM * r["memory"]["capacity_bytes"]]
     if not thin:
         return None
-    return (f"* rank {', '.join(thin[:8])}{' ...' if len(thin) > 8 else ''}: near the memory limit (within "
+    return (f"note: rank {', '.join(thin[:8])}{' ...' if len(thin) > 8 else ''}: near the memory limit (within "
             f"{THIN_HEADROOM:.0%} of HBM of it); published runs this close both ran and ran out of memory "
             "(docs/memory.md); a lower --max-memory-fraction keeps a wider margin")
 

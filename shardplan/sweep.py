@@ -1,5 +1,7 @@
 """`shardplan sweep`: the best legal recipe at each cluster size, for one model and job, on one or more
-hardware profiles; tokens/s/GPU, step time, scaling efficiency against the smallest size that fits, and
+hardware profiles; tokens/s/GPU, step time, scaling efficiency against a stated baseline (the size with the most
+tokens/s/GPU, efficiency_baseline: the smallest size that fits may need full recompute, which put every larger one
+above 100 %), and
 the time, GPU-hours and cost to train a token budget.
 
 What is shared across sizes (each size is still its own exact solve; the world size fixes DP, the micro-batch
@@ -69,12 +71,22 @@ class SweepPoint(BaseModel):
     near_memory_limit: Optional[bool] = Field(None, description="the best recipe fits within a few percent of HBM of the "
                                               "usable limit (constraints/memory/allocator.py near_limit)")
     scaling_efficiency: Optional[float] = Field(
-        None, description="tokens/s/GPU over that of the smallest solved size on the same hardware (1.0 = linear)")
+        None, description="tokens/s/GPU over that of the hardware's efficiency baseline, its size with the most "
+                          "tokens/s/GPU (SweepResult.efficiency_baselines): at most 1.0")
     train_time_s: Optional[float] = None
     gpu_hours: Optional[float] = None
     cost_usd: Optional[float] = None
     proven_optimal: Optional[bool] = None
     solve_s: float = Field(description="wall-clock seconds this size took")
+
+
+class EfficiencyBaseline(BaseModel):
+    """The size a hardware's scaling efficiency divides by (shardplan.sweep.efficiency_baseline)."""
+    model_config = ConfigDict(extra="forbid")
+    nodes: int
+    gpus: int
+    recipe_label: str
+    tokens_per_s_per_gpu: float
 
 
 class SweepResult(BaseModel):
@@ -88,6 +100,15 @@ class SweepResult(BaseModel):
     train_tokens: Optional[float] = None
     usd_per_gpu_hour: Optional[float] = None
     points: list[SweepPoint]
+    efficiency_baselines: dict[str, EfficiencyBaseline] = Field(
+        {}, description="hardware -> the size its scaling efficiency is measured against")
+
+    def efficiency_lines(self) -> list[str]:
+        """The efficiency baseline of each hardware, one line each (printed under the table)."""
+        return [f"efficiency % ({hw}): tokens/s/GPU against {b.nodes} node{'' if b.nodes == 1 else 's'} ({b.gpus} GPUs, "
+                f"{b.recipe_label}: {b.tokens_per_s_per_gpu:,.0f}), the size with the most tokens/s/GPU; smaller sizes lose "
+                "to memory pressure (recompute, smaller micro-batches), larger ones to communication and bubbles"
+                for hw, b in self.efficiency_baselines.items()]
 
     def refusal_lines(self) -> list[str]:
         """`hardware: reason` once per refused part, in point order (the CLI's stderr and the page both print them)."""
@@ -132,19 +153,38 @@ def parse_nodes(text: str) -> list[int]:
     return [lo << i for i in range(count - 1)] + [hi]
 
 
-def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu_hour: Optional[float]) -> None:
-    """Scaling efficiency per hardware against its smallest solved size, and the training budget figures."""
-    base: dict[str, float] = {}
-    for p in points:
-        if p.status != "solved":
+def efficiency_baseline(points: list[SweepPoint]) -> Optional[SweepPoint]:
+    """The size one hardware's efficiency is measured against: its solved size with the most tokens/s/GPU (the
+    smallest such). Why not the smallest size that fits: that size is the most memory-bound, and the recipe that fits
+    there may pay for it (Llama-3.1-70B on 2 H100 nodes needs full recompute, which repeats the forward pass: ~1/3 more
+    compute, Korthikanti et al. 2022, arXiv:2205.05198 section 5), so every larger size read ~130 %. Against the best
+    size, every row reads at most 100 %: what it loses to memory pressure (smaller sizes) or to communication and
+    pipeline bubbles (larger ones)."""
+    solved = [p for p in points if p.status == "solved"]
+    return max(solved, key=lambda p: (p.tokens_per_s_per_gpu, -p.gpus)) if solved else None
+
+
+def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu_hour: Optional[float]) -> dict[str, EfficiencyBaseline]:
+    """Scaling efficiency per hardware against its baseline (efficiency_baseline) and the training budget figures;
+    returns the baselines."""
+    baselines: dict[str, EfficiencyBaseline] = {}
+    for hw in dict.fromkeys(p.hardware for p in points):
+        mine = [p for p in points if p.hardware == hw]
+        base = efficiency_baseline(mine)
+        if base is None:
             continue
-        base.setdefault(p.hardware, p.tokens_per_s_per_gpu)
-        p.scaling_efficiency = p.tokens_per_s_per_gpu / base[p.hardware]
-        if train_tokens:
+        baselines[hw] = EfficiencyBaseline(nodes=base.nodes, gpus=base.gpus, recipe_label=base.recipe_label,
+                                           tokens_per_s_per_gpu=base.tokens_per_s_per_gpu)
+        for p in mine:
+            if p.status == "solved":
+                p.scaling_efficiency = p.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu
+    for p in points:
+        if p.status == "solved" and train_tokens:
             p.train_time_s = train_tokens / p.tokens_per_s
             p.gpu_hours = p.train_time_s * p.gpus / SECONDS_PER_HOUR
             if usd_per_gpu_hour is not None:
                 p.cost_usd = p.gpu_hours * usd_per_gpu_hour
+    return baselines
 
 
 @api_edge(SweepArguments)
@@ -185,8 +225,11 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
             if cal.hardware.lower() not in {load_profile(hw).name.lower() for hw in profiles}:
                 raise ShardplanError(f"--calibration {shown(str(calibration))}: made for hardware {cal.hardware.lower()!r}, which "
                                      "this sweep does not include; add that --hardware or drop --calibration")
-    # the learnt share of HBM (constraints/memory/allocator.py) unless given, or 100 % under a measured allocator gap
-    fraction = resolve_memory_fraction(max_memory_fraction, cal is not None and cal.factors.allocator_gap_bytes is not None)
+    # the learnt share of HBM (constraints/memory/allocator.py) unless given, or 100 % when every swept part is the one
+    # whose allocator gap the calibration measured (the other parts keep the learnt reserve)
+    measured_gap = (cal is not None and cal.factors.allocator_gap_bytes is not None
+                    and all(load_profile(hw).name.lower() == cal.hardware.lower() for hw in profiles))
+    fraction = resolve_memory_fraction(max_memory_fraction, measured_gap)
     return sweep_specs(spec, job, profiles, counts, gpus_per_node, fraction.margin, train_tokens, usd_per_gpu_hour,
                        calibration=None if cal is None else (cal, str(calibration)))
 
@@ -218,11 +261,11 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
                 continue
             with step(f"{hw}: best recipe on {n} node{'' if n == 1 else 's'}"):
                 points.append(best_at(model, job, placement, profile, screen, shared_parts, margin_fraction, pins, bounds))
-    _finish(points, train_tokens, usd_per_gpu_hour)
+    baselines = _finish(points, train_tokens, usd_per_gpu_hour)
     return SweepResult(model=model.name, seq_length=job.seq_length, global_batch_size=job.global_batch_size,
                        precision=job.precision.value, gpus_per_node=per_node.pop() if len(per_node) == 1 else None,
                        train_tokens=train_tokens,
-                       usd_per_gpu_hour=usd_per_gpu_hour, points=points)
+                       usd_per_gpu_hour=usd_per_gpu_hour, points=points, efficiency_baselines=baselines)
 
 
 def best_at(model, job, placement, profile, screen, shared_parts: dict, margin_fraction: float, pins: dict,

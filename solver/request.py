@@ -28,7 +28,8 @@ class SolveRequest(BaseModel):
     pins: dict[str, Any] = Field(description="axis -> allowed values (solver.workflow.collect_pins; recompute kind resolved)")
     bounds: dict[str, Any] = Field(description="axis -> (lo, hi) range, either end None when open (solver.workflow.collect_pins)")
     top: int = Field(description="answers to return (K), each re-verified by check")
-    margin: float = Field(description="fraction of HBM kept free: 1 - max_memory_fraction")
+    margin: float = Field(description="fraction of HBM kept free: 1 - the share a peak may reach (constraints/memory/"
+                                      "allocator.py resolve_memory_fraction: --max-memory-fraction, else the learnt 97 %)")
     method: Literal["cpsat", "exhaustive"] = Field(description="cpsat: CP-SAT top-K; exhaustive: scan every candidate of the tables")
     time_limit_s: Union[int, float] = Field(description="CP-SAT deterministic time limit (seconds of its deterministic clock)")
     objective: Objective = Field(Objective.throughput, description="what the answers are ranked by")

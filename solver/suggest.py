@@ -100,7 +100,8 @@ def suggest_fix(case: Case, margin_fraction: float = 0.0, max_tried: int = 50, f
     tables = build_tables(space, profile, margin_fraction)
     idx = fitting_index(tables)
     if not len(idx):
-        out = {"found": False, "message": f"no legal recipe fits on {case.placement.world_size} GPUs"}
+        world = case.placement.world_size
+        out = {"found": False, "message": f"no legal recipe fits on {world} GPU" + ("" if world == 1 else "s")}
         return {**out, **_fewest_nodes(case, profile, margin_fraction, flags, env, validated_by)} if more_nodes else out
     a, s = tables.cand_act[idx], tables.cand_shard[idx]
     dist = np.zeros(len(idx), dtype=np.int64)

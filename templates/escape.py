@@ -35,14 +35,17 @@ def name_safe(text: str, fallback: str = "shardplan", limit: int = 64) -> str:
     return (re.sub(r"[^A-Za-z0-9._-]", "_", text) or fallback)[:limit]
 
 
-_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character (CommonMark sec. 2.1)
+# the ASCII punctuation that is Markdown syntax inside a line (code spans, emphasis, links and images, HTML and
+# entities, table cells, headings, GFM strikethrough, math on GitHub); `-`, `+`, `.`, `=` or a digit are syntax only at
+# the start of a line, where no user text is put, so names like Llama-3.1-70B stay readable
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]<>|#!~&$])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def markdown_text(text: str, limit: int = 200) -> str:
-    """User text inside a Markdown line or GFM table cell: every ASCII punctuation backslash-escaped (so no `#`
-    heading, `|` cell, backtick span, `<` tag, `[link]`, `*emphasis*`), every control character and line break a
-    space. Cut to `limit` characters before escaping, so an escape is never cut in half."""
+    """User text inside a Markdown line or GFM table cell (never at a line's start): its inline syntax
+    backslash-escaped (so no `#` heading, `|` cell, backtick span, `<` tag, `[link]`, `*emphasis*`), every control
+    character and line break a space. Cut to `limit` characters before escaping, so an escape is never cut in half."""
     return _MARKDOWN_PUNCTUATION.sub(r"\\\1", _CONTROL.sub(" ", text[:limit]))
 
 

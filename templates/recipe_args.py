@@ -78,6 +78,8 @@ class RenderPaths:
             value = getattr(self, field)
             if value is not None:
                 _check_path(option, value)
+        if not isinstance(self.mock_data, bool):
+            raise RenderPathError(f"--mock-data: give true or false (got a {type(self.mock_data).__name__})")
         if self.mock_data and self.data_path != DATA_PATH_PLACEHOLDER:
             raise RenderPathError("--mock-data: synthetic batches read no dataset, yet --data-path is given; give one of them")
         if not self.mock_data and self.tokenizer_model is None and self.data_path != DATA_PATH_PLACEHOLDER:

@@ -13,8 +13,11 @@ from typing import Sequence
 
 from boundary.write import atomic_write_folder
 from constraints.case import Case, atomic_write_text
+from templates.escape import markdown_text
+from templates.placeholders import placeholder_lines
 from templates.recipe_args import RenderPaths
-from templates.render import Format, render_script, unsupported_features
+from templates.render import Format, placeholders_of, render_script, unsupported_features
+from templates.render_manifest import manifest_file, refuse_foreign, removable
 
 SUFFIX = {"torchrun": ".sh", "slurm": ".sbatch"}
 
@@ -43,56 +46,47 @@ def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format =
     case (e.g. the projected step time). Returns the script paths. Cases are assumed already checked.
 
     A case pretrain_gpt.py cannot express (a zero-bubble schedule) gets no script, only a SUMMARY row saying
-    why: the script would run another schedule, whose memory and time were never checked (it may not fit)."""
+    why: the script would run another schedule, whose memory and time were never checked (it may not fit).
+    The folder's MANIFEST records what this render wrote; the next render removes those files it does not write
+    again, and only while they are unchanged (templates.render_manifest): never a file it did not write."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    earlier = rendered_before(directory)
-    files: list[tuple[str, str, bool]] = []
     if notes is not None and len(notes) != len(cases):
         raise ValueError(f"render_solutions: {len(notes)} notes for {len(cases)} cases; give one per case")
+    files: list[tuple[str, str, bool]] = []
     written: list[Path] = []
     rows = ["| rank | script | TP | PP | VPP | CP | EP | ETP | DP | MBS | SP | recompute | DP sharding | note |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     skipped = not_rendered(cases)
     for i, case in enumerate(cases, start=1):
-        note = (notes[i - 1] if notes is not None else "").replace("|", "/").replace("\n", " ")
-        unsupported = skipped.get(i)
-        if unsupported:
+        note = "; ".join(n for n in [notes[i - 1] if notes is not None else "", *skipped.get(i, [])] if n)
+        if i in skipped:
             script = "not rendered"
-            note = "; ".join([note] * bool(note) + [u.replace("|", "/") for u in unsupported])
         else:
             path = directory / script_name(i, case, fmt)
             files.append((path.name, render_script(case, fmt, paths), True))
             written.append(path)
-            script = path.name
+            script = f"`{path.name}`"  # script_name keeps to [A-Za-z0-9._-]: a code span holds it literally
         r = case.recipe
         rows.append(f"| {i} | {script} | {r.tp} | {r.pp} | {r.vpp} | {r.cp} | {r.ep} | {r.etp_effective} | "
                     f"{r.dp(case.world_size)} | {r.mbs} | {'yes' if r.sp_active else 'no'} | {r.recompute.granularity.value} | "
-                    f"{r.dp_sharding.value} | {note} |")
+                    f"{r.dp_sharding.value} | {markdown_text(note, 400)} |")
     header = [f"# shardplan: {len(written)} of {len(cases)} recipe(s) rendered, format {fmt}", ""]
     if cases:
         c = cases[0]
-        header += [f"Model {c.model.name} on {c.placement.num_nodes} x {c.placement.gpus_per_node} "
-                   f"{c.placement.hardware}, seq {c.job.seq_length}, global batch {c.job.global_batch_size}, "
+        header += [f"Model {markdown_text(c.model.name)} on {c.placement.num_nodes} x {c.placement.gpus_per_node} "
+                   f"{markdown_text(c.placement.hardware)}, seq {c.job.seq_length}, global batch {c.job.global_batch_size}, "
                    f"{c.job.precision.value}.", ""]
-    # the scripts and SUMMARY.md land together or not at all, and an earlier render's scripts this one does not write
-    # again go with them: never a stale answer, nor a folder half new (boundary.write.atomic_write_folder)
-    atomic_write_folder(directory, files + [("SUMMARY.md", "\n".join(header + rows) + "\n", False)],
-                        remove=earlier - {path.name for path in written})
+        found = placeholders_of(c, fmt, paths) if written else []
+        if found:
+            header += [f"Each script holds {len(found)} placeholder(s) to replace before launching (listed in its header):",
+                       *[f"- {markdown_text(line, 400)}" for line in placeholder_lines(found)], ""]
+    files.append(("SUMMARY.md", "\n".join(header + rows) + "\n", False))
+    earlier = removable(directory)
+    refuse_foreign(directory, [name for name, _, _ in files], earlier, "--render")
+    # the scripts, SUMMARY.md and the manifest land together or not at all, and an earlier render's unchanged scripts
+    # this one does not write again go with them: never a stale answer, nor a folder half new
+    # (boundary.write.atomic_write_folder); the manifest, last, names what this render wrote
+    atomic_write_folder(directory, files + [manifest_file(files)],
+                        remove=set(earlier) - {name for name, _, _ in files})
     return written
-
-
-# a script name `script_name` gives (rank first, one of SUFFIX's endings), as a SUMMARY.md row's script cell holds it
-_SCRIPT_CELL = re.compile(r"^\| \d+ \| (\d{2,}-[A-Za-z0-9._-]+(?:\.sh|\.sbatch)) \|")
-
-
-def rendered_before(directory: Path) -> set[str]:
-    """The scripts an earlier render wrote into `directory`, as its SUMMARY.md lists them: a new render removes those
-    it does not write again, so the folder never holds a stale answer beside SUMMARY.md (a user launching
-    `03-...sh` from the last solve). Only names SUMMARY.md lists are touched; nothing else in the folder is."""
-    try:
-        text = (directory / "SUMMARY.md").read_text()
-    except (OSError, UnicodeDecodeError):
-        return set()
-    names = {m.group(1) for m in map(_SCRIPT_CELL.match, text.splitlines()) if m}
-    return {n for n in names if (directory / n).is_file()}

@@ -17,6 +17,7 @@ from constraints.check import check_case
 from constraints.read import LoadedCase, load_check_input
 from constraints.stacks.detect import is_stack_file
 from hardware.profile import load_profile
+from templates.placeholders import is_placeholder
 from templates.render import unsupported_features
 from templates.slurm_options import OPTION_NAMES, SlurmOptions, slurm_options
 
@@ -111,6 +112,9 @@ def flags_not_carried(script_flags: Mapping[str, Any], rendered: str) -> list[st
     have = _rendered_flags(rendered)
     out = []
     for flag, said in script_flags.items():
+        if any(map(is_placeholder, said if isinstance(said, list) else [said])) and flag in have:
+            continue  # a `/path/to/...` the caller filled in: what was meant, not a change to report
+
         text = " ".join(map(str, said)) if isinstance(said, list) else ("" if said is True else str(said))
         shown = f"{flag} {text}".strip()
         if flag not in have:
@@ -120,27 +124,38 @@ def flags_not_carried(script_flags: Mapping[str, Any], rendered: str) -> list[st
     return out
 
 
-def script_site_paths(script_flags: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, str]:
-    """The site paths a source launch script states, for `render` to keep where the caller gives none: its one
-    --data-path prefix (a weighted blend of several is left to `flags_not_carried`) and, with HuggingFaceTokenizer,
-    its --tokenizer-model; or its --mock-data."""
-    out: dict[str, str] = {}
+def script_site_paths(script_flags: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The site paths a source launch script states, for `render` to keep where the caller gives none: its --mock-data,
+    or its one --data-path prefix (a weighted blend of several is left to `flags_not_carried`), and, with
+    HuggingFaceTokenizer, its --tokenizer-model. A script reading real data with NullTokenizer is refused unless the
+    caller names a tokenizer or asks for mock data: its ids mean nothing to the data."""
+    out: dict[str, Any] = {}
+    tokenizer = script_flags.get("--tokenizer-model") if script_flags.get("--tokenizer-type") == "HuggingFaceTokenizer" else None
+    if isinstance(tokenizer, str) and given.get("tokenizer_model") is None and not given.get("mock_data"):
+        out["tokenizer_model"] = tokenizer
+    if given.get("mock_data") or given.get("data_path") is not None:
+        return out  # the caller's data choice wins over the script's
     if script_flags.get("--mock-data") is True:  # the source trains on synthetic batches: so does the rendering
-        out["mock_data"] = True
-        return out
+        return {"mock_data": True}
     data = script_flags.get("--data-path")
     data = data if isinstance(data, list) else [data] if isinstance(data, str) else []
     if len(data) == 1 and isinstance(data[0], str):
         out["data_path"] = data[0]
-    if script_flags.get("--tokenizer-type") == "HuggingFaceTokenizer" and isinstance(script_flags.get("--tokenizer-model"), str) \
-            and given.get("tokenizer_model") is None:
-        out["tokenizer_model"] = script_flags["--tokenizer-model"]
+        if "tokenizer_model" not in out and given.get("tokenizer_model") is None and not is_placeholder(data[0]):
+            raise ShardplanError(f"--tokenizer-model: the script reads --data-path {data[0][:80]} without a HF tokenizer "
+                                 "(NullTokenizer ids mean nothing to the data); give --tokenizer-model, or --mock-data "
+                                 "for synthetic batches")
     return out
 
 
 def render_slurm_options(fmt: str, slurm: Optional[Mapping[str, Any]]) -> Optional[SlurmOptions]:
     """The sbatch settings for `fmt` (templates.slurm_options): refused for any other format, where nothing would
     carry them (said, not dropped)."""
+    if slurm is None:
+        return None
+    if not isinstance(slurm, Mapping):
+        raise ShardplanError(f"slurm: give a mapping of sbatch settings ({', '.join(SlurmOptions.model_fields)}), "
+                             f"not a {type(slurm).__name__}")
     if not slurm:
         return None
     if fmt != "slurm":

@@ -10,6 +10,7 @@ https://github.com/NVIDIA/pyxis), where bash reads them and `shlex.quote` keeps 
 """
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 from pathlib import Path
@@ -80,6 +81,15 @@ OPTION_NAMES = {"partition": "--partition", "account": "--account", "time": "--t
                 "config_file": "--slurm-config"}
 
 
+def _refuse_unknown(keys, label: str) -> None:
+    for key in keys:
+        if key not in SlurmOptions.model_fields:
+            near = difflib.get_close_matches(str(key), list(SlurmOptions.model_fields), n=1)
+            hint = f"did you mean {near[0]}? " if near else ""
+            raise InputRefused(f"{label}: unknown key {str(key)[:60]!r}; {hint}the keys are "
+                               f"{', '.join(SlurmOptions.model_fields)}")
+
+
 def slurm_options(config_file: Optional[str] = None, **given: Optional[str]) -> SlurmOptions:
     """The options from `config_file` (YAML, keys as SlurmOptions' fields), each replaced by a flag given (not None).
     Bad input is one InputRefused line naming the key or flag."""
@@ -90,12 +100,14 @@ def slurm_options(config_file: Optional[str] = None, **given: Optional[str]) -> 
                          "recipe", label)
         if not isinstance(data, dict):
             raise InputRefused(f"{label}: give a mapping of {', '.join(SlurmOptions.model_fields)}")
+        _refuse_unknown(data, label)
         try:
             SlurmOptions(**data)
         except ValidationError as exc:
             raise InputRefused(f"{label}: {validation_line(exc)}") from None
         base = data
     flags = {key: value for key, value in given.items() if value is not None}
+    _refuse_unknown(flags, "slurm")
     try:
         return SlurmOptions(**{**base, **flags})
     except ValidationError as exc:

@@ -79,6 +79,10 @@ def render_primus(case: Case, paths: RenderPaths | None = None) -> str:
 
 def _bridge_sections(case: Case, paths: RenderPaths | None, fmt: str) -> dict[str, Any]:
     dests = _dests(case, paths, fmt)
+    if dests.get("mock_data"):  # Megatron's --mock-data has no ConfigContainer field (bridge.BRIDGE_SECTIONS)
+        raise StackRenderError(f"--mock-data: a Megatron-Bridge config has no field for Megatron's --mock-data, so --format "
+                               f"{fmt} cannot state it; give --data-path and --tokenizer-model, or render --format "
+                               "primus, torchrun or slurm")
     sections: dict[str, Any] = {"model": {}}
     # every precision field lives in mixed_precision: Bridge copies that section over the model and DDP configs
     # (constraints/stacks/bridge_precision.py), so a value left in `model` would be overwritten by the recipe's

@@ -8,23 +8,27 @@ evidence `shardplan calibrate` fits, after which `solve --calibration` re-ranks.
 """
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 from typing import Sequence
 
 from boundary.write import atomic_write_folder
 from constraints.case import Case
+from templates.escape import comment_safe, markdown_text
 from templates.recipe_args import RenderPaths, TrialRun
 from templates.render import render_script
 from templates.render_files import script_name
 
-_UNSAFE_IN_MARKDOWN = re.compile(r"[\x00-\x1f\x7f|`<>\[\]]")
+
+def _in_code_span(text: str) -> str:
+    """A shell word inside a Markdown code span, where backslash escapes do not apply: printable ASCII without a
+    backtick (which would end the span), shell-quoted for the user who pastes it."""
+    return shlex.quote(comment_safe(text).replace("`", "?"))
 
 
 def _cell(text: str) -> str:
-    """Text as data in a markdown table cell: no line break, pipe, backquote, link or HTML syntax."""
-    return _UNSAFE_IN_MARKDOWN.sub("_", text)[:120]
+    """Text as data in a markdown line or table cell (templates.escape.markdown_text)."""
+    return markdown_text(text, 120)
 
 
 def run_all_script(names: Sequence[str], fmt: str, hardware: str) -> str:
@@ -41,7 +45,9 @@ def run_all_script(names: Sequence[str], fmt: str, hardware: str) -> str:
         f"for script in {quoted}; do",
         f"    {run} || echo \"trial $script failed (its log says why); the others still run\" >&2",
         "done",
-        f"echo \"next: shardplan calibrate logs/*.log --hardware {shlex.quote(hardware)} -o calibration.json\"",
+        # the whole message one single-quoted word: inside double quotes a `$(...)` in a hardware path would run
+        "echo " + shlex.quote(f"next: shardplan calibrate logs/*.log --hardware {shlex.quote(comment_safe(hardware))} "
+                              "-o calibration.json"),
         ""])
 
 
@@ -69,7 +75,7 @@ def write_trials(cases: Sequence[Case], ranks: Sequence[int], reasons: Sequence[
             "nothing and saves no checkpoint" + (" and trains on Megatron's synthetic batches (--mock-data)"
                                                  if (paths or RenderPaths()).data_path == RenderPaths().data_path else "") + ".",
             "", "1. `./run_trials.sh` (set MEGATRON_PATH to your Megatron-LM checkout first)",
-            f"2. `shardplan calibrate logs/*.log --hardware {_cell(hardware)} -o calibration.json`",
+            f"2. `shardplan calibrate logs/*.log --hardware {_in_code_span(hardware)} -o calibration.json`",
             "3. run the same `shardplan solve` again with `--calibration calibration.json`: it ranks with this cluster's",
             "   factors, and a measured answer is ranked by its measurement.", ""]
     atomic_write_folder(directory, files + [("TRIALS.md", "\n".join(head + rows + tail), False)])

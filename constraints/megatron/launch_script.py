@@ -236,7 +236,8 @@ def _unset_fix(name: str) -> str:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         return f"which is not set; set {name} in the script or in the environment ({name}=VALUE shardplan check ...)"
     if name.isdigit():
-        return "a positional parameter shardplan cannot know; write the value in the script"
+        return (f"a positional parameter not given; pass the script's arguments after -- (shardplan check SCRIPT -- ARG1 "
+                f"...: ${name} is the {name}th), or write the value in the script")
     if " (" in name:
         return "which shardplan could not follow (see the warning for that line); write the value in the script"
     return "which shardplan does not run; write the value in the script"
@@ -267,6 +268,7 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
         args, unresolved = _resolve_args([t for s in statements for w in split_words(s) for t in sh.words(w)])
         return LaunchCommand(script_args=args, unresolved=unresolved, env_taken=_plain(sh.env_taken))
     here = cwd or os.getcwd()
+    env = bash_start_env(env or {}, here)
     notes: list[LineNote] = []
     own = _sbatch_lines(text, statements, notes)
     # what sbatch sets in the job from the script's own #SBATCH lines
@@ -295,6 +297,25 @@ def extract_argv(text: str, env: Optional[dict[str, str]] = None, script_path: O
                          sourced=list(run.sourced), warnings=list(run.warnings), missing=list(run.missing),
                          allocation=list(run.allocation),
                          misread=misread)
+
+
+def bash_start_env(env: dict[str, str], cwd: str) -> dict[str, str]:
+    """The environment as bash has it once started in `cwd`: bash keeps an inherited PWD only when it is an absolute
+    path naming the working directory itself (same device and inode: a symlink to it counts), and otherwise sets PWD to
+    the working directory (bash 5.2 variables.c set_pwd: `temp_string[0] == '/' && same_file (temp_string, ".", ...)`,
+    else `get_working_directory ("shell-init")`; bash 5.2.15 keeps `/a/./b` as written). So a script run by an
+    orchestrator that changed directory without updating PWD reads the directory it runs in, not the stale one."""
+    inherited = env.get("PWD")
+    if inherited and inherited.startswith("/") and _same_dir(inherited, cwd):
+        return env
+    return {**env, "PWD": os.path.abspath(cwd)}
+
+
+def _same_dir(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 def _plain(taken: dict) -> dict[str, str]:

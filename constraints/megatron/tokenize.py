@@ -37,9 +37,9 @@ def _convert(flag: str, info: mf.FlagInfo, text: str, choices_exit: bool = False
     """One value in the flag's argparse type; a string flag's value must be one of its choices. A no-effect flag's value
     held in a variable the script leaves unset (`--seed ${REPEAT}`, kept as text by constraints.megatron.launch_script) stays
     text: nothing reads it, and Megatron's type check of it depends on the value the run is given. `choices_exit`: the
-    list goes to Megatron-LM's own argparse (a launch script or an argument file), whose `invalid choice` exit is an
-    illegal verdict judged without the flag (MegatronRecipeIllegal); a stack config may define choices of its own, so
-    there the value is unusable input."""
+    list goes to Megatron-LM's own argparse (a launch script or an argument file), whose `invalid choice` and `invalid
+    int value` exits are an illegal verdict judged without the flag (MegatronRecipeIllegal, exit 1); a stack config may
+    define choices and types of its own, so there the value is unusable input (exit 2)."""
     if info.no_effect and UNRESOLVED_RE.search(text):
         return text
     try:
@@ -49,6 +49,10 @@ def _convert(flag: str, info: mf.FlagInfo, text: str, choices_exit: bool = False
             return float(text)
     except ValueError:
         kind = "an integer" if info.value_type == "int" else "a number"
+        if choices_exit:  # Megatron-LM's argparse exits on it (`type=int`): the recipe as written does not run
+            raise MegatronRecipeIllegal(f"Megatron's argparse exits: argument {flag}: invalid {info.value_type} value: "
+                                        f"{text!r}", "megatron_argparse", f"pass {flag} as {kind}, one per word (e.g. "
+                                        f"{flag} 8)", flag) from None
         raise MegatronArgsError(f"{flag} expects {kind}, got {text!r}; pass e.g. {flag} 8") from None
     allowed = _CHOICES.get(flag)
     if allowed and text not in allowed:

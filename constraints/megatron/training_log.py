@@ -119,9 +119,18 @@ class _Run:
 
 def looks_like_training_log(head_text: str) -> bool:
     """A cheap sniff of a file's first ~64 KiB: Megatron's argument banner or an iteration line."""
-    if tl.ARGUMENTS_BANNER in head_text:
+    if tl.ARGUMENTS_BANNER in head_text or tl.BRIDGE_CONFIG_BANNER in head_text or tl.NEMO2_STEP_MARK in head_text:
         return True
     return any(tl.parse_iteration_line(line) for line in head_text.splitlines() if tl.ITERATION_MARK in line)
+
+
+def _may_be_record(text: str) -> bool:
+    """Whether a line outside a dump or timer block and past the header can hold anything the reader keeps: an
+    iteration, memory, argument banner or timer header line (each parser's own mark). Lines without one are skipped
+    before their rank prefix is split: on a log of iteration lines among per-rank noise this halves the read time
+    (bench/speed/training_log.py)."""
+    return (tl.ITERATION_MARK in text or tl.MEMORY_MARK in text or tl.ARGUMENTS_BANNER in text
+            or tl.TIMER_HEADER_MARK in text or tl.BRIDGE_CONFIG_BANNER in text or tl.NEMO2_STEP_MARK in text)
 
 
 def _fail(path: str, line: int, what: str, fix: str) -> TrainingLogError:
@@ -175,6 +184,8 @@ def read_training_log(path: str) -> TrainingLog:
     runs = 0
     in_timer_block: Optional[dict[str, float]] = None
     last_line = 0
+    bridge_config_line: Optional[int] = None  # where a Megatron-Bridge log prints its YAML config
+    nemo2_line: Optional[int] = None  # a NeMo 2 (Lightning) step line
     last_text: Optional[str] = ""
     last_ended = True
     for number, text, ended in iter_text_lines(path, "training log", MAX_LINE_BYTES, expected="a Megatron-LM training log"):
@@ -182,6 +193,8 @@ def read_training_log(path: str) -> TrainingLog:
         if text is None:
             warn(f"line {number}: over {MAX_LINE_BYTES // 1024} KiB; skipped")
             continue
+        if in_timer_block is None and not run.dump_open and number > HEADER_LINES and not _may_be_record(text):
+            continue  # the ~all lines of a long log (warnings, NCCL, per-rank noise): four substring tests, no regex
         ranks, body = tl.split_rank_prefix(text)
         if in_timer_block is not None:
             timer = tl.parse_timer_line(body)
@@ -235,6 +248,10 @@ def read_training_log(path: str) -> TrainingLog:
             continue
         if tl.TIMER_HEADER_MARK in body:
             in_timer_block = {}
+        elif bridge_config_line is None and tl.BRIDGE_CONFIG_BANNER in body:
+            bridge_config_line = number
+        elif nemo2_line is None and tl.NEMO2_STEP_MARK in body:
+            nemo2_line = number
     if in_timer_block and run.records:
         run.timer_blocks.append((run.records[-1][0], in_timer_block))
 
@@ -247,6 +264,14 @@ def read_training_log(path: str) -> TrainingLog:
         raise _fail(path, last_line, "the last line is cut mid-record (the log is truncated)",
                     "give the whole log, or drop its last line")
     chosen = run if run.records else last_with_iterations
+    if (chosen is None or chosen.banner_line == 0) and bridge_config_line is not None:
+        raise _fail(path, bridge_config_line, "a Megatron-Bridge log: it prints its configuration as YAML "
+                    f"({tl.BRIDGE_CONFIG_BANNER.strip('- ')!r}), not Megatron-LM's argument dump, and shardplan does not "
+                    "read the recipe from it", "check the Bridge recipe or launch script instead (shardplan check CONFIG)")
+    if chosen is None and nemo2_line is not None:
+        raise _fail(path, nemo2_line, "a NeMo 2 (PyTorch Lightning) log: its steps are printed as `Training epoch E, "
+                    "iteration I/N | ... train_step_timing in s: T`, not Megatron-LM's training_log, and it has no "
+                    "argument dump, so shardplan does not read it", "check the NeMo recipe or launch script instead")
     if chosen is None:
         if runs == 0:
             raise _fail(path, 1, "not a Megatron-LM training log (no argument dump, no iteration line)",

@@ -17,6 +17,13 @@ ARGUMENTS_END_BANNER = "-------------------- end of arguments ------------------
 ITERATION_MARK = "elapsed time per iteration (ms)"
 MEMORY_MARK = "memory (MB) | allocated:"
 TIMER_HEADER_MARK = "time across ranks (ms):"
+# Megatron-Bridge prints its ConfigContainer as YAML under this banner instead of `_print_args` (a real log: Megatron-Bridge
+# v0.2.0rc7, Oct 2025, in verdimrc/playground-nemo-2.0-gh @155bbece 05-byoc-te-mb/with-ngc-pytorch-25.06-cleanup.md,
+# "Appendix: training log"; the next line is `_target_: megatron.bridge.training.config.ConfigContainer`)
+BRIDGE_CONFIG_BANNER = "------- Task Configuration -------"
+# NeMo 2 (PyTorch Lightning) prints its steps as `Training epoch 0, iteration 120/149 | lr: 3e-05 | ... | train_step_timing
+# in s: 0.03146` (a real excerpt: NVIDIA-BioNeMo/bionemo-recipes#740), not Megatron's training_log line
+NEMO2_STEP_MARK = "train_step_timing in s:"
 
 # Launcher prefixes, outermost first: torchrun --tee/--redirects `[default0]:` (and torch's `[rank0]:`), srun
 # --label `0: `, Primus's logger `[20251202 09:12:08][rank-7/8][INFO ] [--------trainer.py:2560] : `.
@@ -103,24 +110,32 @@ def parse_argument_line(text: str) -> Optional[tuple[str, str]]:
     return m.group(1), (m.group(3) or "").strip()
 
 
+def _int_after(text: str, mark: str, pattern: re.Pattern) -> int:
+    """The count `pattern` reads where `mark` starts in `text` (0 when the line has no such field): a substring find
+    and one anchored match, not a regex scan of the whole line."""
+    at = text.find(mark)
+    m = pattern.match(text, at) if at >= 0 else None
+    return int(m.group(1)) if m else 0
+
+
 def parse_iteration_line(text: str) -> Optional[IterationFields]:
     """The fields of a `training_log` iteration line, or None if `text` is not one (or lacks the iteration number or
-    the elapsed time, e.g. cut off mid-write)."""
-    if ITERATION_MARK not in text:
+    the elapsed time, e.g. cut off mid-write). Optional fields are looked for only when their word is in the line."""
+    at = text.find(ITERATION_MARK)
+    if at < 0:
         return None
     it = _ITERATION.search(text)
-    ms = _ELAPSED_MS.search(text)
+    ms = _ELAPSED_MS.match(text, at)
     if it is None or ms is None:
         return None
-    tflops = _TFLOPS.search(text)
-    tokens = _TOKENS.search(text)
-    skipped = _SKIPPED.search(text)
-    nan = _NAN.search(text)
+    tflops = _TFLOPS.search(text) if "TFLOP" in text else None
+    tokens = _TOKENS.search(text) if "tokens" in text else None
     return IterationFields(
         iteration=int(it.group(1)), train_iters=int(it.group(2)), elapsed_ms=float(ms.group(1)),
         tflops_per_gpu=float(tflops.group(1)) if tflops else None,
         tokens_per_s_per_gpu=float(tokens.group(1)) if tokens else None,
-        skipped=int(skipped.group(1)) if skipped else 0, nan=int(nan.group(1)) if nan else 0)
+        skipped=_int_after(text, "number of skipped iterations:", _SKIPPED),
+        nan=_int_after(text, "number of nan iterations:", _NAN))
 
 
 def parse_memory_line(text: str) -> Optional[MemoryFields]:

@@ -19,6 +19,7 @@ import re
 from typing import Any, Optional
 
 from constraints.megatron.errors import MegatronArgsError
+from constraints.megatron.tokenizer_files import file_vocab, tokenizer_file
 from constraints.megatron.tokenizer_vocab import PRIMUS_HF_TOKENIZERS, hf_repo_vocab
 from constraints.models.load import bundled_models, load_model
 from constraints.script.expand import UNRESOLVED_RE
@@ -75,6 +76,15 @@ def vocab_from_tokenizer(raw: dict[str, Any], entry_default: Optional[str]) -> t
         return given, None
     if kind in _FILE_TOKENIZERS:
         model = raw.get("--tokenizer-model")
+        path = tokenizer_file(kind, model) if isinstance(model, str) and "\x00" not in model and "${" not in model else None
+        not_read = None
+        if path is not None:  # the file the run loads is here: its own count (constraints/megatron/tokenizer_files.py)
+            vocab, said = file_vocab(kind, path)
+            if vocab is not None:
+                if given is not None and given != vocab:
+                    return given, f"--vocab-size {given} kept, though {said}; Megatron uses the tokenizer's own count"
+                return vocab, said
+            not_read = said
         hit = bundled_model_for(model) if isinstance(model, str) and "\x00" not in model and "${" not in model else None
         if hit is not None:
             vocab = load_model(hit).vocab_size
@@ -91,9 +101,17 @@ def vocab_from_tokenizer(raw: dict[str, Any], entry_default: Optional[str]) -> t
         if given is not None:
             return given, (f"vocabulary {given:,} from --vocab-size; Megatron takes it from the {kind} file, "
                            "which check does not read")
+        if not_read is not None:
+            raise MegatronArgsError(f"--vocab-size: {not_read}; install it, or add --vocab-size N (the tokenizer's size)")
         shown = model if isinstance(model, str) else "(none)"
+        held = UNRESOLVED_RE.search(shown)
+        if held is not None and held.group(1).isdigit():  # Megatron's mixtral example: TOKENIZER_MODEL=$2
+            raise MegatronArgsError(f"--vocab-size: the {kind} vocabulary comes from --tokenizer-model ${held.group(1)}, "
+                                    f"the script's argument {held.group(1)}; pass the script's arguments after -- "
+                                    "(shardplan check SCRIPT -- ARG1 ARG2 ...), or add --vocab-size N")
         raise MegatronArgsError(f"--vocab-size: the {kind} vocabulary comes from --tokenizer-model {shown}, which check "
-                                "cannot read; add --vocab-size N (the tokenizer's size)")
+                                "cannot read (no such file here); add --vocab-size N (the tokenizer's size), or pass the "
+                                "file's path")
     held = UNRESOLVED_RE.search(kind) if isinstance(kind, str) else None
     # `--tokenizer-type ${TOKENIZER_TYPE}` with the variable unset (not a positional `$1`): the tokenizer is unknown
     if held is not None and not held.group(1)[0].isdigit():

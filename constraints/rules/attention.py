@@ -161,22 +161,46 @@ def cp_comm_type_for_attention_variant(x: RuleInput) -> Optional[Violation]:
     return None
 
 
-@rule(reads="dp_sharding overlap_moe_expert_parallel_comm tp cp")
-def cuda_device_max_connections(x: RuleInput) -> Optional[Violation]:
-    """[21] Pre-Blackwell (arch < 10) with TP>1 or CP>1: CUDA_DEVICE_MAX_CONNECTIONS must be 1 unless FSDP or
-    --overlap-moe-expert-parallel-comm (then only warnings); FSDP2 / Megatron-FSDP require it NOT to be 1."""
-    if x.env is None:
-        return None
+def _connections_needed(x: RuleInput) -> Optional[str]:
+    """Why this recipe needs CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron asserts it), or None when it does not: pre-Blackwell
+    (arch < 10) with TP>1 or CP>1, unless FSDP or --overlap-moe-expert-parallel-comm."""
     r = x.recipe
     cc = getattr(x.profile, "compute_capability", None)
     if cc is None and getattr(x.profile, "vendor", None) == "amd":
         cc = 9  # Megatron reads torch's device major (training/utils/common_utils.py:get_device_arch_version); ROCm gfx9xx -> 9
-    value = x.env.get("CUDA_DEVICE_MAX_CONNECTIONS")
     fsdp = r.dp_sharding.value in ("torch_fsdp2", "megatron_fsdp")
+    if not fsdp and not r.overlap_moe_expert_parallel_comm and cc is not None and cc < 10 and (r.tp > 1 or r.cp > 1):
+        return f"TP>1 or CP>1 on arch {cc}"
+    return None
+
+
+@rule(reads="dp_sharding overlap_moe_expert_parallel_comm tp cp")
+def cuda_device_max_connections(x: RuleInput) -> Optional[Violation]:
+    """[21] Pre-Blackwell (arch < 10) with TP>1 or CP>1: CUDA_DEVICE_MAX_CONNECTIONS must be 1 unless FSDP or
+    --overlap-moe-expert-parallel-comm (then only warnings); FSDP2 / Megatron-FSDP require it NOT to be 1. Judged only
+    when the launch environment is known (x.env not None); launch_environment_unknown says what to set otherwise."""
+    if x.env is None:
+        return None
+    value = x.env.get("CUDA_DEVICE_MAX_CONNECTIONS")
+    fsdp = x.recipe.dp_sharding.value in ("torch_fsdp2", "megatron_fsdp")
     if fsdp and value == "1":
         return violation("cuda_device_max_connections", "FSDP needs CUDA_DEVICE_MAX_CONNECTIONS != 1", "export CUDA_DEVICE_MAX_CONNECTIONS=8")
-    if (not fsdp and not r.overlap_moe_expert_parallel_comm and cc is not None and cc < 10
-            and (r.tp > 1 or r.cp > 1) and value != "1"):
-        return violation("cuda_device_max_connections", f"TP>1 or CP>1 on arch {cc} needs CUDA_DEVICE_MAX_CONNECTIONS=1 (got {value!r})",
-                  "export CUDA_DEVICE_MAX_CONNECTIONS=1")
+    needed = _connections_needed(x)
+    if needed is not None and value != "1":
+        got = "it is not set" if value is None else f"got {value!r}"
+        return violation("cuda_device_max_connections", f"{needed} needs CUDA_DEVICE_MAX_CONNECTIONS=1 ({got})",
+                         "export CUDA_DEVICE_MAX_CONNECTIONS=1")
     return None
+
+
+def launch_environment_unknown(x: RuleInput, where: str) -> list[Violation]:
+    """What the rules that read the launch environment would need of it, as warnings, when that environment is unknown
+    (an argument file carries none; `where` says what was read): unknown is not unset, so nothing is judged against
+    an empty environment, and the warning names the variable to state with --env."""
+    needed = _connections_needed(x)
+    if needed is None:
+        return []
+    return [violation("launch_environment_unknown",
+                      f"{where} carries no launch environment: {needed} needs CUDA_DEVICE_MAX_CONNECTIONS=1, not judged",
+                      "state the launch environment: --env CUDA_DEVICE_MAX_CONNECTIONS=1 (or check the launch script "
+                      "that exports it)", severity="warning")]

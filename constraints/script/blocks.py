@@ -17,6 +17,7 @@ import os
 import re
 from typing import Optional
 
+from constraints.script.budget import ScriptBudgetError
 from constraints.script.conditions import Condition
 from constraints.script.expand import MARK_RE, mark
 from constraints.script.lex import LaunchScriptError, Stmt
@@ -27,6 +28,7 @@ SCRIPT_RE = re.compile(r"^(pretrain|finetune)_[A-Za-z0-9_]*\.py$")
 FUNC_RE = re.compile(r"^(?:function\s+([A-Za-z_][A-Za-z0-9_-]*)(?:\s*\(\))?|([A-Za-z_][A-Za-z0-9_-]*)\s*\(\))\s*(\{)?")
 KEYWORD_RE = re.compile(r"^(then|do|else)\s+(.*)$", re.S)
 OPENERS = {"if": "fi", "for": "done", "while": "done", "until": "done", "select": "done", "case": "esac", "{": "}"}
+CASE_ENDS = (";;", ";&", ";;&")  # what ends a case arm (constraints.script.lex keeps each as its own statement)
 MAX_STEPS = 20_000  # statements run, all loops and calls together: bounds `while true` and recursion (~1 s)
 
 
@@ -78,10 +80,19 @@ class Blocks:
             i = self.statement(stmts, i)
 
     def statement(self, stmts: list[Stmt], i: int) -> int:
-        self.steps += 1
-        if self.steps > MAX_STEPS:
-            raise LaunchScriptError(f"the script runs more than {MAX_STEPS} statements (a loop that does not end?); "
-                                    "simplify the loop")
+        """Run stmts[i] (and the block it opens); the index of the next statement. A budget spent anywhere inside
+        (constraints.script.budget) is refused naming the innermost line, where the cost was met."""
+        try:
+            return self._statement(stmts, i)
+        except ScriptBudgetError as exc:
+            if exc.located:
+                raise
+            located = ScriptBudgetError(f"{self.where}line {stmts[i].line}: {exc}")
+            located.located = True
+            raise located from None
+
+    def _statement(self, stmts: list[Stmt], i: int) -> int:
+        self._tick(1)
         s = stmts[i]
         self.sh.heredocs = s.heredocs
         m = KEYWORD_RE.match(s)
@@ -107,7 +118,7 @@ class Blocks:
         if head.startswith("(") and not ASSIGN_RE.match(head):
             self._not_followed(s, "a subshell `( ... )`", [s])
             return i + 1
-        if head in ("fi", "done", "esac", "}", "elif", "then", "do", ";;"):
+        if head in ("fi", "done", "esac", "}", "elif", "then", "do") + CASE_ENDS:
             raise LaunchScriptError(f"line {s.line}: `{head}` without its opening statement; fix the script's "
                                     "if/fi, do/done, case/esac nesting")
         self._simple(words, s)
@@ -117,7 +128,7 @@ class Blocks:
         """Count `n` statements visited (run or scanned) against MAX_STEPS, which bounds the whole walk's time."""
         self.steps += n
         if self.steps > MAX_STEPS:
-            raise LaunchScriptError(f"the script runs more than {MAX_STEPS} statements (a loop that does not end?); "
+            raise ScriptBudgetError(f"the script runs more than {MAX_STEPS} statements (a loop that does not end?); "
                                     "simplify the loop")
 
     def _end(self, stmts: list[Stmt], i: int) -> int:
@@ -125,7 +136,7 @@ class Blocks:
         depth = 0
         for j in range(i, len(stmts)):
             self._tick(1)
-            head = stmt_head(stmts[j])
+            head = opener_head(stmts[j])
             if head in OPENERS or opens_body(stmts[j]):
                 depth += 1
             elif head in ("fi", "done", "esac", "}"):
@@ -154,7 +165,7 @@ class Blocks:
     def _end_brace(self, stmts: list[Stmt], i: int) -> int:
         depth = 0
         for j in range(i, len(stmts)):
-            head = stmt_head(stmts[j])
+            head = opener_head(stmts[j])
             if j == i or head in OPENERS or opens_body(stmts[j]):
                 depth += 1
             elif head in ("fi", "done", "esac", "}"):
@@ -173,6 +184,7 @@ class Blocks:
             if depth == 0 and head in splitters:
                 arms.append((s, []))
                 continue
+            head = opener_head(s)
             if head in OPENERS or opens_body(s):
                 depth += 1
             elif head in ("fi", "done", "esac", "}"):
@@ -184,7 +196,7 @@ class Blocks:
         for head_stmt, stmts in self._arms(body, ("elif", "else")):
             words = stmt_words(head_stmt)
             if words[0] == "else":
-                self.block(strip_keyword(stmts, head_stmt, "else"))
+                self.block(strip_keyword([head_stmt] + stmts, None, "else"))  # `else CMD`: CMD runs too
                 return
             cond = self._cond(words[1:], head_stmt)
             if cond is None:
@@ -218,6 +230,7 @@ class Blocks:
     def _loop_pass(self, inner: list[Stmt]) -> bool:
         """One pass of a loop body, as bash runs it: `continue N` / `break N` with N > 1 leave this loop and go on to
         the enclosing one. True when the loop ends here (a `break`, or the launch line found)."""
+        self.sh.budget.loop_pass()
         try:
             self.block(inner)
         except LoopContinue as c:
@@ -253,33 +266,51 @@ class Blocks:
         if MARK_RE.search(subject):
             self._not_followed(head, f"`case {words[1]}` on a value check cannot know", body, launch_inside_is_error=True)
             return
-        arms, cur = [], None
+        arms: list[list] = []  # [patterns, statements, terminator or "" while the arm is open]
         rest = [Stmt(" ".join(words[3:]), head.line, head.heredocs)] if len(words) > 3 else []
+        depth = 0
         for s in rest + body[1:-1]:
-            if cur is None or cur[2]:
+            if not arms or arms[-1][2]:
                 pat, cmd = case_pattern(s)
                 if pat is None:
-                    if stmt_head(s) == ";;":
+                    if stmt_head(s) in CASE_ENDS:
                         continue
                     raise LaunchScriptError(f"line {s.line}: expected a `PATTERN)` case arm; fix the case block")
-                cur = (pat, [], False)
-                arms.append(cur)
+                arms.append([pat, [], ""])
                 if cmd:
-                    cur[1].append(Stmt(cmd, s.line, s.heredocs))
+                    arms[-1][1].append(Stmt(cmd, s.line, s.heredocs))
+                    depth += _depth_change(cmd)
                 continue
-            if stmt_head(s) == ";;":
-                arms[-1] = cur = (cur[0], cur[1], True)
+            if depth == 0 and stmt_head(s) in CASE_ENDS:
+                arms[-1][2] = stmt_head(s)
                 continue
-            cur[1].append(s)
-        for pats, stmts, _ in arms:
-            for p in pats:
-                pattern = self.sh.scalar(p) if not (p.startswith(("'", '"'))) else self.sh.scalar(p)
-                if MARK_RE.search(pattern):
-                    self._not_followed(head, f"a case pattern {p} check cannot know", body, launch_inside_is_error=True)
-                    return
-                if fnmatch.fnmatchcase(subject, pattern):
-                    self.block(stmts)
-                    return
+            depth += _depth_change(s)
+            arms[-1][1].append(s)
+        self._case_arms(head, body, subject, arms)
+
+    def _case_arms(self, head: Stmt, body: list[Stmt], subject: str, arms: list[list]) -> None:
+        """Run the arm whose pattern matches first, as bash does: after it, `;;` ends the case, `;&` runs the next
+        arm's commands without testing its patterns, `;;&` goes on testing the patterns of the arms below."""
+        k, fall_through = 0, False
+        while k < len(arms):
+            pats, stmts, term = arms[k]
+            if not fall_through:
+                for p in pats:
+                    pattern = self.sh.scalar(p)
+                    if MARK_RE.search(pattern):
+                        self._not_followed(head, f"a case pattern {p} check cannot know", body,
+                                           launch_inside_is_error=True)
+                        return
+                    if fnmatch.fnmatchcase(subject, pattern):
+                        break
+                else:
+                    k += 1
+                    continue
+            self.block(stmts)
+            if self.found is not None or term in (";;", ""):
+                return
+            fall_through = term == ";&"
+            k += 1
 
     def _group(self, body: list[Stmt]) -> None:
         first = body[0]
@@ -313,9 +344,27 @@ class Blocks:
         self.warnings.append(f"{self.where}line {at.line}: {what} not followed{made}")
 
 
+def _depth_change(s: str) -> int:
+    """+1 for a statement opening a block, -1 for one closing it: a `;;` inside a nested case is not this arm's end."""
+    head = opener_head(s)
+    if head in OPENERS or opens_body(s):
+        return 1
+    return -1 if head in ("fi", "done", "esac", "}") else 0
+
+
 def stmt_head(s: str) -> str:
     w = stmt_words(s)
     return w[0] if w else ""
+
+
+def opener_head(s: str) -> str:
+    """The statement's head past a leading `then` / `do` / `else`: `do if [ ... ]` (from a one-line
+    `for ...; do if ...; fi; done`) opens an `if` that its `fi` closes, not the loop's body."""
+    w = stmt_words(s)
+    k = 0
+    while k + 1 < len(w) and w[k] in ("then", "do", "else"):
+        k += 1
+    return w[k] if w else ""
 
 
 def opens_body(s: str) -> bool:

@@ -16,8 +16,11 @@ import shlex
 from typing import Optional, Union
 
 from constraints.script.arith import eval_int
+from constraints.script.braces import brace_words
+from constraints.script.budget import MAX_EXPANDED_BYTES, Budget, value_bytes
 from constraints.script.lex import LaunchScriptError, match
 from constraints.script.lex import words as split_words
+from constraints.script.unquote import posix_split
 
 MARK = "\x00"  # brackets an unresolved variable's name inside a word
 MARK_RE = re.compile("\x00([^\x00]*)\x00")
@@ -35,12 +38,44 @@ def mark(name: str) -> str:
     return f"{MARK}{name}{MARK}"
 
 
-_FIELD_RE = re.compile("(?:\x00[^\x00]*\x00|[^\\s\x00])+")
+DEFAULT_IFS = " \t\n"
 
 
-def _fields(value: str) -> list[str]:
-    """Bash word splitting of an unquoted expansion (IFS = space, tab, newline), keeping each mark whole."""
-    return _FIELD_RE.findall(value)
+def split_fields(value: str, ifs: str = DEFAULT_IFS) -> list[str]:
+    """Bash word splitting of an unquoted expansion by IFS, keeping each mark whole (bash manual, "Word Splitting"):
+    runs of IFS white space (space, tab, newline) delimit and are trimmed at both ends; each other IFS character
+    delimits on its own, with the IFS white space around it, so `a,,b` under IFS=, is three fields, the middle one
+    empty, and a trailing `,` ends the last field without adding an empty one. An empty IFS splits nothing."""
+    if not ifs:
+        return [value] if value else []
+    white = {c for c in ifs if c in " \t\n"}
+    fields: list[str] = []
+    cur: list[str] = []
+    i, n = 0, len(value)
+    while i < n and value[i] in white:
+        i += 1
+    while i < n:
+        c = value[i]
+        if c == MARK:
+            j = value.find(MARK, i + 1) + 1 or n
+            cur.append(value[i:j])
+            i = j
+            continue
+        if c not in ifs:
+            cur.append(c)
+            i += 1
+            continue
+        while i < n and value[i] in white:
+            i += 1
+        if i < n and value[i] in ifs and value[i] not in white:
+            i += 1
+            while i < n and value[i] in white:
+                i += 1
+        fields.append("".join(cur))
+        cur = []
+    if cur:
+        fields.append("".join(cur))
+    return fields
 
 
 def _closing_backquote(w: str, i: int) -> int:
@@ -58,7 +93,7 @@ def _closing_backquote(w: str, i: int) -> int:
 
 def _shlex_split(text: str, word: str) -> list[str]:
     try:
-        return shlex.split(text)
+        return posix_split(text)
     except ValueError as exc:
         raise LaunchScriptError(f"cannot split `{word[:60]}` into words ({exc}); quote it plainly") from None
 
@@ -94,6 +129,8 @@ class Shell:
         self.cond_mode = False  # in `if` tests an unset variable is "" (bash), elsewhere it stays unresolved
         self.script_path = script_path
         self.heredocs: list = []  # the here-document bodies of the text being run (shell_lex.Stmt.heredocs)
+        self.budget = Budget()  # shared with the files it sources and the child scripts it runs (script.budget)
+        self.held_bytes = 0  # what this shell's own variables hold, counted in budget.held_bytes too
 
     def get(self, name: str) -> Optional[Value]:
         if name.isdigit() and name != "0":
@@ -119,32 +156,56 @@ class Shell:
         return value
 
     def set(self, name: str, value: Value) -> None:
+        self._hold(value_bytes(value) - value_bytes(self.vars.get(name)))
         self.vars[name] = value
         self.unset.discard(name)
 
+    def _hold(self, delta_bytes: int) -> None:
+        self.held_bytes += delta_bytes
+        self.budget.hold(delta_bytes)
+
     def remove(self, name: str) -> None:
         """`unset NAME`: gone from the script and, for the rest of the run, from the environment too."""
-        self.vars.pop(name, None)
+        self._hold(-value_bytes(self.vars.pop(name, None)))
         self.exported.discard(name)
         self.unset.add(name)
+
+    def saved(self, name: str) -> tuple:
+        """What `restore` needs to put NAME back as it was (a function's `local NAME` is undone on return)."""
+        return name in self.vars, self.vars.get(name), name in self.unset, name in self.exported
+
+    def restore(self, name: str, state: tuple) -> None:
+        had, value, was_unset, was_exported = state
+        if had:
+            self.set(name, value)
+        else:
+            self._hold(-value_bytes(self.vars.pop(name, None)))
+        (self.unset.add if was_unset else self.unset.discard)(name)
+        (self.exported.add if was_exported else self.exported.discard)(name)
 
     def shift(self, n: int) -> None:
         self.positional = self.positional[n:]
 
     def words(self, word: str) -> list[str]:
-        """Expand one raw word with word splitting (command arguments, array elements)."""
-        return _shlex_split(self._expand(word, split=True), word)
+        """Expand one raw word with brace expansion and word splitting (command arguments, array elements)."""
+        if "{" not in word:
+            return _shlex_split(self._expand(word, split=True), word)
+        return [t for part in brace_words(word) for t in _shlex_split(self._expand(part, split=True), word)]
 
     def scalar(self, word: str) -> str:
         """Expand one raw word without splitting (assignment values, `[[ ]]` operands, defaults)."""
         return " ".join(_shlex_split(self._expand(word, split=False), word))
 
     def _expand(self, w: str, split: bool) -> str:
-        out, i, dq = [], 0, False
+        """The word with its expansions done and re-quoted for shlex; every byte an expansion builds counts against
+        the reading's budget (constraints.script.budget) before it is joined."""
+        out, i, dq, built = [], 0, False, 0
         while i < len(w):
             c = w[i]
             if c == "\\" and i + 1 < len(w):
-                out.append(w[i:i + 2])
+                # in double quotes a backslash quotes only $ ` " \ and newline, and is then removed (bash manual,
+                # "Double Quotes"); shlex would keep it before $ and `, so it is removed here
+                out.append(w[i + 1] if dq and w[i + 1] in "$`" else w[i:i + 2])
                 i += 2
                 continue
             if c == "'" and not dq:
@@ -164,23 +225,33 @@ class Shell:
             if c == "$" and i + 1 < len(w):
                 value, i = self._dollar(w, i)
                 out.append(self._insert(value, dq, split))
+                built += len(out[-1])
+                if self.budget.expanded_bytes + built > MAX_EXPANDED_BYTES:
+                    self.budget.expand(built)  # refused before a word of gigabytes is joined
                 continue
             out.append(c)
             i += 1
-        return "".join(out)
+        text = "".join(out)
+        self.budget.expand(len(text))
+        return text
 
-    @staticmethod
-    def _insert(value: Value, dq: bool, split: bool) -> str:
+    def ifs(self) -> str:
+        """The IFS word splitting uses: the script's own, else bash's default (bash does not take IFS from the
+        environment it starts in; an unset IFS splits as the default does)."""
+        value = self.vars.get("IFS")
+        return value if isinstance(value, str) and not MARK_RE.search(value) else DEFAULT_IFS
+
+    def _insert(self, value: Value, dq: bool, split: bool) -> str:
         """Re-quote an expanded value so shlex reproduces bash's splitting of it. A mark (an unknown value) is
         one word whatever it holds: `$(pick_dir --num-layers 400)` must not become flags."""
         if isinstance(value, list):
             if dq:
                 return '"' + " ".join(shlex.quote(e) for e in value) + '"' if value else ""
-            return " ".join(shlex.quote(p) for e in value for p in _fields(e))
+            return " ".join(shlex.quote(p) for e in value for p in split_fields(e, self.ifs()))
         if dq:
             return value.replace("\\", "\\\\").replace('"', '\\"')
         if split:
-            return " ".join(shlex.quote(p) for p in _fields(value))
+            return " ".join(shlex.quote(p) for p in split_fields(value, self.ifs()))
         return shlex.quote(value) if value else ""
 
     def _dollar(self, w: str, i: int) -> tuple[Value, int]:
@@ -281,7 +352,7 @@ class Shell:
         if length:
             return str(len(value) if isinstance(value, list) else len(value or ""))
         if index == "*" and isinstance(value, list) and not op:
-            return " ".join(value)  # "$*" / "${A[*]}": one word joined by IFS's first character (a space)
+            return self.ifs()[:1].join(value)  # "$*" / "${A[*]}": one word joined by IFS's first character
         empty = value is None or (op or "").startswith(":") and value in ("", [])
         if op in (":-", "-") and value is None and name in SLURM_ALLOCATION_VARS:
             # `${SLURM_NNODES:-1}`: under sbatch / srun Slurm sets it to the allocation, which the default (for a run
@@ -290,7 +361,7 @@ class Shell:
         if op in (":-", "-") and (value is None if op == "-" else empty):
             return self.scalar(word)
         if op in (":=", "=") and (value is None if op == "=" else empty):
-            self.vars[name] = self.scalar(word)
+            self.set(name, self.scalar(word))
             return self.vars[name]
         if op in (":+", "+"):
             return "" if (value is None if op == "+" else empty) else self.scalar(word)
@@ -325,13 +396,17 @@ class Shell:
         return value[start:start + length] if length >= 0 else value[start:len(value) + length]
 
     def _trim(self, name: str, index: Optional[str], rest: str) -> Optional[Value]:
-        """`${X%pat}` `${X%%pat}` `${X#pat}` `${X##pat}` `${X/pat/s}` `${X//pat/s}` over a known scalar (glob
-        patterns as bash's); None when the form or the value is not one of those."""
+        """`${X%pat}` `${X%%pat}` `${X#pat}` `${X##pat}` `${X/pat/s}` `${X//pat/s}` and the anchored `${X/#pat/s}`
+        (a match at the start) and `${X/%pat/s}` (at the end) over a known scalar (glob patterns as bash's, the
+        longest match); None when the form or the value is not one of those."""
         op = re.match(r"(%%|%|##|#|//|/)(.*)$", rest, re.S)
         value = self.get(name)
         if not op or index is not None or not isinstance(value, str):
             return None if not op or index is not None else (mark(name) if value is None else None)
         kind, arg = op.groups()
+        anchor = ""
+        if kind == "/" and arg[:1] in ("#", "%"):
+            anchor, arg = arg[0], arg[1:]
         if kind in ("/", "//"):
             cut = re.search(r"(?<!\\)/", arg)
             pat_raw, repl_raw = (arg[:cut.start()], arg[cut.end():]) if cut else (arg, "")
@@ -351,6 +426,12 @@ class Shell:
             ks = range(len(value) + 1) if kind == "#" else range(len(value), -1, -1)
             cands = [k for k in ks if re.fullmatch(f"(?s:{rx})", value[:k])]
             return value[cands[0]:] if cands else value
+        if anchor == "#":  # the longest prefix the pattern matches (bash); an empty pattern inserts at the start
+            cands = [k for k in range(len(value), -1, -1) if re.fullmatch(f"(?s:{rx})", value[:k])]
+            return repl + value[cands[0]:] if cands else value
+        if anchor == "%":
+            cands = [k for k in range(len(value) + 1) if re.fullmatch(f"(?s:{rx})", value[k:])]
+            return value[:cands[0]] + repl if cands else value
         return re.sub(f"(?s:{rx})", lambda _m: repl, value, count=0 if kind == "//" else 1) if pat else value
 
     def _arith(self, expr: str) -> str:

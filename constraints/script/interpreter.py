@@ -28,7 +28,7 @@ from constraints.script.blocks import (
     ScriptExit,
     ScriptReturn,
 )
-from constraints.script.expand import MARK_RE, Shell, Value, mark
+from constraints.script.expand import DEFAULT_IFS, MARK_RE, Shell, Value, mark, split_fields
 from constraints.script.launchers import LAUNCHERS, SHELLS, bridge_entry, launcher_end, launcher_env, protect_marks, runs_its_argument, sbatch_options
 from constraints.script.lex import HEREDOC_MARK, LaunchScriptError, Stmt, scan, without_redirections
 from constraints.script.lex import statements as split_statements
@@ -56,6 +56,7 @@ class Interpreter(Blocks):
         self.warnings: list[str] = []  # "line N: what was not followed, and what became unknown"
         self.misread: list[LineNote] = []  # where sbatch reads a line of a child script otherwise than it looks
         self.functions: dict[str, list[Stmt]] = {}
+        self.frames: list[dict[str, tuple]] = []  # per function call: the caller's state of each `local` name
         self.files: dict[str, tuple[str, str]] = {}  # files written by `cat > f <<EOF`: name -> (text, shown)
         self.sbatch: list[list[str]] = []  # options of `sbatch` submissions and of #SBATCH lines of child scripts
         self.read_file = read_file
@@ -110,6 +111,7 @@ class Interpreter(Blocks):
         return True
 
     def _command(self, words: list[str], stmt: Stmt) -> None:
+        here_string = next((words[k + 1] for k, w in enumerate(words[:-1]) if w == "<<<"), None)
         if not (words[0] in ("cat", "tee") and HEREDOC_RE.search(" ".join(words))):  # `cat > f <<EOF` writes f
             words = without_redirections(words)
             if not words:
@@ -136,6 +138,9 @@ class Interpreter(Blocks):
             name, _, raw = ASSIGN_RE.match(w).groups()
             prefix[name] = self.sh.scalar(raw)
         cmd, args = words[k], words[k + 1:]
+        if cmd in ("local", "declare", "typeset") and self.frames and (cmd == "local" or "-g" not in args):
+            self._local(args)
+            return
         if cmd in ("export", "declare", "typeset", "local", "readonly"):
             for w in args:
                 if w.startswith("-"):
@@ -164,6 +169,8 @@ class Interpreter(Blocks):
         if cmd == "set" and args and args[0] == "--":
             self.sh.positional = [t for w in args[1:] for t in self.sh.words(w)]
             self.sh.positional_from_env = False
+            return
+        if cmd == "read" and here_string is not None and self._read_here_string(args, here_string, prefix.get("IFS")):
             return
         if cmd in ("read", "getopts", "mapfile", "readarray") or cmd == "printf" and args[:1] == ["-v"]:
             self._read_like(cmd, args, stmt)
@@ -250,6 +257,7 @@ class Interpreter(Blocks):
         """Run script text: in this shell (`eval`, `source`) or as a child that sees only exported variables."""
         if self.depth >= MAX_DEPTH:
             raise LaunchScriptError(f"line {stmt.line}: scripts nest more than {MAX_DEPTH} deep; flatten them")
+        self.sh.budget.source(len(text))
         text, marks = protect_marks(text)
         stmts = split_statements(text)
         self.sh.vars.update(marks)
@@ -272,6 +280,7 @@ class Interpreter(Blocks):
         for k, a in enumerate(args or [], start=1):
             env[str(k)] = a
         child = Interpreter(env, self.sh.script_path, self.read_file)
+        child.sh.budget = self.sh.budget  # one reading, one budget: the child's values count while it runs
         child.functions, child.files, child.depth = {}, self.files, self.depth + 1
         child.sh.vars.update(marks)
         child.where = f"{shown}:" if shown else self.where
@@ -279,7 +288,10 @@ class Interpreter(Blocks):
         directives, ignored = sbatch_directives(text, stmts, child.where)
         child.sbatch += [scan(line, " \t") for line in directives]
         child.misread += ignored
-        child.run(stmts)
+        try:
+            child.run(stmts)
+        finally:
+            self.sh.budget.held_bytes -= child.sh.held_bytes  # the child's variables end with it
         self.steps = child.steps
         self.sourced += [f for f in child.sourced if f not in self.sourced]
         self.warnings += child.warnings
@@ -354,6 +366,44 @@ class Interpreter(Blocks):
         if target and body is not None and not MARK_RE.search(target):
             self.files[target] = (body, f"here-document {target}")
 
+    def _read_here_string(self, args: list[str], word: str, ifs: Optional[str]) -> bool:
+        """`[IFS=,] read [-r] [-a NAME | NAME...] <<< WORD`, as bash reads the line: split by IFS (the command's own
+        IFS= prefix, else the shell's), the last NAME taking what is left; without -r a backslash quotes the next
+        character. False (not followed) for other options or an unknown value."""
+        opts, names, array, k = "", [], None, 0
+        while k < len(args):
+            a = args[k]
+            if a.startswith("-") and len(a) > 1:
+                if set(a[1:]) - set("ra"):
+                    return False
+                opts += a[1:]
+                if "a" in a[1:]:
+                    if k + 1 >= len(args):
+                        return False
+                    array, k = args[k + 1], k + 1
+            else:
+                names.append(a)
+            k += 1
+        value = self.sh.scalar(word).split("\n", 1)[0]
+        if MARK_RE.search(value) or not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n) for n in names + [array or "A"]):
+            return False
+        if "r" not in opts:
+            value = re.sub(r"\\(.)", r"\1", value)
+        ifs = self.sh.ifs() if ifs is None else ifs
+        fields = split_fields(value, ifs)
+        if array is not None:
+            self.sh.set(array, fields)
+            return True
+        names = names or ["REPLY"]
+        if len(fields) > len(names):  # the last name keeps the rest of the line, separators and all (bash)
+            rest = value.strip(" \t\n") if ifs == DEFAULT_IFS else None
+            if rest is None or len(names) > 1:
+                return False
+            fields = [rest]
+        for n, f in zip(names, fields + [""] * len(names)):
+            self.sh.set(n, f)
+        return True
+
     def _read_like(self, cmd: str, args: list[str], stmt: Stmt) -> None:
         hd = HEREDOC_RE.search(" ".join(args))
         names = [a for a in args if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", a)]
@@ -385,6 +435,7 @@ class Interpreter(Blocks):
         saved, saved_from = self.sh.positional, self.sh.positional_from_env
         self.sh.positional, self.sh.positional_from_env = list(args), False
         self.depth += 1
+        self.frames.append({})
         try:
             self.block(self.functions[name])
         except ScriptReturn:
@@ -392,6 +443,26 @@ class Interpreter(Blocks):
         finally:
             self.depth -= 1
             self.sh.positional, self.sh.positional_from_env = saved, saved_from
+            for local, state in self.frames.pop().items():  # bash's dynamic scope: the caller's values come back
+                self.sh.restore(local, state)
+
+    def _local(self, args: list[str]) -> None:
+        """`local NAME[=value]` (and `declare` / `typeset` in a function, without -g): NAME belongs to this call, its
+        caller's value is put back on return; without a value the local is unset."""
+        frame = self.frames[-1]
+        for w in args:
+            if w.startswith("-"):
+                continue
+            m = ASSIGN_RE.match(w)
+            name = m.group(1) if m else w
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                continue
+            if name not in frame:
+                frame[name] = self.sh.saved(name)
+            if m:
+                self._assign(w, export="-x" in args)
+            else:
+                self.sh.remove(name)
 
     def _assign(self, word: str, export: bool) -> None:
         """`NAME=value`, `NAME+=value`, `NAME=( ... )` (array; comments and continuations inside), `NAME+=( ... )`."""

@@ -2,10 +2,10 @@
 
 Why its own module: every later step (expansion, the interpreter, the launcher parser) works on these
 pieces, and the quote/nesting rules are the part easiest to get subtly wrong, so they live in one place.
-Handled: '...' and "..." quoting, backslash escapes (`\\ ` at a line's end is a word of one blank, as in bash),
+Handled: '...' and "..." quoting, `<<<` here-strings, backslash escapes (`\\ ` at a line's end is a word of one blank, as in bash),
 backquotes, `# comments`, `\\<newline>` continuations,
 nesting of `( )` / `$( )` / `${ }` (also inside double quotes, as bash does: `"$(dirname "$X")"` is one word),
-`;;` case terminators, and here-documents (`<<EOF` / `<<-'EOF'`): the body is taken out of the text, so it is
+`;;` / `;&` / `;;&` case terminators, and here-documents (`<<EOF` / `<<-'EOF'`): the body is taken out of the text, so it is
 never read as statements (bash never runs it as the script's own lines), and kept for the command it feeds.
 Each statement remembers the line it starts on, so warnings can name it. The scan is linear in the text.
 """
@@ -115,7 +115,11 @@ def scan(text: str, split_on: str, heredocs: Optional[list] = None) -> list[str]
         elif c == ")" and top == "(" or c == "}" and top == "{":
             stack.pop()
             cur.append(c)
-        elif heredocs is not None and c == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
+        elif heredocs is not None and c == "<" and text.startswith("<<<", i):
+            cur.append("<<<")  # a here-string: its word follows on the line, no body below
+            i += 3
+            continue
+        elif heredocs is not None and c == "<" and text.startswith("<<", i):
             i = _heredoc_op(text, i, pending, cur, len(heredocs) + len(pending))
             continue
         elif c == "\n" and pending:
@@ -126,12 +130,14 @@ def scan(text: str, split_on: str, heredocs: Optional[list] = None) -> list[str]
             line += 1 + sum(b[0].count("\n") + 1 for b in heredocs[-len(pending):])
             pending.clear()
             continue
-        elif not stack and heredocs is not None and c == ";" and text.startswith(";;", i):
+        elif not stack and heredocs is not None and c == ";" and text.startswith((";;", ";&"), i):
+            # a case arm's end: `;;`, `;&` (run the next arm's commands too) or `;;&` (test the next patterns)
+            op = ";;&" if text.startswith(";;&", i) else text[i:i + 2]
             emit()
-            cur.append(";;")
+            cur.append(op)
             started, part_line = True, line
             emit()
-            i += 2
+            i += len(op)
             continue
         elif not stack and c in split_on:
             emit()

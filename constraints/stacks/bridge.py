@@ -22,7 +22,9 @@ import re
 from typing import Any
 
 from boundary.errors import InputRefused
+from boundary.limits import MAX_DEPTH, MAX_YAML_NODES
 from boundary.parse import load_yaml
+from boundary.show import shown
 from constraints.stacks.bridge_precision import ALIASES as PRECISION_ALIASES
 from constraints.stacks.bridge_precision import RESOLVED as PRECISION_FIELDS
 from constraints.stacks.bridge_precision import BridgePrecisionError, precision_args
@@ -82,11 +84,19 @@ def overrides_text(text: str) -> list[str] | None:
     return tokens if any("." in t.split("=", 1)[0] for t in tokens) else None
 
 
-def mapping_from_overrides(tokens: list[str], load_value) -> dict:
-    """`a.b=v` tokens -> {'a': {'b': v}}; values typed as YAML types them (Hydra's grammar for plain values)."""
+def mapping_from_overrides(tokens: list[str], load_value, label: str = "overrides") -> dict:
+    """`a.b=v` tokens -> {'a': {'b': v}}; values typed as YAML types them (Hydra's grammar for plain values). Held to
+    a YAML file's limits (boundary.limits), counted before the mapping is built: at most MAX_YAML_NODES overrides, each
+    key at most MAX_DEPTH parts (a ConfigContainer field is 2-3 parts deep)."""
+    if len(tokens) > MAX_YAML_NODES:
+        raise StackConfigError(f"{label}: {len(tokens):,} key=value overrides, over the {MAX_YAML_NODES:,} values a config file may "
+                               "hold; give the overrides of one run")
     out: dict = {}
     for t in tokens:
         key, value = _OVERRIDE.fullmatch(t).groups()
+        if key.count(".") >= MAX_DEPTH:
+            raise StackConfigError(f"{label}: {shown(key)}: nested more than {MAX_DEPTH} levels deep; a ConfigContainer field is "
+                                   "section.field or section.group.field")
         *parents, leaf = key.split(".")
         node = out
         for p in parents:

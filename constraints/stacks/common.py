@@ -100,7 +100,8 @@ class EnvReferences:
     `${PRIMUS_MODEL:deepseek_v3}.yaml`, is substituted as text); a missing variable without a default is refused.
 
     Why bounded: the substituted text is parsed again, and an environment value or a default is as hostile as the file
-    (a 734-byte default holding a YAML alias bomb took 3.1 GiB; `[[[...` 3,000 deep raised RecursionError). The
+    (issue 33: a 734-byte file whose default held a YAML alias bomb took 3.1 GiB; `[[[...` 3,000 deep raised
+    RecursionError, exit 3). The
     substitution is sized and charged to the input's budget before it is built (boundary.expand.substitute_references),
     and the result is parsed by the bounded YAML loader under the same budget (boundary.parse.load_yaml); a limit
     passed raises boundary.errors.InputRefused, which no caller mistakes for a key it may skip."""

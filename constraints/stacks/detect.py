@@ -87,7 +87,7 @@ def read_stack_config(path: Path, text: str, environ: dict[str, str]) -> Optiona
     tokens = overrides_text(text)
     if tokens is None:
         return None
-    config = read_bridge(mapping_from_overrides(tokens, load_override_value), EnvReferences(environ, budget, []))
+    config = read_bridge(mapping_from_overrides(tokens, load_override_value, path.name), EnvReferences(environ, budget, []))
     return config.model_copy(update={"notes": [f"read {len(tokens)} Megatron-Bridge key=value override(s)"]
                                      + config.notes})
 

@@ -5,10 +5,10 @@ profile it was made for, the runs it was fitted on with their residuals and the 
 and a SHA-256 of its own content, so a file edited by hand, made for another part or written by a newer shardplan
 is refused in one line instead of silently moving every projection.
 
-Why per model: a calibration's speed factors apply to the models it measured. On bench/data/runs.csv, a factor fitted
-on one run and carried to another recipe of the SAME model cuts the median error from 15.6 % to 3.3 %
-(bench.calibration_cv), but carried to another model it made it worse (median 9.6 % -> 17.2 % in an exploratory run of
-that bench that carried factors across models): what is left after the shipped fit is
+Why per model: a calibration's speed factors apply to the models it measured. On bench/data/runs.csv, a calibration on
+one run carried to another recipe of the SAME model cuts the median error from 15.6 % to 3.6 % (bench.calibration_cv,
+34 projections), but carried to ANOTHER model of the same group it makes it worse: median 9.7 % -> 13.3 %, p90
+32.0 % -> 37.1 % (630 projections, the bench's "factors carried over" line): what is left after the shipped fit is
 mostly the model's own, not the cluster's. So a model with no run in the file is projected with the shipped speed
 constants (said in a note), and only the measured allocator gap, which is the cluster's, applies to every model.
 """

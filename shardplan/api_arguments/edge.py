@@ -10,7 +10,9 @@ At the edge:
   validated by the function's model (shardplan/api_arguments/models.py); the function then gets the values as
   given, so what it does with them is unchanged;
 - a ShardplanError from inside passes as it is (its subclass says the kind: RenderRefused, ModelError, ...);
-- KeyboardInterrupt and SystemExit pass (Ctrl-C must stop a notebook cell, and the CLI exits 130);
+- what is not an Exception passes: KeyboardInterrupt and SystemExit (Ctrl-C must stop a notebook cell, and the CLI
+  exits 130), asyncio's CancelledError, a caller's own timeout raised as a BaseException (a test harness's alarm),
+  so a caller's control flow is never turned into an error;
 - RecursionError and MemoryError are LimitExceeded; OSError (a file that vanished or cannot be read) is
   InputFileError; anything else is InternalError, a bug, with the original kept as __cause__ (the CLI reports it as
   an internal error with its type and place, exit 3).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 from pydantic import BaseModel, ValidationError
 
@@ -32,7 +35,8 @@ def _bound(signature: inspect.Signature, function: str, args: tuple, kwargs: dic
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as exc:  # missing, unexpected or doubled arguments: Python's words, naming them
-        raise ArgumentError(f"{function}(): {exc}; see help(shardplan.{function})") from None
+        named = re.search(r"'(\w+)'", str(exc))
+        raise ArgumentError(f"{function}(): {exc}; see help(shardplan.{function})", named and named.group(1)) from None
     given = {}
     for name, value in bound.arguments.items():
         kind = signature.parameters[name].kind
@@ -66,14 +70,17 @@ def sorted_exception(exc: BaseException, function: str) -> ShardplanError:
         name = shown(str(exc.filename)) if exc.filename is not None else "a file"
         return InputFileError(f"{name}: cannot be read or written ({exc.strerror or type(exc).__name__}); give a path "
                               "that exists and is readable, or a writable folder for outputs")
-    first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    try:
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    except Exception:  # noqa: BLE001 - an exception whose __str__ fails still leaves as one line
+        first = "(its message cannot be shown)"
     return InternalError(f"internal error in {function}(): {type(exc).__name__}: {first} (a bug in shardplan, not your "
                          "input; please report it)")
 
 
 def api_edge(arguments: type[BaseModel]):
-    """Decorate a public API function: validate its arguments with `arguments`, and let only ShardplanError,
-    KeyboardInterrupt and SystemExit out."""
+    """Decorate a public API function: validate its arguments with `arguments`, and let no Exception but a
+    ShardplanError out (BaseExceptions such as KeyboardInterrupt pass as they are)."""
     def decorate(fn):
         signature = inspect.signature(fn)
         name = fn.__name__
@@ -83,9 +90,9 @@ def api_edge(arguments: type[BaseModel]):
             check_arguments(arguments, name, _bound(signature, name, args, kwargs))
             try:
                 return fn(*args, **kwargs)
-            except (ShardplanError, KeyboardInterrupt, SystemExit, GeneratorExit):
+            except ShardplanError:
                 raise
-            except BaseException as exc:  # noqa: BLE001 - the API's edge: nothing but ShardplanError leaves
+            except Exception as exc:  # noqa: BLE001 - the API's edge: no other Exception leaves
                 raise sorted_exception(exc, name) from exc
 
         edge.arguments = arguments

@@ -16,11 +16,13 @@ _VALUE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_e
 
 
 def _shown(value: object) -> str:
-    """The value, bounded; a structure too deep for repr is named by its type."""
+    """The value, bounded; one too deep for repr, or whose repr fails, is named by its type."""
     try:
         return shown(value)
     except RecursionError:
         return f"<{type(value).__name__} nested too deep to show>"
+    except Exception:  # noqa: BLE001 - a caller's object whose __repr__ raises: the message must not depend on it
+        return f"<{type(value).__name__} that cannot be shown>"
 
 
 def argument_line(exc: ValidationError, function: str, arguments: type[BaseModel]) -> str:
@@ -48,6 +50,5 @@ def argument_line(exc: ValidationError, function: str, arguments: type[BaseModel
     err = max(mine, key=lambda e: sum(isinstance(p, int) for p in e["loc"]))
     value = err["input"]
     where = "".join(f"[{p}]" for p in err["loc"][1:] if isinstance(p, int))
-    kind = type(value).__name__
-    what = "None" if value is None else f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+    what = "None" if value is None else f"type {type(value).__name__}"
     return f"{name}{where}: {what} is not accepted (got {_shown(value)}); {fix}"

@@ -66,6 +66,11 @@ class Arguments(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
 
 
+MAX_SCRIPT_ARGS = 1024  # a launch script's positional arguments or environment entries: real ones are a handful
+ScriptWord = Annotated[str, Field(max_length=65_536)]  # one word: boundary/limits.py's longest string
+EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
 class CheckArguments(Arguments):
     source: Union[SourceFile, Mapping[str, Any]] = Field(description=SOURCE)
     hardware: Optional[PathOrName] = Field(None, description=HARDWARE)
@@ -76,6 +81,11 @@ class CheckArguments(Arguments):
     project: Flag = Field(True, description="give True or False")
     suggest: Flag = Field(False, description="give True or False")
     calibration: OptionalPath = Field(None, description="give the path of a file `calibrate` wrote, or None")
+    # what `check SCRIPT -- ARG...` and `--env NAME=VALUE` give a launch script (constraints/script/)
+    script_args: Annotated[Union[list[ScriptWord], tuple[ScriptWord, ...]], Field(max_length=MAX_SCRIPT_ARGS)] = Field(
+        (), description=f"give the script's positional arguments as a list of at most {MAX_SCRIPT_ARGS} str")
+    env: Optional[Annotated[dict[EnvName, ScriptWord], Field(max_length=MAX_SCRIPT_ARGS)]] = Field(
+        None, description=f"give the launch environment as a mapping of at most {MAX_SCRIPT_ARGS} NAME: value str, or None")
 
 
 class SolveArguments(Arguments):

@@ -118,8 +118,24 @@ CHECK_COLUMNS = (("model", "model", "{}"), ("hardware", "hardware", "{}"), ("GPU
                  ("MFU", "mfu", "{:.3f}"))
 
 
+def _launch_env(ctx, param, pairs) -> dict | None:
+    """--env NAME=VALUE, repeated: the launch environment (None when not given: unknown for an argument file)."""
+    env = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.isidentifier() or not name.isascii():
+            raise click.BadParameter(f"{pair[:60]!r} is not NAME=VALUE; write --env CUDA_DEVICE_MAX_CONNECTIONS=1",
+                                     ctx, param)
+        env[name] = value
+    return env if pairs else None
+
+
 @cli.command("check")
 @click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("script_args", nargs=-1, metavar="[-- ARG...]")
+@click.option("--env", "launch_env", multiple=True, callback=_launch_env, metavar="NAME=VALUE",
+              help="the launch environment, repeatable: the script inherits it and the rules judge it (an argument file "
+                   "has none otherwise)")
 @click.option("--hardware", help="hardware profile name or YAML path (overrides the file)", shell_complete=complete_hardware)
 @click.option("--nodes", type=click.IntRange(min=1), help="number of nodes (overrides the file)")
 @click.option("--gpus-per-node", type=click.IntRange(min=1), help="GPUs per node (overrides the file)")
@@ -131,8 +147,8 @@ CHECK_COLUMNS = (("model", "model", "{}"), ("hardware", "hardware", "{}"), ("GPU
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
               help="a file `shardplan calibrate` wrote for this hardware: project with this cluster's factors")
 @format_option
-def check_command(file, hardware, nodes, gpus_per_node, model, max_memory_fraction, no_projection, suggest, calibration, fmt,
-                  as_json) -> None:
+def check_command(file, script_args, launch_env, hardware, nodes, gpus_per_node, model, max_memory_fraction, no_projection,
+                  suggest, calibration, fmt, as_json) -> None:
     """Judge a recipe: a YAML recipe file, a Megatron launch script or argument file, a stack config, or a Megatron-LM
     training log (its argument dump is the recipe; what it measured is shown beside the projection).
 
@@ -143,15 +159,17 @@ def check_command(file, hardware, nodes, gpus_per_node, model, max_memory_fracti
       shardplan check constraints/examples/llama3-70b-h100.yaml
       shardplan check train_llama3_70b.sh --hardware h100-sxm-80gb --nodes 8 --gpus-per-node 8 --json
       shardplan check run.log --hardware h100-sxm-80gb --calibration h100-cluster.json
+      shardplan check train_mixtral_8x7b.sh --hardware h100-sxm-80gb -- /ckpt /data/tokenizer.model
+      shardplan check flags.args --hardware h100-sxm-80gb --env CUDA_DEVICE_MAX_CONNECTIONS=1
     """
     result = api.check(file, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
                        max_memory_fraction=max_memory_fraction, project=not no_projection, suggest=suggest,
-                       calibration=calibration)
+                       calibration=calibration, script_args=script_args, env=launch_env)
     data = result.to_json()
     if suggest and "suggestion" not in data:
         data["suggestion"] = None
     fmt = resolve_format(fmt, as_json)
-    emit([check_row(data)], fmt, CHECK_COLUMNS, json_data=data, text=format_check(result) if fmt == "table" else None)
+    emit([check_row(data)], fmt, CHECK_COLUMNS, json_data=data, text=format_check(result, suggestion_table=suggest) if fmt == "table" else None)
     sys.exit(0 if result.ok else 1)
 
 

@@ -25,6 +25,7 @@ from shardplan.formats import emit, format_option, resolve_format
 from shardplan.solve_text import SOLVE_COLUMNS, format_solve, solve_rows, thin_headroom_line
 from solver.explain_why import format_explanation
 from solver.objective import OBJECTIVE_NAMES, Objective
+from solver.proposer.summary import format_hint_notes
 from solver.workflow import RANGE_AXES
 
 
@@ -75,12 +76,13 @@ def _range_options(fn):
 @click.option("-o", "--output", "trials_dir", type=click.Path(file_okay=False), default=None, help="the folder --trials writes")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
               help="a file `shardplan calibrate` wrote for this hardware: rank and project with this cluster's factors")
+@click.option("-v", "--verbose", is_flag=True, help="also print the proposer's ledger (rounds, hints used and dropped)")
 @format_option
 @proposer_options
 def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision, k, tp_range, pp_range,
                   vpp_range, cp_range, ep_range, etp_range, mbs_range, schedule, recompute, no_recompute, sp, tp_comm_overlap, dp_sharding,
                   moe_dispatcher, ep_comm_overlap, uneven_stages, max_memory_fraction, objective, target_tokens_per_s, method, time_limit_s,
-                  max_time_s, render_dir, trials, trials_dir, calibration, fmt, as_json, **proposer_kw) -> None:
+                  max_time_s, render_dir, trials, trials_dir, calibration, verbose, fmt, as_json, **proposer_kw) -> None:
     """Find the best legal recipes (projected step time), each re-verified by check.
 
     \b
@@ -109,14 +111,17 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
     if fmt == "table":
         model, placement, job = result.context
         text = format_solve(data, model, placement, job)
-        if result.proposer is not None:
-            text += "\n" + format_hint_report(result.proposer)
+        proposer = None if result.proposer is None else (format_hint_report if verbose else format_hint_notes)(result.proposer)
+        if proposer:  # the ledger behind -v; without it only what a user acts on (solver/proposer/summary.py)
+            text += "\n" + proposer
     emit(solve_rows(data, result.context[0]), fmt, SOLVE_COLUMNS, json_data=data, text=text)
     if result.rendered is not None:  # on stderr in every format: a missing script must not hide in SUMMARY.md
         r = result.rendered
         click.echo(f"render: {len(r.scripts)} of {len(result.recipes)} recipe(s) written to {r.directory} (SUMMARY.md lists them)", err=True)
         for line in r.not_rendered:
             click.echo(f"render: not written: {line}", err=True)
+        for line in r.placeholders:  # every script holds them: `shardplan render` one with your paths
+            click.echo(f"render: {line}", err=True)
     if fmt in ("csv", "markdown"):  # the table prints them; csv / markdown rows have no place for them
         for note in result.model_notes:  # what the HF config reader did not follow: never silent in any format
             click.echo(f"! model config: {note}", err=True)

@@ -51,6 +51,9 @@ def sweep_command(model_name, hardware, nodes_text, gpus_per_node, seq_length, g
 
     emit(sweep_rows(result), resolve_format(fmt, as_json), sweep_columns(result), json_data=result.model_dump(mode="json"),
          title=sweep_title(result))
+    fmt = resolve_format(fmt, as_json)
+    for line in result.efficiency_lines() if fmt != "json" else []:  # the baseline the efficiency column divides by
+        click.echo(line, err=fmt != "table")
     for line in result.refusal_lines():
         click.echo(line, err=True)
     if html_path is not None:

@@ -59,8 +59,8 @@ def sweep_section(result) -> str:
                   + line_chart(eff, "scaling efficiency (%)", "sweep-efficiency", reference=100.0, y_format=lambda v: f"{v:.0f}")
                   + "</div></div>")
     return ("<h2>Best recipe at each cluster size</h2>" + charts
-            + "<p class='note'>efficiency: tokens/s/GPU against the smallest size that fits on the same hardware; sizes where "
-              "nothing fits are not drawn</p>"
+            + "".join(f"<p class='note'>{esc(line)}</p>" for line in result.efficiency_lines())  # the baseline, and rows above 100 %
+            + "<p class='note'>sizes where nothing fits are not drawn</p>"
             + "".join(f"<p class='note'>refused on {esc(line)}</p>" for line in result.refusal_lines())
             + html_table(_page_rows(result), "sweep-table", ("hardware", "best recipe")))
 

@@ -63,7 +63,8 @@ MAX_DROPPED_SHOWN = 20
 
 
 def format_hint_report(report: HintReport) -> str:
-    """Plain-text block for `solve` output (below the recipe table)."""
+    """The proposer's ledger as a plain-text block (`solve -v`, below the recipe table): rounds, hints used and
+    dropped, advice, and whether the hints changed the top recipe."""
     if report.kind == "none":
         return "proposer: none"
     lines = [f"proposer: {report.kind}, {len(report.rounds)} round(s), stopped: {report.stopped or '-'}"]
@@ -87,6 +88,17 @@ def format_hint_report(report: HintReport) -> str:
                  + (f" (compared by {report.unhinted_compared_by})" if report.unhinted_compared_by else ""))
     for d in report.dropped_by_check:
         lines.append(f"  not shown (check_case refused): {d}")
+    return "\n".join(lines)
+
+
+def format_hint_notes(report: HintReport) -> str:
+    """What `solve` prints below the table without -v: only what a user acts on: the proposer's advice outside the
+    searched axes, a round that failed, a final recipe check_case refused; empty when there is none. Why: the ledger
+    (format_hint_report, rounds and hints) follows every solve with 8-10 lines that seldom change the answer, and
+    `hint_report`'s changed_result says whether they did; -v prints it."""
+    lines = [f"suggest [{s.rule}] {s.text}" for s in report.suggestions]
+    lines += [f"proposer: round {r.round} failed: {r.error} (-v prints the ledger)" for r in report.rounds if r.error]
+    lines += [f"not shown (check_case refused): {d}" for d in report.dropped_by_check]
     return "\n".join(lines)
 
 

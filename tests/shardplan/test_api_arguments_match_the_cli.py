@@ -18,6 +18,7 @@ from shardplan.cli.proposer_options import proposer_options
 from shardplan.cli.render import render_command
 from shardplan.cli.solve import solve_command
 from shardplan.cli.sweep import sweep_command
+from templates.slurm_options import SlurmOptions
 
 COMMANDS = [(check_command, CheckArguments), (solve_command, SolveArguments), (sweep_command, SweepArguments),
             (render_command, RenderArguments), (calibrate_command, CalibrateArguments)]
@@ -25,17 +26,24 @@ COMMANDS = [(check_command, CheckArguments), (solve_command, SolveArguments), (s
 # (a CLI-only switch or a value the CLI turns into another argument)
 API_NAME = {"model_name": "model", "k": "top", "sp": "sequence_parallel", "fmt": "format", "nodes_text": "nodes",
             "recipe_file": "source", "file": "source", **{f"{a}_range": a for a in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs")},
-            "no_recompute": None, "no_projection": None, "as_json": None, "report_path": None}
+            "launch_env": "env", "no_recompute": None, "no_projection": None, "as_json": None, "report_path": None,
+            "verbose": None}
 
 
 # solve's proposer options become one argument, a solver.proposer.config.ProposerConfig, which bounds its own fields
 PROPOSER_OPTIONS = {p.name for p in proposer_options(lambda **kw: None).__click_params__}
 
 
+# render's sbatch options become one argument, the `slurm` mapping, which templates.slurm_options.SlurmOptions checks
+SLURM_OPTIONS = set(SlurmOptions.model_fields) | {"config_file", "output_log", "error_log"}
+
+
 def _api_name(command, param) -> typing.Optional[str]:
     if param.name == "fmt" and command is not render_command:
         return None  # the output format of check / solve / sweep, not render's format
     if command is solve_command and param.name in PROPOSER_OPTIONS:
+        return None
+    if command is render_command and param.name in SLURM_OPTIONS:
         return None
     return API_NAME.get(param.name, param.name)
 
@@ -101,7 +109,7 @@ def test_each_cli_choice_is_the_api_arguments_choice(command, model, param):
 
 def test_every_cli_option_of_these_commands_is_an_api_argument():
     """A new option of check / solve / sweep / render / calibrate is an argument of the API too (or named here as CLI-only)."""
-    assert {"proposer", "proposer_rounds"} <= PROPOSER_OPTIONS
+    assert {"proposer", "proposer_rounds"} <= PROPOSER_OPTIONS and "slurm" in RenderArguments.model_fields
     missing = []
     for command, model in COMMANDS:
         for param in command.params:

@@ -4,6 +4,10 @@ that reaches the edge stays a bug: InternalError keeps it as __cause__, and the 
 """
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
+
 import pytest
 
 import shardplan
@@ -11,6 +15,7 @@ import shardplan.api
 from boundary.errors import ArgumentError, InputFileError, InternalError, LimitExceeded, NotLegal
 from shardplan.cli.main import main
 from templates.render_input import RenderRefused
+from tests.helpers.builders import REPO
 
 EXAMPLE = shardplan.examples.path("llama3-70b-h100")
 JOB = dict(seq_length=4096, global_batch_size=8)
@@ -66,12 +71,17 @@ def test_anything_else_inside_is_sorted_into_a_kind(monkeypatch, raised, kind, w
     assert caught.value.__cause__ is raised
 
 
-def test_ctrl_c_is_never_wrapped(monkeypatch):
+class CallersTimeout(BaseException):
+    """A caller's own timeout, raised from its alarm as a BaseException (as the fuzz harness's Hang is)."""
+
+
+@pytest.mark.parametrize("control", [KeyboardInterrupt, asyncio.CancelledError, CallersTimeout])
+def test_ctrl_c_and_a_callers_control_flow_are_never_wrapped(monkeypatch, control):
     def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
+        raise control
 
     monkeypatch.setattr(shardplan.api, "check_and_project", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(control):
         shardplan.check(EXAMPLE)
 
 
@@ -106,3 +116,19 @@ def test_the_cli_names_the_option_where_the_api_names_the_argument(capsys):
         main(["solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "8192",
               "--global-batch-size", "8", "--max-time", "nan"])
     assert exit_info.value.code == 2 and capsys.readouterr().err.startswith("error: --max-time: input should be a finite number")
+
+
+def test_a_limit_shorter_than_arming_the_alarm_is_a_time_limit_and_the_process_lives_on():
+    """`max_time_s=1e-9` fired the alarm before its `try:` (issue 33: an internal alarm leaked, then SIGALRM killed the
+    interpreter, exit 142). In a fresh interpreter, as the alarm is process-wide."""
+    code = ("import time, shardplan\n"
+            "for _ in range(3):\n"
+            "    try:\n"
+            "        shardplan.solve('Llama-3.1-8B', 'h100-sxm-80gb', 1, seq_length=4096, global_batch_size=8, max_time_s=1e-9)\n"
+            "    except shardplan.LimitExceeded as exc:\n"
+            "        print(type(exc).__name__)\n"
+            "time.sleep(0.2)\n"
+            "print('alive')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["SolveTimeLimit"] * 3 + ["alive"]

@@ -49,15 +49,15 @@ def _edge_model(fn):
 
 
 def _parameters(fn) -> dict[str, object]:
-    """{name: annotation} of the signature; a **kwargs stands for the argument model's fields it admits (render's paths
-    are RenderPaths' text fields)."""
+    """{name: annotation} of the signature; a **kwargs stands for the argument model's fields that are not in the
+    signature (render's paths: RenderPaths' fields), annotated as the model annotates them."""
     hints = typing.get_type_hints(inspect.unwrap(fn))
     params = {}
     for name, p in inspect.signature(fn).parameters.items():
         if p.kind == inspect.Parameter.VAR_KEYWORD:
-            for field in _edge_model(fn).model_fields:
+            for field, info in _edge_model(fn).model_fields.items():
                 if field not in inspect.signature(fn).parameters:
-                    params[field] = typing.Optional[str]
+                    params[field] = info.annotation
         else:
             params[name] = hints[name]
     return params
@@ -68,6 +68,10 @@ def admits(annotation, value) -> bool:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if annotation is typing.Any:
         return True
+    if origin is typing.Annotated:  # a model's annotation: the type under its constraints
+        return admits(annotation.__origin__, value)
+    if origin is typing.Literal:
+        return value in args
     if origin in (typing.Union, types.UnionType):
         return any(admits(a, value) for a in args)
     if annotation is type(None):
@@ -193,7 +197,7 @@ def test_sizes_are_bounded_like_the_cli():
     """A 300-entry node list and an unbounded range were accepted; a list of logs past calibrate's cap too."""
     with pytest.raises(ArgumentError, match=r"^nodes: list should have at most 256 items"):
         shardplan.sweep(**{**VALID["sweep"], "nodes": list(range(1, 301))})
-    with pytest.raises(ArgumentError, match=r"^nodes: a range is not accepted"):
+    with pytest.raises(ArgumentError, match=r"^nodes: type range is not accepted"):
         shardplan.sweep(**{**VALID["sweep"], "nodes": range(1, 100_000)})
     with pytest.raises(ArgumentError, match=r"^logs: value should have at most 256 items"):
         shardplan.calibrate(**{**VALID["calibrate"], "logs": ["a.log"] * 257})
@@ -211,6 +215,9 @@ def test_validation_error_never_leaks_and_the_call_itself_is_checked():
         assert not isinstance(refused.value, (ValidationError, TypeError)) and "\n" not in str(refused.value)
     with pytest.raises(ArgumentError, match=r"did you mean data_path"):
         shardplan.render("x.yaml", dat_path="a")
+    with pytest.raises(ArgumentError, match=r"^solve\(\): missing a required argument: 'global_batch_size'") as refused:
+        shardplan.solve("Llama-3.1-8B", "h100-sxm-80gb", 1, seq_length=8)
+    assert refused.value.argument == "global_batch_size"
 
 
 def test_a_path_is_a_source():

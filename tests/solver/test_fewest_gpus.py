@@ -144,7 +144,8 @@ def test_unreachable_target_gives_the_target_explanation():
 
     args = ["solve", "--model", "Llama-3.1-70B", "--hardware", HW, "--nodes", "2", "--seq-length", "4096",
             "--global-batch-size", "64", "--top", "1", "--vpp", "1..2", "--mbs", "1..2", "--cp", "1..2", "--pp", "1..4",
-            "--proposer", "none", "--json", "--objective", "fewest-gpus", "--target-tokens-per-s", "1e9"]
+            "--proposer", "none", "--json", "--objective", "fewest-gpus", "--target-tokens-per-s", "1e9",
+            "--max-memory-fraction", "1.0"]  # 2 nodes fit only at 100 % of HBM with these pins: one count that fits
     res = CliRunner().invoke(cli, args)
     data = json.loads(res.output)
     assert res.exit_code == 1 and data["recipes"] == [] and data["nodes"] == 2

@@ -60,3 +60,16 @@ def test_an_unfused_backend_is_kept_and_the_search_moves_what_makes_it_illegal()
         fixed = Recipe(**out["recipe"])
         assert fixed.attention_backend == recipe.attention_backend and fixed.moe_dispatcher == recipe.moe_dispatcher
         assert check_case(case.model_copy(update={"recipe": fixed}), load_profile(PL.hardware)).ok
+
+
+def test_the_search_answers_the_violations_of_rules_that_read_what_it_varies():
+    from solver.suggest import answers
+
+    # memory, and rules that read searched fields (world_divisible reads tp pp cp; layers_split the split fields)
+    assert answers("memory_fits") and answers("world_divisible") and answers("layers_split")
+    # a launch setting keeps its own fix (export CUDA_DEVICE_MAX_CONNECTIONS=1), though the rule reads tp and cp
+    assert not answers("cuda_device_max_connections")
+    # a rule that reads no recipe field fails for every recipe alike (a sequence longer than the position table)
+    assert not answers("position_embeddings_cover_seq") and not answers("precision_supported")
+    # a flag Megatron refuses while the script is read is no rule of the registry
+    assert not answers("megatron_exits")

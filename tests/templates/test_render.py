@@ -24,6 +24,7 @@ from shardplan.cli.render import render_command
 from templates.recipe_args import RenderPaths, recipe_to_megatron_args
 from templates.render import FORMATS, RenderError, render_script, unsupported_features
 from templates.render_files import render_solutions
+from templates.slurm_options import SlurmOptions
 from tests.helpers.builders import REPO, TESTS
 
 GOLDEN_DIR = TESTS / "golden"
@@ -140,17 +141,20 @@ def test_hostile_names_and_paths_cannot_inject(tmp_path, fmt):
     case = Case(model=model, job=base.job, recipe=base.recipe, placement=base.placement)
     paths = RenderPaths(data_path="/data/a b/" + EVIL, tokenizer_model="tok $(touch PWNED6)",
                         checkpoint_dir="/ck/`touch PWNED7`;x", megatron_path="/opt/M LM/$(touch PWNED8)")
+    # the pyxis options go on srun's command line: shell-quoted like every other value
+    slurm = SlurmOptions(container_image="img $(touch PWNED9)#`touch PWNED10`", container_mounts="/a b:/c;touch PWNED11")
     script = tmp_path / "run.sh"
-    script.write_text(render_script(case, fmt, paths))
+    script.write_text(render_script(case, fmt, paths, slurm=slurm))
     bash_syntax_ok(script)
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()
     _write_exe(fake_bin / "torchrun", PROBE)
-    _write_exe(fake_bin / "srun", '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n')
+    _write_exe(fake_bin / "srun", '#!/bin/bash\nprintf "%s\\0" "$@" > "$SRUN_OUT"\n'
+                                  'while [[ "$1" == --* ]]; do shift; done\nexec "$@"\n')
     _write_exe(fake_bin / "scontrol", "#!/bin/bash\nprintf 'node-a\\nnode-b\\n'\n")
     out = tmp_path / "argv.bin"
     env = {"PATH": f"{fake_bin}:{os.environ['PATH']}", "PROBE_OUT": str(out), "SLURM_JOB_NODELIST": "node-[a-b]",
-           "SLURM_JOB_ID": "42", "HOME": str(tmp_path)}
+           "SLURM_JOB_ID": "42", "HOME": str(tmp_path), "SRUN_OUT": str(tmp_path / "srun.bin")}
     proc = subprocess.run([BASH, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert not list(tmp_path.glob("PWNED*")), "an injected command ran"
@@ -159,6 +163,9 @@ def test_hostile_names_and_paths_cannot_inject(tmp_path, fmt):
     assert argv[script_at + 1:] == recipe_to_megatron_args(case.model, case.job, case.recipe, paths)
     if fmt == "slurm":
         assert "node-a:29500" in argv[:script_at] and "c10d" in argv[:script_at]
+        srun = (tmp_path / "srun.bin").read_bytes().decode().split("\0")[:-1]
+        assert srun[:3] == ["--kill-on-bad-exit=1", f"--container-image={slurm.container_image}",
+                            f"--container-mounts={slurm.container_mounts}"]
     else:
         assert argv[:script_at] == ["--nproc_per_node", "8", "--nnodes", "1", "--node_rank", "0",
                                     "--master_addr", "localhost", "--master_port", "29500"]
@@ -216,7 +223,7 @@ def test_render_solutions_writes_scripts_and_summary(tmp_path):
                                          "02-Llama-3.1-70B-tp8-pp8-vpp1-cp1-ep1-mbs1.sh"]
     assert written[0].read_text() == render_script(cases[0], "torchrun")
     summary = (tmp_path / "out" / "SUMMARY.md").read_text()
-    assert "| 2 | 02-Llama-3.1-70B-tp8-pp8-vpp1-cp1-ep1-mbs1.sh | 8 | 8 | 1 |" in summary and "1.61 s/step" in summary
+    assert "| 2 | `02-Llama-3.1-70B-tp8-pp8-vpp1-cp1-ep1-mbs1.sh` | 8 | 8 | 1 |" in summary and "1.61 s/step" in summary
 
 
 # --- round trip: render -> extract_argv -> parse_megatron_args --------------------------------------------
@@ -306,8 +313,9 @@ def test_render_solutions_does_not_write_what_pretrain_gpt_cannot_run(tmp_path):
     summary = (tmp_path / "out" / "SUMMARY.md").read_text()
     assert summary.startswith("# shardplan: 1 of 2 recipe(s) rendered, format slurm")
     assert "| 2 | not rendered | 8 | 4 | 2 |" in summary
-    assert "1.4 s/step; schedule zbv has no Megatron-LM pretrain_gpt.py flag; a script for it runs interleaved 1F1B" in summary
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sbatch",
+    assert "1.4 s/step; schedule zbv has no Megatron-LM pretrain\\_gpt.py flag; a script for it runs interleaved 1F1B" in summary
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".shardplan-render.json",
+                                                                    "01-Llama-3.1-70B-tp8-pp4-vpp5-cp1-ep1-mbs1.sbatch",
                                                                     "SUMMARY.md"]
 
 

@@ -98,7 +98,9 @@ def test_dense_llama2_7b_model_flags():
     assert value(a, "--normalization") == "RMSNorm" and value(a, "--position-embedding-type") == "rope"
     assert value(a, "--seq-length") == "4096" and value(a, "--max-position-embeddings") == "4096"
     assert value(a, "--attention-dropout") == "0" and value(a, "--hidden-dropout") == "0"
-    assert value(a, "--vocab-size") == "32000" and value(a, "--tokenizer-type") == "NullTokenizer"
+    # no tokenizer given: a placeholder HF tokenizer (listed in the script's header), never NullTokenizer on real data
+    assert value(a, "--vocab-size") == "32000" and value(a, "--tokenizer-type") == "HuggingFaceTokenizer"
+    assert value(a, "--tokenizer-model") == "/path/to/tokenizer"
 
 
 def test_gqa_llama31_70b():

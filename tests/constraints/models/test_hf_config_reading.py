@@ -196,8 +196,9 @@ def test_render_warns_about_what_the_model_reading_left_out(tmp_path):
     assert "warning: model config: model_type 'gemma2' is not a family" in out.stderr
     import shardplan  # the API returns the same notes the command warns with
 
-    notes = shardplan.render(recipe).model_notes
-    assert len(notes) == 5 and [f"warning: model config: {n}" for n in notes] == out.stderr.splitlines()
+    result = shardplan.render(recipe)
+    notes = result.model_notes
+    assert len(notes) == 5 and [f"warning: model config: {n}" for n in notes] + result.placeholders == out.stderr.splitlines()
 
 
 def test_a_rope_scaling_render_does_not_write_is_said():

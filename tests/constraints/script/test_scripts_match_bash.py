@@ -150,3 +150,34 @@ def test_values_bash_would_produce(work):
     assert tp8.script_args[tp8.script_args.index("--tensor-model-parallel-size") + 1] == "8"
     assert "--fp8-format" in tp8.script_args
     assert flag("cmdsubst_not_flags.sh", "--num-layers") == "8"  # `$(pick_dir --num-layers 400)` is one unknown
+
+
+def test_six_forms_bash_reads_its_own_way(work):
+    """Issue 33's six scripts read otherwise than bash: each value below is what bash passes (the parametrised test
+    above compares the whole list with real bash)."""
+    def args(name):
+        return _check_launch(name, work).script_args
+
+    def flag(name, f):
+        a = args(name)
+        return a[a.index(f) + 1]
+
+    assert flag("escaped_dollar_in_quotes.sh", "--wandb-exp-name") == "exp$1-$HOME"  # "\$" is a literal $
+    assert flag("escaped_dollar_in_quotes.sh", "--wandb-project") == "`date`"
+    assert flag("anchored_substitution.sh", "--save") == "/scratch/runs/data/gpt"  # ${X/#p/r}: only at the start
+    assert flag("anchored_substitution.sh", "--load") == "/data/runs/data/base"  # ${X/%p/r}: only at the end
+    assert flag("anchored_substitution.sh", "--tensorboard-dir") == "/data/runs/data/gpt"  # no match at the start
+    assert flag("local_scope.sh", "--tensor-model-parallel-size") == "1"  # the caller's TP comes back
+    assert flag("local_scope.sh", "--pipeline-model-parallel-size") == "1"  # `local PP` then PP=2 stays local
+    assert flag("local_scope.sh", "--expert-model-parallel-size") == "4"  # a callee sees the local
+    assert flag("case_fall_through.sh", "--pipeline-model-parallel-size") == "2"  # ;& ran medium's PP=2
+    assert flag("case_fall_through.sh", "--global-batch-size") == "64"  # ;;& tested *all, then large (no match)
+    a = args("brace_expansion_array.sh")
+    assert a[a.index("--data-path"):a.index("--data-path") + 5] == [
+        "--data-path", "0.5", "/data/shard_00_text_document", "/data/shard_01_text_document", "/data/shard_02_text_document"]
+    assert a[a.index("--save") - 1:] == ["/data/shard_02_text_document", "--save", "--load", "/ckpt", "--split", "99,1,0", "9,1,0"]
+    a = args("ifs_split.sh")
+    assert a[a.index("--data-path") + 1:a.index("--data-path") + 6] == ["0.3", "/data/a", "", "0.7", "/data/b"]
+    assert flag("ifs_split.sh", "--tensorboard-dir") == "5::0.7"  # `a,,b` under IFS=, is three fields
+    assert flag("one_line_loop_if.sh", "--tensor-model-parallel-size") == "4"  # for ...; do if ...; fi; done
+    assert flag("one_line_loop_if.sh", "--pipeline-model-parallel-size") == "1"  # `else PP=$n` ran for n=1

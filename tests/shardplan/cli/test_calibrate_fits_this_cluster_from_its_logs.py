@@ -49,11 +49,12 @@ def test_calibrate_writes_a_sealed_file_that_reproduces_its_run(calibration):
     assert ev["world_size"] == 1024 and ev["recipe"].startswith("tp8 pp16 ")
     assert abs(ev["residual"]) <= 0.02
     assert ev["projected_after_s"] == pytest.approx(MEASURED_S, rel=0.02)
-    # one run moves one factor: the three tied together (a whole-step scale), fitted on that run's model only
+    # one run moves the three factors along one direction (the prior's common scale: all slower than shipped, since
+    # the log's step is 1.67x the shipped projection), fitted on that run's model only
     assert set(data["free_factors"]) == {"compute", "communication", "host"}
     assert list(data["model_factors"]) == [ev["model_key"]]
     f = data["model_factors"][ev["model_key"]]
-    assert f["compute"] == f["communication"] == f["host"] != 1.0
+    assert all(f[name] < 1.0 for name in ("compute", "communication", "host"))
     assert f["allocator_gap_bytes"] == ev["max_reserved_bytes"] - ev["max_allocated_bytes"]
     assert data["software"].get("container") == "24.01"
     assert "from 1 run(s)" in shown and f"wrote '{path}'" in shown

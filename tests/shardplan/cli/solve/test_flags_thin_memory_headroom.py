@@ -19,7 +19,7 @@ FLAG = "near the memory limit"
 def test_a_recipe_near_the_limit_is_flagged_in_text_and_json():
     res = CliRunner().invoke(cli, ARGS + SMALL)
     assert res.exit_code == 0, res.output
-    assert f"* rank 1, 2, 3: {FLAG}" in res.stdout and "usable = 97% of HBM" in res.stdout
+    assert f"note: rank 1, 2, 3: {FLAG}" in res.stdout and "usable = 97% of HBM" in res.stdout
     data = json.loads(CliRunner().invoke(cli, ARGS + SMALL + ["--json"]).stdout)
     assert data["memory_fraction"] == {"value": 0.97, "source": "learnt"}
     for r in data["recipes"]:
@@ -30,7 +30,7 @@ def test_the_user_fraction_overrides_the_learnt_one():
     """At 100 % the 0.09 GiB-free answer QA found comes back, flagged; the user's share is said."""
     res = CliRunner().invoke(cli, ARGS + SMALL + ["--max-memory-fraction", "1.0"])
     assert res.exit_code == 0, res.output
-    assert f"* rank 1: {FLAG}" in res.stdout and "usable = 100% of HBM (--max-memory-fraction)" in res.stdout
+    assert f"note: rank 1: {FLAG}" in res.stdout and "usable = 100% of HBM (--max-memory-fraction)" in res.stdout
     assert "79.56      0.09" in res.stdout
 
 
@@ -44,5 +44,5 @@ def test_roomy_recipes_are_not_flagged():
 def test_csv_and_markdown_say_it_on_stderr():
     for fmt in ("csv", "markdown"):
         res = CliRunner().invoke(cli, ARGS + SMALL + ["--format", fmt])
-        assert res.exit_code == 0 and f"* rank 1, 2, 3: {FLAG}" in res.stderr
+        assert res.exit_code == 0 and f"note: rank 1, 2, 3: {FLAG}" in res.stderr
         assert FLAG not in res.stdout

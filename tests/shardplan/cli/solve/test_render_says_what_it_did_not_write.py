@@ -22,7 +22,7 @@ def test_a_zero_bubble_answer_is_named_on_stderr_and_in_json(tmp_path):
     assert rendered["not_rendered"][0].startswith("rank 1: schedule zb-h1 has no Megatron-LM pretrain_gpt.py flag")
     assert f"render: 0 of 2 recipe(s) written to {out}" in res.stderr
     assert "render: not written: rank 2: schedule zb-h1" in res.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["SUMMARY.md"]
+    assert sorted(p.name for p in out.iterdir()) == [".shardplan-render.json", "SUMMARY.md"]
 
 
 def test_a_rendered_answer_lists_its_scripts(tmp_path):
@@ -41,9 +41,9 @@ def test_nothing_fits_clears_an_earlier_render_and_says_so(tmp_path):
     assert len(list(out.glob("*.sh"))) == 2
     res = CliRunner().invoke(cli, ARGS + ["--tp", "3", "--render", str(out), "--json"])
     assert res.exit_code == 1
-    assert json.loads(res.stdout)["rendered"] == {"directory": str(out), "scripts": [], "not_rendered": []}
+    assert json.loads(res.stdout)["rendered"] == {"directory": str(out), "scripts": [], "not_rendered": [], "placeholders": []}
     assert f"render: 0 of 0 recipe(s) written to {out}" in res.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["SUMMARY.md"]  # no stale answer beside it
+    assert sorted(p.name for p in out.iterdir()) == [".shardplan-render.json", "SUMMARY.md"]  # no stale answer beside it
 
 
 def test_an_empty_render_folder_is_bad_input():
