@@ -149,11 +149,11 @@ def test_readme_round_trip_leaves_no_placeholder_unflagged(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    (dict(format="slurm", slurm="partition=batch"), "slurm: give a mapping"),
+    (dict(format="slurm", slurm="partition=batch"), "slurm: type str is not accepted (got 'partition=batch'); give a mapping"),
     (dict(format="slurm", slurm={"partion": "batch"}), "did you mean partition"),
     (dict(format="slurm", slurm={"partition": 3}), "--partition: "),
     (dict(format="torchrun", slurm={"partition": "batch"}), "only --format slurm"),
-    (dict(mock_data="yes"), "--mock-data: give true or false"),
+    (dict(mock_data="yes"), "mock_data: type str is not accepted (got 'yes'); give True or False"),
 ])
 def test_the_api_refuses_bad_render_settings_with_a_shardplan_error(kwargs, needle):
     with pytest.raises(ShardplanError) as refused:
