@@ -10,14 +10,15 @@ from pathlib import Path
 
 from tests.helpers.builders import REPO, hf_config
 
-# the real entry point, with the step between reading SUMMARY.md and writing the folder held open until the other
+# the real entry point, with the step between reading the folder's manifest (what an earlier render wrote,
+# templates/render_manifest.py) and writing the folder held open until the other
 # render has read it too (or 1 s passed: with the lock the other one waits for this render to finish first)
 RENDER_SLOWLY = """
 import os, sys, time
 from pathlib import Path
 import templates.render_files as files
-real = files.rendered_before
-def rendered_before_then_wait(directory):
+real = files.removable
+def removable_then_wait(directory):
     earlier = real(directory)
     mine, other = Path(sys.argv[1] + ".read"), Path(sys.argv[2] + ".read")
     mine.touch()
@@ -25,7 +26,7 @@ def rendered_before_then_wait(directory):
     while not other.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     return earlier
-files.rendered_before = rendered_before_then_wait
+files.removable = removable_then_wait
 if sys.argv[4] == "unlocked":
     import contextlib, shardplan.api
     shardplan.api.folder_locked = lambda directory: contextlib.nullcontext()
@@ -48,14 +49,15 @@ def _two_renders_at_once(tmp_path: Path, wait_s: float, lock: str) -> Path:
 
 
 def _unlisted(out: Path) -> set[str]:
-    listed = set(re.findall(r"\| (\d{2}-\S+\.sh) \|", (out / "SUMMARY.md").read_text()))
+    listed = set(re.findall(r"\| `?(\d{2}-[^`| ]+\.sh)`? \|", (out / "SUMMARY.md").read_text()))
     return {p.name for p in out.glob("*.sh")} - listed
 
 
 def test_two_renders_into_one_folder_leave_only_listed_scripts(tmp_path):
     out = _two_renders_at_once(tmp_path, 1.0, "locked")
     assert len(list(out.glob("*.sh"))) == 2 and _unlisted(out) == set()
-    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no staging folder, no lock file
+    # no staging folder, no lock file; only the manifest of what the render wrote
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [".shardplan-render.json"]
 
 
 def test_without_the_lock_they_leave_unlisted_scripts(tmp_path):
