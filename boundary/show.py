@@ -46,3 +46,16 @@ def validation_line(exc, rename: dict[str, str] | None = None, reasons: dict[str
     if kind in ("model_type", "dict_type") and (shapes or {}).get(field):
         why = f"give a mapping, e.g. {shapes[field]}"
     return f"{loc}: {msg}{got}" + (f"; {why}" if why else "")
+
+
+MAX_ERROR_LINE_CHARS = 1_000  # an error line a terminal shows whole: the field, what is wrong, the fix
+
+
+def bounded_line(line: str, limit: int = MAX_ERROR_LINE_CHARS) -> str:
+    """`line` cut to at most about `limit` characters by dropping its middle, so the field at the start and the fix
+    at the end still show. Why: some messages quote a value whole, and a 12 KB `${A:${A:...}}` value once became a
+    12 KB error line (issue 33's fuzz run); every `error:` line the CLI prints passes here."""
+    if len(line) <= limit:
+        return line
+    head, tail = limit * 6 // 10, limit * 3 // 10
+    return f"{line[:head]} [... {len(line) - head - tail:,} characters cut ...] {line[-tail:]}"

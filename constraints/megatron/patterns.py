@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from boundary.expand import expand_groups
+from boundary.show import shown
 from constraints.megatron.errors import MegatronArgsError
 from constraints.spec import MAX_NUM_LAYERS
 
@@ -35,7 +36,7 @@ def moe_layer_pattern(freq: Any, num_layers: int, flag: str = "--moe-layer-freq"
         raise MegatronArgsError(f"{flag} {text[:60]!r} builds a list longer than {MAX_NUM_LAYERS} entries "
                                 "(one per layer) before it ends; give one 0/1 entry per layer") from None
     except (SyntaxError, ValueError, RecursionError):
-        raise MegatronArgsError(f"{flag} {text!r} is not an int or a list expression like ([0]*3+[1]*58)") from None
+        raise MegatronArgsError(f"{flag} {shown(text)} is not an int or a list expression like ([0]*3+[1]*58)") from None
     if len(pattern) != num_layers or any(v not in (0, 1) for v in pattern):
         raise MegatronArgsError(f"{flag} gives {len(pattern)} entries of 0/1, expected {num_layers} (--num-layers)")
     return tuple(v == 1 for v in pattern)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from boundary.show import shown
 from constraints.megatron import flags as mf
 from constraints.megatron.errors import MegatronArgsError, MegatronRecipeIllegal
 from constraints.megatron.refusals import MODELOPT_FLAGS
@@ -51,16 +52,16 @@ def _convert(flag: str, info: mf.FlagInfo, text: str, choices_exit: bool = False
         kind = "an integer" if info.value_type == "int" else "a number"
         if choices_exit:  # Megatron-LM's argparse exits on it (`type=int`): the recipe as written does not run
             raise MegatronRecipeIllegal(f"Megatron's argparse exits: argument {flag}: invalid {info.value_type} value: "
-                                        f"{text!r}", "megatron_argparse", f"pass {flag} as {kind}, one per word (e.g. "
+                                        f"{shown(text)}", "megatron_argparse", f"pass {flag} as {kind}, one per word (e.g. "
                                         f"{flag} 8)", flag) from None
-        raise MegatronArgsError(f"{flag} expects {kind}, got {text!r}; pass e.g. {flag} 8") from None
+        raise MegatronArgsError(f"{flag} expects {kind}, got {shown(text)}; pass e.g. {flag} 8") from None
     allowed = _CHOICES.get(flag)
     if allowed and text not in allowed:
         near = next((a for a in allowed if a.lower() == text.lower()), allowed[0])
         if choices_exit:
-            raise MegatronRecipeIllegal(f"Megatron's argparse exits: argument {flag}: invalid choice: {text!r} (choose from "
+            raise MegatronRecipeIllegal(f"Megatron's argparse exits: argument {flag}: invalid choice: {shown(text)} (choose from "
                                         f"{', '.join(allowed)})", "megatron_argparse", f"use {flag} {near}", flag)
-        raise MegatronArgsError(f"{flag} {text!r} is not one of Megatron-LM's {', '.join(allowed)} (a value only a stack "
+        raise MegatronArgsError(f"{flag} {shown(text)} is not one of Megatron-LM's {', '.join(allowed)} (a value only a stack "
                                 f"on Megatron-LM defines, such as Primus's mxfp4 recipe, is not modelled); pick one of them")
     return text
 

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import click
 
 from boundary.errors import ArgumentError, InternalError, ShardplanError
+from boundary.show import bounded_line
 
 
 class UnusableInput(click.ClickException):
@@ -19,7 +20,7 @@ class UnusableInput(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        click.echo(f"error: {bounded_line(self.message)}", err=True)
 
 
 def first_line(exc: BaseException) -> str:

@@ -14,13 +14,14 @@ import click
 
 from boundary.errors import InternalError, ShardplanError
 from boundary.read import reads_recorded
+from boundary.show import bounded_line
 from boundary.terminal import control_free_streams
 from shardplan import api
 from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.check_text import format_check
 from shardplan.cli.calibrate import calibrate_command
 from shardplan.cli.completion import complete_hardware, complete_model
-from shardplan.cli.errors import unusable_input
+from shardplan.cli.errors import first_line, unusable_input
 from shardplan.cli.measure import measure_command
 from shardplan.cli.render import render_command
 from shardplan.cli.report import report_command
@@ -245,7 +246,7 @@ def _run(argv) -> None:
         _exit_interrupted("aborted", exc)
     except click.ClickException as exc:
         if isinstance(exc, click.UsageError):
-            click.echo(f"error: {exc.format_message()}", err=True)
+            click.echo(f"error: {bounded_line(exc.format_message())}", err=True)
             sys.exit(2)
         exc.show()
         sys.exit(exc.exit_code)
@@ -253,7 +254,7 @@ def _run(argv) -> None:
         click.echo(_internal(exc.__cause__ or exc), err=True)
         sys.exit(EXIT_INTERNAL)
     except ShardplanError as exc:
-        click.echo(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", err=True)
+        click.echo(f"error: {bounded_line(first_line(exc))}", err=True)
         sys.exit(2)
     except KeyboardInterrupt as exc:
         _exit_interrupted("interrupted", exc)

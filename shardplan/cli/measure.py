@@ -19,6 +19,7 @@ import click
 from pydantic import ValidationError
 
 from boundary.numbers import bounded_float, bounded_int
+from boundary.show import bounded_line
 from boundary.terminal import unfiltered
 from boundary.write import check_output_file
 from constraints.case import CaseError, load_case_yaml
@@ -40,7 +41,7 @@ class MeasureInputError(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        click.echo(f"error: {bounded_line(self.message)}", err=True)
 
 
 # JobSpec / Recipe field -> the option that set it (global_batch_size is max(--mbs) without --recipe)

@@ -12,6 +12,7 @@ from typing import Optional
 import click
 from pydantic import ValidationError
 
+from boundary.show import bounded_line
 from solver.proposer.config import ProposerConfig
 from solver.proposer.summary import HintReport, format_hint_report
 
@@ -24,7 +25,7 @@ class ProposerOptionError(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        click.echo(f"error: {bounded_line(self.message)}", err=True)
 
 
 def proposer_options(fn):

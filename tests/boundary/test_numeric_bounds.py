@@ -141,3 +141,14 @@ def test_sweep_budget_numbers_are_finite(kw, match):
 
     with pytest.raises(shardplan.ShardplanError, match=match.lstrip("-").replace("-", "_")):  # NaN once came out of the JSON as NaN
         shardplan.sweep("Llama-3.1-8B", "h100-sxm-80gb", [1], seq_length=4096, global_batch_size=64, **kw)
+
+
+def test_an_error_line_quoting_a_huge_value_is_cut_in_its_middle():
+    """Issue 33's fuzz: a Bridge config whose TP is a 12 KB `${A:...}` value printed a 12 KB error line."""
+    from boundary.show import MAX_ERROR_LINE_CHARS, bounded_line
+
+    line = "--tensor-model-parallel-size expects an integer, got '" + "${A:" * 3000 + "'; pass e.g. --tensor-model-parallel-size 8"
+    cut = bounded_line(line)
+    assert len(cut) < MAX_ERROR_LINE_CHARS + 60 and cut.startswith("--tensor-model-parallel-size expects")
+    assert cut.endswith("pass e.g. --tensor-model-parallel-size 8") and "characters cut" in cut
+    assert bounded_line("short") == "short"
