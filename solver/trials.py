@@ -1,8 +1,9 @@
 """Which ranked answers to run as short trials (`solve --trials K`): the best, and the ones that teach the most.
 
 Why not simply the K best: a trial is evidence for `calibrate`, and K runs of nearly the same layout tell one thing K
-times. One run fits one whole-step factor (measure/calibration/fit.py); the least certain part of a projection is how
-its time splits between compute and communication, which that one factor cannot tell apart. So the best answers go
+times. One run moves one direction of the factors (mostly a common scale, tilted toward what its step is made of:
+measure/calibration/fit.py); the least certain part of a projection is how its time splits between compute and
+communication, which one run cannot tell apart. So the best answers go
 first (the run the user will most likely launch is measured, and `solve --calibration` then ranks it by its
 measurement), and the last trial is the answer, among the remaining ones, whose communication share of the step
 differs most from the chosen ones': its measurement pulls compute and communication apart, and the answers whose
