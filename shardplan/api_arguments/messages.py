@@ -50,5 +50,6 @@ def argument_line(exc: ValidationError, function: str, arguments: type[BaseModel
     err = max(mine, key=lambda e: sum(isinstance(p, int) for p in e["loc"]))
     value = err["input"]
     where = "".join(f"[{p}]" for p in err["loc"][1:] if isinstance(p, int))
-    what = "None" if value is None else f"type {type(value).__name__}"
+    kind = type(value).__name__
+    what = "None" if value is None else f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"  # a str, an int
     return f"{name}{where}: {what} is not accepted (got {_shown(value)}); {fix}"
