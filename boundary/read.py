@@ -71,6 +71,18 @@ def reads_recorded() -> Iterator[dict[tuple[int, int], str]]:
         _files_read = None
 
 
+@contextlib.contextmanager
+def reads_not_recorded() -> Iterator[None]:
+    """Reads in the block are not inputs of the command: a writer reading back what an earlier run of it wrote (a
+    render folder's manifest and the scripts it lists) to decide what it may replace."""
+    global _files_read
+    saved, _files_read = _files_read, None
+    try:
+        yield
+    finally:
+        _files_read = saved
+
+
 def recording_reads(fn):
     """Decorator: run `fn` inside `reads_recorded` (an API function that writes, so its write knows what it read)."""
     @functools.wraps(fn)

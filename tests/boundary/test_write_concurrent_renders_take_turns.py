@@ -1,4 +1,4 @@
-"""Two `solve --render DIR` at once into one folder (issue 33) each read the folder's SUMMARY.md, then each wrote its
+"""Two `solve --render DIR` at once into one folder (issue 33) each read what the folder held, then each wrote its
 scripts: the last SUMMARY.md did not list the other's scripts. The read and the write now hold an flock on the
 folder (boundary.write.folder_locked), so the renders take turns and the folder ends as one render left it."""
 from __future__ import annotations
@@ -10,14 +10,14 @@ from pathlib import Path
 
 from tests.helpers.builders import REPO, hf_config
 
-# the real entry point, with the step between reading SUMMARY.md and writing the folder held open until the other
+# the real entry point, with the step between reading the folder's manifest and writing it held open until the other
 # render has read it too (or 1 s passed: with the lock the other one waits for this render to finish first)
 RENDER_SLOWLY = """
 import os, sys, time
 from pathlib import Path
 import templates.render_files as files
-real = files.rendered_before
-def rendered_before_then_wait(directory):
+real = files.removable
+def removable_then_wait(directory):
     earlier = real(directory)
     mine, other = Path(sys.argv[1] + ".read"), Path(sys.argv[2] + ".read")
     mine.touch()
@@ -25,7 +25,7 @@ def rendered_before_then_wait(directory):
     while not other.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     return earlier
-files.rendered_before = rendered_before_then_wait
+files.removable = removable_then_wait
 if sys.argv[4] == "unlocked":
     import contextlib, shardplan.api
     shardplan.api.folder_locked = lambda directory: contextlib.nullcontext()
@@ -48,7 +48,7 @@ def _two_renders_at_once(tmp_path: Path, wait_s: float, lock: str) -> Path:
 
 
 def _unlisted(out: Path) -> set[str]:
-    listed = set(re.findall(r"\| (\d{2}-\S+\.sh) \|", (out / "SUMMARY.md").read_text()))
+    listed = set(re.findall(r"\| `?(\d{2}-[^`|\s]+\.sh)`? \|", (out / "SUMMARY.md").read_text()))
     return {p.name for p in out.glob("*.sh")} - listed
 
 
@@ -59,6 +59,6 @@ def test_two_renders_into_one_folder_leave_only_listed_scripts(tmp_path):
 
 
 def test_without_the_lock_they_leave_unlisted_scripts(tmp_path):
-    """The failure reproduced: both read SUMMARY.md before either writes, and two scripts end up unlisted."""
+    """The failure reproduced: both read the folder before either writes, and two scripts end up unlisted."""
     out = _two_renders_at_once(tmp_path, 60.0, "unlocked")
     assert len(_unlisted(out)) == 2
