@@ -72,9 +72,10 @@ def reads_recorded() -> Iterator[dict[tuple[int, int], str]]:
 
 
 @contextlib.contextmanager
-def reads_not_recorded() -> Iterator[None]:
-    """Reads in the block are not inputs of the command: a writer reading back what an earlier run of it wrote (a
-    render folder's manifest and the scripts it lists) to decide what it may replace."""
+def reads_unrecorded() -> Iterator[None]:
+    """Reads inside the block are not recorded: a writer reading its own earlier outputs (solve --render's manifest
+    and the files it lists, templates/render_manifest.py) reads what it is about to replace, not an input of the
+    command; recorded, they made a second render into a folder refuse its own SUMMARY.md."""
     global _files_read
     saved, _files_read = _files_read, None
     try:

@@ -11,6 +11,7 @@ from typing import Optional
 
 from boundary.show import shown
 from constraints.memory.allocator import MemoryFraction
+from constraints.models.params import parameters_phrase
 from hardware.profile import profile_label
 from shardplan.formats import to_table
 
@@ -28,7 +29,7 @@ def format_check(result, width: Optional[int] = None, suggestion_table: bool = T
     case, report = result.case, result
     r = case.recipe
     lines = [
-        f"{case.model.name} on {case.world_size} x {profile_label(case.placement.hardware)} "
+        f"{case.model.name} ({parameters_phrase(case.model)}) on {case.world_size} x {profile_label(case.placement.hardware)} "
         f"({case.placement.num_nodes} node{'' if case.placement.num_nodes == 1 else 's'} x {case.placement.gpus_per_node}), "
         f"seq {case.job.seq_length}, "
         f"GBS {case.job.global_batch_size}, {case.job.precision.value}",

@@ -3,6 +3,7 @@ and a readable nothing-fits explanation. JSON is the result itself (shardplan.re
 from __future__ import annotations
 
 from constraints.memory.allocator import MemoryFraction
+from constraints.models.params import parameters_phrase
 from hardware.profile import load_profile, profile_label, uncalibrated_reason
 from shardplan.formats import to_table
 from solver.explain_why import format_explanation
@@ -13,7 +14,8 @@ GIB = 1024 ** 3
 
 def format_solve(payload: dict, model, placement, job) -> str:
     objective = payload.get("objective", Objective.throughput.value)
-    head = f"{model.name} on {placement.world_size} x {profile_label(placement.hardware)}, seq {job.seq_length}, GBS {job.global_batch_size}: "
+    head = (f"{model.name} ({parameters_phrase(model)}) on {placement.world_size} x {profile_label(placement.hardware)}, "
+            f"seq {job.seq_length}, GBS {job.global_batch_size}: ")
     if not payload["recipes"]:
         lines = [head + "no recipe"]
     else:

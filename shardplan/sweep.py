@@ -35,7 +35,7 @@ from constraints.spec import JobSpec, Placement
 from hardware.profile import load_profile
 from measure.calibration.store import CalibrationFile, calibrated_profile, load_calibration
 from measure.projection.vectorized import Evaluator
-from shardplan.api import input_boundary
+from shardplan.api import input_boundary, parameter_counts
 from shardplan.api_arguments.bounds import MAX_SWEEP_SIZES, MAX_TRAIN_TOKENS, MAX_USD_PER_GPU_HOUR
 from shardplan.api_arguments.edge import api_edge
 from shardplan.api_arguments.models import SweepArguments
@@ -92,6 +92,7 @@ class EfficiencyBaseline(BaseModel):
 class SweepResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str
+    model_params: Optional[dict[str, int]] = Field(None, description="the model's exact parameter counts {total, active}")
     seq_length: int
     global_batch_size: int
     precision: str
@@ -262,7 +263,7 @@ def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node
             with step(f"{hw}: best recipe on {n} node{'' if n == 1 else 's'}"):
                 points.append(best_at(model, job, placement, profile, screen, shared_parts, margin_fraction, pins, bounds))
     baselines = _finish(points, train_tokens, usd_per_gpu_hour)
-    return SweepResult(model=model.name, seq_length=job.seq_length, global_batch_size=job.global_batch_size,
+    return SweepResult(model=model.name, model_params=parameter_counts(model), seq_length=job.seq_length, global_batch_size=job.global_batch_size,
                        precision=job.precision.value, gpus_per_node=per_node.pop() if len(per_node) == 1 else None,
                        train_tokens=train_tokens,
                        usd_per_gpu_hour=usd_per_gpu_hour, points=points, efficiency_baselines=baselines)

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from boundary.read import reads_not_recorded
 from boundary.write import atomic_write_folder
 from constraints.case import Case, atomic_write_text
 from templates.escape import markdown_text
@@ -83,8 +82,7 @@ def render_solutions(cases: Sequence[Case], directory: str | Path, fmt: Format =
             header += [f"Each script holds {len(found)} placeholder(s) to replace before launching (listed in its header):",
                        *[f"- {markdown_text(line, 400)}" for line in placeholder_lines(found)], ""]
     files.append(("SUMMARY.md", "\n".join(header + rows) + "\n", False))
-    with reads_not_recorded():  # an earlier render's own files, read to replace them: not inputs (boundary/read.py)
-        earlier = removable(directory)
+    earlier = removable(directory)
     refuse_foreign(directory, [name for name, _, _ in files], earlier, "--render")
     # the scripts, SUMMARY.md and the manifest land together or not at all, and an earlier render's unchanged scripts
     # this one does not write again go with them: never a stale answer, nor a folder half new

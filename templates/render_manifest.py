@@ -16,7 +16,7 @@ from pathlib import Path
 
 from boundary.errors import InputRefused
 from boundary.parse import load_json
-from boundary.read import is_regular_file, read_bytes, read_text
+from boundary.read import is_regular_file, read_bytes, read_text, reads_unrecorded
 
 MANIFEST = ".shardplan-render.json"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")  # what render_files writes: no folder, no `..`, no dot file
@@ -39,7 +39,8 @@ def _listed(directory: Path) -> dict[str, str]:
     if not is_regular_file(path):
         return {}
     try:
-        data = load_json(read_text(path, "recipe", str(path)), "recipe", str(path))
+        with reads_unrecorded():  # our own earlier output, which this render replaces: not an input
+            data = load_json(read_text(path, "recipe", str(path)), "recipe", str(path))
     except InputRefused:
         return {}
     files = data.get("files") if isinstance(data, dict) else None
@@ -58,8 +59,9 @@ def removable(directory: Path) -> set[str]:
         if path.is_symlink() or not is_regular_file(path):
             continue
         try:
-            if _sha256(read_bytes(path, "launch script", str(path))) == digest:
-                out.add(name)
+            with reads_unrecorded():
+                if _sha256(read_bytes(path, "launch script", str(path))) == digest:
+                    out.add(name)
         except InputRefused:  # grown past a script's size since: not as written
             continue
     return out

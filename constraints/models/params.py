@@ -152,3 +152,15 @@ def param_counts(model: ModelSpec, vocab_size: int | None = None, include_mtp: b
         active = total - inactive
     return ParamCounts(total=total, active=active, embedding=embedding, output=output,
                        non_embedding=total - embedding - output - position)
+
+
+def parameters_phrase(model: ModelSpec) -> str:
+    """'8.03 B parameters' or '30.53 B parameters, 3.34 B active': what a result's first line says of the model, so a
+    user sees at once whether the config was read as meant (issue 31); the exact counts are in every JSON result."""
+    counts = param_counts(model)
+    return counts_phrase(counts.total, counts.active if counts.active is not None else counts.total)
+
+
+def counts_phrase(total: int, active: int) -> str:
+    """parameters_phrase from the counts a result carries ({total, active})."""
+    return f"{total / 1e9:.3g} B parameters" + (f", {active / 1e9:.3g} B active" if active != total else "")

@@ -112,6 +112,33 @@ UNRESOLVED_RE = re.compile(r"\$\{?([A-Za-z_0-9]+)")
 # VARIABLES"): set for every job step, so a script's default for them applies only outside Slurm
 SLURM_ALLOCATION_VARS = frozenset({"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_NPROCS"})
 
+def read_fields(line: str, ifs: str, names: int) -> list[str]:
+    """What `read NAME1 ... NAMEn` assigns from one line (bash manual, "read"; POSIX): the first n-1 names take one field
+    each, split as `split_fields` splits; the last takes the rest of the line, IFS white space trimmed at both ends, and
+    a rest that is one field ended by a single delimiter loses that delimiter (`a:b:` -> `a`, `b`; `b::` stays)."""
+    white = "".join(c for c in ifs if c in " \t\n")
+    i, n = 0, len(line)
+    while i < n and line[i] in white:
+        i += 1
+    out: list[str] = []
+    for _ in range(names - 1):
+        j = i
+        while j < n and line[j] not in ifs:
+            j += 1
+        out.append(line[i:j])
+        i = j
+        while i < n and line[i] in white:  # the delimiter: white space, at most one other IFS character, white space
+            i += 1
+        if i < n and line[i] in ifs and line[i] not in white:
+            i += 1
+            while i < n and line[i] in white:
+                i += 1
+    rest = line[i:].rstrip(white) if white else line[i:]
+    if rest and rest[-1] in ifs and rest[-1] not in white and len(split_fields(rest, ifs)) == 1:
+        rest = rest[:-1].rstrip(white) if white else rest[:-1]
+    return out + [rest] + [""] * max(0, names - len(out) - 1)
+
+
 class Shell:
     """Variables (scalars and arrays), exports, and word expansion against them."""
 

@@ -28,7 +28,7 @@ from constraints.script.blocks import (
     ScriptExit,
     ScriptReturn,
 )
-from constraints.script.expand import DEFAULT_IFS, MARK_RE, Shell, Value, mark, split_fields
+from constraints.script.expand import MARK_RE, Shell, Value, mark, read_fields, split_fields
 from constraints.script.launchers import LAUNCHERS, SHELLS, bridge_entry, launcher_end, launcher_env, protect_marks, runs_its_argument, sbatch_options
 from constraints.script.lex import HEREDOC_MARK, LaunchScriptError, Stmt, scan, without_redirections
 from constraints.script.lex import statements as split_statements
@@ -111,7 +111,8 @@ class Interpreter(Blocks):
         return True
 
     def _command(self, words: list[str], stmt: Stmt) -> None:
-        here_string = next((words[k + 1] for k, w in enumerate(words[:-1]) if w == "<<<"), None)
+        here_string = next((w[3:] or (words[k + 1] if k + 1 < len(words) else None)
+                            for k, w in enumerate(words) if w.startswith("<<<")), None)  # `<<< WORD` or `<<<WORD`
         if not (words[0] in ("cat", "tee") and HEREDOC_RE.search(" ".join(words))):  # `cat > f <<EOF` writes f
             words = without_redirections(words)
             if not words:
@@ -394,13 +395,7 @@ class Interpreter(Blocks):
         if array is not None:
             self.sh.set(array, fields)
             return True
-        names = names or ["REPLY"]
-        if len(fields) > len(names):  # the last name keeps the rest of the line, separators and all (bash)
-            rest = value.strip(" \t\n") if ifs == DEFAULT_IFS else None
-            if rest is None or len(names) > 1:
-                return False
-            fields = [rest]
-        for n, f in zip(names, fields + [""] * len(names)):
+        for n, f in zip(names or ["REPLY"], read_fields(value, ifs, len(names or ["REPLY"]))):
             self.sh.set(n, f)
         return True
 

@@ -138,10 +138,15 @@ def _render_path_type(hint) -> object:
     return OptionalPath if hint in (str, Optional[str]) else Optional[hint]
 
 
+def _render_path_description(name: str, hint) -> str:
+    what = "a path or name as a str" if hint in (str, Optional[str]) else ("True or False" if hint in (bool, Optional[bool])
+                                                                            else f"a {getattr(hint, '__name__', hint)}")
+    return f"give {what}, or None ({name} of templates.recipe_args.RenderPaths)"
+
+
 RenderPathArguments = create_model(
     "RenderPathArguments", __base__=Arguments,
-    **{f.name: (_render_path_type(hint), Field(None, description=f"give a path or name as a str, or None ({f.name} of "
-                                                                  "templates.recipe_args.RenderPaths)"))
+    **{f.name: (_render_path_type(hint), Field(None, description=_render_path_description(f.name, hint)))
        for f, hint in zip(dataclasses.fields(RenderPaths), typing.get_type_hints(RenderPaths).values())})
 
 
@@ -154,7 +159,7 @@ class RenderArguments(RenderPathArguments):
     nodes: Optional[Nodes] = Field(None, description=NODES)
     gpus_per_node: Optional[GpusPerNode] = Field(None, description=GPUS)
     slurm: Optional[Annotated[dict[str, Any], Field(max_length=16)]] = Field(
-        None, description="give the sbatch settings as a mapping of templates.slurm_options.SlurmOptions fields, or None")
+        None, description="give a mapping of sbatch settings (templates.slurm_options.SlurmOptions fields), or None")
 
 
 class SweepArguments(Arguments):

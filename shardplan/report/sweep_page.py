@@ -2,6 +2,7 @@
 against GPUs, then the table with the best recipe and the training budget at each size."""
 from __future__ import annotations
 
+from constraints.models.params import counts_phrase
 from shardplan.formats import cell
 from shardplan.report.page import CSS, html_table
 from shardplan.report.svg import GIB, esc
@@ -31,7 +32,9 @@ def sweep_rows(result) -> list[dict]:
 
 
 def sweep_title(result) -> str:
-    head = (f"{result.model}, seq {result.seq_length:,}, global batch {result.global_batch_size:,}, {result.precision}, "
+    params = result.model_params
+    head = (f"{result.model}" + (f" ({counts_phrase(params['total'], params['active'])})" if params else "")
+            + f", seq {result.seq_length:,}, global batch {result.global_batch_size:,}, {result.precision}, "
             + (f"{result.gpus_per_node} GPUs per node" if result.gpus_per_node else "each profile's GPUs per server"))
     if result.train_tokens:
         head += f"; training {result.train_tokens:,.0f} tokens" + (f" at {result.usd_per_gpu_hour} USD per GPU-hour"

@@ -13,13 +13,14 @@ import pytest
 from tests.helpers.builders import run_cli
 
 
-def _sweep(model: str, hardware: str, seq: str, gbs: str, fmt: str = "json") -> tuple[int, str, str]:
+def _sweep(model: str, hardware: str, seq: str, gbs: str, fmt: str = "json", *more: str) -> tuple[int, str, str]:
     return run_cli("sweep", "--model", model, "--hardware", hardware, "--nodes", "1..16", "--seq-length", seq,
-                   "--global-batch-size", gbs, "--format", fmt, env={"COLUMNS": "250"})
+                   "--global-batch-size", gbs, "--format", fmt, *more, env={"COLUMNS": "250"})
 
 
 def test_llama_70b_no_longer_reads_132_percent_and_names_its_baseline():
-    code, out, _ = _sweep("Llama-3.1-70B", "h100-sxm-80gb", "8192", "128")
+    # the case was judged at 100 % of HBM (before the learnt 97 % limit, docs/memory.md); it is kept at that share
+    code, out, _ = _sweep("Llama-3.1-70B", "h100-sxm-80gb", "8192", "128", "json", "--max-memory-fraction", "1.0")
     assert code == 0
     data = json.loads(out)
     solved = [p for p in data["points"] if p["status"] == "solved"]
@@ -33,7 +34,7 @@ def test_llama_70b_no_longer_reads_132_percent_and_names_its_baseline():
         assert p["scaling_efficiency"] == pytest.approx(p["tokens_per_s_per_gpu"] / best["tokens_per_s_per_gpu"], rel=1e-12)
         assert p["scaling_efficiency"] <= 1.0
     assert solved[0]["scaling_efficiency"] < 0.8  # full recompute: the forward pass runs twice
-    code, text, _ = _sweep("Llama-3.1-70B", "h100-sxm-80gb", "8192", "128", fmt="table")
+    code, text, _ = _sweep("Llama-3.1-70B", "h100-sxm-80gb", "8192", "128", "table", "--max-memory-fraction", "1.0")
     assert code == 0
     line = next(ln for ln in text.splitlines() if ln.startswith("efficiency % (h100-sxm-80gb)"))
     assert f"against {base['nodes']} nodes ({base['gpus']} GPUs, {base['recipe_label']}: " in line

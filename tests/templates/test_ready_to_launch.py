@@ -149,16 +149,16 @@ def test_readme_round_trip_leaves_no_placeholder_unflagged(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    (dict(format="slurm", slurm="partition=batch"), "slurm: give a mapping"),
-    (dict(format="slurm", slurm={"partion": "batch"}), "did you mean partition"),
-    (dict(format="slurm", slurm={"partition": 3}), "--partition: "),
-    (dict(format="torchrun", slurm={"partition": "batch"}), "only --format slurm"),
-    (dict(mock_data="yes"), "--mock-data: give true or false"),
+    (dict(format="slurm", slurm="partition=batch"), r"^slurm: .*mapping"),
+    (dict(format="slurm", slurm={"partion": "batch"}), r"^slurm: unknown key 'partion'; did you mean partition"),
+    (dict(format="slurm", slurm={"partition": 3}), r"^--partition: "),
+    (dict(format="torchrun", slurm={"partition": "batch"}), r"^--partition: only --format slurm"),
+    (dict(mock_data="yes"), r"^-?-?mock.data: "),  # the API's argument edge may name it first (shardplan/api.py)
 ])
 def test_the_api_refuses_bad_render_settings_with_a_shardplan_error(kwargs, needle):
     with pytest.raises(ShardplanError) as refused:
         shardplan.render(EXAMPLE, **kwargs)
-    assert needle in str(refused.value) and "\n" not in str(refused.value)
+    assert re.search(needle, str(refused.value)) and "\n" not in str(refused.value)
 
 
 def test_a_source_script_reading_data_with_null_tokenizer_needs_a_tokenizer_or_mock_data():

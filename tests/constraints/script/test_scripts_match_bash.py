@@ -179,5 +179,6 @@ def test_six_forms_bash_reads_its_own_way(work):
     a = args("ifs_split.sh")
     assert a[a.index("--data-path") + 1:a.index("--data-path") + 6] == ["0.3", "/data/a", "", "0.7", "/data/b"]
     assert flag("ifs_split.sh", "--tensorboard-dir") == "5::0.7"  # `a,,b` under IFS=, is three fields
+    assert flag("ifs_split.sh", "--wandb-project") == "tp2:pp1"  # read's last name keeps the rest of the line
     assert flag("one_line_loop_if.sh", "--tensor-model-parallel-size") == "4"  # for ...; do if ...; fi; done
     assert flag("one_line_loop_if.sh", "--pipeline-model-parallel-size") == "1"  # `else PP=$n` ran for n=1

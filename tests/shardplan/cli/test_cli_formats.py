@@ -136,11 +136,11 @@ def test_the_hardware_is_named_as_the_profile_names_itself(tmp_path):
     """A bundled profile typed in capitals reads as its own name; a user's YAML shows its file too, since it may reuse a
     bundled name with other numbers."""
     _, solved = _run(*[a if a != "h100-sxm-80gb" else "H100-SXM-80GB" for a in SOLVE])
-    assert solved.startswith("Llama-3.1-8B on 8 x h100-sxm-80gb, ")
+    assert solved.startswith("Llama-3.1-8B (8.03 B parameters) on 8 x h100-sxm-80gb, ")
     own = tmp_path / "my-h100.yaml"
     own.write_text((REPO / "hardware" / "profiles" / "h100-sxm-80gb.yaml").read_text())
     _, checked = _run("check", EXAMPLE, "--hardware", str(own))
-    assert checked.splitlines()[0].startswith(f"Llama-3.1-70B on 64 x h100-sxm-80gb ({own}) (8 nodes x 8)")
+    assert checked.splitlines()[0].startswith(f"Llama-3.1-70B (70.6 B parameters) on 64 x h100-sxm-80gb ({own}) (8 nodes x 8)")
 
 
 def test_no_recompute_with_a_recompute_pin_is_refused_in_either_order():
