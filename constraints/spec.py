@@ -513,6 +513,9 @@ class Recipe(Strict):
     attention_backend: AttentionBackend = Field(AttentionBackend.auto, description="--attention-backend")
     masked_softmax_fusion: bool = Field(True, description="off with --no-masked-softmax-fusion (local backend only)")
     attention_softmax_in_fp32: bool = Field(False, description="--attention-softmax-in-fp32 (local backend only)")
+    local_transformer_impl: bool = Field(False, description=(
+        "--transformer-impl local: Megatron's own modules; core attention is DotProductAttention, which keeps the s x s "
+        "scores (constraints/memory/attention_scores.py)"))
 
     @model_validator(mode="before")
     @classmethod

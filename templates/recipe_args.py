@@ -284,6 +284,8 @@ def _attention_backend_args(recipe: Recipe) -> list[str]:
         args += ["--no-masked-softmax-fusion"]
     if recipe.attention_softmax_in_fp32:
         args += ["--attention-softmax-in-fp32"]
+    if recipe.local_transformer_impl:
+        args += ["--transformer-impl", "local"]
     return args
 
 

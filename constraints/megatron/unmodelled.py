@@ -21,6 +21,13 @@ _SCORE_BACKENDS = ("unfused", "local")
 
 def not_modelled_values(raw: dict[str, Any]) -> list[str]:
     """Entries for the not-understood list; raises MegatronArgsError for values that would change the verdict."""
+    out = []
+    # --transformer-impl (TransformerConfig.transformer_impl: local, transformer_engine, inference_optimized;
+    # megatron/core/transformer/transformer_config.py:1314 @d98e8a64): local and transformer_engine are modelled
+    # (Recipe.local_transformer_impl); the inference-optimized modules are an inference spec, not priced
+    impl = raw.get("--transformer-impl")
+    if impl not in (None, "local", "transformer_engine"):
+        out.append(f"--transformer-impl {impl}")
     backend = raw.get("--attention-backend")
     if backend in _SCORE_BACKENDS:
         if raw.get("--multi-latent-attention"):
@@ -30,7 +37,7 @@ def not_modelled_values(raw: dict[str, Any]) -> list[str]:
         if raw.get("--softmax-type") == "off-by-one":
             raise MegatronArgsError(f"--attention-backend {backend} with --softmax-type off-by-one is not modelled; "
                                     "drop --attention-backend (auto picks a fused kernel) to judge the fused recipe")
-    return []
+    return out
 
 
 # Flags that move memory off the GPU or shrink a buffer, none of which the memory model counts: with one of them the

@@ -130,8 +130,12 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
     """static_terms from a rank's parameter counts: the sharding arithmetic alone. `quantised` (with
     --fp4-param-gather) holds the rank's NVFP4 linear weights, which replace their bf16 bytes wherever the rank
     holds whole weights (Megatron-FSDP / FSDP2 fully sharded weights stay priced at bf16)."""
-    dense_shards = max(recipe.dp(world_size) * recipe.cp, 1)
-    expert_shards = max(recipe.expert_dp(world_size), 1)
+    # --num-distributed-optimizer-instances N: each instance shards over its intra-partial group, DP*CP / N ranks
+    # (megatron/core/parallel_state.py:927-929 @d98e8a64) and expert-DP / N for expert parameters (:1450-1451); the
+    # gradient buffer is reduced over the same group (megatron/core/distributed/distributed_data_parallel.py:157)
+    instances = recipe.num_distributed_optimizer_instances
+    dense_shards = max(recipe.dp(world_size) * recipe.cp // instances, 1)
+    expert_shards = max(recipe.expert_dp(world_size) // instances, 1)
     fp32 = job.precision == Precision.fp32
     w_bytes = FP32_WEIGHT_BYTES if fp32 else FP8_WEIGHT_BYTES if recipe.fp8_param_gather else WEIGHT_BYTES
     g_bytes = BF16_GRAD_BYTES if recipe.grad_reduce_in_bf16 and job.precision not in (Precision.fp16, Precision.fp32) else GRAD_BYTES
