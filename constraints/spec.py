@@ -513,6 +513,10 @@ class Recipe(Strict):
     attention_backend: AttentionBackend = Field(AttentionBackend.auto, description="--attention-backend")
     masked_softmax_fusion: bool = Field(True, description="off with --no-masked-softmax-fusion (local backend only)")
     attention_softmax_in_fp32: bool = Field(False, description="--attention-softmax-in-fp32 (local backend only)")
+    defer_embedding_wgrad_compute: bool = Field(False, description=(
+        "--defer-embedding-wgrad-compute: the output layer's finished micro-batches keep their GEMM input and logits "
+        "gradient until the pipeline flush (constraints/memory/deferred_wgrad.py)"))
+    wgrad_deferral_limit: int = Field(0, ge=0, le=1 << 20, description="--wgrad-deferral-limit (0: every micro-batch)")
     local_transformer_impl: bool = Field(False, description=(
         "--transformer-impl local: Megatron's own modules; core attention is DotProductAttention, which keeps the s x s "
         "scores (constraints/memory/attention_scores.py)"))
