@@ -513,6 +513,10 @@ class Recipe(Strict):
     attention_backend: AttentionBackend = Field(AttentionBackend.auto, description="--attention-backend")
     masked_softmax_fusion: bool = Field(True, description="off with --no-masked-softmax-fusion (local backend only)")
     attention_softmax_in_fp32: bool = Field(False, description="--attention-softmax-in-fp32 (local backend only)")
+    compiled_loss_fusion: bool = Field(False, description=(
+        "--cross-entropy-loss-fusion with --cross-entropy-fusion-impl native (Megatron's default): the torch.compile'd "
+        "fused loss holds a second fp32 logits buffer (constraints/memory/activations.py output_bytes); the te impl "
+        "does not"))
     defer_embedding_wgrad_compute: bool = Field(False, description=(
         "--defer-embedding-wgrad-compute: the output layer's finished micro-batches keep their GEMM input and logits "
         "gradient until the pipeline flush (constraints/memory/deferred_wgrad.py)"))

@@ -80,7 +80,7 @@ def shape_of(job: JobSpec, recipe: Recipe) -> Shape:
     return Shape(tokens=tokens, tp=recipe.tp, sp_div=recipe.tp if recipe.sp_active else 1,
                  etp=recipe.etp_effective, ep=recipe.ep, lin_per16=lin_bytes_per16(job),
                  core_attention=attention_scores.core_attention_of(job, recipe), act_bytes=activation_element_bytes(job),
-                 compiled_loss_copy=recipe.cross_entropy_loss_fusion)
+                 compiled_loss_copy=recipe.cross_entropy_loss_fusion and recipe.compiled_loss_fusion)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -259,7 +259,8 @@ def output_bytes(model: ModelSpec, sh: Shape, padded_vocab: int) -> int:
     default) @d98e8a6; the TE impl keeps an fp32 input gradient too (transformer_engine/pytorch/triton/
     cross_entropy.py cross_entropy_forward, `grad_input = torch.empty_like(_input, dtype=torch.float32)` since
     TE 01bbe3e, 2026-07-09). So 6 B per logit at the end of the forward without fusion.
-    --cross-entropy-loss-fusion (native impl: Megatron-LM asserts it, constraints/megatron/refusals.py) runs those steps
+    --cross-entropy-loss-fusion with the native impl (Recipe.compiled_loss_fusion; Megatron-LM asserts it is not te,
+    constraints/megatron/refusals.py; the te impl is TE's Triton kernel, priced above) runs those steps
     inside `jit_fuser` functions, and jit_fuser is torch.compile from torch 2.2 (megatron/core/jit.py:19-20 @d98e8a64).
     calculate_predicted_logits (megatron/core/fusions/fused_cross_entropy.py:25-44) mutates its fp32 logits input in
     place (`-=` and `torch.exp(..., out=)`, megatron/core/tensor_parallel/cross_entropy.py:42 and :62) and returns
