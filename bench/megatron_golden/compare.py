@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from shardplan.api import check  # noqa: E402
 from boundary.errors import ShardplanError  # noqa: E402
+from shardplan.api import check  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "megatron_golden_memory.jsonl"
 HARDWARE = {"a100": "a100-sxm-80gb", "h100": "h100-sxm-80gb", "gb200": "gb200-nvl72"}

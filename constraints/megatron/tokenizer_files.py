@@ -76,7 +76,7 @@ def _tokenizer_json_vocab(path: str, data: bytes) -> tuple[Optional[int], str]:
         return None, f"the tokenizer file {path} is not read: the `tokenizers` package is not installed ({INSTALL})"
     try:
         tokenizer = Tokenizer.from_str(data.decode("utf-8"))
-    except (Exception,) as exc:  # tokenizers raises its own Exception subclass for a file it cannot parse
+    except Exception as exc:  # tokenizers raises its own Exception subclass for a file it cannot parse
         raise MegatronArgsError(f"--tokenizer-model {path}: not a HuggingFace tokenizer.json "
                                 f"({str(exc).splitlines()[0][:80] if str(exc) else type(exc).__name__}); give the "
                                 "tokenizer.json the run loads") from None
