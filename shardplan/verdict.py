@@ -99,7 +99,7 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     raising = memory_raising_flags(loaded.flags or {})
     if raising and report.memory is not None:  # bytes the model does not count: the peak shown is a lower bound
         uncertain.append(Violation(rule="memory_not_modelled", severity="warning",
-                                   message=f"memory of {' '.join(raising)} is not modelled: the peak may be low",
+                                   message=f"memory of {', '.join(raising)} is not modelled: the peak may be low",
                                    fix="judge the recipe without them, or measure the peak on one node"))
     if projection is not None and (loaded.flags or {}).get(DETERMINISM_FLAG):
         # Megatron sets NCCL_ALGO=Ring, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 and torch's deterministic algorithms

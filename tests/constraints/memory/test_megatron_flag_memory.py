@@ -124,3 +124,14 @@ def test_tp_comm_overlap_is_warned_as_not_modelled(tmp_path, overlap):
     _, report = judged(tmp_path, flags, "h100-sxm-80gb")
     messages = [w.message for w in report.warnings if w.rule == "memory_not_modelled"]
     assert messages == (["memory of --tp-comm-overlap is not modelled: the peak may be low"] if overlap else [])
+
+
+def test_moe_allgather_dispatcher_is_warned_by_name(tmp_path):
+    row = golden("moe/gpt3_moe_mcore_te_ep8_resume_torch_dist_dist_optimizer", "golden_values_dev_dgx_h100.json")
+    assert ["--moe-token-dispatcher-type", "allgather"] in row["flags"]  # measured 18 % above the model's peak
+    _, report = judged(tmp_path, row["flags"], "h100-sxm-80gb")
+    messages = [w.message for w in report.warnings if w.rule == "memory_not_modelled"]
+    assert messages == ["memory of --moe-token-dispatcher-type allgather is not modelled: the peak may be low"]
+    alltoall = [f if f[0] != "--moe-token-dispatcher-type" else [f[0], "alltoall"] for f in row["flags"]]
+    _, report = judged(tmp_path, alltoall, "h100-sxm-80gb")
+    assert not [w for w in report.warnings if w.rule == "memory_not_modelled"]
