@@ -252,6 +252,8 @@ def _training_args(job: JobSpec, recipe: Recipe, trial: Optional[TrialRun] = Non
         args += ["--use-precision-aware-optimizer", "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"]
     if recipe.cross_entropy_loss_fusion:
         args += ["--cross-entropy-loss-fusion"]
+        if recipe.compiled_loss_fusion:  # priced with the compiled loss's fp32 copy: say which impl that was
+            args += ["--cross-entropy-fusion-impl", "native"]
     args += _attention_backend_args(recipe)
     rc = recipe.recompute
     if rc.granularity == RecomputeGranularity.selective:

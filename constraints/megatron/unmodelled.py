@@ -75,4 +75,8 @@ def memory_raising_flags(raw: dict[str, Any]) -> list[str]:
     named = [f for f in MEMORY_RAISING_FLAGS if raw.get(f) not in (None, False, 0, 0.0, [])]
     if raw.get("--num-experts") and raw.get("--moe-token-dispatcher-type", "allgather") == "allgather":
         named.append("--moe-token-dispatcher-type allgather")
+    if raw.get("--cross-entropy-loss-fusion") and "--cross-entropy-fusion-impl" not in raw:
+        # Megatron's default impl is native, torch.compile'd: a second fp32 logits buffer (constraints/memory/
+        # activations.py output_bytes), counted only when --cross-entropy-fusion-impl native is stated
+        named.append("--cross-entropy-loss-fusion without --cross-entropy-fusion-impl (native: add it to count it)")
     return named

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from bench.megatron_golden.compare import argument_file_text, cluster_disagreements, evaluate, load_rows, primary_cluster, summary
+from bench.megatron_golden.compare import argument_file_text, cluster_disagreements, evaluate, load_rows, primary_cluster, run_flags, summary
 from bench.megatron_golden.extract import flag_value, part_of
 
 
@@ -52,8 +52,12 @@ def test_local_transformer_impl_rows_within_their_measured_peaks():
     assert n == 62 and median < 6.0  # 31.6 % priced as Transformer Engine's fused attention
 
 
-def test_deferred_wgrad_and_loss_fusion_rows_within_their_measured_peaks():
+def test_deferred_wgrad_rows_within_their_measured_peaks():
     n, _, median, p90 = summary(family_errors(lambda f: "--defer-embedding-wgrad-compute" in f))
     assert n == 10 and median < 10.0 and p90 < 10.0  # 30.2 % before
+
+
+def test_loss_fusion_rows_within_their_measured_peaks_with_the_impl_they_ran():
+    assert run_flags([["--cross-entropy-loss-fusion", None]])[-1] == ["--cross-entropy-fusion-impl", "native"]
     n, _, median, _ = summary(family_errors(lambda f: "--cross-entropy-loss-fusion" in f))
     assert n == 16 and median < 8.0  # 26.5 % before
