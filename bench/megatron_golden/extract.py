@@ -2,10 +2,10 @@
 
 Why: Megatron-LM's own functional tests are a public set of measured peaks over nearly every feature flag it ships,
 from toy models to 7B on A100 / H100 / GB200. Each case directory
-tests/functional_tests/test_cases/<model>/<case>/ holds model_config.yaml (MODEL_ARGS: the command-line flags) and
+NVIDIA/Megatron-LM/tests/functional_tests/test_cases/<model>/<case>/ holds model_config.yaml (MODEL_ARGS: the command-line flags) and
 golden_values_<environment>_<platform>.json with the per-iteration `mem-max-allocated-bytes` that Megatron logs
 (torch.cuda.max_memory_allocated, cumulative since start: megatron/training/training.py `training_log`). The GPU
-count comes from the recipe that schedules the case (tests/test_utils/recipes/<part>/*.yaml `spec.nodes` x
+count comes from the recipe that schedules the case (NVIDIA/Megatron-LM/tests/test_utils/recipes/<part>/*.yaml `spec.nodes` x
 `spec.gpus`, a product may override them).
 
 Usage: python -m bench.megatron_golden.extract GIT_DIR [--commit SHA]   (GIT_DIR: a clone of NVIDIA/Megatron-LM)
