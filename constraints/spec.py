@@ -513,6 +513,17 @@ class Recipe(Strict):
     attention_backend: AttentionBackend = Field(AttentionBackend.auto, description="--attention-backend")
     masked_softmax_fusion: bool = Field(True, description="off with --no-masked-softmax-fusion (local backend only)")
     attention_softmax_in_fp32: bool = Field(False, description="--attention-softmax-in-fp32 (local backend only)")
+    compiled_loss_fusion: bool = Field(False, description=(
+        "--cross-entropy-loss-fusion with --cross-entropy-fusion-impl native (Megatron's default): the torch.compile'd "
+        "fused loss holds a second fp32 logits buffer (constraints/memory/activations.py output_bytes); the te impl "
+        "does not"))
+    defer_embedding_wgrad_compute: bool = Field(False, description=(
+        "--defer-embedding-wgrad-compute: the output layer's finished micro-batches keep their GEMM input and logits "
+        "gradient until the pipeline flush (constraints/memory/deferred_wgrad.py)"))
+    wgrad_deferral_limit: int = Field(0, ge=0, le=1 << 20, description="--wgrad-deferral-limit (0: every micro-batch)")
+    local_transformer_impl: bool = Field(False, description=(
+        "--transformer-impl local: Megatron's own modules; core attention is DotProductAttention, which keeps the s x s "
+        "scores (constraints/memory/attention_scores.py)"))
 
     @model_validator(mode="before")
     @classmethod

@@ -10,7 +10,7 @@ from typing import Any
 
 from constraints.check import check_case
 from constraints.megatron.run_flags import OP_FUSER_FLAG, cuda_graph_request, fused_grouped_mlp_requested
-from constraints.megatron.unmodelled import memory_lowering_flags
+from constraints.megatron.unmodelled import memory_lowering_flags, memory_raising_flags
 from constraints.rules.determinism import DETERMINISM_FLAG
 from constraints.rules.registry import Violation
 from hardware.profile import load_profile, uncalibrated_reason
@@ -95,6 +95,11 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
         uncertain.append(Violation(rule="memory_flags_not_modelled", severity="warning",
                                    message=f"the memory verdict does not count {' '.join(lowering)} (not modelled), which "
                                            "lower the peak: the peak shown is the run's without them, an upper bound",
+                                   fix="judge the recipe without them, or measure the peak on one node"))
+    raising = memory_raising_flags(loaded.flags or {})
+    if raising and report.memory is not None:  # bytes the model does not count: the peak shown is a lower bound
+        uncertain.append(Violation(rule="memory_not_modelled", severity="warning",
+                                   message=f"memory of {', '.join(raising)} is not modelled: the peak may be low",
                                    fix="judge the recipe without them, or measure the peak on one node"))
     if projection is not None and (loaded.flags or {}).get(DETERMINISM_FLAG):
         # Megatron sets NCCL_ALGO=Ring, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 and torch's deterministic algorithms

@@ -252,6 +252,8 @@ def _training_args(job: JobSpec, recipe: Recipe, trial: Optional[TrialRun] = Non
         args += ["--use-precision-aware-optimizer", "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"]
     if recipe.cross_entropy_loss_fusion:
         args += ["--cross-entropy-loss-fusion"]
+        if recipe.compiled_loss_fusion:  # priced with the compiled loss's fp32 copy: say which impl that was
+            args += ["--cross-entropy-fusion-impl", "native"]
     args += _attention_backend_args(recipe)
     rc = recipe.recompute
     if rc.granularity == RecomputeGranularity.selective:
@@ -284,6 +286,8 @@ def _attention_backend_args(recipe: Recipe) -> list[str]:
         args += ["--no-masked-softmax-fusion"]
     if recipe.attention_softmax_in_fp32:
         args += ["--attention-softmax-in-fp32"]
+    if recipe.local_transformer_impl:
+        args += ["--transformer-impl", "local"]
     return args
 
 

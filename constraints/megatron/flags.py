@@ -80,7 +80,8 @@ MODELLED: frozenset[str] = frozenset("""
 --window-size --window-attn-skip-freq --no-rope-freq --qk-l2-norm --hybrid-layer-pattern --hybrid-override-pattern
 --mamba-num-heads --mamba-head-dim --mamba-state-dim --mamba-num-groups
 --use-precision-aware-optimizer --exp-avg-dtype --exp-avg-sq-dtype --main-grads-dtype
---attention-backend --no-masked-softmax-fusion --attention-softmax-in-fp32 --apply-query-key-layer-scaling
+--attention-backend --no-masked-softmax-fusion --attention-softmax-in-fp32 --apply-query-key-layer-scaling --transformer-impl
+--defer-embedding-wgrad-compute --wgrad-deferral-limit
 --mtp-use-repeated-layer --first-last-layers-bf16 --num-layers-at-start-in-bf16 --num-layers-at-end-in-bf16
 --rotary-scaling-factor --yarn-original-max-position-embeddings --yarn-beta-fast --yarn-beta-slow
 --yarn-correction-range-round-to-int --no-yarn-correction-range-round-to-int --mscale --mscale-all-dim

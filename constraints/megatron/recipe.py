@@ -152,6 +152,12 @@ def recipe_fields(raw: dict[str, Any], num_layers: Optional[int]) -> dict[str, A
         # leaves any vocabulary that TP divides as it is
         make_vocab_size_divisible_by=1 if g("--padded-vocab-size") is not None else g("--make-vocab-size-divisible-by", 128),
         attention_backend=AttentionBackend(g("--attention-backend", "auto")),
+        local_transformer_impl=raw.get("--transformer-impl") == "local",
+        defer_embedding_wgrad_compute=g("--defer-embedding-wgrad-compute", False),
+        # counted when the native impl is stated; left to Megatron's default it is warned by name instead
+        # (constraints/megatron/unmodelled.py memory_raising_flags), so a rendered recipe reads back as it was priced
+        compiled_loss_fusion=bool(g("--cross-entropy-loss-fusion", False)) and raw.get("--cross-entropy-fusion-impl") == "native",
+        wgrad_deferral_limit=g("--wgrad-deferral-limit", 0),
         masked_softmax_fusion=not g("--no-masked-softmax-fusion", False),  # store_false flag, default on
         # validate_args: --apply-query-key-layer-scaling also sets attention_softmax_in_fp32
         attention_softmax_in_fp32=g("--attention-softmax-in-fp32", False) or g("--apply-query-key-layer-scaling", False),

@@ -49,6 +49,7 @@ class Shape:
     lin_per16: int  # bytes per 16 elements of a saved GEMM input (LIN_BYTES_PER_16: 32 bf16, 16 FP8, 9 NVFP4, 64 fp32)
     core_attention: Optional[attention_scores.CoreAttention] = None  # set for the backends that store the scores
     act_bytes: int = 2  # bytes of one saved activation element outside the GEMM inputs: 2 (bf16 / fp16), 4 in fp32
+    compiled_loss_copy: bool = False  # --cross-entropy-loss-fusion: one more fp32 logits buffer at the loss (output_bytes)
 
     def lin(self, elems: int, div: int = 1) -> int:
         """Bytes of `elems` saved GEMM-input elements split over `div` ranks, rounded up."""
@@ -78,7 +79,8 @@ def shape_of(job: JobSpec, recipe: Recipe) -> Shape:
     tokens = job.seq_length * recipe.mbs // recipe.cp
     return Shape(tokens=tokens, tp=recipe.tp, sp_div=recipe.tp if recipe.sp_active else 1,
                  etp=recipe.etp_effective, ep=recipe.ep, lin_per16=lin_bytes_per16(job),
-                 core_attention=attention_scores.core_attention_of(job, recipe), act_bytes=activation_element_bytes(job))
+                 core_attention=attention_scores.core_attention_of(job, recipe), act_bytes=activation_element_bytes(job),
+                 compiled_loss_copy=recipe.cross_entropy_loss_fusion and recipe.compiled_loss_fusion)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -256,7 +258,16 @@ def output_bytes(model: ModelSpec, sh: Shape, padded_vocab: int) -> int:
     vocab_parallel_cross_entropy and fusions/fused_cross_entropy.py (--cross-entropy-fusion-impl native, the
     default) @d98e8a6; the TE impl keeps an fp32 input gradient too (transformer_engine/pytorch/triton/
     cross_entropy.py cross_entropy_forward, `grad_input = torch.empty_like(_input, dtype=torch.float32)` since
-    TE 01bbe3e, 2026-07-09). So 6 B per logit at the end of the forward, with or without fusion."""
+    TE 01bbe3e, 2026-07-09). So 6 B per logit at the end of the forward without fusion.
+    --cross-entropy-loss-fusion with the native impl (Recipe.compiled_loss_fusion; Megatron-LM asserts it is not te,
+    constraints/megatron/refusals.py; the te impl is TE's Triton kernel, priced above) runs those steps
+    inside `jit_fuser` functions, and jit_fuser is torch.compile from torch 2.2 (megatron/core/jit.py:19-20 @d98e8a64).
+    calculate_predicted_logits (megatron/core/fusions/fused_cross_entropy.py:25-44) mutates its fp32 logits input in
+    place (`-=` and `torch.exp(..., out=)`, megatron/core/tensor_parallel/cross_entropy.py:42 and :62) and returns
+    them as exp_logits; torch.compile functionalizes a mutated graph input (AOTAutograd computes the result into a new
+    buffer and copies it back into the input afterwards), so the compiled call holds a second fp32 T x V/TP buffer
+    beside the fp32 logits: 4 B per logit more. (Held out: Megatron-LM's functional tests measure its fusion cases
+    above their unfused siblings, bench/megatron_golden/compare.py; nothing here is fitted on them.)"""
     T, h, e = sh.tokens, model.hidden_size, sh.act_bytes
     v_local = padded_vocab // sh.tp
     norm_in = _ceil_div(e * T * h, sh.sp_div)
@@ -265,4 +276,5 @@ def output_bytes(model: ModelSpec, sh: Shape, padded_vocab: int) -> int:
     # fp32 training: the logits are fp32 already and `.float()` returns the same tensor (torch.Tensor.float: "if self is
     # already torch.float32, self is returned"), so the native cross entropy works in place on them: no second buffer
     fp32_loss_buffer = 0 if e == 4 else 4 * T * v_local
-    return norm_in + gemm_in + logits + fp32_loss_buffer
+    compiled_copy = 4 * T * v_local if sh.compiled_loss_copy else 0
+    return norm_in + gemm_in + logits + fp32_loss_buffer + compiled_copy

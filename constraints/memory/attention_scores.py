@@ -67,9 +67,12 @@ class CoreAttention:
 def core_attention_of(job: JobSpec, recipe: Recipe) -> Optional[CoreAttention]:
     """None for the fused backends (nothing here applies); in fp32 training they fall back to TE's unfused attention."""
     fp32 = job.precision == Precision.fp32
-    if not recipe.attention_backend.stores_scores and not fp32:
+    if recipe.local_transformer_impl:  # --transformer-impl local: Megatron's DotProductAttention whatever the backend
+        backend = AttentionBackend.local  # (megatron/core/models/backends.py:129-131 LocalSpecProvider.core_attention)
+    elif recipe.attention_backend.stores_scores or fp32:
+        backend = recipe.attention_backend if recipe.attention_backend.stores_scores else AttentionBackend.unfused
+    else:
         return None
-    backend = recipe.attention_backend if recipe.attention_backend.stores_scores else AttentionBackend.unfused
     return CoreAttention(backend=backend, batch=recipe.mbs, seq_q=job.seq_length // recipe.cp,
                          seq_kv=job.seq_length, masked_softmax_fusion=recipe.masked_softmax_fusion,
                          softmax_in_fp32=recipe.attention_softmax_in_fp32 or fp32, fp32=fp32)

@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field
 
 from constraints.memory import activations as act
+from constraints.memory.deferred_wgrad import deferred_embedding_wgrad_bytes
 from constraints.memory.in_flight import inflight_chunks, num_microbatches
 from constraints.memory.nvfp4_weights import QuantisedWeights, rank_quantised_weights
 from constraints.models.params import LayerParams, all_layer_params, layer_params, mtp_weight_depths, padded_vocab_size
@@ -130,8 +131,12 @@ def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int
     """static_terms from a rank's parameter counts: the sharding arithmetic alone. `quantised` (with
     --fp4-param-gather) holds the rank's NVFP4 linear weights, which replace their bf16 bytes wherever the rank
     holds whole weights (Megatron-FSDP / FSDP2 fully sharded weights stay priced at bf16)."""
-    dense_shards = max(recipe.dp(world_size) * recipe.cp, 1)
-    expert_shards = max(recipe.expert_dp(world_size), 1)
+    # --num-distributed-optimizer-instances N: each instance shards over its intra-partial group, DP*CP / N ranks
+    # (megatron/core/parallel_state.py:927-929 @d98e8a64) and expert-DP / N for expert parameters (:1450-1451); the
+    # gradient buffer is reduced over the same group (megatron/core/distributed/distributed_data_parallel.py:157)
+    instances = recipe.num_distributed_optimizer_instances
+    dense_shards = max(recipe.dp(world_size) * recipe.cp // instances, 1)
+    expert_shards = max(recipe.expert_dp(world_size) // instances, 1)
     fp32 = job.precision == Precision.fp32
     w_bytes = FP32_WEIGHT_BYTES if fp32 else FP8_WEIGHT_BYTES if recipe.fp8_param_gather else WEIGHT_BYTES
     g_bytes = BF16_GRAD_BYTES if recipe.grad_reduce_in_bf16 and job.precision not in (Precision.fp16, Precision.fp32) else GRAD_BYTES
@@ -272,6 +277,8 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
             sums[0], sums[1], sums[2] = sums[0] + layers, sums[1] + emb, sums[2] + out
             working = max(working, work)
         terms.update(rank_activation_terms(sums, working, len(chunks), inflight, comm, frag_ppm, framework_overhead_bytes))
+        if any(chunk.loss for chunk in chunks) and recipe.defer_embedding_wgrad_compute:
+            terms["deferred_embedding_wgrad"] = deferred_embedding_wgrad_bytes(model, recipe, sh, vocab, m)
         stages.append(StageMemory(rank=rank, terms=terms, total_bytes=sum(terms.values())))
     peak = max(stages, key=lambda s: (s.total_bytes, -s.rank))
     usable = capacity_bytes * (PPM - round(margin_fraction * PPM)) // PPM

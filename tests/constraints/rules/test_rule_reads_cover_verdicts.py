@@ -52,7 +52,8 @@ POOLS = {
     "distribute_saved_activations": [False, True], "moe_shared_expert_overlap": [False, True],
     "cpu_offloading_num_layers": [0, 1], "make_vocab_size_divisible_by": [128, 64],
     "attention_backend": list(AttentionBackend), "masked_softmax_fusion": [True, False],
-    "attention_softmax_in_fp32": [False, True],
+    "attention_softmax_in_fp32": [False, True], "local_transformer_impl": [False, True],
+    "defer_embedding_wgrad_compute": [False, True], "wgrad_deferral_limit": [0, 2], "compiled_loss_fusion": [False, True],
 }
 MODELS = ["Llama-3.1-8B", "Mixtral-8x7B-v0.1", "Moonlight-16B-A3B", "gpt-oss-20b", "GPT-3-175B", "Llama-2-13b"]
 JOBS = [JobSpec(seq_length=4096, global_batch_size=64), JobSpec(seq_length=2048, global_batch_size=48, precision="fp8-delayed"),
