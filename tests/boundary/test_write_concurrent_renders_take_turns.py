@@ -24,6 +24,10 @@ def removable_then_wait(directory):
     deadline = time.monotonic() + float(sys.argv[3])
     while not other.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    if sys.argv[4] == "unlocked" and sys.argv[1].endswith("r1"):
+        # both have read the folder; the second writes after the first has written (else the two race, and either
+        # order of check and write may come out)
+        time.sleep(5.0)
     return earlier
 files.removable = removable_then_wait
 if sys.argv[4] == "unlocked":
