@@ -7,6 +7,7 @@ Why a translation layer: HF configs name the same shape differently per family (
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -445,6 +446,26 @@ def load_model(name_or_path: str) -> ModelSpec:
         raise ModelError(str(exc)) from None
     if not isinstance(data, dict):
         raise ModelError(f"--model: {path} must hold a mapping of model fields")
-    # an HF download keeps config.json in a folder named after the model: that folder names it, not "config"
-    name = path.parent.name if path.stem == "config" and path.parent.name not in ("", ".", "/") else path.stem
-    return model_from_mapping(data, name)
+    return model_from_mapping(data, config_name(path, data))
+
+
+HUB_SNAPSHOT = re.compile(r"^[0-9a-f]{40}$")  # huggingface_hub's cache: models--ORG--NAME/snapshots/<commit sha>/config.json
+
+
+def config_name(path: Path, data: dict) -> str:
+    """The name a model file is shown under, as the user knows it (issue 31: a HF folder's model showed as `config`).
+    An HF download keeps config.json in a folder named after the model, and that folder names it; in huggingface_hub's
+    cache the folder is a commit hash, so the cache entry `models--ORG--NAME` names it, else the config's own
+    `_name_or_path` (what transformers wrote when it saved the config); any other file is named by its stem."""
+    if path.stem != "config" or path.parent.name in ("", ".", "/"):
+        return path.stem
+    folder = path.parent.name
+    if not HUB_SNAPSHOT.match(folder):
+        return folder
+    entry = path.parent.parent.parent.name
+    if entry.startswith("models--") and entry.count("--") >= 2:
+        return entry.split("--", 2)[2]
+    named = data.get("_name_or_path")
+    if isinstance(named, str) and named.strip("/ "):
+        return named.strip("/ ").rsplit("/", 1)[-1][:256]
+    return folder

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from constraints.case import Case
+from constraints.models.params import parameters_phrase
 from shardplan.api import check, profile_with_calibration, solve
 from shardplan.report.model import JobView, RecipeView, Report
 from shardplan.report.timeline import (
@@ -46,7 +47,8 @@ def recipe_view(case, legal: bool, fits: bool, violations: list, warnings: list,
 
 
 def job_view(model, job, placement, profile) -> JobView:
-    return JobView(model=model.name, hardware=profile.name, nodes=placement.num_nodes, gpus_per_node=placement.gpus_per_node,
+    return JobView(model=model.name, model_parameters=parameters_phrase(model), hardware=profile.name,
+                   nodes=placement.num_nodes, gpus_per_node=placement.gpus_per_node,
                    world_size=placement.world_size, seq_length=job.seq_length, global_batch_size=job.global_batch_size,
                    precision=job.precision.value, projection_calibrated=profile.calibrated)
 

@@ -14,6 +14,7 @@ from shardplan.report.timeline import Timeline
 class JobView(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str
+    model_parameters: str = ""  # '8.03 B parameters' (constraints.models.params.parameters_phrase): the config read as meant?
     hardware: str
     nodes: int
     gpus_per_node: int

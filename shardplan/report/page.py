@@ -122,7 +122,8 @@ def side_by_side(report: Report) -> str:
 def render_page(report: Report, sweep_html: str = "") -> str:
     """The whole HTML document."""
     j = report.job
-    title = f"shardplan {report.kind}: {j.model} on {j.world_size} x {j.hardware}"
+    title = (f"shardplan {report.kind}: {j.model}" + (f" ({j.model_parameters})" if j.model_parameters else "")
+             + f" on {j.world_size} x {j.hardware}")
     job = (f"{j.nodes} node{'' if j.nodes == 1 else 's'} x {j.gpus_per_node} GPUs, seq {j.seq_length:,}, global batch {j.global_batch_size:,}, {j.precision}"
            + ("" if j.projection_calibrated else " - projection not calibrated for this hardware"))
     body = [f"<h1>{esc(title)}</h1><div class='job'>{esc(job)}</div>"]

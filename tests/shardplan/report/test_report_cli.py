@@ -8,7 +8,7 @@ import sys
 
 import yaml
 
-from tests.helpers.builders import REPO
+from tests.helpers.builders import REPO, run_cli
 
 ROOT = REPO
 EXAMPLE = ROOT / "constraints" / "examples" / "llama3-70b-h100.yaml"
@@ -67,3 +67,11 @@ def test_report_solve_keeps_what_the_model_reading_left_out(tmp_path):
     report = solve_report(str(config), "h100-sxm-80gb", 1, top=1, seq_length=2048, global_batch_size=16, proposer="none")
     assert any(n.startswith("model config: model_type 'somefamily' is not a family shardplan reads by name")
                for n in report.notes)
+
+
+def test_the_report_names_the_model_with_its_parameter_count(tmp_path):
+    """Issue 31: every result says what was read, the report too (Llama-3.1-70B: 70.6 B parameters, as `models` lists)."""
+    out = tmp_path / "r.html"
+    code, _, err = run_cli("report", "check", str(REPO / "constraints" / "examples" / "llama3-70b-h100.yaml"), "-o", str(out))
+    assert code == 0, err
+    assert "Llama-3.1-70B (70.6 B parameters) on 64 x" in out.read_text()
