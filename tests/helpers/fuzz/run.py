@@ -118,8 +118,20 @@ def run_cli_in_process(argv: list[str], timeout_s: float, env: dict | None = Non
     return Outcome(rc, out.getvalue(), err.getvalue(), time.monotonic() - start, hung)
 
 
-def run_api_call(case: Case, timeout_s: float) -> Outcome:
-    """Call `shardplan.<name>(**kwargs)` under the alarm; the exception class, if any, goes in `extra`."""
+@contextlib.contextmanager
+def _working_directory(folder: Path):
+    """contextlib.chdir, which Python 3.10 (the oldest this project supports) lacks."""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def run_api_call(case: Case, folder: Path, timeout_s: float) -> Outcome:
+    """Call `shardplan.<name>(**kwargs)` under the alarm, from the case's folder (a wrong-typed but valid path such as
+    render_dir="8" is then written there, not into the checkout); the exception class, if any, goes in `extra`."""
     import shardplan
 
     name, kwargs = case.call
@@ -129,7 +141,7 @@ def run_api_call(case: Case, timeout_s: float) -> Outcome:
     raised, message, hung = None, "", False
     err = io.StringIO()
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        with _working_directory(folder), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
             getattr(shardplan, name)(**kwargs)
     except Hang:
         hung = True
@@ -176,7 +188,7 @@ def run_case(case: Case, folder: Path, timeout_s: float) -> Outcome:
     """Run the case the way its kind asks: the CLI in this process (then, for a writer, its read-back), an API call,
     or real processes."""
     if case.call:
-        return run_api_call(case, timeout_s)
+        return run_api_call(case, folder, timeout_s)
     if case.processes:
         return run_processes(case, folder, timeout_s)
     outcome = run_cli_in_process(argv_for(case, folder), timeout_s, case.env)
