@@ -85,20 +85,33 @@ def _looks_like_recipe_yaml(path: Path, text: str) -> Optional[dict]:
 _EXPECTED = "give a YAML recipe, a Megatron launch script or an argument file"
 
 
+UNNAMED_MODEL = "megatron-args"  # constraints/megatron/argv_to_specs.py's name for a model read from flags alone
+
+
 def load_check_input(path: str, hardware: Optional[str], nodes: Optional[int], gpus_per_node: Optional[int],
                      model: Optional[str] = None, script_args: Sequence[str] = (),
                      launch_env: Optional[Mapping[str, str]] = None) -> LoadedCase:
     """A Case from FILE; command-line --hardware/--nodes/--gpus-per-node/--model override or complete it.
     `script_args`: a launch script's positional arguments ($1 ...: `check SCRIPT -- ARG...`); `launch_env`: the launch
-    environment the user states (`--env NAME=VALUE`), which the script inherits and the rules judge."""
-    p = Path(path)
+    environment the user states (`--env NAME=VALUE`), which the script inherits and the rules judge. A model read
+    from flags that match no bundled model is named after the file (issue 31: it showed as 'megatron-args', also as
+    the SLURM job name)."""
+    loaded = _load_check_input(Path(path), hardware, nodes, gpus_per_node, model, script_args, launch_env)
+    if loaded.case.model.name == UNNAMED_MODEL and Path(path).stem:
+        named = loaded.case.model.model_copy(update={"name": Path(path).stem[:256]})
+        loaded.case = loaded.case.model_copy(update={"model": named})
+    return loaded
+
+
+def _load_check_input(p: Path, hardware: Optional[str], nodes: Optional[int], gpus_per_node: Optional[int],
+                      model: Optional[str], script_args: Sequence[str], launch_env: Optional[Mapping[str, str]]) -> LoadedCase:
     if _is_training_log(p):  # a log may be gigabytes: streamed, never read whole (constraints/megatron/training_log.py)
         _no_script_args(script_args, "a training log")
         loaded = _load_training_log(p, hardware, nodes, gpus_per_node, model)
         loaded.env = dict(launch_env) if launch_env is not None else None
         return loaded
     try:  # a recipe or a launch script / argument file: the same 1 MiB limit
-        text = read_text(p, "recipe" if p.suffix.lower() in RECIPE_SUFFIXES else "launch script", str(path),
+        text = read_text(p, "recipe" if p.suffix.lower() in RECIPE_SUFFIXES else "launch script", str(p),
                          expected=_EXPECTED.removeprefix("give "))
     except InputRefused as exc:
         raise InputError(str(exc)) from None

@@ -163,4 +163,7 @@ def parameters_phrase(model: ModelSpec) -> str:
 
 def counts_phrase(total: int, active: int) -> str:
     """parameters_phrase from the counts a result carries ({total, active})."""
-    return f"{total / 1e9:.3g} B parameters" + (f", {active / 1e9:.3g} B active" if active != total else "")
+    def count(n: int) -> str:
+        return f"{n / 1e9:.3g} B" if n >= 10**9 else f"{n / 1e6:.3g} M"
+
+    return f"{count(total)} parameters" + (f", {count(active)} active" if active != total else "")
