@@ -79,3 +79,15 @@ def test_an_unknown_profile_names_the_listing_command_not_every_profile():
     with pytest.raises(ProfileError) as info:
         load_profile("h900")
     assert "shardplan hardware" in str(info.value) and "mi355x" not in str(info.value)
+
+
+def test_the_cli_takes_names_as_people_write_them():
+    """As a user types it: a product name of the part, a hub id of the model; a part that is not bundled is refused."""
+    from tests.helpers.builders import REPO, run_cli
+
+    example = str(REPO / "constraints" / "examples" / "llama3-70b-h100.yaml")
+    code, out, err = run_cli("check", example, "--hardware", "H100-80GB", "--model", "meta-llama/Llama-3.1-70B")
+    assert code == 0, err
+    assert out.startswith("Llama-3.1-70B (70.6 B parameters) on 64 x h100-sxm-80gb")
+    code, _, err = run_cli("check", example, "--hardware", "a100-40gb")
+    assert code == 2 and err.startswith("error: --hardware: 'a100-40gb' is not a bundled profile: the A100 40GB")
