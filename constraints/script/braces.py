@@ -66,8 +66,9 @@ def _past_quote(word: str, i: int) -> int:
     return j + 1
 
 
-def _past_group(word: str, i: int) -> int:
-    """Index past the `}` / `)` closing the `{` / `(` at word[i] (parameter and command substitutions)."""
+def _matching(word: str, i: int, skip_parameters: bool) -> Optional[int]:
+    """Index of the `}` / `)` closing the `{` / `(` at word[i], past escapes and quotes (and, with `skip_parameters`,
+    whole `${...}` expansions, whose braces are not the group's), or None when it is not closed."""
     open_, close = word[i], "}" if word[i] == "{" else ")"
     depth, j = 0, i
     while j < len(word):
@@ -78,37 +79,28 @@ def _past_group(word: str, i: int) -> int:
         if c in "'\"":
             j = _past_quote(word, j)
             continue
+        if skip_parameters and c == "$" and word.startswith("${", j):
+            j = _past_group(word, j + 1)
+            continue
         if c == open_:
             depth += 1
         elif c == close:
             depth -= 1
             if depth == 0:
-                return j + 1
-        j += 1
-    return len(word)
-
-
-def _closing(word: str, i: int) -> Optional[int]:
-    depth, j = 0, i
-    while j < len(word):
-        c = word[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c in "'\"":
-            j = _past_quote(word, j)
-            continue
-        if c == "$" and word.startswith("${", j):
-            j = _past_group(word, j + 1)
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
                 return j
         j += 1
     return None
+
+
+def _past_group(word: str, i: int) -> int:
+    """Index past the `}` / `)` closing the `{` / `(` at word[i] (parameter and command substitutions)."""
+    end = _matching(word, i, skip_parameters=False)
+    return len(word) if end is None else end + 1
+
+
+def _closing(word: str, i: int) -> Optional[int]:
+    """Index of the `}` closing the brace expansion opened at word[i], or None."""
+    return _matching(word, i, skip_parameters=True)
 
 
 def _items(inner: str) -> Optional[list[str]]:
