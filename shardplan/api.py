@@ -30,7 +30,7 @@ from hardware.listing import profiles_table
 from hardware.profile import HardwareProfile, load_profile
 from measure.calibration.store import CalibrationFile, calibrated_profile, factors_for, load_calibration, model_key
 from measure.projection.error_band import tokens_range
-from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MAX_TOP, MAX_TRIALS, MIN_MEMORY_FRACTION
+from shardplan.api_arguments.bounds import MAX_TRIALS
 from shardplan.api_arguments.edge import api_edge
 from shardplan.api_arguments.models import Arguments, CheckArguments, RenderArguments, SolveArguments
 from shardplan.calibrate import calibrate, recipe_key  # noqa: F401  (calibrate: the API re-exports it)
@@ -51,14 +51,14 @@ from shardplan.results import (
 from shardplan.verdict import check_and_project
 from solver.deadline import wall_clock_limit
 from solver.fewest_gpus import CountScreen, fewest_gpus, target_explanation
-from solver.objective import OBJECTIVE_NAMES, Objective
+from solver.objective import Objective
 from solver.proposer.config import ProposerConfig
 from solver.request import SolveRequest
 from solver.trials import choose_trials, communication_share
 from solver.workflow import bound_fields, collect_pins, inapplicable_pins, resolve_recompute_kind, solve_request
 from templates.placeholders import placeholder_lines
 from templates.recipe_args import DATA_PATH_PLACEHOLDER, RenderPaths, recipe_to_megatron_args
-from templates.render import RENDER_FORMATS, launch_env, placeholders_of, render_script
+from templates.render import launch_env, placeholders_of, render_script
 from templates.render_files import not_rendered, render_solutions, write_script
 from templates.render_input import (
     flags_not_carried,
@@ -108,7 +108,6 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     what the source states. `calibration`: a file `calibrate` wrote for this hardware; the projection and the memory
     reserve then follow that cluster. `script_args`: a launch script's positional arguments ($1 ...); `env`: the launch
     environment (the script inherits it; the rules that read the environment judge it, also for an argument file)."""
-    _fraction(max_memory_fraction)
     with input_boundary():
         if isinstance(source, Mapping):
             data = dict(source)
@@ -182,12 +181,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     hardware, so the ranking, the projections and the memory reserve follow that cluster, and an answer a calibrating
     log measured is ranked by that measurement. `trials` K with `trials_dir`: write K short measuring runs of the most
     informative answers there (solver/trials.py, templates/trial_files.py), to feed back through `calibrate`."""
-    _fraction(max_memory_fraction)
-    _choice("objective", objective, OBJECTIVE_NAMES)
-    _choice("method", method, ("cpsat", "exhaustive"))
-    if not 1 <= top <= MAX_TOP:
-        raise ShardplanError(f"--top: give 1..{MAX_TOP} answers (got {top})")
-    objective = Objective(objective)
+    objective = Objective(objective)  # the fraction, objective, method and top were checked at the edge (api_edge)
     if target_tokens_per_s is not None and objective != Objective.fewest_gpus:
         raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
     from solver.cpsat.solve import check_solve_limits  # lazy: imports OR-Tools, which `--help` and `models` must not load
@@ -364,7 +358,6 @@ def render(source: Union[str, Path, Mapping[str, Any]], *, format: str = "torchr
     `output`: also write it there (atomically). From a launch script, the script's own --data-path and HF
     --tokenizer-model are kept unless `paths` gives others, and `not_carried` lists the script's flags the rendered
     script leaves out or sets otherwise. `shardplan render` is this function and nothing else."""
-    _choice("format", format, RENDER_FORMATS)  # stack config formats too (configs hook)
     if output is not None and not isinstance(source, Mapping):
         refuse_overwriting_input(source, output, "output")
     with input_boundary():
@@ -412,13 +405,3 @@ def memory_fraction(given: Optional[float], calibration_file=None) -> MemoryFrac
     that measured the allocator gap, else the learnt default."""
     measured_gap = calibration_file is not None and calibration_file.factors.allocator_gap_bytes is not None
     return resolve_memory_fraction(given, measured_gap)
-
-
-def _fraction(value: Optional[float]) -> None:
-    if value is not None and not MIN_MEMORY_FRACTION <= value <= MAX_MEMORY_FRACTION:
-        raise ShardplanError(f"--max-memory-fraction: give a fraction of HBM in {MIN_MEMORY_FRACTION}..{MAX_MEMORY_FRACTION} (got {value})")
-
-
-def _choice(name: str, value: str, allowed) -> None:
-    if value not in allowed:
-        raise ShardplanError(f"--{name.replace('_', '-')}: unknown value {value!r}; choose one of {', '.join(allowed)}")

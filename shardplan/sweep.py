@@ -205,8 +205,6 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
         raise ShardplanError(f"--hardware: no profile given ({hardware!r}); name one, e.g. h100-sxm-80gb")
     if not counts or counts[0] < 1:
         raise ShardplanError(f"--nodes: give node counts of at least 1 ({nodes!r}), e.g. 1..64")
-    if max_memory_fraction is not None and not 0.1 <= max_memory_fraction <= 1.0:
-        raise ShardplanError(f"--max-memory-fraction: give 0.1..1.0 ({max_memory_fraction})")
 
     if train_tokens is not None:  # NaN / inf passed click's FloatRange and came out as NaN in the JSON
         bounded_float(train_tokens, "--train-tokens", 0.0, MAX_TRAIN_TOKENS, "the largest published pre-training runs use "
