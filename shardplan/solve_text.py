@@ -2,7 +2,7 @@
 and a readable nothing-fits explanation. JSON is the result itself (shardplan.results.SolveResult.to_json)."""
 from __future__ import annotations
 
-from constraints.memory.allocator import MemoryFraction
+from constraints.memory.allocator import NEAR_LIMIT_FRACTION_PPM, PPM, MemoryFraction
 from constraints.models.params import parameters_phrase
 from hardware.profile import load_profile, profile_label, uncalibrated_reason
 from shardplan.formats import to_table
@@ -58,9 +58,6 @@ def format_solve(payload: dict, model, placement, job) -> str:
 
 
 RANKING_GAP_NOTE = 0.02  # flag answers whose ranking time and displayed (simulated) step differ by more than this
-# flag answers with less free than this share of HBM capacity: the Megatron-Bridge memory studies (bench/data runs.csv
-# MBSKILL rows) saw runs allocated at 97-99 % of capacity die of fragmentation or CUDA-graph pools
-THIN_HEADROOM = 0.03
 
 
 def range_line(payload: dict) -> str | None:
@@ -76,15 +73,14 @@ def range_line(payload: dict) -> str | None:
 
 
 def thin_headroom_line(payload: dict) -> str | None:
-    """The note for answers with under THIN_HEADROOM of HBM free, or None: the table prints it under the rows, csv /
-    markdown on stderr (shardplan/cli/solve.py)."""
-    thin = [str(i) for i, r in enumerate(payload["recipes"], start=1)
-            if r["memory"].get("near_limit")  # within a few percent of HBM of the limit (constraints/memory/allocator.py)
-            or r["memory"]["capacity_bytes"] - r["memory"]["peak_bytes"] < THIN_HEADROOM * r["memory"]["capacity_bytes"]]
+    """The note for answers near the memory limit (constraints/memory/allocator.py near_limit: within a few percent of
+    HBM of the usable limit, which also covers every answer with under that share of HBM free), or None: the table
+    prints it under the rows, csv / markdown on stderr (shardplan/cli/solve.py)."""
+    thin = [str(i) for i, r in enumerate(payload["recipes"], start=1) if r["memory"].get("near_limit")]
     if not thin:
         return None
     return (f"note: rank {', '.join(thin[:8])}{' ...' if len(thin) > 8 else ''}: near the memory limit (within "
-            f"{THIN_HEADROOM:.0%} of HBM of it); published runs this close both ran and ran out of memory "
+            f"{NEAR_LIMIT_FRACTION_PPM / PPM:.0%} of HBM of it); published runs this close both ran and ran out of memory "
             "(docs/memory.md); a lower --max-memory-fraction keeps a wider margin")
 
 
