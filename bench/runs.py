@@ -83,7 +83,7 @@ from hardware.profile import HardwareProfile
 from measure.kernels.cuda_graphs import graph_scope
 from measure.projection.project import Projection, project
 from measure.torch_native.stack import TorchNativeStack
-from measure.torch_native.step import project_torch_native
+from measure.torch_native.step import project_torch_native, refusal
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS_CSV = REPO / "bench" / "data" / "runs.csv"
@@ -407,6 +407,9 @@ def row_case(r: dict) -> RunCase | RunSkip:
     hw = row_hardware(r["hardware"])
     if isinstance(hw, str):
         return skip(hw)
+    torch_native = torch_native_stack(r)
+    if torch_native is not None and refusal(torch_native):
+        return skip(refusal(torch_native))
     if "task=LoRA" in r["notes"]:
         return skip("LoRA fine-tuning (frozen base weights) is not modelled")
     precision = _precision(r["precision"])
@@ -523,7 +526,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
                    hardware=profile, measured=measured, outcome=outcome, precision_published=r["precision"],
                    source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs, fp8_attention=fp8_attention,
                    fused_grouped_mlp=fused_grouped_mlp,
-                   bridge_release=release, torch_native=torch_native_stack(r),
+                   bridge_release=release, torch_native=torch_native,
                    memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
 
 

@@ -2,7 +2,7 @@
 
 Why in the bench and not in runs.py: the row's `software` (STACK `torchtitan` / `automodel`), `zero_or_fsdp` (FSDP2,
 FSDP1 FULL_SHARD / SHARD_GRAD_OP), `recompute` (torchtitan's AC modes) and the notes' `torch-native:` clause
-(bench/data/COLUMNS.md: `compile=on|off`, `fsdp float8 all-gather`, `async TP`, AutoModel's `kernels: TE`) are read
+(bench/data/COLUMNS.md: `compile=on|off`, `fsdp float8 all-gather`, `async TP`, `eager RMSNorm`, AutoModel's `kernels: TE`) are read
 here in one place; bench/runs.py only attaches the result to the case, and `bench.runs.project_case` picks the step
 model from it.
 """
@@ -54,5 +54,6 @@ def torch_native_stack(row: dict) -> Optional[TorchNativeStack]:
     te_kernels = re.search(r"kernels:\s*TE\b", notes) is not None
     return TorchNativeStack(fsdp=version or FsdpVersion.fsdp2, activation_checkpoint=activation_checkpoint(row.get("recompute", "")),
                             fused_pointwise=compiled or te_kernels,
+                            eager_norm=not (compiled or te_kernels) and re.search(r"eager RMSNorm", notes) is not None,
                             fp8_all_gather=re.search(r"fsdp float8 all-gather", notes, re.I) is not None,
                             async_tp=re.search(r"\basync TP\b", notes) is not None)

@@ -2,8 +2,13 @@
 
 Why only these: measure/kernels/layer_ops.py prices each element-wise step of a block as one fused pass (Megatron's
 fused SwiGLU, Transformer Engine's norms and fused RoPE). An eager torchtitan Llama block (torchtitan/models/llama/
-model.py @041336434) differs in two places; its norms were already a fused Triton kernel (`norm_type =
-"fused_rmsnorm"` in every train config of that commit), and its residual adds are single passes either way:
+model.py @041336434) differs in two or three places (its residual adds are single passes either way):
+- RMSNorm: the configs of 2024-04 use a fused Triton kernel (`norm_type = "fused_rmsnorm"` in every train config of
+  041336434); those of 2024-12 (`norm_type = "rmsnorm"`, train_configs/llama3_8b.toml @9dec370) run torchtitan's eager
+  `RMSNorm` (torchtitan/models/norms.py @9dec370: `x.float()`, `pow(2)`, `mean`, `x * rsqrt(...)`, `type_as`,
+  `* weight`): read 2 + write 4, read 4 + write 4, read 4, read 4 + write 4, read 4 + write 2, read 2 + write 2 bytes
+  per element, 36 where the fused kernel moves 4 (`NORM_EAGER_PASS_RATIO` = 9, applied to its backward too) when the
+  stack says its norms are eager (`TorchNativeStack.eager_norm`);
 - SwiGLU is `F.silu(self.w1(x)) * self.w3(x)`: a silu pass (one read, one write) and a multiply (two reads, one
   write), five tensor-sized passes where the fused kernel makes three (`SWIGLU_EAGER_PASS_RATIO`); autograd's
   backward of the two is priced at the same ratio;
@@ -21,6 +26,7 @@ from measure.kernels.common import Phase, PhaseOp
 from measure.kernels.ops import Op, OpKind
 
 SWIGLU_EAGER_PASS_RATIO = 5 / 3
+NORM_EAGER_PASS_RATIO = 36 / 4
 ROPE_EAGER_BYTES_PER_ELEMENT = 20.0
 
 
@@ -31,10 +37,14 @@ def eager_rope_ops(model: ModelSpec, tokens: int, heads: int, kv_heads: int) -> 
             for phase in (Phase.fwd, Phase.bwd_dgrad)]
 
 
-def eager_swiglu_extra_s(timed: list[tuple[PhaseOp, float]]) -> dict[Phase, float]:
-    """Seconds per phase the eager silu-then-multiply adds over the fused SwiGLU ops in `timed`."""
+def eager_extra_s(timed: list[tuple[PhaseOp, float]], eager_norm: bool) -> dict[Phase, float]:
+    """Seconds per phase the eager silu-then-multiply (and, when `eager_norm`, the eager RMSNorm) add over the fused
+    ops in `timed`."""
+    ratio = {OpKind.swiglu: SWIGLU_EAGER_PASS_RATIO}
+    if eager_norm:
+        ratio[OpKind.rmsnorm] = NORM_EAGER_PASS_RATIO
     out = {Phase.fwd: 0.0, Phase.bwd_dgrad: 0.0}
     for p, t in timed:
-        if p.op.kind == OpKind.swiglu and p.phase in out:
-            out[p.phase] += (SWIGLU_EAGER_PASS_RATIO - 1.0) * t
+        if p.op.kind in ratio and p.phase in out:
+            out[p.phase] += (ratio[p.op.kind] - 1.0) * t
     return out

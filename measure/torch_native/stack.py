@@ -4,8 +4,8 @@ Why its own description: these stacks share Megatron's parallel vocabulary (TP, 
 data-parallel state lives in PyTorch FSDP (FSDP2 `fully_shard` or FSDP1 `FullyShardedDataParallel`), which gathers
 each layer's parameters before it runs and reduce-scatters its gradients right after its backward; kernels are eager
 PyTorch unless `torch.compile` fuses them (or Transformer Engine modules replace them); float8 comes from torchao, not
-Transformer Engine; tensor-parallel overlap is PyTorch's async TP, not userbuffers; activation checkpointing is
-PyTorch's, with torchtitan's per-op and per-layer policies. measure/torch_native/step.py prices a step from these.
+Transformer Engine; tensor-parallel overlap is PyTorch's async TP, not userbuffers (refused by the step model);
+activation checkpointing is PyTorch's, with torchtitan's per-op and per-layer policies. measure/torch_native/step.py prices a step from these.
 """
 from __future__ import annotations
 
@@ -44,9 +44,12 @@ class TorchNativeStack(BaseModel):
     activation_checkpoint: ActivationCheckpoint = ActivationCheckpoint.none
     fused_pointwise: bool = Field(False, description="element-wise ops run fused: torch.compile, or Transformer Engine "
                                   "modules (AutoModel's `linear: te` / `rms_norm: te` backend)")
+    eager_norm: bool = Field(False, description="unfused, the norms run as eager PyTorch ops (torchtitan's `norm_type = "
+                             "\"rmsnorm\"` without compile; measure/torch_native/pointwise.py)")
     fp8_all_gather: bool = Field(False, description="torchao `enable_fsdp_float8_all_gather`: float8 linear weights are "
                                  "gathered in float8 (1 byte) instead of bf16")
-    async_tp: bool = Field(False, description="PyTorch async tensor parallel (torchtitan `enable_async_tensor_parallel`)")
+    async_tp: bool = Field(False, description="PyTorch async tensor parallel (torchtitan `enable_async_tensor_parallel`); "
+                             "the step model refuses it (measure/torch_native/step.py `refusal`)")
     reduce_bytes_per_elem: int = Field(4, description="gradient reduce-scatter dtype: torchtitan's MixedPrecisionPolicy "
                                        "reduce_dtype float32 (torchtitan/parallelisms/parallelize_llama.py @041336434, "
                                        "config_manager.py mixed_precision_reduce 'float32' @e7c0cae)")

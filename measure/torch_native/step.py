@@ -4,8 +4,13 @@ Why a step model of its own: priced as Megatron, these runs read 20-40 % off in 
 torch-native slice), for reasons that are the stack's, not the kernels': FSDP gathers every block's parameters on every
 micro-batch and hides them behind the previous block (measure/torch_native/fsdp.py), eager PyTorch runs element-wise
 chains unfused unless `torch.compile` or Transformer Engine modules fuse them (pointwise.py), activation checkpointing
-follows PyTorch's policies (activation_checkpoint.py), float8 comes from torchao (float8.py) and TP overlap from async
-TP (tensor_parallel.py). What it shares with measure/projection/project.py, and reuses from there: the per-op kernel
+follows PyTorch's policies (activation_checkpoint.py) and float8 comes from torchao (float8.py). Tensor parallelism is
+DTensor's (`ColwiseParallel` / `RowwiseParallel` with `SequenceParallel`): its all-gathers and reduce-scatters sit on
+the critical path, priced whole. Async TP (PyTorch symmetric-memory micro-pipelining, `enable_async_tensor_parallel`) is
+refused by name (`refusal`): a decomposition that hides each piece's transfer behind the previous piece's GEMM (Wang et
+al., ASPLOS 2023) projects +33 % on torchtitan's 2D Llama 3.1 70B run, where the publication measured +5.7 %
+(benchmarks/llama3_h100_202412_torchtitan.md Table 4: 829 -> 876 TPS/GPU), and one published pair cannot fit a
+better one. What it shares with measure/projection/project.py, and reuses from there: the per-op kernel
 times of a block (measure/projection/layer_cost.layer_parts, measure/kernels: measured tables, else the roofline with
 the part's calibrated efficiencies), the collective model (measure/comm), the expert dispatch and the CP ring, the
 embedding / loss head and the pipeline simulator (measure/pipeline/simulator.py; torch.distributed.pipelining's
@@ -15,6 +20,8 @@ slowdown of overlapped compute, the optimizer's foreach vs fused implementation 
 clipping. No constant here is fitted on a torch-native row.
 """
 from __future__ import annotations
+
+from typing import Optional
 
 from constraints.memory.in_flight import num_microbatches
 from constraints.spec import JobSpec, ModelSpec, MoeDispatcher, Placement, Recipe
@@ -32,11 +39,8 @@ from measure.projection.project import Breakdown, Projection
 from measure.torch_native.activation_checkpoint import recompute_s
 from measure.torch_native.float8 import weight_cast_ops
 from measure.torch_native.fsdp import UnitTraffic, exposed_backward_s, exposed_forward_s, regathers_for_backward
-from measure.torch_native.pointwise import eager_rope_ops, eager_swiglu_extra_s
+from measure.torch_native.pointwise import eager_extra_s, eager_rope_ops
 from measure.torch_native.stack import TorchNativeStack
-from measure.torch_native.tensor_parallel import exposed_tp_s
-
-_GEMMS = ("gemm", "grouped_gemm")
 
 
 class _Block:
@@ -50,12 +54,11 @@ class _Block:
         parts = layer_parts(model, job, recipe, placement, profile, kind)
         ops = timed_ops(layer_ops(model, job, recipe, kind), profile, None, None, cal.moe_load_imbalance)
         self.forward_ops = ops
-        gemm_fwd = sum(t for p, t in ops if p.phase == Phase.fwd and p.op.kind.value in _GEMMS)
         alltoall = recipe.moe_dispatcher == MoeDispatcher.alltoall
         fwd = parts.fwd_s + (parts.alltoall_sort_fwd_s if alltoall else 0.0)
         bwd = parts.dgrad_s + parts.wgrad_s + (parts.alltoall_sort_bwd_s if alltoall else 0.0)
         if not stack.fused_pointwise:
-            extra = eager_swiglu_extra_s(ops)
+            extra = eager_extra_s(ops, stack.eager_norm)
             t, _ = rank_tokens(job, recipe)
             heads = max(model.num_attention_heads // recipe.tp, 1)
             kv = max(model.num_query_groups // recipe.tp, 1)
@@ -67,13 +70,21 @@ class _Block:
         if job.precision.is_fp8:
             casts = weight_cast_ops(parts.dense_params + parts.expert_params, dp_shards if stack.fp8_all_gather else 1)
             fwd += sum(s for _, s in timed_ops(casts, profile, None, None, 1.0))
-        tp = exposed_tp_s(parts.tp_raw_s, gemm_fwd, recipe.tp, stack.async_tp)
+        tp = parts.tp_raw_s  # DTensor TP collectives sit on the critical path (see the module docstring)
         ep = parts.ep_raw_by_dispatcher_s[recipe.moe_dispatcher]
         self.tp_s, self.ep_s, self.cp_s = 2 * tp, 2 * ep, 3 * parts.cp_s
         self.forward_s = fwd + tp + ep + parts.cp_s
         self.compute_s = fwd + bwd
         self.backward_s = bwd + tp + ep + 2 * parts.cp_s
         self.dense_params, self.expert_params = parts.dense_params, parts.expert_params
+
+
+def refusal(stack: TorchNativeStack) -> Optional[str]:
+    """Why the step model does not price this stack (None when it does)."""
+    if stack.async_tp:
+        return ("async TP (torch symmetric-memory micro-pipelining) is not priced by the torch-native step model: its "
+                "overlap is not known well enough (measure/torch_native/step.py)")
+    return None
 
 
 def _collective_s(dense_bytes: float, expert_bytes: float, groups, profile: HardwareProfile, gather: bool) -> float:
@@ -86,7 +97,11 @@ def _collective_s(dense_bytes: float, expert_bytes: float, groups, profile: Hard
 
 def project_torch_native(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
                          stack: TorchNativeStack) -> Projection:
-    """Project one step of `recipe` run by a torch-native `stack` (see the module docstring)."""
+    """Project one step of `recipe` run by a torch-native `stack` (see the module docstring); a stack with a
+    `refusal` raises ValueError with it."""
+    refused = refusal(stack)
+    if refused:
+        raise ValueError(refused)
     world = placement.world_size
     dp = max(recipe.dp(world), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
