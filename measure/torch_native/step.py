@@ -111,7 +111,9 @@ def project_torch_native(model: ModelSpec, job: JobSpec, recipe: Recipe, placeme
     head = timed_ops(head_ops(model, job, recipe), profile, None, None, 1.0)
     emb = [sum(t for p, t in head if p.op.kind.value == "embedding" and (p.phase == Phase.fwd) == fwd) for fwd in (True, False)]
     loss = [sum(t for p, t in head if p.op.kind.value != "embedding" and (p.phase == Phase.fwd) == fwd) for fwd in (True, False)]
-    vocab_params = sum(p.op.shape[0] * p.op.shape[1] for p, _ in head if p.phase == Phase.bwd_wgrad and p.op.kind.value == "gemm")
+    # the output layer's weight on this rank (its wgrad GEMM; MTP heads share it, as measure/projection/project.py counts)
+    vocab_params = (sum(p.op.shape[0] * p.op.shape[1] for p, _ in head if p.phase == Phase.bwd_wgrad and p.op.kind.value == "gemm")
+                    // max(1 + model.mtp_num_layers, 1))
     chunks = rank_chunks(model, recipe)
     pp, v = recipe.pp, len(chunks[0])
     regather = regathers_for_backward(stack, pp)
@@ -134,7 +136,8 @@ def project_torch_native(model: ModelSpec, job: JobSpec, recipe: Recipe, placeme
                 for key, value in (("compute", blk.compute_s), ("tp", blk.tp_s), ("ep", blk.ep_s), ("cp", blk.cp_s)):
                     totals[key][r] += m * value
                 owned[r] += blk.dense_params / (dp * recipe.cp) + blk.expert_params / max(recipe.expert_dp(world), 1)
-            root = vocab_params if (chunk.embedding or chunk.loss) else 0
+            # the root FSDP unit: the embedding where the chunk holds it, the output layer unless it is the same tied weight
+            root = vocab_params * (int(chunk.embedding) + int(chunk.loss and not (model.tied_embeddings and chunk.embedding)))
             root_gather = _collective_s(root * 2, 0, groups, profile, True)
             root_reduce = _collective_s(root * stack.reduce_bytes_per_elem, 0, groups, profile, False)
             owned[r] += root / (dp * recipe.cp)
