@@ -33,8 +33,9 @@ bench/family_slices.py), every row at its held-out error under that table's grou
 
 Models: `transfer` (default; per-part microbenchmarks + shared software constants, bench.fit_software) and
 `per-part` (the earlier per-part fit, bench.fit_calibration._Fit; a held-out part falls back to the defaults).
-Rows from torch-native stacks are a separate slice that the headline excludes (see bench/run_slices.py); no
-fold fits on them, and they are projected out of sample like every other row, so their error is reported.
+Rows from torch-native stacks are a separate slice that the headline excludes (see bench/run_slices.py), priced by
+their own step model (measure/torch_native/step.py, `bench.runs.project_case`); no fold fits on them, and that model
+has no constant fitted on them, so their error is out of sample under every grouping.
 """
 from __future__ import annotations
 
@@ -50,8 +51,7 @@ from bench.fit_calibration import fit_profiles
 from bench.fit_software import fit_transfer_profiles
 from bench.release_spread import configuration, summary_line
 from bench.run_slices import is_headline, is_torch_native, model_family, published_regression, release_group, source_group, throughput_cases
-from bench.runs import RunCase
-from measure.projection.project import project
+from bench.runs import RunCase, project_case
 
 GROUPINGS: dict[str, Callable[[RunCase], str]] = {"source": source_group, "hardware": lambda c: c.hardware,
                                                   "family": model_family, "release": release_group}
@@ -59,7 +59,7 @@ MODELS = {"transfer": fit_transfer_profiles, "per-part": fit_profiles}
 
 
 def _err(case: RunCase, profile) -> float:
-    p = project(case.model, case.job, case.recipe, case.placement, profile, **case.run_options())
+    p = project_case(case, profile)  # torch-native rows by their own step model (measure/torch_native)
     return p.tokens_per_s_per_gpu / case.measured["tokens_per_s_per_gpu"] - 1.0
 
 
@@ -140,7 +140,7 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
     lines += [stat_row(f"slice: {s}", v) for s, v in sorted(slices.items())]
     native = [errs[c.id] for c in cases if is_torch_native(c)]
     if native:
-        lines.append(stat_row("torch-native (FSDP2) rows, excluded above", native))
+        lines.append(stat_row("torch-native rows (measure/torch_native step model), excluded above", native))
     flagged = [errs[c.id] for c in cases if not is_torch_native(c) and published_regression(c)]
     if flagged:
         lines.append(stat_row("publisher-flagged regressions, excluded above", flagged))

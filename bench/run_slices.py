@@ -6,9 +6,10 @@
 - `release_group`: the same, but the performance summary split by release (a weaker fold, reported beside it).
 - `model_family`: Llama, Qwen, DeepSeek-style MLA (DeepSeek, Moonlight, Kimi), gpt-oss, Nemotron, GPT-3,
   Mixtral, other.
-- `is_torch_native`: NeMo AutoModel / torchtitan rows (torch FSDP2 stacks). Their step is FSDP2's own
-  prefetch/overlap and eager or `torch.compile` kernels, not the Megatron-LM stack the projection prices, so
-  no fit uses them and every validation reports them as their own slice.
+- `is_torch_native`: NeMo AutoModel / torchtitan / PyTorch FSDP rows (`RunCase.torch_native`, bench/torch_native_rows.py),
+  and Megatron rows run with `--use-torch-fsdp2`. Their step is FSDP's own prefetch/overlap and eager or `torch.compile`
+  kernels, priced by measure/torch_native/step.py, not the Megatron-LM stack the projection prices, so no fit uses
+  them and every validation reports them as their own slice.
 - `published_regression`: rows whose publisher marks the figure itself as a known performance regression of a
   kernel library (PUBLISHED_REGRESSIONS). The projection prices the configuration; a library bug that the next
   release fixes is not an input it has, so no fit uses these rows and every validation reports them as their own
@@ -47,7 +48,7 @@ def model_family(case: RunCase) -> str:
 
 
 def is_torch_native(case: RunCase) -> bool:
-    return case.recipe.dp_sharding == DataParallelSharding.torch_fsdp2 or source_group(case) in ("AUTOMODEL", "TTITAN")
+    return case.torch_native is not None or case.recipe.dp_sharding == DataParallelSharding.torch_fsdp2
 
 
 # (Megatron-Bridge release, model family) -> the publisher's own statement that the release's figures for that model

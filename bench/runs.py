@@ -59,6 +59,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict
 
 from bench.mbridge_presets import preset_for
+from bench.torch_native_rows import torch_native_stack
 from constraints.models.load import load_model
 from constraints.spec import (
     Activation,
@@ -78,7 +79,11 @@ from constraints.spec import (
     RecomputeMethod,
     RecomputeModule,
 )
+from hardware.profile import HardwareProfile
 from measure.kernels.cuda_graphs import graph_scope
+from measure.projection.project import Projection, project
+from measure.torch_native.stack import TorchNativeStack
+from measure.torch_native.step import project_torch_native, refusal
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS_CSV = REPO / "bench" / "data" / "runs.csv"
@@ -173,6 +178,9 @@ class RunCase(BaseModel):
     # the Megatron-Bridge release of a performance-summary row ('26.06.01') or the commit of a verification card
     # ('card@067f987d'), None for other sources (`_bridge_release`)
     bridge_release: Optional[str] = None
+    # the torch-native stack (torchtitan, AutoModel, PyTorch FSDP) the row ran (bench/torch_native_rows.py), None for a
+    # Megatron-family row: `project_case` prices it with measure/torch_native/step.py instead of Megatron's projection
+    torch_native: Optional[TorchNativeStack] = None
 
     def run_options(self) -> dict:
         """measure.projection.project.project's keyword arguments that describe how the run executed, not its recipe: every
@@ -402,6 +410,9 @@ def row_case(r: dict) -> RunCase | RunSkip:
     hw = row_hardware(r["hardware"])
     if isinstance(hw, str):
         return skip(hw)
+    torch_native = torch_native_stack(r)
+    if torch_native is not None and refusal(torch_native):
+        return skip(refusal(torch_native))
     if "task=LoRA" in r["notes"]:
         return skip("LoRA fine-tuning (frozen base weights) is not modelled")
     precision = _precision(r["precision"])
@@ -518,8 +529,17 @@ def row_case(r: dict) -> RunCase | RunSkip:
                    hardware=profile, measured=measured, outcome=outcome, precision_published=r["precision"],
                    source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs, fp8_attention=fp8_attention,
                    fused_grouped_mlp=fused_grouped_mlp,
-                   bridge_release=release,
+                   bridge_release=release, torch_native=torch_native,
                    memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
+
+
+def project_case(case: RunCase, profile: HardwareProfile) -> Projection:
+    """The row's step priced by the model of the stack it ran: torch-native rows by measure/torch_native/step.py
+    (FSDP's own overlap, eager or compiled kernels, torchao float8, async TP), every other row by Megatron's projection
+    (measure/projection/project.py) with its run options."""
+    if case.torch_native is not None:
+        return project_torch_native(case.model, case.job, case.recipe, case.placement, profile, case.torch_native)
+    return project(case.model, case.job, case.recipe, case.placement, profile, **case.run_options())
 
 
 def load_all(csv_path: Path | str = RUNS_CSV) -> tuple[list[RunCase], list[RunSkip]]:

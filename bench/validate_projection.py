@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Optional
 
 from bench.family_slices import family_slices  # noqa: E402
-from bench.runs import RUNS_CSV, RunCase, load_all
+from bench.runs import RUNS_CSV, RunCase, load_all, project_case
 from constraints.spec import MoeDispatcher
 from hardware.profile import HardwareProfile, load_profile
 from measure.comm.topology import recipe_groups as rank_groups
-from measure.projection.project import project
 
 METRICS = ("tokens_per_s_per_gpu", "tflops_per_gpu")
 _NODE_AWARE = re.compile(r"hybrid-?ep|deepep|flex", re.I)
@@ -65,7 +64,7 @@ def evaluate(cases: list[RunCase], profiles: Optional[dict[str, HardwareProfile]
         if c.outcome != "ran" or not any(k in c.measured for k in METRICS):
             continue
         prof = profiles.get(c.hardware) or load_profile(c.hardware)
-        p = project(c.model, c.job, c.recipe, c.placement, prof, **c.run_options())
+        p = project_case(c, prof)
         rec = {"id": c.id, "model": c.model.name, "hardware": c.hardware, "precision": c.job.precision.value, "case": c,
                "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "tflops_per_gpu": p.model_tflops_per_gpu}
         for k in METRICS:

@@ -18,6 +18,7 @@ from constraints.stacks.bridge import bridge_key, is_bridge, load_override_value
 from constraints.stacks.common import EnvReferences, StackConfig, StackConfigError
 from constraints.stacks.keys import DEST_OF
 from constraints.stacks.primus import is_primus, read_primus
+from constraints.stacks.torch_native import torch_native_refusal
 from constraints.stacks.yaml_cfg import is_yaml_cfg, read_yaml_cfg
 
 KINDS = ("primus", "bridge", "yaml-cfg")
@@ -74,11 +75,15 @@ def read_stack_config(path: Path, text: str, environ: dict[str, str]) -> Optiona
     budget = InputBudget(path.name)
     budget.charge_file(path.name)
     budget.charge_bytes(len(text.encode()), path.name)
+    if path.suffix not in (".yaml", ".yml") and torch_native_refusal(path.name, text):  # a torchtitan TOML
+        raise StackConfigError(torch_native_refusal(path.name, text))
     if path.suffix in (".yaml", ".yml"):
         try:
             data = load_yaml(text, "recipe", str(path), budget)
         except InputRefused:
             return None  # the recipe reader reports YAML errors as before
+        if torch_native_refusal(path.name, text, data):  # a NeMo AutoModel recipe
+            raise StackConfigError(torch_native_refusal(path.name, text, data))
         if isinstance(data, dict):
             return read_stack_mapping(data, path, environ, budget)
         if not isinstance(data, str):
