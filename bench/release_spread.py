@@ -60,12 +60,26 @@ def summary_line(cases: list[RunCase]) -> str:
             f"median {statistics.median(a):.1f} %, p90 {p90:.1f} %, worst {a[-1]:.1f} %.")
 
 
+def split_line(cases: list[RunCase]) -> str:
+    """The same reference for MoE and dense configurations apart (issue 32: how much of the MoE rows' held-out tail is
+    release-to-release movement of the published figure, which no release-blind projection removes)."""
+    errs, by_id = release_blind_errors(cases), {c.id: c for c in cases}
+    parts = []
+    for label, moe in (("MoE", True), ("dense", False)):
+        a = sorted(100 * abs(e) for k, e in errs.items() if by_id[k].model.is_moe == moe)
+        if a:
+            p90 = statistics.quantiles(a, n=10, method="inclusive")[8] if len(a) > 1 else a[0]
+            parts.append(f"{label} {len(a)} rows: median {statistics.median(a):.1f} %, p90 {p90:.1f} %, worst {a[-1]:.1f} %")
+    return "Release-blind reference by layer type: " + "; ".join(parts) + "."
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row's release-blind error")
     args = ap.parse_args(argv)
     cases = throughput_cases()
     print(summary_line(cases))
+    print(split_line(cases))
     if args.rows:
         errs = release_blind_errors(cases)
         for c in sorted((c for c in cases if c.id in errs), key=configuration):

@@ -82,6 +82,15 @@ def is_headline(case: RunCase) -> bool:
     return not is_torch_native(case) and published_regression(case) is None
 
 
+def moe_slices(case: RunCase) -> list[str]:
+    """The MoE slices a row belongs to: `moe` for every row whose model has experts, and `moe in MBR` for those of the
+    Megatron-Bridge performance summary, the publication that holds most MoE rows, whose held-out fold therefore fits
+    the MoE constants on the fewest MoE rows (issue 32)."""
+    if not case.model.is_moe:
+        return []
+    return ["moe", "moe in MBR"] if source_group(case) == "MBR" else ["moe"]
+
+
 def throughput_cases(cases: Optional[list[RunCase]] = None) -> list[RunCase]:
     """Ran rows with a measured tokens/s/GPU, with the dispatcher assumption validate_projection makes."""
     cases = assume_moe_dispatcher(cases if cases is not None else load_runs())

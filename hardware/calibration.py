@@ -82,10 +82,18 @@ class SoftwareConstants(_Strict):
     attention_scale: float = Field(1.0, gt=0, le=2.0)
     memory_scale: float = Field(0.8, gt=0, le=1.2, description="element-wise kernels' achieved bandwidth over a plain copy")
     host_time_per_op_us: float = Field(0.0, ge=0)
-    grouped_gemm_relative_efficiency: float = Field(0.85, gt=0, le=1)
+    # Set from sources, not fitted (bench/fit_software.py GRID leaves them out). A Transformer Engine grouped GEMM outside
+    # the fused grouped MLP is one cuBLASLt GEMM per local expert (GroupedLinear -> general_grouped_gemm ->
+    # nvte_multi_tensor_gemm -> multi_stream_cublas_gemm, measure/kernels/common.py grouped_gemm_ops), so each expert's
+    # GEMM runs at the plain GEMM rate of its own shape (the GEMM curve prices small per-expert GEMMs, the per-launch
+    # host time is gemm_launch_host_us): relative efficiency 1.0, no extra token dependence (0)
+    grouped_gemm_relative_efficiency: float = Field(1.0, gt=0, le=1)
     grouped_gemm_half_tokens: float = Field(0.0, ge=0)
     moe_dispatch_overhead_us: float = Field(0.0, ge=0)
     gemm_launch_host_us: float = Field(0.0, ge=0)
+    # max/mean tokens per expert: 1.0 under forced-balanced routing (Megatron --moe-router-force-load-balancing), which
+    # 134 of runs.csv's 158 MoE headline rows state and none contradicts; a run with natural routing states its own
+    # value (an input of the run, never fitted: bench/fit_software.py GRID)
     moe_load_imbalance: float = Field(1.0, ge=1.0)
     exposed_comm_fraction: float = Field(0.2, ge=0, le=1)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from constraints.spec import MoeDispatcher, RecomputeModule
+from measure.projection.ep_overlap_schedule import exposed_ep_pair_s
 from measure.projection.layer_cost import RECOMPUTE_MODULES, LayerParts
 from measure.projection.recipe_batch import DISPATCHERS
 
@@ -17,7 +18,8 @@ KIND_COLS = ("F", "B", "W", "R", "S", "P", "E")  # per kind: fwd, bwd, wgrad, re
 
 # raw layer columns per kind: measure.projection.layer_cost.LayerParts flattened (EP traffic per dispatcher, forward time per
 # module that a --recompute-modules choice can re-run)
-_RAW_FIXED = ("fwd", "dgrad", "wgrad", "tp_raw", "cp", "dense_params", "expert_params", "a2a_sort_f", "a2a_sort_b")
+_RAW_FIXED = ("fwd", "dgrad", "wgrad", "tp_raw", "cp", "dense_params", "expert_params", "a2a_sort_f", "a2a_sort_b",
+              "expert_f", "expert_d", "expert_w")
 RECOMPUTE_MODULE_COLS = tuple(sorted(set().union(*RECOMPUTE_MODULES.values()) | {m.value for m in RecomputeModule}))
 _EP0 = len(_RAW_FIXED)
 _MOD0 = _EP0 + len(DISPATCHERS)
@@ -30,18 +32,18 @@ def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp:
     """Kind columns (KIND_COLS, each [row, 1]) of one layer kind per row from its raw columns (`raw_cols`):
     measure.projection.layer_cost.finish_parts on arrays — selective recompute = the recomputed modules' forward time; TP
     traffic times the exposed fraction where overlapped; the alltoall dispatcher's token re-sorts on its rows; the row
-    dispatcher's EP traffic, which EP overlap hides
-    behind the other micro-batch's compute down to the exposed fraction (tests/measure/projection/test_vectorized.py holds the two
-    equal on random parts)."""
+    dispatcher's EP traffic, of which EP overlap leaves what Megatron's combined 1F1B layer schedule shows
+    (measure/projection/ep_overlap_schedule.py, the same function as the scalar path; tests/measure/projection/test_vectorized.py
+    holds the two equal on random parts)."""
     f = cal.exposed_comm_fraction
     c = {name: raw[:, i] for i, name in enumerate(_RAW_FIXED)}
     tp = c["tp_raw"] * np.where(tpo, f, 1.0)
     ep = np.take_along_axis(raw[:, _EP0:_EP0 + len(DISPATCHERS)], disp[:, None], axis=1)[:, 0]
     a2a = disp == _ALLTOALL
-    fwd = c["fwd"] + np.where(a2a, c["a2a_sort_f"], 0.0)
-    dgrad = c["dgrad"] + np.where(a2a, c["a2a_sort_b"], 0.0)
-    ep_f = np.where(epo, paired * np.maximum(ep - (dgrad + c["wgrad"]), ep * f) + (1.0 - paired) * ep, ep)
-    ep_b = np.where(epo, paired * np.maximum(ep - fwd, ep * f) + (1.0 - paired) * ep, ep)
+    sort_f, sort_b = np.where(a2a, c["a2a_sort_f"], 0.0), np.where(a2a, c["a2a_sort_b"], 0.0)
+    fwd, dgrad = c["fwd"] + sort_f, c["dgrad"] + sort_b
+    exposed = exposed_ep_pair_s(fwd, dgrad, c["wgrad"], c["expert_f"] + sort_f, c["expert_d"] + sort_b, c["expert_w"], ep, f)
+    ep_f = ep_b = np.where(epo, paired * exposed / 2 + (1.0 - paired) * ep, ep)
     sel = (raw[:, _MOD0:_MOD0 + len(RECOMPUTE_MODULE_COLS)] * sel_mask).sum(axis=1)
     cols = {"F": fwd + tp + ep_f + c["cp"], "B": dgrad + tp + ep_b + 2 * c["cp"], "W": c["wgrad"],
             "R": fwd + tp + ep_f, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
@@ -51,5 +53,5 @@ def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp:
 def raw_cols(parts: LayerParts) -> list[float]:
     """The row of one LayerParts in the `_RAW_FIXED`, per-dispatcher EP, per-module layout."""
     return ([parts.fwd_s, parts.dgrad_s, parts.wgrad_s, parts.tp_raw_s, parts.cp_s, parts.dense_params, parts.expert_params,
-             parts.alltoall_sort_fwd_s, parts.alltoall_sort_bwd_s]
+             parts.alltoall_sort_fwd_s, parts.alltoall_sort_bwd_s, parts.expert_fwd_s, parts.expert_dgrad_s, parts.expert_wgrad_s]
             + [parts.ep_raw_by_dispatcher_s.get(d, 0.0) for d in DISPATCHERS] + [parts.fwd_by_module_s.get(m, 0.0) for m in RECOMPUTE_MODULE_COLS])

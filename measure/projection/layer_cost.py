@@ -12,7 +12,8 @@ Communication per micro-batch (see measure/projection/project.py's docstring for
   all-reduce for EP/ETP traffic but keeps the SP gather/scatter pair.
 - EP: dispatch + combine all-to-all of t/TP * topk * h bf16, times the load-imbalance factor; the flex
   dispatcher deduplicates per destination node; ETP adds an all-gather + reduce-scatter over ETP. With EP A2A
-  overlap, what the other micro-batch's opposite pass cannot cover stays exposed (`finish_parts`).
+  overlap, what Megatron's combined 1F1B layer schedule cannot hide behind the compute node each dispatch / combine
+  is paired with stays exposed (measure/projection/ep_overlap_schedule.py, `finish_parts`).
 - CP (p2p ring): CP-1 K,V exchanges, hidden behind attention compute when shorter.
 """
 from __future__ import annotations
@@ -41,8 +42,12 @@ from measure.kernels.layer_ops import (
 )
 from measure.kernels.mamba_ops import mamba_cp_s
 from measure.kernels.roofline import CostLookup, op_time_s
+from measure.projection.ep_overlap_schedule import exposed_ep_pair_s
 
 # Megatron's --recompute-modules names -> the layer_ops modules whose forward they re-run
+# layer_ops modules of the routed experts (grouped GEMMs, their activation, permute / unpermute): what Megatron's EP
+# overlap schedule runs as the `mlp` node (measure/projection/ep_overlap_schedule.py); the rest of a layer is `pre_dispatch`
+EXPERT_MODULES = frozenset({"moe", "moe_act"})
 RECOMPUTE_MODULES = {"moe": {"moe", "moe_act", "router", "moe_latent_proj"}, "mlp": {"mlp"}, "core_attn": {"core_attn"},
                       "layernorm": {"layernorm"}, "moe_act": {"moe_act"}, "mla_up_proj": {"mla_up_proj"},
                       "shared_experts": {"shared_experts"}}
@@ -91,6 +96,10 @@ class LayerParts:
     expert_params: int
     alltoall_sort_fwd_s: float = 0.0  # the alltoall dispatcher's own token re-sorts (layer_ops.alltoall_sort_ops)
     alltoall_sort_bwd_s: float = 0.0
+    # the routed experts' share of fwd_s / dgrad_s / wgrad_s (EXPERT_MODULES): the `mlp` node of the EP overlap schedule
+    expert_fwd_s: float = 0.0
+    expert_dgrad_s: float = 0.0
+    expert_wgrad_s: float = 0.0
 
 
 def timed_ops(ops: list[PhaseOp], profile, table, fp, imbalance: float, cache: Optional[dict] = None) -> list[tuple[PhaseOp, float]]:
@@ -103,7 +112,7 @@ def timed_ops(ops: list[PhaseOp], profile, table, fp, imbalance: float, cache: O
             t = op_time_s(p, profile, table, fp)
             if cache is not None:
                 cache[key] = t
-        if p.module in ("moe", "moe_act"):
+        if p.module in EXPERT_MODULES:
             t *= imbalance
         out.append((p, t))
     return out
@@ -126,6 +135,7 @@ class _OpSums:
     expert_params: int
     n_by_module: dict  # module -> (forward ops, backward ops), what CUDA graph scopes capture (measure/kernels/cuda_graphs.py)
     launches_by_module: dict  # module -> (forward, backward) GEMMs launched one by one inside ops (PhaseOp.gemm_launches)
+    expert_by_phase: dict  # Phase -> seconds of the EXPERT_MODULES ops
 
 
 def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
@@ -133,9 +143,12 @@ def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
     fwd_by_module: dict[str, float] = {}
     n_by_module: dict[str, tuple[int, int]] = {}
     launches_by_module: dict[str, tuple[int, int]] = {}
+    expert = {ph: 0.0 for ph in Phase}
     n_fwd = n_bwd = dense_p = expert_p = 0
     for p, t in timed:
         by[p.phase] += t
+        if p.module in EXPERT_MODULES:
+            expert[p.phase] += t
         f, b = n_by_module.get(p.module, (0, 0))
         lf, lb = launches_by_module.get(p.module, (0, 0))
         issued = int(p.host_op)  # kernels launched inside another op's module call add no host op (kernel_ops.PhaseOp)
@@ -156,7 +169,7 @@ def _op_sums(timed: list[tuple[PhaseOp, float]]) -> _OpSums:
             else:
                 dense_p += n
     return _OpSums(by[Phase.fwd], by[Phase.bwd_dgrad], by[Phase.bwd_wgrad], fwd_by_module, n_fwd, n_bwd, dense_p, expert_p,
-                   n_by_module, launches_by_module)
+                   n_by_module, launches_by_module, expert)
 
 
 def _memo(cache: dict, key: tuple, make):
@@ -268,7 +281,9 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
                       fwd_by_module_s=fwd_by_module, tp_raw_s=tp, ep_raw_by_dispatcher_s=dict(ep), cp_s=cp,
                       dense_params=attn.dense_params + blk.dense_params,
                       expert_params=attn.expert_params + blk.expert_params,
-                      alltoall_sort_fwd_s=sort.fwd_s, alltoall_sort_bwd_s=sort.dgrad_s + sort.wgrad_s)
+                      alltoall_sort_fwd_s=sort.fwd_s, alltoall_sort_bwd_s=sort.dgrad_s + sort.wgrad_s,
+                      expert_fwd_s=blk.expert_by_phase[Phase.fwd], expert_dgrad_s=blk.expert_by_phase[Phase.bwd_dgrad],
+                      expert_wgrad_s=blk.expert_by_phase[Phase.bwd_wgrad])
 
 
 def ep_paired_fraction(pp, vpp, m):
@@ -298,25 +313,25 @@ def finish_layer_cost(parts: LayerParts, recipe: Recipe, cal: Calibration, num_m
 def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dispatcher: MoeDispatcher, ep_overlap: bool,
                  cal: Calibration, ep_paired: float = 1.0) -> LayerCost:
     """The selective recompute's forward time over the `recomputed` layer_ops modules, the dispatcher's EP
-    traffic and its own token passes (the alltoall dispatcher's re-sorts), and only the calibration's exposed fraction of TP (`--tp-comm-overlap`); EP under
-    `--overlap-moe-expert-parallel-comm` hides at most the other micro-batch's compute, on the `ep_paired` share
-    of passes that have a partner (`ep_paired_fraction`; the rest stay exposed)."""
+    traffic and its own token passes (the alltoall dispatcher's re-sorts), and only the calibration's exposed fraction of TP
+    (`--tp-comm-overlap`); EP under `--overlap-moe-expert-parallel-comm` shows what Megatron's combined 1F1B layer
+    schedule leaves of it (`ep_overlap_schedule.exposed_ep_pair_s`) on the `ep_paired` share of passes that have a
+    partner (`ep_paired_fraction`; the rest show all of it)."""
     sel = sum(t for m, t in parts.fwd_by_module_s.items() if m in recomputed)
     alltoall = dispatcher == MoeDispatcher.alltoall
-    fwd_s = parts.fwd_s + (parts.alltoall_sort_fwd_s if alltoall else 0.0)
-    dgrad_s = parts.dgrad_s + (parts.alltoall_sort_bwd_s if alltoall else 0.0)
+    sort_f, sort_b = (parts.alltoall_sort_fwd_s, parts.alltoall_sort_bwd_s) if alltoall else (0.0, 0.0)
+    fwd_s, dgrad_s = parts.fwd_s + sort_f, parts.dgrad_s + sort_b
     tp_exp = parts.tp_raw_s * (cal.exposed_comm_fraction if tp_overlap else 1.0)
     ep_raw = parts.ep_raw_by_dispatcher_s[dispatcher]
     ep_fwd = ep_bwd = ep_raw
     if ep_overlap:
-        # --overlap-moe-expert-parallel-comm runs the forward of one micro-batch against the backward of another
-        # (Megatron-LM core/pipeline_parallel/combined_1f1b.py, "EP A2A overlap"): a forward dispatch/combine hides
-        # behind the other micro-batch's backward compute and a backward one behind its forward compute, so no
-        # more than that compute is hidden; the calibration's exposed fraction stays visible in any case.
-        ep_fwd = max(ep_raw - (dgrad_s + parts.wgrad_s), ep_raw * cal.exposed_comm_fraction)
-        ep_bwd = max(ep_raw - fwd_s, ep_raw * cal.exposed_comm_fraction)
-        ep_fwd = ep_paired * ep_fwd + (1.0 - ep_paired) * ep_raw
-        ep_bwd = ep_paired * ep_bwd + (1.0 - ep_paired) * ep_raw
+        # --overlap-moe-expert-parallel-comm pairs one micro-batch's forward with another's backward, each dispatch /
+        # combine hiding behind the one compute node Megatron pairs it with (measure/projection/ep_overlap_schedule.py);
+        # the paired pass's exposure is split evenly between its forward and backward, unpaired passes show it all
+        exposed = float(exposed_ep_pair_s(fwd_s, dgrad_s, parts.wgrad_s, parts.expert_fwd_s + sort_f,
+                                          parts.expert_dgrad_s + sort_b, parts.expert_wgrad_s, ep_raw,
+                                          cal.exposed_comm_fraction))
+        ep_fwd = ep_bwd = ep_paired * exposed / 2 + (1.0 - ep_paired) * ep_raw
     return LayerCost(fwd=fwd_s, dgrad=dgrad_s, wgrad=parts.wgrad_s, recompute_selective=sel,
                      tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_fwd, ep_bwd=ep_bwd, cp_fwd=parts.cp_s, cp_bwd=2 * parts.cp_s,
                      dense_params=parts.dense_params, expert_params=parts.expert_params)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.release_spread import release_blind_errors, summary_line
+from bench.release_spread import release_blind_errors, split_line, summary_line
 from bench.run_slices import throughput_cases
 
 
@@ -28,3 +28,14 @@ def test_two_releases_make_a_pair_and_one_release_is_left_out():
     # GPT OSS 120B on 64 B200 at GBS 512, EP 8 was published in 25.11 only (later releases run GBS 1280)
     assert "MBR-257" not in errs
     assert summary_line(throughput_cases()).startswith("Release-blind reference (bench.release_spread): ")
+
+
+def test_moe_configurations_move_more_between_releases_than_dense_ones():
+    """Qwen3-30B-A3B, 16 H100, FP8, GBS 1024, MBS 1, PP 2, VP 12, EP 8: 5,113 tokens/s/GPU in 26.02 (MBR-228) and 9,058 in
+    26.02.01 (MBR-191), the widest release-to-release move in the summary, and a MoE one."""
+    cases = throughput_cases()
+    errs = release_blind_errors(cases)
+    assert errs["MBR-228"] == pytest.approx(9058 / 5113 - 1) and errs["MBR-191"] == pytest.approx(5113 / 9058 - 1)
+    line = split_line(cases)
+    moe_p90, dense_p90 = (float(part.split("p90 ")[1].split(" %")[0]) for part in line.split("; "))
+    assert line.startswith("Release-blind reference by layer type: MoE ") and moe_p90 > 2 * dense_p90

@@ -193,8 +193,8 @@ def test_dispatcher_ep_overlap_and_uneven_stage_axes_equal_scalar_per_row():
        st.lists(st.floats(0.0, 5e-2, allow_nan=False), min_size=3, max_size=3),
        st.lists(st.floats(0.0, 1e-3, allow_nan=False), min_size=3, max_size=3),
        st.sampled_from(list(MoeDispatcher)), st.booleans(), st.booleans(), st.sampled_from(list(RecomputeModule)),
-       st.floats(0.0, 1.0))
-def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, epo, module, paired):
+       st.floats(0.0, 1.0), st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=3, max_size=3))
+def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, epo, module, paired, expert_share):
     """The vectorised finish (recompute modules, TP/EP overlap, dispatcher) is layer_cost.finish_parts on arrays,
     including EP traffic far larger than the compute that overlap can hide it behind."""
     from measure.projection.layer_columns import KIND_COLS, RECOMPUTE_MODULE_COLS, finish_columns, raw_cols
@@ -203,7 +203,8 @@ def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, e
     parts = LayerParts(fwd_s=base[0], dgrad_s=base[1], wgrad_s=base[2], tp_raw_s=base[3], cp_s=base[4],
                        fwd_by_module_s={"core_attn": mods[0], "moe_act": mods[1], "mlp": mods[2], "qkv": base[5]},
                        ep_raw_by_dispatcher_s=dict(zip(MoeDispatcher, ep_raw)), dense_params=7, expert_params=11,
-                       alltoall_sort_fwd_s=base[6], alltoall_sort_bwd_s=2 * base[6])
+                       alltoall_sort_fwd_s=base[6], alltoall_sort_bwd_s=2 * base[6], expert_fwd_s=expert_share[0] * base[0],
+                       expert_dgrad_s=expert_share[1] * base[1], expert_wgrad_s=expert_share[2] * base[2])
     cal = load_profile("h100-sxm-80gb").calibration
     recomputed = recomputed_modules([module, RecomputeModule.core_attn])
     want = finish_parts(parts, recomputed, tpo, dispatcher, epo, cal, paired)
