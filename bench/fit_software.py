@@ -37,9 +37,19 @@ GRID = {
     # the plain GEMM rate of its own shape), moe_load_imbalance 1.0 (forced-balanced routing, as the rows state)
     "moe_dispatch_overhead_us": [0.0, 50.0, 100.0, 200.0, 350.0, 500.0, 750.0, 1000.0],
     "gemm_launch_host_us": [0.0, 5.0, 10.0, 20.0, 40.0],
+    # the Mamba-2 SSD scan kernels' bandwidth over a plain copy (hardware/calibration.py SoftwareConstants.ssd_scan_scale),
+    # tried only when the fit has rows of hybrid models; memory_scale's grid, down to where its whole-file fit sat (0.5)
+    # and below
+    "ssd_scan_scale": [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1],
 }
 MOE_ONLY = ("grouped_gemm_relative_efficiency", "grouped_gemm_half_tokens", "moe_dispatch_overhead_us", "moe_load_imbalance",
             "gemm_launch_host_us")
+HYBRID_ONLY = ("ssd_scan_scale",)
+
+
+def _is_hybrid(c: RunCase) -> bool:
+    """A row of a hybrid model, whose Mamba layers run the SSD scan kernels (the only rows ssd_scan_scale moves)."""
+    return bool(c.model.hybrid_layer_pattern)
 
 
 def profile_with(base: HardwareProfile, sw: SoftwareConstants) -> HardwareProfile:
@@ -60,6 +70,7 @@ class SharedFit:
         self.base: dict[str, HardwareProfile] = {}
         self.uses_moe = any(c.model.is_moe for c in cases)
         self.uses_fp8 = any(c.job.precision.is_fp8 for c in cases)
+        self.uses_hybrid = any(_is_hybrid(c) for c in cases)
         self._memo: dict = {}
 
     def _base(self, hw: str) -> HardwareProfile:
@@ -78,6 +89,8 @@ class SharedFit:
             cal = cal.model_copy(update={k: None for k in MOE_ONLY})
         if not c.job.precision.is_fp8:
             cal = cal.model_copy(update={"fp8_gemm_relative_efficiency": None})
+        if not _is_hybrid(c):
+            cal = cal.model_copy(update={"ssd_scan_memory_efficiency": None})
         key = (c.id, cal)
         hit = self._memo.get(key)
         if hit is None:
@@ -99,7 +112,8 @@ class SharedFit:
         start = best = self.loss(self.sw)
         for _ in range(rounds):
             for key, grid in GRID.items():
-                if (key in MOE_ONLY and not self.uses_moe) or (key == "fp8_scale" and not self.uses_fp8):
+                if ((key in MOE_ONLY and not self.uses_moe) or (key == "fp8_scale" and not self.uses_fp8)
+                        or (key in HYBRID_ONLY and not self.uses_hybrid)):
                     continue
                 for val in grid:
                     trial = self.sw.model_copy(update={key: val})

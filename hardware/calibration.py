@@ -50,6 +50,9 @@ class Calibration(_Strict):
                                        "(Transformer Engine's multi-stream cuBLAS loop: measure/kernel_ops.grouped_gemm_ops)")
     attention_efficiency: float = Field(0.5, gt=0, le=1)
     memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")
+    ssd_scan_memory_efficiency: Optional[float] = Field(
+        None, gt=0, le=1, description="achieved/peak HBM bandwidth of mamba_ssm's Triton SSD scan kernels "
+        "(measure/kernels/mamba_ssd.py); None = memory_bound_efficiency")
     collective_bandwidth_efficiency: float = Field(0.7, gt=0, le=1)
     p2p_bandwidth_efficiency: float = Field(0.8, gt=0, le=1)
     collective_fixed_overhead_us: float = Field(20.0, ge=0, le=1e7)
@@ -81,6 +84,14 @@ class SoftwareConstants(_Strict):
     fp8_scale: float = Field(1.0, gt=0, le=1.5, description="fp8-over-bf16 relative efficiency over the microbenchmark's")
     attention_scale: float = Field(1.0, gt=0, le=2.0)
     memory_scale: float = Field(0.8, gt=0, le=1.2, description="element-wise kernels' achieved bandwidth over a plain copy")
+    # The Mamba-2 scan's kernels (mamba_ssm's Triton chunked SSD: fp32 partial sums, tl.dot over 128-token chunks, grids
+    # of batch x chunks x heads; measure/kernels/mamba_ssd.py) are not plain streaming kernels, and no achieved rate of
+    # them on any part is published in what this project cites. Sharing `memory_scale` tied them to whatever rows fix
+    # that constant: fitted without the hybrid rows (leave the Megatron-Bridge summary out) it rose from 0.5 to 0.8 and
+    # the hybrid rows read +25 % too fast. So the scan has its own scale, fitted only on rows of hybrid models
+    # (bench/fit_software.py HYBRID_ONLY); None (no hybrid row in the fit) keeps `memory_scale`.
+    ssd_scan_scale: Optional[float] = Field(None, gt=0, le=1.2, description="Mamba-2 SSD scan kernels' achieved "
+                                            "bandwidth over a plain copy; None = memory_scale")
     host_time_per_op_us: float = Field(0.0, ge=0)
     # Set from sources, not fitted (bench/fit_software.py GRID leaves them out). A Transformer Engine grouped GEMM outside
     # the fused grouped MLP is one cuBLASLt GEMM per local expert (GroupedLinear -> general_grouped_gemm ->
@@ -119,6 +130,7 @@ def derive_calibration(peak_bf16_tflops: float, peak_fp8_tflops: Optional[float]
         fp8_gemm_relative_efficiency=round(min(1.0, fp8_rel * sw.fp8_scale), 4),
         attention_efficiency=round(min(1.0, mb.attention_fraction * sw.attention_scale), 4),
         memory_bound_efficiency=round(min(1.0, mb.hbm_fraction * sw.memory_scale), 4),
+        ssd_scan_memory_efficiency=None if sw.ssd_scan_scale is None else round(min(1.0, mb.hbm_fraction * sw.ssd_scan_scale), 4),
         collective_bandwidth_efficiency=round(min(1.0, mb.allreduce_ring_busbw_gb_per_s / scale_up_gb_per_s), 4),
         host_time_per_op_us=sw.host_time_per_op_us,
         grouped_gemm_relative_efficiency=sw.grouped_gemm_relative_efficiency,

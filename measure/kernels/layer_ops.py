@@ -9,7 +9,9 @@ Conventions (Megatron-LM core, `megatron/core/transformer/*`):
   see t / TP tokens, the column/row-parallel GEMMs see all t tokens with their N (or K) split by TP.
 - a GEMM `gemm:(m,n,k)` costs 2mnk FLOPs; its dgrad is (m,k,n) and its wgrad (k,n,m) (same FLOPs).
 - flash attention backward does 5 of the forward's 2 matmul passes: 2.5x the forward FLOPs
-  (Dao, FlashAttention-2, sec. 3.1); core attention has no weights, so it is all dgrad.
+  (Dao, FlashAttention-2, sec. 3.1); core attention has no weights, so it is all dgrad. Its op carries the FLOPs its
+  time is worth at the part's attention rate: the causal (or windowed) FLOPs times the tile-step factor of
+  measure/kernels/attention_tiles.py (fixed work per query tile; 1.0 for full causal attention at 8k).
 - MoE under forced balance: every local expert gets t_ep = EP * ETP * (t / TP) * topk / E tokens
   (tokens of the EP group, all-gathered over ETP; Megatron `MoEAlltoAllTokenDispatcher`).
 - MLA down-projections (q_down, kv_down) are not TP-split (Megatron `MLASelfAttention`, duplicated).
@@ -26,6 +28,7 @@ from enum import Enum
 
 from constraints.models.window import mean_pair_fraction
 from constraints.spec import Activation, JobSpec, ModelSpec, MoeDispatcher, Recipe
+from measure.kernels.attention_tiles import query_tile_time_factor
 from measure.kernels.common import (
     Phase,
     PhaseOp,
@@ -180,6 +183,10 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
     # causal: half of the s_q x s_kv scores; CP load-balancing keeps that half per rank; a sliding window keeps the
     # model's mean share of those pairs (constraints/models/window.py)
     attn_flops = 4.0 * b * heads * s_q * s_kv * head_dim / 2 * mean_pair_fraction(model, job.seq_length)
+    # a fused kernel's time follows its tile steps, fixed work per query tile included (measure/kernels/attention_tiles.py);
+    # fp32 core attention runs unfused batched matmuls, untiled
+    if core != "fp32":
+        attn_flops *= query_tile_time_factor(model, job.seq_length)
     io_bytes = b * s_q * heads * head_dim * 2 * 4 + b * s_kv * kv_heads * head_dim * 2 * 2
     shape = (b, heads, kv_heads, s_q, s_kv, head_dim, 1)
     ops.append(PhaseOp(Op(OpKind.attention_fwd, shape, core), Phase.fwd, "core_attn", attn_flops, io_bytes))

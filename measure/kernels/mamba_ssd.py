@@ -248,11 +248,12 @@ def _state_blocks(s: ScanShape) -> int:
 def scan_ops(s: ScanShape, module: str = "mamba") -> list[PhaseOp]:
     """The kernels as PhaseOps (forward, then backward as dgrad). The host issues the autograd function once each way
     (the launches inside it are the function's own Python), so only its first kernel per phase is a host op.
-    Each op's key is an elementwise op of bytes / 6 elements: a measured stand-in (x + y over n bf16 elements moves
-    6n bytes, measure/microbench/kernels.py) moves the kernel's bytes."""
+    Each op is an OpKind.ssd_scan of bytes / 6 elements: the roofline prices it by its bytes at the calibration's
+    `ssd_scan_memory_efficiency` (the Triton scan kernels' own achieved bandwidth, not the elementwise kernels'), and a
+    measured stand-in (x + y over n bf16 elements moves 6n bytes, measure/microbench/kernels.py) moves its bytes."""
     ops = []
     for phase, kernels in ((Phase.fwd, forward_kernels(s)), (Phase.bwd_dgrad, backward_kernels(s))):
         for i, k in enumerate(kernels):
-            op = Op(OpKind.elementwise, (max(-(-k.bytes_moved // 6), 1),), "bf16")
+            op = Op(OpKind.ssd_scan, (max(-(-k.bytes_moved // 6), 1),), "bf16")
             ops.append(PhaseOp(op, phase, module, float(k.flops), float(k.bytes_moved), host_op=i == 0))
     return ops

@@ -18,6 +18,8 @@ class OpKind(str, Enum):
     rmsnorm / layernorm: (tokens, hidden)
     swiglu / gelu / squared_relu: (tokens, width)   width = output width of the activation
     elementwise: (num_elements,)  residual add, dropout, bias, copy; bytes-bound
+    ssd_scan: (num_elements,)     one kernel of mamba_ssm's chunked SSD scan (measure/kernels/mamba_ssd.py), bytes / 6
+                                  as elements; bytes-bound at the part's own scan bandwidth (measure/kernels/roofline.py)
     softmax_cross_entropy: (tokens, vocab)
     embedding: (tokens, hidden)
     optimizer_step: (num_params,)  fused Adam over fp32 master params
@@ -33,6 +35,7 @@ class OpKind(str, Enum):
     gelu = "gelu"
     squared_relu = "squared_relu"
     elementwise = "elementwise"
+    ssd_scan = "ssd_scan"
     softmax_cross_entropy = "softmax_cross_entropy"
     embedding = "embedding"
     optimizer_step = "optimizer_step"

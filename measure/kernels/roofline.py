@@ -105,11 +105,20 @@ def _grouped_tokens(pop: PhaseOp) -> int:
     return pop.op.shape[3] if pop.phase.value == "bwd_wgrad" else pop.op.shape[1]
 
 
+def memory_efficiency(cal: Calibration, kind: OpKind) -> float:
+    """Achieved/peak HBM bandwidth of a kernel class: mamba_ssm's Triton SSD scan kernels have their own
+    (`ssd_scan_memory_efficiency`; hardware/calibration.py says why), every other bytes-bound kernel the
+    elementwise one. A calibration without a scan value prices the scan as elementwise kernels."""
+    if kind == OpKind.ssd_scan and cal.ssd_scan_memory_efficiency is not None:
+        return cal.ssd_scan_memory_efficiency
+    return cal.memory_bound_efficiency
+
+
 def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
     """Analytic time of one kernel from its FLOPs and bytes."""
     cal = profile.calibration
     kind = pop.op.kind
-    mem_s = pop.bytes_moved / (profile.hbm_bandwidth_gb_per_s * 1e9 * cal.memory_bound_efficiency)
+    mem_s = pop.bytes_moved / (profile.hbm_bandwidth_gb_per_s * 1e9 * memory_efficiency(cal, kind))
     if kind in _MATMUL:
         groups = pop.op.shape[0] if kind == OpKind.grouped_gemm else 1
         eff = matmul_efficiency(cal, pop.flops / groups, pop.op.dtype)

@@ -218,7 +218,7 @@ def _pointwise_forward(op: Op, dev, dt):
     if kind == OpKind.squared_relu:
         x = rand(*s)
         return (lambda: torch.square(F.relu(x))), (x,)
-    if kind == OpKind.elementwise:
+    if kind in (OpKind.elementwise, OpKind.ssd_scan):  # the scan's stand-in moves its bytes (mamba_ssd.scan_ops)
         x, y = rand(*s), rand(*s)
         return (lambda: x + y), (x, y)
     if kind == OpKind.softmax_cross_entropy:
@@ -240,7 +240,7 @@ def _pointwise(phase: str, op: Op, dev) -> Benchmark:
     fwd, wrt = _pointwise_forward(op, dev, dt)
     if phase == "fwd":
         return Benchmark(fwd, used, "eager")
-    if op.kind == OpKind.elementwise and phase == "bwd_dgrad":
+    if op.kind in (OpKind.elementwise, OpKind.ssd_scan) and phase == "bwd_dgrad":
         return Benchmark(fwd, used, "eager")  # residual/permute backward is the same add/gather again
     backward_phase = "bwd_wgrad" if op.kind == OpKind.embedding else "bwd_dgrad"
     if phase != backward_phase:

@@ -47,7 +47,8 @@ from hardware.profile import load_profile
 from measure.kernels.common import Phase
 from measure.kernels.mamba_ops import mamba_ops
 from measure.kernels.mamba_ssd import backward_kernels, forward_kernels, scan_ops, scan_shape
-from measure.kernels.roofline import curve_efficiency, peak_flops
+from measure.kernels.ops import OpKind
+from measure.kernels.roofline import curve_efficiency, peak_flops, roofline_time_s
 
 NH8 = "Nemotron-H-8B-Base-8K"
 JOB = JobSpec(seq_length=8192, global_batch_size=64)
@@ -130,3 +131,21 @@ def test_head_splits_follow_the_sm_count_rule(tp):
     """nheads_per_program = max(min(ceil(b c Hl / 132), Hl/Gl), 1); splits = ceil((Hl/Gl) / nheads_per_program):
     Hl = 128/tp, 64 chunks, 16 heads per group: ceil(64*128/tp / 132) = 63, 32, 16, 8 -> splits 1, 1, 1, 2."""
     assert _shape(tp=tp).splits == {1: 1, 2: 1, 4: 1, 8: 2}[tp]
+
+
+def test_scan_kernels_take_the_scan_bandwidth_and_other_bytes_bound_ops_the_elementwise_one():
+    """The SSD kernels are OpKind.ssd_scan, priced at the calibration's `ssd_scan_memory_efficiency` (H100: 3,350 GB/s
+    datasheet); without one they fall back to `memory_bound_efficiency`. The mixer's norm and residual stay elementwise."""
+    prof = load_profile("h100-sxm-80gb")
+    layer = mamba_ops(load_model(NH8), JOB, Recipe(tp=2, sequence_parallel=True))
+    scan = [p for p in layer if p.op.kind == OpKind.ssd_scan]
+    assert len(scan) == len(scan_ops(_shape())) and all(p.op.kind != OpKind.elementwise for p in scan_ops(_shape()))
+    launch_s = prof.calibration.kernel_launch_us * 1e-6
+    own = prof.model_copy(update={"calibration": prof.calibration.model_copy(update={"ssd_scan_memory_efficiency": 0.3})})
+    k = scan[1]
+    assert roofline_time_s(k, own) == pytest.approx(k.bytes_moved / (3350e9 * 0.3) + launch_s)
+    unset = prof.model_copy(update={"calibration": prof.calibration.model_copy(update={"ssd_scan_memory_efficiency": None})})
+    eff = prof.calibration.memory_bound_efficiency
+    assert roofline_time_s(k, unset) == pytest.approx(k.bytes_moved / (3350e9 * eff) + launch_s)
+    residual = [p for p in layer if p.module == "residual"][0]
+    assert roofline_time_s(residual, own) == roofline_time_s(residual, unset)

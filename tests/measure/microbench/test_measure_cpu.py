@@ -81,7 +81,8 @@ EVERY_KERNEL = [
     "fwd/rmsnorm:16x32:bf16", "bwd_dgrad/rmsnorm:16x32:bf16", "fwd/layernorm:16x32:bf16", "bwd_dgrad/layernorm:16x32:bf16",
     "fwd/swiglu:16x32:bf16", "bwd_dgrad/swiglu:16x32:bf16", "fwd/gelu:16x32:bf16", "bwd_dgrad/gelu:16x32:bf16",
     "fwd/squared_relu:16x32:bf16", "bwd_dgrad/squared_relu:16x32:bf16", "fwd/elementwise:512:bf16",
-    "bwd_dgrad/elementwise:512:bf16", "fwd/softmax_cross_entropy:16x64:bf16", "bwd_dgrad/softmax_cross_entropy:16x64:bf16",
+    "bwd_dgrad/elementwise:512:bf16", "fwd/ssd_scan:512:bf16", "bwd_dgrad/ssd_scan:512:bf16",
+    "fwd/softmax_cross_entropy:16x64:bf16", "bwd_dgrad/softmax_cross_entropy:16x64:bf16",
     "fwd/embedding:16x32:bf16", "bwd_wgrad/embedding:16x32:bf16", "optimizer/optimizer_step:1000:fp32",
 ]
 

@@ -254,3 +254,14 @@ def test_ep_overlap_pairs_only_passes_with_a_partner():
     _assert_matches(model, job, pl, prof, [base.model_copy(update={"overlap_moe_expert_parallel_comm": True}),
                                            Recipe(tp=1, pp=2, ep=8, first_stage_layers=13, last_stage_layers=14,
                                                   overlap_moe_expert_parallel_comm=True)])
+
+
+@pytest.mark.parametrize("name,hw", [("gpt-oss-20b", "h100-sxm-80gb"), ("Nemotron-H-8B-Base-8K", "b200")])
+def test_windowed_attention_and_the_ssd_scan_bandwidth_price_alike_in_batch_and_scalar(name, hw):
+    """gpt-oss's 128-token windows (tile steps, measure/kernels/attention_tiles.py) and a hybrid's scan kernels at their own
+    bandwidth (ssd_scan_memory_efficiency set) reach the batch through the same layer ops: both paths agree."""
+    model, base = load_model(name), load_profile(hw)
+    profile = base.model_copy(update={"calibration": base.calibration.model_copy(update={"ssd_scan_memory_efficiency": 0.25})})
+    job = JobSpec(seq_length=2048, global_batch_size=256)
+    place = Placement(hardware=hw, num_nodes=2, gpus_per_node=8)
+    _assert_matches(model, job, place, profile, _legal_recipes(model, job, place.world_size, profile, 20, seed=7))
