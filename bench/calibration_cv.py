@@ -16,10 +16,10 @@ precision: `measured_together`) plays one user's cluster in turn:
    (tokens/s/GPU x GPUs));
 3. every other run of the group is projected as `--calibration` projects it and compared with its measurement: a run
    of the same model with the fitted factors, a run of another model with the shipped speed constants.
-The uncalibrated error of the same held-out projections (step 1's constants alone) is reported beside it. One more
-line measures what the product does not do: each run projected from a one-run calibration on up to four runs of OTHER
-models of its group, factors carried over (it makes the error worse, which is why measure/calibration/store.py
-factors_for does not carry them).
+The uncalibrated error of the same held-out projections (step 1's constants alone) is reported beside it. Then each run
+is projected from a one-run calibration on up to four runs of OTHER models of its group: factors carried whole (worse
+than uncalibrated), and by each carry rule of measure/calibration/carry.py, the rule for each publication chosen on the
+other publications (leave one publication out); `--calibration` carries CARRIED_RULE, the rule chosen on them all.
 """
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def summary(records: list[dict]) -> tuple[str, dict[int, tuple[float, float]]]:
         figures[shots] = (statistics.median(a), pct(a, 0.9))
     other = [r for r in records if r["shots"] == 0]
     if other:
-        lines.append(_line("calibrated on another model's run (speed not carried over: uncalibrated)", [r["err"] for r in other]))
+        lines.append(_line("uncalibrated, each run that has another model in its group", [r["err"] for r in other]))
     carried = [r for r in records if r["shots"] == -1]
     if carried:
         lines.append(_line("uncalibrated, the same projections", [r["uncalibrated"] for r in carried]))
@@ -150,7 +150,7 @@ def summary(records: list[dict]) -> tuple[str, dict[int, tuple[float, float]]]:
         held, chosen = carry_rule_held_out(carried)
         lines.append(_line("calibrated on 1 run of another model, carried by the rule chosen without its publication", held))
         for name in CARRY_RULES:
-            lines.append(_line(f"calibrated on 1 run of another model, carry rule '{name}' (every publication)",
+            lines.append(_line(f"  carry rule '{name}' (every publication)",
                                [r["carried"][name] for r in carried]))
         lines.append(f"\ncarry rule chosen on every publication (measure/calibration/carry.py CARRIED_RULE): '{chosen}'")
     groups = len({r["group"] for r in records})
