@@ -40,11 +40,13 @@ def run_options(loaded) -> dict:
 
 
 def natural_routing(loaded) -> bool:
-    """The input's MoE run routes naturally: a launch script, stack config or log without
-    --moe-router-force-load-balancing (Bridge: model.moe_router_force_load_balancing). A recipe YAML, which holds no
-    Megatron flags, keeps forced balance, as every published benchmark the constants were fitted on
-    (measure/projection/moe_routing.py)."""
-    return bool(loaded.flags) and natural_routing_requested(loaded.flags, loaded.case.model.is_moe)
+    """The input is a training log of a MoE run that routed naturally: its flags (a Megatron-LM dump, or Bridge's
+    model.moe_router_force_load_balancing) lack --moe-router-force-load-balancing (measure/projection/moe_routing.py).
+    Only a log: it says how the run it measured routed, and a calibration must price its step as it ran. A script,
+    stack config or recipe YAML is a plan, projected with forced balance as `solve` projects every plan (so a rendered
+    config checks like its recipe); docs/closed-loop.md says what that leaves."""
+    return getattr(loaded, "measured", None) is not None and bool(loaded.flags) \
+        and natural_routing_requested(loaded.flags, loaded.case.model.is_moe)
 
 
 # Megatron-LM's per-step timers (megatron/training/training.py training_log, --timing-log-level >= 1) and the projection
