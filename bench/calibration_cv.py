@@ -16,10 +16,10 @@ precision: `measured_together`) plays one user's cluster in turn:
    (tokens/s/GPU x GPUs));
 3. every other run of the group is projected as `--calibration` projects it and compared with its measurement: a run
    of the same model with the fitted factors, a run of another model with the shipped speed constants.
-The uncalibrated error of the same held-out projections (step 1's constants alone) is reported beside it. One more
-line measures what the product does not do: each run projected from a one-run calibration on up to four runs of OTHER
-models of its group, factors carried over (it makes the error worse, which is why measure/calibration/store.py
-factors_for does not carry them).
+The uncalibrated error of the same held-out projections (step 1's constants alone) is reported beside it. Then each run
+is projected from a one-run calibration on up to four runs of OTHER models of its group: factors carried whole (worse
+than uncalibrated), and by each carry rule of measure/calibration/carry.py, the rule for each publication chosen on the
+other publications (leave one publication out); `--calibration` carries CARRIED_RULE, the rule chosen on them all.
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ from bench.cross_validate import pct, training_rows
 from bench.fit_software import fit_transfer_profiles
 from bench.run_slices import is_headline, release_group, source_group, throughput_cases
 from bench.runs import RunCase
-from measure.calibration.factors import apply_factors
+from measure.calibration.carry import CARRY_RULES, carried_factors
+from measure.calibration.factors import ClusterFactors, apply_factors
 from measure.calibration.fit import Evidence, fit_factors, step_time_s
 from measure.projection.error_band import BANDS_PATH
 
@@ -79,19 +80,21 @@ def _group(key: tuple, cases: list[RunCase], base) -> list[dict]:
     if len(rows) < 2:
         return []
     out = []
-    fits: dict[tuple[str, ...], object] = {}
+    fits: dict[tuple[str, ...], ClusterFactors] = {}
+
+    def fitted(ids: tuple[str, ...]) -> ClusterFactors:
+        if ids not in fits:
+            fits[ids] = fit_factors(base, [evidence_of(c) for c in rows if c.id in ids]).factors
+        return fits[ids]
 
     def calibrated(ids: tuple[str, ...]):
-        if ids not in fits:
-            fit = fit_factors(base, [evidence_of(c) for c in rows if c.id in ids])
-            fits[ids] = apply_factors(base, fit.factors)
-        return fits[ids]
+        return apply_factors(base, fitted(ids))
 
     for j, held in enumerate(rows):
         uncal = _err(held, base)
         same = [c for c in rows if c.id != held.id and c.model == held.model]
         near = sorted(same, key=lambda c: abs(rows.index(c) - j))[:MAX_SHOTS_PER_ROW]  # the runs nearest in the table
-        record = {"group": " / ".join(key), "row": held.id, "uncalibrated": uncal, "other_models": len(rows) - 1 - len(same)}
+        record = {"group": " / ".join(key), "source": source_group(held), "row": held.id, "uncalibrated": uncal, "other_models": len(rows) - 1 - len(same)}
         for shot in near:
             out.append({**record, "shots": 1, "calibrated_on": shot.id, "err": _err(held, calibrated((shot.id,)))})
         if len(same) >= 3:
@@ -100,8 +103,12 @@ def _group(key: tuple, cases: list[RunCase], base) -> list[dict]:
         if len(rows) - 1 > len(same):  # calibrated on another model's run: the shipped speed constants, unchanged
             out.append({**record, "shots": 0, "calibrated_on": "another model", "err": uncal})
             others = sorted((c for c in rows if c.model != held.model), key=lambda c: abs(rows.index(c) - j))
-            for shot in others[:MAX_SHOTS_PER_ROW]:  # what carrying the factors across models would do (the product does not)
-                out.append({**record, "shots": -1, "calibrated_on": shot.id, "err": _err(held, calibrated((shot.id,)))})
+            for shot in others[:MAX_SHOTS_PER_ROW]:  # carrying the factors across models: whole, and as each carry rule would
+                factors = fitted((shot.id,))
+                rules = {name: _err(held, apply_factors(base, carried_factors(factors, rule)))
+                         for name, rule in CARRY_RULES.items()}
+                out.append({**record, "shots": -1, "calibrated_on": shot.id, "err": _err(held, calibrated((shot.id,))),
+                            "carried": rules})
     return out
 
 
@@ -135,15 +142,37 @@ def summary(records: list[dict]) -> tuple[str, dict[int, tuple[float, float]]]:
         figures[shots] = (statistics.median(a), pct(a, 0.9))
     other = [r for r in records if r["shots"] == 0]
     if other:
-        lines.append(_line("calibrated on another model's run (speed not carried over: uncalibrated)", [r["err"] for r in other]))
+        lines.append(_line("uncalibrated, each run that has another model in its group", [r["err"] for r in other]))
     carried = [r for r in records if r["shots"] == -1]
     if carried:
         lines.append(_line("uncalibrated, the same projections", [r["uncalibrated"] for r in carried]))
-        lines.append(_line("calibrated on 1 run of another model, factors carried over (the product does not)", [r["err"] for r in carried]))
+        lines.append(_line("calibrated on 1 run of another model, factors carried whole", [r["err"] for r in carried]))
+        held, chosen = carry_rule_held_out(carried)
+        lines.append(_line("calibrated on 1 run of another model, carried by the rule chosen without its publication", held))
+        for name in CARRY_RULES:
+            lines.append(_line(f"  carry rule '{name}' (every publication)",
+                               [r["carried"][name] for r in carried]))
+        lines.append(f"\ncarry rule chosen on every publication (measure/calibration/carry.py CARRIED_RULE): '{chosen}'")
     groups = len({r["group"] for r in records})
     lines.append(f"\n{groups} groups measured together (publication and release, part, precision) with 2 or more runs; "
                  f"{len({r['row'] for r in records if r['shots'] == 1})} runs have another run of the same model in their group.")
     return "\n".join(lines), figures
+
+
+def _mean_abs(records: list[dict], rule: str) -> float:
+    return statistics.fmean(abs(r["carried"][rule]) for r in records)
+
+
+def carry_rule_held_out(carried: list[dict]) -> tuple[list[float], str]:
+    """(each other-model projection's error under the carry rule that did best, by mean absolute error, on every OTHER
+    publication's other-model projections; the rule that does best on all of them): leave one publication out, so the
+    reported figure never saw the publication whose runs it projects (measure/calibration/carry.py)."""
+    held = []
+    for source in sorted({r["source"] for r in carried}):
+        rest = [r for r in carried if r["source"] != source]
+        rule = min(CARRY_RULES, key=lambda n: _mean_abs(rest, n)) if rest else "none"
+        held += [r["carried"][rule] for r in carried if r["source"] == source]
+    return held, min(CARRY_RULES, key=lambda n: _mean_abs(carried, n))
 
 
 def bands(records: list[dict]) -> dict:

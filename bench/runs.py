@@ -181,12 +181,15 @@ class RunCase(BaseModel):
     # the torch-native stack (torchtitan, AutoModel, PyTorch FSDP) the row ran (bench/torch_native_rows.py), None for a
     # Megatron-family row: `project_case` prices it with measure/torch_native/step.py instead of Megatron's projection
     torch_native: Optional[TorchNativeStack] = None
+    # the run routes by its learned router (a card's functional `pretrain` run, "natural routing" in the notes), not
+    # force-balanced as every benchmark row (bench/data/COLUMNS.md "MoE rows"); measure/projection/moe_routing.py
+    natural_routing: bool = False
 
     def run_options(self) -> dict:
         """measure.projection.project.project's keyword arguments that describe how the run executed, not its recipe: every
         bench that projects a row passes these, so a run option added here reaches all of them."""
         return {"cuda_graph_scope": self.cuda_graph_scope, "fp8_attention": self.fp8_attention,
-                "fused_grouped_mlp": self.fused_grouped_mlp}
+                "fused_grouped_mlp": self.fused_grouped_mlp, "natural_routing": self.natural_routing}
 
 
 class RunSkip(BaseModel):
@@ -401,6 +404,27 @@ def _preset_fields(r: dict, release: Optional[str], model: ModelSpec, tp: int, p
     return out
 
 
+# a MoE row whose notes say it routed naturally (the cards' functional `pretrain` runs: "Natural routing")
+NATURAL_ROUTING = re.compile(r"\bnatural routing\b", re.IGNORECASE)
+
+# Mean tokens per example of the datasets rows name as packed ("SQuAD packed to 4096": NeMo's SFT performance runs
+# fine-tune on SQuAD, NeMo Framework user guide 24.07 performance_summary.md "[finetune]" rows, with packed sequences,
+# sft_peft/packed_sequence.html). SQuAD v1.1: 98,169 examples (87,599 train + 10,570 validation) in 94.06 MiB
+# (tensorflow.org/datasets/catalog/squad, "Dataset size"), 1,005 bytes each with its context, question, answer, title
+# and id; at 4 bytes of English text per token (OpenAI's rule of thumb for BPE tokenizers) ~250 tokens, less the id
+# and title fields (~40 bytes): 240. An estimate from the dataset's published size, not from any row.
+PACKED_DATASET_MEAN_TOKENS = {"squad": 240}
+
+
+def packed_mean_tokens(notes: str, seq: int) -> Optional[int]:
+    """Mean tokens per packed document of a row whose notes say `<dataset> packed to <seq>`; None when not packed or
+    the dataset is not in PACKED_DATASET_MEAN_TOKENS."""
+    m = re.search(r"(\w+) packed to (\d+)", notes)
+    if m is None or int(m.group(2)) != seq:
+        return None
+    return PACKED_DATASET_MEAN_TOKENS.get(m.group(1).lower())
+
+
 def row_case(r: dict) -> RunCase | RunSkip:
     rid, name = r["source_id"], r["model"]
 
@@ -510,8 +534,11 @@ def row_case(r: dict) -> RunCase | RunSkip:
                         # Megatron-FSDP flag (megatron-rules.md [34]) the row never set
                         overlap_param_gather=sharding != DataParallelSharding.torch_fsdp2,
                         schedule=PipelineSchedule.interleaved if vpp > 1 else PipelineSchedule.one_f_one_b, **extra, **preset)
+        packed = packed_mean_tokens(r["notes"], seq)
+        if packed:
+            assumed.append(f"packed sequences, {packed} tokens per document on average (bench/runs.py PACKED_DATASET_MEAN_TOKENS)")
         job = JobSpec(seq_length=seq, global_batch_size=gbs, precision=precision, optimizer=optimizer,
-                      optimizer_moments_bf16=bf16_optimizer,
+                      optimizer_moments_bf16=bf16_optimizer, packed_mean_tokens=packed,
                       **(dict(bf16_layers_at_start=bf16_layers[0], bf16_layers_at_end=bf16_layers[1]) if bf16_layers else {}))
     except ValueError as exc:
         return skip(f"invalid spec: {str(exc).splitlines()[0]}")
@@ -528,7 +555,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     return RunCase(id=rid, model=model, job=job, recipe=recipe, placement=Placement(hardware=profile, num_nodes=gpus // gpn, gpus_per_node=gpn),
                    hardware=profile, measured=measured, outcome=outcome, precision_published=r["precision"],
                    source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs, fp8_attention=fp8_attention,
-                   fused_grouped_mlp=fused_grouped_mlp,
+                   fused_grouped_mlp=fused_grouped_mlp, natural_routing=model.is_moe and NATURAL_ROUTING.search(r["notes"]) is not None,
                    bridge_release=release, torch_native=torch_native,
                    memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
 

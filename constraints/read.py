@@ -33,7 +33,7 @@ from constraints.rules.base import BRIDGE_VALIDATED, RuleInput
 from constraints.rules.registry import Violation
 from constraints.spec import Activation, ModelSpec, Placement
 from constraints.stacks.common import StackConfigError
-from constraints.stacks.detect import key_for_flag, read_stack_config
+from constraints.stacks.detect import key_for_flag, read_printed_bridge_config, read_stack_config
 from hardware.profile import load_profile
 
 
@@ -183,8 +183,11 @@ def _load_training_log(path: Path, hardware, nodes, gpus_per_node, model_ref) ->
                                  f"{gpus}-GPU nodes; pass --nodes N --gpus-per-node G")
             nodes = int(world) // gpus
         gpus_per_node = gpus
-    launch = LaunchCommand(script_args=list(log.argv), env={})
-    loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="log")
+    if log.bridge_config is not None:  # a Megatron-Bridge log: its ConfigContainer, read as a Bridge YAML file is
+        loaded = _bridge_log(path, log, hardware, nodes, gpus_per_node, model_ref)
+    else:
+        launch = LaunchCommand(script_args=list(log.argv), env={})
+        loaded = _judge_launch(launch, hardware, nodes, gpus_per_node, model_ref, what="log")
     loaded.source = "megatron-log"
     loaded.env = None
     job, placement = loaded.case.job, loaded.case.placement
@@ -195,6 +198,24 @@ def _load_training_log(path: Path, hardware, nodes, gpus_per_node, model_ref) ->
         loaded.warnings.append(_note("log_not_followed", f"{len(log.warnings)} line(s) of the log not followed: {shown_first}{more}"))
     if log.runs_in_file > 1:
         loaded.warnings.append(_note("log_runs", f"the log holds {log.runs_in_file} runs (restarts appended): read the last"))
+    return loaded
+
+
+def _bridge_log(path: Path, log, hardware, nodes, gpus_per_node, model_ref) -> LoadedCase:
+    """A Megatron-Bridge log's recipe: the `Task Configuration` YAML it printed, through the Bridge config reader
+    (constraints/stacks/detect.py read_printed_bridge_config). The block names no world size, so the cluster comes from
+    --nodes / --gpus-per-node, or one whole node of the part."""
+    label = f"{path}:{log.bridge_config_line}"
+    try:
+        stack = read_printed_bridge_config(log.bridge_config, label, {})
+    except StackConfigError as exc:
+        raise InputError(str(exc)) from None
+    if nodes is None and gpus_per_node is None:
+        raise InputError(f"--nodes/--gpus-per-node: {label}: a Megatron-Bridge log's configuration names no world size; "
+                         "pass --nodes N --gpus-per-node G as the run was launched")
+    loaded = _load_stack(stack, hardware, nodes, gpus_per_node, model_ref)
+    loaded.warnings.insert(0, _note("bridge_log", f"the recipe is the Megatron-Bridge ConfigContainer printed at line "
+                                                  f"{log.bridge_config_line} (Task Configuration), read as a Bridge YAML"))
     return loaded
 
 
@@ -381,7 +402,8 @@ def _note(rule: str, message: str) -> Violation:
              "stack_config": "state the value in the config file to make the verdict independent of other files",
              "log_not_followed": "the argument dump's entries that are no Megatron-LM option here are left out; check "
                                  "the launch script instead if one of them changes the recipe",
-             "log_runs": "split the file per run to judge an earlier one"}
+             "log_runs": "split the file per run to judge an earlier one",
+             "bridge_log": "check the Bridge YAML itself to judge the recipe without the log"}
     return Violation(rule=rule, severity="warning", message=message, fix=fixes[rule])
 
 

@@ -409,6 +409,11 @@ class JobSpec(Strict):
                                       "decoder layers keep bf16 GEMMs under an fp8 / NVFP4 precision (0 = none)")
     bf16_layers_at_end: int = Field(0, ge=0, le=MAX_NUM_LAYERS, description="--num-layers-at-end-in-bf16: the last N "
                                     "decoder layers keep bf16 GEMMs under an fp8 / NVFP4 precision (0 = none)")
+    # packed sequences (NeMo / Megatron-Bridge packed SFT, THD with cu_seqlens; Megatron-LM --reset-attention-mask):
+    # each sample of seq_length tokens holds several documents and attention stays inside each one
+    # (measure/kernels/packed_attention.py prices it); None = one document per sample
+    packed_mean_tokens: Optional[int] = Field(None, gt=0, le=MAX_SEQ_LENGTH, description="mean tokens per packed "
+                                              "sub-sequence (document) when samples are packed; None = not packed")
 
     @model_validator(mode="after")
     def _bf16_layers_need_a_quantised_precision(self) -> "JobSpec":

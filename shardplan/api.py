@@ -28,6 +28,7 @@ from constraints.rules.registry import RuleInput, recipe_free_violations
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.listing import profiles_table
 from hardware.profile import HardwareProfile, load_profile
+from measure.calibration.carry import CARRIED_RULE
 from measure.calibration.store import CalibrationFile, calibrated_profile, factors_for, load_calibration, model_key
 from measure.projection.error_band import tokens_range
 from shardplan.api_arguments.bounds import MAX_TRIALS
@@ -147,8 +148,8 @@ def parameter_counts(model) -> dict[str, int]:
 def profile_with_calibration(hardware: str, calibration: Optional[str], model=None
                              ) -> tuple[HardwareProfile, Optional[CalibrationFile], Optional[str]]:
     """(the hardware profile, calibrated by the file `calibrate` wrote when one is given; that file, read once; a note
-    when it holds no run of `model`, whose speed then stays at the shipped constants). A file for another part is
-    refused."""
+    when it holds no run of `model`, whose speed then takes only the factors that carry across models,
+    measure/calibration/carry.py). A file for another part is refused."""
     with input_boundary():
         profile = load_profile(hardware)
         if calibration is None:
@@ -157,8 +158,9 @@ def profile_with_calibration(hardware: str, calibration: Optional[str], model=No
         calibrated = calibrated_profile(profile, cal, str(calibration), model)
     if factors_for(cal, model)[1]:
         return calibrated, cal, None
-    return calibrated, cal, (f"--calibration {shown(str(calibration))} holds no run of this model: its speed is projected with "
-                             "the shipped constants (only the cluster's allocator gap applies); calibrate on a log of this model")
+    return calibrated, cal, (f"--calibration {shown(str(calibration))} holds no run of this model: only the cluster's "
+                             f"{CARRIED_RULE} factors and allocator gap apply, compute stays at the shipped constants "
+                             "(measure/calibration/carry.py); calibrate on a log of this model")
 
 
 @api_edge(SolveArguments)

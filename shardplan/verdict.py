@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from constraints.check import check_case
-from constraints.megatron.run_flags import OP_FUSER_FLAG, cuda_graph_request, fused_grouped_mlp_requested
+from constraints.megatron.run_flags import (
+    OP_FUSER_FLAG,
+    cuda_graph_request,
+    fused_grouped_mlp_requested,
+    natural_routing_requested,
+)
 from constraints.megatron.unmodelled import memory_lowering_flags, memory_raising_flags
 from constraints.rules.determinism import DETERMINISM_FLAG
 from constraints.rules.registry import Violation
@@ -30,7 +35,18 @@ def run_options(loaded) -> dict:
     """measure.projection.project.project's keywords for how the input's run executes beyond its recipe."""
     case = loaded.case
     return {"cuda_graph_scope": captured_scope(loaded.flags),
-            "fused_grouped_mlp": fused_grouped_mlp_requested(loaded.flags or {}, case.model.is_moe, case.recipe.moe_grouped_gemm)}
+            "fused_grouped_mlp": fused_grouped_mlp_requested(loaded.flags or {}, case.model.is_moe, case.recipe.moe_grouped_gemm),
+            "natural_routing": natural_routing(loaded)}
+
+
+def natural_routing(loaded) -> bool:
+    """The input is a training log of a MoE run that routed naturally: its flags (a Megatron-LM dump, or Bridge's
+    model.moe_router_force_load_balancing) lack --moe-router-force-load-balancing (measure/projection/moe_routing.py).
+    Only a log: it says how the run it measured routed, and a calibration must price its step as it ran. A script,
+    stack config or recipe YAML is a plan, projected with forced balance as `solve` projects every plan (so a rendered
+    config checks like its recipe); docs/closed-loop.md says what that leaves."""
+    return getattr(loaded, "measured", None) is not None and bool(loaded.flags) \
+        and natural_routing_requested(loaded.flags, loaded.case.model.is_moe)
 
 
 # Megatron-LM's per-step timers (megatron/training/training.py training_log, --timing-log-level >= 1) and the projection
@@ -76,8 +92,8 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     unknown = [f for f in loaded.unknown_flags if not (fused_experts and f == OP_FUSER_FLAG)]  # read: the experts' fusion
     if project and report.legal and report.memory is not None:
         projection = run_projection(case.model, case.job, case.recipe, case.placement, profile,
-                                    cuda_graph_scope=scope,
-                                    fused_grouped_mlp=fused_experts).model_dump(mode="json")
+                                    cuda_graph_scope=scope, fused_grouped_mlp=fused_experts,
+                                    natural_routing=natural_routing(loaded)).model_dump(mode="json")
     # a projection on a part without its own microbenchmarks is less certain, as `solve` notes under its table
     uncertain = [Violation(rule="uncalibrated_profile", severity="warning",
                            message=f"{profile.name} {uncalibrated_reason(profile)}",

@@ -154,7 +154,7 @@ TABLE = """
 --moe-paged-stash-buffer-size-factor-cpu:f --moe-paged-stash-buffer-size-factor-cuda:f --moe-paged-stash-page-size:i
 --moe-paged-stash:T --moe-per-layer-logging:T~ --moe-permute-fusion-into-hybridep:T --moe-permute-fusion:T~
 --moe-router-bias-update-rate:f~ --moe-router-dtype:s~ --moe-router-enable-expert-bias:T --moe-router-force-biased:f
---moe-router-force-load-balancing:T~ --moe-router-fusion:T~ --moe-router-group-topk:i
+--moe-router-force-load-balancing:T --moe-router-fusion:T~ --moe-router-group-topk:i
 --moe-router-load-balancing-type:s+ --moe-router-num-groups:i --moe-router-padding-for-fp8:T
 --moe-router-padding-for-quantization:T --moe-router-pre-softmax:T --moe-router-quantile-balancing-ema:f
 --moe-router-score-function:s --moe-router-topk-scaling-factor:f~ --moe-router-topk:i

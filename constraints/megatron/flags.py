@@ -105,6 +105,7 @@ RULE_FLAGS: frozenset[str] = frozenset("""
 # capture, which measure/kernels/cuda_graphs.py prices); understood, and passed to the projection by `check`.
 PROJECTION_FLAGS: frozenset[str] = frozenset("""
 --cuda-graph-impl --cuda-graph-modules --cuda-graph-scope --enable-cuda-graph --external-cuda-graph
+--moe-router-force-load-balancing
 """.split())
 
 

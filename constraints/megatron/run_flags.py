@@ -1,5 +1,5 @@
-"""How a Megatron command line says its run executes, beyond the recipe: which kernels it captures in CUDA graphs, and
-whether its MoE experts run Transformer Engine's fused grouped MLP.
+"""How a Megatron command line says its run executes, beyond the recipe: which kernels it captures in CUDA graphs,
+whether its MoE experts run Transformer Engine's fused grouped MLP, and whether its MoE router is force-balanced.
 
 Why apart from the spec builders: a CUDA graph is not part of a parallel recipe (the solver searches none, `Recipe`
 has no field for it), but it changes how fast the recipe runs: captured kernels cost the host nothing per launch
@@ -30,6 +30,7 @@ GRAPH_IMPL_FLAG = "--cuda-graph-impl"
 GRAPH_MODULES_FLAGS = ("--cuda-graph-modules", "--cuda-graph-scope")
 LOCAL_GRAPH_FLAG, TE_GRAPH_FLAG = "--enable-cuda-graph", "--external-cuda-graph"
 OP_FUSER_FLAG = "--use-transformer-engine-op-fuser"
+FORCE_BALANCE_FLAG = "--moe-router-force-load-balancing"
 
 
 def cuda_graph_request(raw: dict) -> tuple[Optional[str], list[str]]:
@@ -48,3 +49,10 @@ def cuda_graph_request(raw: dict) -> tuple[Optional[str], list[str]]:
 def fused_grouped_mlp_requested(raw: dict, is_moe: bool, grouped_gemm: bool) -> bool:
     """The experts run TE's fused grouped MLP (module docstring): the op fuser on a grouped-GEMM MoE model."""
     return bool(raw.get(OP_FUSER_FLAG)) and is_moe and grouped_gemm
+
+
+def natural_routing_requested(raw: dict, is_moe: bool) -> bool:
+    """A MoE run routes by its learned router unless `--moe-router-force-load-balancing` (Megatron-LM
+    megatron/core/transformer/moe/router.py: forced balance draws each token's experts uniformly, for benchmarking);
+    measure/projection/moe_routing.py prices the difference."""
+    return is_moe and not raw.get(FORCE_BALANCE_FLAG)

@@ -19,6 +19,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from boundary.errors import ShardplanError
+from boundary.limits import max_bytes
 from boundary.read import iter_text_lines
 from constraints.megatron import training_log_lines as tl
 from constraints.megatron.training_log_argv import dump_to_argv
@@ -30,6 +31,10 @@ HEADER_LINES = 5_000  # version banners are printed before training starts
 WARMUP_INTERVALS = 2
 WARMUP_LAST_ITERATION = 3
 SLOW_FACTOR = 1.5
+# a Megatron-Bridge `Task Configuration` block: the whole ConfigContainer as YAML (~650 lines, ~25 KiB in the real log
+# tests/data/logs/megatron_bridge_llama32_1b_config.log); held whole while streaming, so bounded as a recipe file is
+MAX_BRIDGE_CONFIG_BYTES = max_bytes("recipe")
+_BRIDGE_CONFIG_END = re.compile(r"-{10,}")  # the block ends with a line of dashes only (34 in the real log)
 
 # The per-step timers `training_log` lists under --timing-log-level 1 and 2 (megatron/training/training.py @ d98e8a64),
 # plus names older releases printed; other timer blocks (save-checkpoint, evaluate, setup) are not per-step phases.
@@ -98,7 +103,11 @@ class TrainingLog(BaseModel):
     memory: list[MemoryRecord] = Field(description="report_memory lines of the run")
     phases: Optional[PhaseTimes] = Field(None, description="per-phase timers, when the run logged them")
     versions: dict[str, str] = Field(description="software versions the log prints (package or container -> version)")
-    runs_in_file: int = Field(description="runs in the file, counted by argument dumps (restarts append one each)")
+    runs_in_file: int = Field(description="runs in the file, counted by argument dumps or Bridge configuration blocks "
+                              "(restarts append one each)")
+    bridge_config: Optional[str] = Field(None, description="a Megatron-Bridge log's `Task Configuration` YAML (its "
+                                         "ConfigContainer), read in place of an argument dump; None for Megatron-LM logs")
+    bridge_config_line: Optional[int] = Field(None, description="the line of that block's banner")
     warnings: list[str] = Field(description="`line N: ...`, one per thing in the log that was not followed")
     path: str = Field(description="the file read")
 
@@ -115,6 +124,9 @@ class _Run:
         self.records: deque[tuple] = deque(maxlen=MAX_ITERATION_RECORDS)
         self.memory: list[MemoryRecord] = []
         self.timer_blocks: deque[tuple[int, dict[str, float]]] = deque(maxlen=MAX_ITERATION_RECORDS)
+        self.bridge_lines: Optional[list[str]] = None  # a Megatron-Bridge run: its Task Configuration YAML lines
+        self.bridge_bytes = 0
+        self.bridge_rank: tuple[int, ...] = ()  # the launcher label of the rank that printed the block
 
 
 def looks_like_training_log(head_text: str) -> bool:
@@ -184,7 +196,6 @@ def read_training_log(path: str) -> TrainingLog:
     runs = 0
     in_timer_block: Optional[dict[str, float]] = None
     last_line = 0
-    bridge_config_line: Optional[int] = None  # where a Megatron-Bridge log prints its YAML config
     nemo2_line: Optional[int] = None  # a NeMo 2 (Lightning) step line
     last_text: Optional[str] = ""
     last_ended = True
@@ -205,6 +216,18 @@ def read_training_log(path: str) -> TrainingLog:
             if in_timer_block and run.records:
                 run.timer_blocks.append((run.records[-1][0], in_timer_block))
             in_timer_block = None
+        if run.dump_open and run.bridge_lines is not None:
+            if ranks != run.bridge_rank:
+                continue  # another rank's line printed inside rank 0's block
+            if _BRIDGE_CONFIG_END.fullmatch(body.strip()):
+                run.dump_open = False
+                continue
+            run.bridge_bytes += len(body.encode()) + 1
+            if run.bridge_bytes > MAX_BRIDGE_CONFIG_BYTES:
+                raise _fail(path, run.banner_line, f"the Task Configuration block is over {MAX_BRIDGE_CONFIG_BYTES // 2**20} "
+                            "MiB, more than a Megatron-Bridge ConfigContainer prints", "give the log of one Bridge run")
+            run.bridge_lines.append(body)
+            continue
         if run.dump_open:
             if tl.ARGUMENTS_END_BANNER in body:
                 run.dump_open = False
@@ -216,6 +239,13 @@ def read_training_log(path: str) -> TrainingLog:
             if tl.ARGUMENTS_BANNER not in body:
                 warn(f"line {number}: not an argument-dump entry inside the dump; skipped")
                 continue
+        if tl.BRIDGE_CONFIG_BANNER in body and not run.dump_open:  # a Megatron-Bridge run starts: its config as YAML
+            if run.records:
+                last_with_iterations = run
+            run = _Run(number)
+            run.bridge_lines, run.bridge_rank = [], ranks
+            runs += 1
+            continue
         if tl.ARGUMENTS_BANNER in body:
             if run.dump_open:
                 raise _fail(path, run.banner_line, "the argument dump has no end banner before the next run starts",
@@ -248,8 +278,6 @@ def read_training_log(path: str) -> TrainingLog:
             continue
         if tl.TIMER_HEADER_MARK in body:
             in_timer_block = {}
-        elif bridge_config_line is None and tl.BRIDGE_CONFIG_BANNER in body:
-            bridge_config_line = number
         elif nemo2_line is None and tl.NEMO2_STEP_MARK in body:
             nemo2_line = number
     if in_timer_block and run.records:
@@ -258,16 +286,13 @@ def read_training_log(path: str) -> TrainingLog:
     if last_line == 0:
         raise _fail(path, 1, "empty file, not a Megatron-LM training log", "give the stdout of the training run")
     if run.dump_open:
-        raise _fail(path, run.banner_line, "the argument dump has no end banner (the log is truncated)",
-                    "give the whole log")
+        what = "the Task Configuration block has no closing line of dashes" if run.bridge_lines is not None else \
+            "the argument dump has no end banner"
+        raise _fail(path, run.banner_line, f"{what} (the log is truncated)", "give the whole log")
     if not last_ended and last_text is not None and _cut_record(last_text):
         raise _fail(path, last_line, "the last line is cut mid-record (the log is truncated)",
                     "give the whole log, or drop its last line")
     chosen = run if run.records else last_with_iterations
-    if (chosen is None or chosen.banner_line == 0) and bridge_config_line is not None:
-        raise _fail(path, bridge_config_line, "a Megatron-Bridge log: it prints its configuration as YAML "
-                    f"({tl.BRIDGE_CONFIG_BANNER.strip('- ')!r}), not Megatron-LM's argument dump, and shardplan does not "
-                    "read the recipe from it", "check the Bridge recipe or launch script instead (shardplan check CONFIG)")
     if chosen is None and nemo2_line is not None:
         raise _fail(path, nemo2_line, "a NeMo 2 (PyTorch Lightning) log: its steps are printed as `Training epoch E, "
                     "iteration I/N | ... train_step_timing in s: T`, not Megatron-LM's training_log, and it has no "
@@ -276,7 +301,8 @@ def read_training_log(path: str) -> TrainingLog:
         if runs == 0:
             raise _fail(path, 1, "not a Megatron-LM training log (no argument dump, no iteration line)",
                         "give the stdout of pretrain_gpt.py or similar")
-        raise _fail(path, last_line, "no iteration line after the argument dump",
+        raise _fail(path, last_line, "no iteration line after the argument dump" if run.bridge_lines is None else
+                    "no iteration line after the Task Configuration block",
                     "give a log of a run that trained at least a few --log-interval intervals")
     if chosen.banner_line == 0:
         raise _fail(path, chosen.records[0][6], "iteration lines but no argument dump",
@@ -300,6 +326,8 @@ def read_training_log(path: str) -> TrainingLog:
         names = sorted({n for b in blocks for n in b})
         phases = PhaseTimes(phase_mean_s={n: statistics.fmean(b[n] for b in blocks if n in b) / 1000.0 for n in names},
                             intervals=len(blocks))
+    bridge = "\n".join(chosen.bridge_lines) + "\n" if chosen.bridge_lines is not None else None
     return TrainingLog(argv=argv, args={name: value for _, name, value in chosen.entries}, iterations=records,
                        steady=steady, memory=chosen.memory, phases=phases, versions=versions, runs_in_file=runs,
-                       warnings=dump_warnings + warnings, path=path)
+                       warnings=dump_warnings + warnings, path=path, bridge_config=bridge,
+                       bridge_config_line=chosen.banner_line if bridge is not None else None)

@@ -120,7 +120,10 @@ def _mixed_precision(resolved, builder: ArgvBuilder, env: EnvReferences) -> None
 _PRECISION_TARGETS = ("model", "optimizer", "ddp")
 
 
-def read_bridge(data: dict, env: EnvReferences) -> StackConfig:
+def read_bridge(data: dict, env: EnvReferences, printed: bool = False) -> StackConfig:
+    """The ConfigContainer mapping as Megatron arguments. `printed`: the config Bridge itself printed in a training log
+    (its `Task Configuration` block), so every key is a field of the Bridge release that ran: one shardplan's field
+    lists do not hold (another release) is not understood, not refused as a misspelling."""
     builder, notes, ignored = ArgvBuilder(), env.notes, []
     env_vars = None
     try:
@@ -175,7 +178,7 @@ def read_bridge(data: dict, env: EnvReferences) -> StackConfig:
         # Megatron-LM's flag defaults to off
         builder.add_args("model.cross_entropy_loss_fusion", ["--cross-entropy-loss-fusion"])
     for path in builder.not_understood:  # a misspelt key is an error, a real field Megatron has no flag for is not
-        error = unknown_bridge_key(path)
+        error = None if printed else unknown_bridge_key(path)
         if error:
             raise StackConfigError(error)
     return StackConfig(kind="bridge", argv=builder.argv(), not_understood=builder.not_understood, ignored=ignored,

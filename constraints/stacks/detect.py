@@ -14,7 +14,7 @@ from boundary.budget import InputBudget
 from boundary.errors import InputRefused
 from boundary.parse import load_yaml
 from boundary.read import read_text
-from constraints.stacks.bridge import bridge_key, is_bridge, load_override_value, mapping_from_overrides, overrides_text, read_bridge
+from constraints.stacks.bridge import SECTIONS, bridge_key, is_bridge, load_override_value, mapping_from_overrides, overrides_text, read_bridge
 from constraints.stacks.common import EnvReferences, StackConfig, StackConfigError
 from constraints.stacks.keys import DEST_OF
 from constraints.stacks.primus import is_primus, read_primus
@@ -95,6 +95,63 @@ def read_stack_config(path: Path, text: str, environ: dict[str, str]) -> Optiona
     config = read_bridge(mapping_from_overrides(tokens, load_override_value, path.name), EnvReferences(environ, budget, []))
     return config.model_copy(update={"notes": [f"read {len(tokens)} Megatron-Bridge key=value override(s)"]
                                      + config.notes})
+
+
+# what a Megatron-Bridge training log names as its config's class (the first line of its `Task Configuration` block)
+CONFIG_CONTAINER_TARGET = "megatron.bridge.training.config.ConfigContainer"
+
+
+def _whole(value: Any) -> Any:
+    """A float with no fractional part as its int; anything else as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def read_printed_bridge_config(text: str, label: str, environ: dict[str, str]) -> StackConfig:
+    """The Megatron arguments of the ConfigContainer a Megatron-Bridge training log printed as YAML (its `Task
+    Configuration` block), read through the same bounded YAML boundary and Bridge reader as a Bridge YAML file. Keys of
+    another Bridge release than shardplan's field lists are not understood rather than refused (read_bridge `printed`).
+    Raises StackConfigError (one line) for a block that is not a ConfigContainer."""
+    budget = InputBudget(label)
+    budget.charge_bytes(len(text.encode()), label)
+    try:
+        data = load_yaml(text, "recipe", label, budget)
+    except InputRefused as exc:
+        raise StackConfigError(str(exc)) from None
+    if not isinstance(data, dict) or data.get("_target_", CONFIG_CONTAINER_TARGET) != CONFIG_CONTAINER_TARGET:
+        raise StackConfigError(f"{label}: the Task Configuration block is not a Megatron-Bridge ConfigContainer (its "
+                               f"_target_ is not {CONFIG_CONTAINER_TARGET}); give the log of a Megatron-Bridge training run")
+    # Bridge prints what its dataclasses hold, and some integer fields hold floats (`rotary_base: 500000.0` in the real
+    # log, tests/data/logs/megatron_bridge_llama32_1b_whole.log), which Megatron's int flags refuse: a whole float is
+    # written as the integer it is (a float flag reads `500000` as well)
+    data = {k: ({f: _whole(v) for f, v in body.items()} if isinstance(body, dict) else body)
+            for k, body in data.items() if k != "_target_"}
+    notes = _trained_sequence_length(data)
+    unknown = sorted(k for k in data if k not in SECTIONS)
+    if unknown:  # a section of another Bridge release: said, never silently dropped
+        data = {k: v for k, v in data.items() if k in SECTIONS}
+    env = EnvReferences(environ, budget, [])
+    try:
+        config = read_bridge(data, env, printed=True)
+    except InputRefused as exc:
+        raise StackConfigError(str(exc)) from None
+    return config.model_copy(update={"not_understood": [*unknown, *config.not_understood], "notes": notes + config.notes})
+
+
+def _trained_sequence_length(data: dict) -> list[str]:
+    """A printed config's samples are `dataset.sequence_length` tokens long (Megatron-Core's GPTDatasetConfig field,
+    megatron/core/datasets/blended_megatron_dataset_config.py, which builds every sample), while `model.seq_length`
+    only sizes the position embeddings: where they differ (model 131072, dataset 1024 in the real log), the trained
+    length is the dataset's. Sets it on the model section (what the Bridge reader reads as --seq-length) and says so."""
+    dataset, model = data.get("dataset"), data.get("model")
+    if not isinstance(dataset, dict) or not isinstance(model, dict):
+        return []
+    trained = dataset.get("sequence_length", dataset.get("seq_length"))
+    if not isinstance(trained, int) or isinstance(trained, bool) or trained == model.get("seq_length"):
+        return []
+    said = model.get("seq_length")
+    data["model"] = {**model, "seq_length": trained}
+    return [f"samples are dataset.sequence_length = {trained} tokens (model.seq_length {said!r} sizes only the position "
+            "embeddings): judged at the dataset's length"]
 
 
 def is_stack_file(path: str | Path) -> bool:

@@ -8,9 +8,11 @@ is refused in one line instead of silently moving every projection.
 Why per model: a calibration's speed factors apply to the models it measured. On bench/data/runs.csv, a calibration on
 one run carried to another recipe of the SAME model cuts the median error from 15.6 % to 3.6 % (bench.calibration_cv,
 34 projections), but carried to ANOTHER model of the same group it makes it worse: median 9.7 % -> 13.3 %, p90
-32.0 % -> 37.1 % (630 projections, the bench's "factors carried over" line): what is left after the shipped fit is
-mostly the model's own, not the cluster's. So a model with no run in the file is projected with the shipped speed
-constants (said in a note), and only the measured allocator gap, which is the cluster's, applies to every model.
+32.0 % -> 37.1 % (630 projections, the bench's "factors carried whole" line): what is left after the shipped fit is
+mostly the model's own, not the cluster's. So a model with no run in the file takes only the factors that stand for the
+cluster itself, communication and host (measure/calibration/carry.py CARRIED_RULE, chosen leave one publication out:
+median 10.0 % / p90 32.0 % against 10.0 / 32.1 uncalibrated), keeps the shipped compute constants (said in a note), and
+takes the measured allocator gap, which is the cluster's.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from boundary.parse import load_json
 from boundary.read import read_text
 from boundary.show import validation_line
 from hardware.profile import HardwareProfile
+from measure.calibration.carry import CARRIED_RULE, CARRY_RULES, carried_factors
 from measure.calibration.factors import ClusterFactors, apply_factors
 
 FORMAT = "shardplan-calibration"
@@ -106,11 +109,12 @@ def load_calibration(path: str) -> CalibrationFile:
 
 def factors_for(cal: CalibrationFile, model) -> tuple[ClusterFactors, bool]:
     """(the factors that apply to `model`, whether the file measured this model). A model the file did not measure
-    keeps the shipped speed constants and takes only the cluster's allocator gap (see the module docstring)."""
+    takes the share of the file's factors that carries across models (measure/calibration/carry.py CARRIED_RULE) and
+    the cluster's allocator gap (see the module docstring)."""
     key = model_key(model) if model is not None else None
     if key is not None and key in cal.model_factors:
         return cal.model_factors[key], True
-    return ClusterFactors(allocator_gap_bytes=cal.factors.allocator_gap_bytes), False
+    return carried_factors(cal.factors, CARRY_RULES[CARRIED_RULE]), False
 
 
 def calibrated_profile(profile: HardwareProfile, cal: CalibrationFile, path: str, model=None) -> HardwareProfile:

@@ -43,6 +43,7 @@ from measure.kernels.common import (
 )
 from measure.kernels.mamba_ops import HYBRID_KINDS, mamba_ops
 from measure.kernels.ops import Op, OpKind
+from measure.kernels.packed_attention import packed_pair_fraction
 
 
 class LayerKind(str, Enum):
@@ -182,7 +183,8 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
     b, s_q, s_kv = recipe.mbs, job.seq_length // recipe.cp, job.seq_length
     # causal: half of the s_q x s_kv scores; CP load-balancing keeps that half per rank; a sliding window keeps the
     # model's mean share of those pairs (constraints/models/window.py)
-    attn_flops = 4.0 * b * heads * s_q * s_kv * head_dim / 2 * mean_pair_fraction(model, job.seq_length)
+    # packed sequences attend within each document only (measure/kernels/packed_attention.py)
+    attn_flops = 4.0 * b * heads * s_q * s_kv * head_dim / 2 * mean_pair_fraction(model, job.seq_length) * packed_pair_fraction(job)
     # a fused kernel's time follows its tile steps, fixed work per query tile included (measure/kernels/attention_tiles.py);
     # fp32 core attention runs unfused batched matmuls, untiled
     if core != "fp32":

@@ -41,6 +41,7 @@ from measure.kernels.roofline import CostLookup, op_time_s
 from measure.pipeline.simulator import p2p_units, simulate, staged_closed_form_s
 from measure.projection.flops import flops_per_iteration
 from measure.projection.layer_cost import layer_cost, timed_ops
+from measure.projection.moe_routing import routed_profile
 
 
 class Breakdown(BaseModel):
@@ -85,14 +86,16 @@ def full_recompute_layers(recipe: Recipe, layers_in_chunk: int) -> int:
 def project(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile,
             cost_table: Optional[CostLookup] = None, fingerprint: Optional[str] = None, simulate_pipeline: bool = True,
             timeline: Optional[list] = None, cuda_graph_scope: frozenset = frozenset(),
-            fp8_attention: bool = False, fused_grouped_mlp: bool = False) -> Projection:
+            fp8_attention: bool = False, fused_grouped_mlp: bool = False, natural_routing: bool = False) -> Projection:
     """Project one iteration. `cost_table` entries for `fingerprint` (default: the table's only device)
     replace roofline times; `simulate_pipeline=False` uses the closed-form schedule time (ranking). `timeline`, when
     given, receives the simulated pipeline ops (measure.pipeline.simulator.simulate's `events`). `cuda_graph_scope`: what
     the run captures in CUDA graphs (measure/kernels/cuda_graphs.py; none unless given). `fp8_attention`: the run sets Transformer
     Engine's fp8_dot_product_attention (an fp8 job's core attention in fp8; measure/layer_ops.attention_ops).
     `fused_grouped_mlp`: the run uses Transformer Engine's fused grouped MLP for its experts (measure/layer_ops.moe_ops;
-    Megatron sets it for the whole module, so layers kept in bf16 take it too)."""
+    Megatron sets it for the whole module, so layers kept in bf16 take it too). `natural_routing`: a MoE run routes by its
+    learned router, not force-balanced, so its busiest expert carries more than the mean (measure/projection/moe_routing.py)."""
+    profile = routed_profile(profile, model, natural_routing)
     if cost_table is not None and fingerprint is None:
         fps = cost_table.fingerprints() if hasattr(cost_table, "fingerprints") else []
         fingerprint = fps[0] if len(fps) == 1 else None
