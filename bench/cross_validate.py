@@ -29,7 +29,8 @@ Above the tables, the release-blind reference (bench/release_spread.py): how far
 Megatron-Bridge releases, which no projection from the configuration alone can remove.
 
 Each table also gives issue 16's families as slices (NVFP4, hybrid Mamba, sliding-window, Llama 4 rows:
-bench/family_slices.py), every row at its held-out error under that table's grouping.
+bench/family_slices.py) and issue 32's long-context slices (`seq>=16k` and each length from 16k on:
+bench/run_slices.py sequence_slices), every row at its held-out error under that table's grouping.
 
 Models: `transfer` (default; per-part microbenchmarks + shared software constants, bench.fit_software) and
 `per-part` (the earlier per-part fit, bench.fit_calibration._Fit; a held-out part falls back to the defaults).
@@ -49,7 +50,16 @@ from bench.family_slices import family_slices
 from bench.fit_calibration import fit_profiles
 from bench.fit_software import fit_transfer_profiles
 from bench.release_spread import configuration, summary_line
-from bench.run_slices import is_headline, is_torch_native, model_family, published_regression, release_group, source_group, throughput_cases
+from bench.run_slices import (
+    is_headline,
+    is_torch_native,
+    model_family,
+    published_regression,
+    release_group,
+    sequence_slices,
+    source_group,
+    throughput_cases,
+)
 from bench.runs import RunCase
 from measure.projection.project import project
 
@@ -135,7 +145,7 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
     # issue 16's families (bench/family_slices.py), each row at its held-out error under this grouping
     slices: dict[str, list[float]] = defaultdict(list)
     for c in meg:
-        for s in family_slices(c.model, c.job):
+        for s in family_slices(c.model, c.job) + sequence_slices(c):
             slices[s].append(errs[c.id])
     lines += [stat_row(f"slice: {s}", v) for s, v in sorted(slices.items())]
     native = [errs[c.id] for c in cases if is_torch_native(c)]
