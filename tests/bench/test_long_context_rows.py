@@ -60,3 +60,10 @@ def test_long_context_rows_enter_the_cross_validation_slices():
     assert long["MOEZOO-767"] == ["seq>=16k", "seq=128k"]
     short = next(c for c in throughput_cases() if c.id == "MOEZOO-765")
     assert short.job.seq_length == 4096 and sequence_slices(short) == []
+
+
+def test_a_row_without_preset_takes_the_capture_its_command_states(cases):
+    """MOEZOO-765 ran `--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router moe_preprocess`; the
+    128k MXFP8 command (MOEZOO-767) captures nothing."""
+    assert cases["MOEZOO-765"].cuda_graph_scope == {"attn", "moe_router", "moe_preprocess"}
+    assert cases["MOEZOO-767"].cuda_graph_scope == frozenset()
