@@ -190,7 +190,7 @@ def test_every_expressible_runs_csv_row_parses():
     out = subprocess.run([sys.executable, str(REPO / "bench" / "tools" / "runs_to_megatron.py"), str(REPO / "bench" / "data" / "runs.csv")],
                          capture_output=True, text=True, check=True).stdout.splitlines()
     rows = [json.loads(line) for line in out]
-    assert len(rows) == 349
+    assert len(rows) == 358
     cases = [r for r in rows if "skip" not in r]
     assert len(cases) > 200
     for r in cases:
