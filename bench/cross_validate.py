@@ -29,7 +29,8 @@ Above the tables, the release-blind reference (bench/release_spread.py): how far
 Megatron-Bridge releases, which no projection from the configuration alone can remove.
 
 Each table also gives issue 16's families as slices (NVFP4, hybrid Mamba, sliding-window, Llama 4 rows:
-bench/family_slices.py) and the MoE rows (`moe`, and `moe in MBR`: bench/run_slices.py moe_slices), every row at its
+bench/family_slices.py), the MoE rows (`moe`, and `moe in MBR`: bench/run_slices.py moe_slices) and issue 32's
+long-context slices (`seq>=16k` and each length from 16k on: bench/run_slices.py sequence_slices), every row at its
 held-out error under that table's grouping.
 
 Models: `transfer` (default; per-part microbenchmarks + shared software constants, bench.fit_software) and
@@ -58,6 +59,7 @@ from bench.run_slices import (
     moe_slices,
     published_regression,
     release_group,
+    sequence_slices,
     source_group,
     throughput_cases,
 )
@@ -146,7 +148,7 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
     # held-out error under this grouping
     slices: dict[str, list[float]] = defaultdict(list)
     for c in meg:
-        for s in family_slices(c.model, c.job) + moe_slices(c):
+        for s in family_slices(c.model, c.job) + moe_slices(c) + sequence_slices(c):
             slices[s].append(errs[c.id])
     lines += [stat_row(f"slice: {s}", v) for s, v in sorted(slices.items())]
     native = [errs[c.id] for c in cases if is_torch_native(c)]

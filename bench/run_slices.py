@@ -6,6 +6,7 @@
 - `release_group`: the same, but the performance summary split by release (a weaker fold, reported beside it).
 - `model_family`: Llama, Qwen, DeepSeek-style MLA (DeepSeek, Moonlight, Kimi), gpt-oss, Nemotron, GPT-3,
   Mixtral, other.
+- `sequence_slices`: long context, `seq>=16k` and each length from 16k on (`seq=128k`).
 - `is_torch_native`: NeMo AutoModel / torchtitan / PyTorch FSDP rows (`RunCase.torch_native`, bench/torch_native_rows.py),
   and Megatron rows run with `--use-torch-fsdp2`. Their step is FSDP's own prefetch/overlap and eager or `torch.compile`
   kernels, priced by measure/torch_native/step.py, not the Megatron-LM stack the projection prices, so no fit uses
@@ -45,6 +46,18 @@ def release_group(case: RunCase) -> str:
 def model_family(case: RunCase) -> str:
     name = case.model.name.lower()
     return next((fam for key, fam in _FAMILIES if name.startswith(key)), "other")
+
+
+LONG_CONTEXT_TOKENS = 16384  # issue 32's "sequence length >= 16k" slice
+
+
+def sequence_slices(case: RunCase) -> list[str]:
+    """Sequence-length slices a row belongs to: `seq>=16k` from 16,384 tokens on, and its own length (`seq=32k`) there,
+    so that bench.cross_validate reports long context apart from the 4k-8k rows that dominate every fold."""
+    s = case.job.seq_length
+    if s < LONG_CONTEXT_TOKENS:
+        return []
+    return ["seq>=16k", f"seq={s // 1024}k" if s % 1024 == 0 else f"seq={s}"]
 
 
 def is_torch_native(case: RunCase) -> bool:

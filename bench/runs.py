@@ -25,7 +25,8 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
   (measure/layer_ops.moe_ops); its own kernel speed is not modelled (priced, it made the held-out figures worse:
   README Limits).
   25.09 rows and rows without a matching preset keep the defaults below.
-- `--overlap-moe-expert-parallel-comm` as the notes state it ("EP overlap on/off", card text), else as above.
+- `--overlap-moe-expert-parallel-comm` as the notes state it ("EP overlap on/off", card text), else as above; the CUDA graph
+  capture as the notes quote the run's command (`--cuda-graph-scope attn moe_router`) where no preset gives one.
 - MoE otherwise: alltoall dispatcher, grouped GEMM, forced-balanced routing, no EP comm overlap; ETP = 1 on Megatron-Bridge
   rows that leave it empty (its perf presets set expert_tensor_parallel_size=1), else Megatron's default ETP = TP.
 - torch FSDP2 rows (AutoModel): no --overlap-param-gather (FSDP2 gathers parameters itself).
@@ -476,6 +477,9 @@ def row_case(r: dict) -> RunCase | RunSkip:
     preset = _preset_fields(r, release, model, tp, pp, vpp, ep, mbs, assumed)
     vpp = preset.pop("vpp", vpp)
     graphs = preset.pop("cuda_graph_scope", frozenset())
+    stated = re.search(r"--cuda-graph-scope ([a-z_]+(?: [a-z_]+)*)", r["notes"])
+    if not graphs and stated:  # the capture the row's own command states (no preset to take it from)
+        graphs = graph_scope("transformer_engine", stated.group(1).split())
     fp8_attention = preset.pop("fp8_attention", False)
     fused_grouped_mlp = preset.pop("fused_grouped_mlp", False)
     if etp is None and ep > 1 and tp > 1 and "Megatron-Bridge" in r["source"]:

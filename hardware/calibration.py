@@ -48,7 +48,11 @@ class Calibration(_Strict):
                                             "per-expert token counts and the launch gap behind it")
     gemm_launch_host_us: float = Field(0.0, ge=0, le=1e7, description="host time of one GEMM a grouped GEMM launches per local expert "
                                        "(Transformer Engine's multi-stream cuBLAS loop: measure/kernel_ops.grouped_gemm_ops)")
-    attention_efficiency: float = Field(0.5, gt=0, le=1)
+    attention_efficiency: float = Field(0.5, gt=0, le=1, description="flash attention achieved/peak(bf16), executed FLOPs "
+                                        "(backward 2.5x forward), at the reference kernel length ATTENTION_REFERENCE_KV_TOKENS")
+    attention_half_kv_tokens: float = Field(0.0, ge=0, le=1e9, description="mean K/V tokens per query at which flash attention "
+                                            "reaches half its long-sequence rate (0 = the rate does not depend on length; "
+                                            "measure/kernels/roofline.py attention_length_factor)")
     memory_bound_efficiency: float = Field(0.7, gt=0, le=1, description="achieved/peak HBM bandwidth")
     ssd_scan_memory_efficiency: Optional[float] = Field(
         None, gt=0, le=1, description="achieved/peak HBM bandwidth of mamba_ssm's Triton SSD scan kernels "
@@ -69,7 +73,11 @@ class Microbench(_Strict):
 
     matmul_bf16_tflops: float = Field(gt=0, description="maximum achievable bf16 matmul TFLOP/s (best shape, no sparsity)")
     matmul_fp8_tflops: Optional[float] = Field(None, gt=0, description="same for float8_e4m3 inputs; None = not published")
-    attention_fraction: float = Field(gt=0, le=1, description="flash-attention fwd+bwd achieved TFLOP/s over the bf16 dense peak")
+    attention_fraction: float = Field(gt=0, le=1, description="flash-attention fwd+bwd achieved TFLOP/s over the bf16 dense peak, "
+                                      "counted in executed FLOPs (backward = 2.5x forward) at an 8k causal sequence")
+    attention_half_kv_tokens: float = Field(0.0, ge=0, le=1e9, description="mean K/V tokens per query at which the same kernel "
+                                            "reaches half its long-sequence rate, from its published rates at 8k and >= 128k "
+                                            "(0 = not published: a flat rate)")
     hbm_fraction: float = Field(gt=0, le=1, description="achieved device-memory copy bandwidth over the datasheet HBM bandwidth")
     allreduce_ring_busbw_gb_per_s: float = Field(gt=0, description="ring all-reduce bus bandwidth over the whole scale-up "
                                                  "group (8 GPUs), large payload, in-switch reduction (NVLS) off")
@@ -129,6 +137,7 @@ def derive_calibration(peak_bf16_tflops: float, peak_fp8_tflops: Optional[float]
         gemm_efficiency=curve,
         fp8_gemm_relative_efficiency=round(min(1.0, fp8_rel * sw.fp8_scale), 4),
         attention_efficiency=round(min(1.0, mb.attention_fraction * sw.attention_scale), 4),
+        attention_half_kv_tokens=mb.attention_half_kv_tokens,
         memory_bound_efficiency=round(min(1.0, mb.hbm_fraction * sw.memory_scale), 4),
         ssd_scan_memory_efficiency=None if sw.ssd_scan_scale is None else round(min(1.0, mb.hbm_fraction * sw.ssd_scan_scale), 4),
         collective_bandwidth_efficiency=round(min(1.0, mb.allreduce_ring_busbw_gb_per_s / scale_up_gb_per_s), 4),

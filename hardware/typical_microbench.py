@@ -37,6 +37,7 @@ def typical_microbench(part, siblings: Iterable) -> tuple[Microbench, tuple[str,
         matmul_bf16_tflops=round(bf16 * peak.bf16, 3),
         matmul_fp8_tflops=round(fp8 * peak.fp8, 3) if (fp8 and peak.fp8 and part.supports_fp8) else None,
         attention_fraction=round(_median([s.microbench.attention_fraction for s in same]), 4),
+        attention_half_kv_tokens=round(_median([s.microbench.attention_half_kv_tokens for s in same]), 1),
         hbm_fraction=round(_median([s.microbench.hbm_fraction for s in same]), 4),
         allreduce_ring_busbw_gb_per_s=round(part.scale_up_bandwidth_gb_per_s * _median(
             [s.microbench.allreduce_ring_busbw_gb_per_s / s.scale_up_bandwidth_gb_per_s for s in same]), 3),

@@ -100,6 +100,32 @@ def fp8_attention_time_factor(head_dim: float, bf16_peak: float, fp8_peak: float
     return (d * bf16_peak / fp8_peak + d0) / (d + d0)
 
 
+# Flash attention's achieved rate also grows with the K/V length each query iterates over: every query block pays a
+# fixed prologue and epilogue (load Q, rescale and write O, write the softmax statistics; in the backward, dQ) that the
+# inner loop over K/V blocks amortises, and a causal kernel's diagonal blocks are half masked. So the rate saturates as
+# L / (L + L_half) in the mean K/V tokens per query L, with L_half a property of the part's kernel
+# (Microbench.attention_half_kv_tokens, derived from the same publication's in-step rate at 8k and its end-to-end
+# rates at 128k-256k). The microbenchmarks are 8k causal kernels: L = 4096 is the reference the fraction holds at.
+ATTENTION_REFERENCE_KV_TOKENS = 4096.0
+
+
+def attention_mean_kv_tokens(s_q: int) -> float:
+    """Mean K/V tokens one query iterates over inside one flash-attention call of a rank holding `s_q` queries. Without
+    CP a causal kernel's query attends to s/2 keys on average. Under CP Megatron gives each rank two of 2 x CP chunks
+    (chunks r and 2 CP - r - 1: megatron/core/utils.py:2510-2557 @d98e8a64) and Transformer Engine's p2p ring
+    (`--cp-comm-type p2p`, the default: megatron/training/arguments.py:3221 @d98e8a64) runs CP calls per pass, each
+    over one rank's K/V (s/CP tokens, half of it on average under the causal split): s/(2 CP), again s_q / 2."""
+    return s_q / 2.0
+
+
+def attention_length_factor(mean_kv_tokens: float, half_kv_tokens: float) -> float:
+    """Flash attention's rate at this mean K/V length over its rate at the 8k reference (1 when L_half is 0)."""
+    if half_kv_tokens <= 0:
+        return 1.0
+    ref = ATTENTION_REFERENCE_KV_TOKENS
+    return (mean_kv_tokens / (mean_kv_tokens + half_kv_tokens)) / (ref / (ref + half_kv_tokens))
+
+
 def _grouped_tokens(pop: PhaseOp) -> int:
     """Tokens per expert of a grouped GEMM: M of fwd / dgrad (g, m, n, k), K (the reduction) of wgrad."""
     return pop.op.shape[3] if pop.phase.value == "bwd_wgrad" else pop.op.shape[1]
@@ -126,7 +152,8 @@ def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
             eff *= grouped_token_efficiency(cal, _grouped_tokens(pop))
         comp_s = pop.flops / (peak_flops(profile, pop.op.dtype) * eff)
     elif kind in _ATTENTION:
-        eff = min(1.0, cal.attention_efficiency * attention_head_dim_factor(pop.op.shape[5]))
+        eff = min(1.0, cal.attention_efficiency * attention_head_dim_factor(pop.op.shape[5])
+                  * attention_length_factor(attention_mean_kv_tokens(pop.op.shape[3]), cal.attention_half_kv_tokens))
         # fp32 core attention runs unfused, as fp32 batched matmuls (measure/kernels/common.py act_dtype)
         comp_s = pop.flops / (peak_flops(profile, "fp32" if pop.op.dtype == "fp32" else "bf16") * eff)
         if pop.op.dtype == "fp8":  # FP8 dot-product attention: the MMA share at the fp8 rate

@@ -11,14 +11,14 @@ import numpy as np
 
 from constraints.spec import MoeDispatcher, RecomputeModule
 from measure.projection.ep_overlap_schedule import exposed_ep_pair_s
-from measure.projection.layer_cost import RECOMPUTE_MODULES, LayerParts
+from measure.projection.layer_cost import RECOMPUTE_MODULES, LayerParts, cp_bwd_exposed_s
 from measure.projection.recipe_batch import DISPATCHERS
 
 KIND_COLS = ("F", "B", "W", "R", "S", "P", "E")  # per kind: fwd, bwd, wgrad, recompute fwd, selective, params
 
 # raw layer columns per kind: measure.projection.layer_cost.LayerParts flattened (EP traffic per dispatcher, forward time per
 # module that a --recompute-modules choice can re-run)
-_RAW_FIXED = ("fwd", "dgrad", "wgrad", "tp_raw", "cp", "dense_params", "expert_params", "a2a_sort_f", "a2a_sort_b",
+_RAW_FIXED = ("fwd", "dgrad", "wgrad", "tp_raw", "cp", "cp_b", "dense_params", "expert_params", "a2a_sort_f", "a2a_sort_b",
               "expert_f", "expert_d", "expert_w")
 RECOMPUTE_MODULE_COLS = tuple(sorted(set().union(*RECOMPUTE_MODULES.values()) | {m.value for m in RecomputeModule}))
 _EP0 = len(_RAW_FIXED)
@@ -45,13 +45,14 @@ def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp:
     exposed = exposed_ep_pair_s(fwd, dgrad, c["wgrad"], c["expert_f"] + sort_f, c["expert_d"] + sort_b, c["expert_w"], ep, f)
     ep_f = ep_b = np.where(epo, paired * exposed / 2 + (1.0 - paired) * ep, ep)
     sel = (raw[:, _MOD0:_MOD0 + len(RECOMPUTE_MODULE_COLS)] * sel_mask).sum(axis=1)
-    cols = {"F": fwd + tp + ep_f + c["cp"], "B": dgrad + tp + ep_b + 2 * c["cp"], "W": c["wgrad"],
+    cols = {"F": fwd + tp + ep_f + c["cp"], "B": dgrad + tp + ep_b + c["cp_b"], "W": c["wgrad"],
             "R": fwd + tp + ep_f, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
     return {k: v[:, None] for k, v in cols.items()}
 
 
 def raw_cols(parts: LayerParts) -> list[float]:
     """The row of one LayerParts in the `_RAW_FIXED`, per-dispatcher EP, per-module layout."""
-    return ([parts.fwd_s, parts.dgrad_s, parts.wgrad_s, parts.tp_raw_s, parts.cp_s, parts.dense_params, parts.expert_params,
-             parts.alltoall_sort_fwd_s, parts.alltoall_sort_bwd_s, parts.expert_fwd_s, parts.expert_dgrad_s, parts.expert_wgrad_s]
+    return ([parts.fwd_s, parts.dgrad_s, parts.wgrad_s, parts.tp_raw_s, parts.cp_s, cp_bwd_exposed_s(parts), parts.dense_params,
+             parts.expert_params, parts.alltoall_sort_fwd_s, parts.alltoall_sort_bwd_s, parts.expert_fwd_s, parts.expert_dgrad_s,
+             parts.expert_wgrad_s]
             + [parts.ep_raw_by_dispatcher_s.get(d, 0.0) for d in DISPATCHERS] + [parts.fwd_by_module_s.get(m, 0.0) for m in RECOMPUTE_MODULE_COLS])

@@ -14,7 +14,8 @@ Communication per micro-batch (see measure/projection/project.py's docstring for
   dispatcher deduplicates per destination node; ETP adds an all-gather + reduce-scatter over ETP. With EP A2A
   overlap, what Megatron's combined 1F1B layer schedule cannot hide behind the compute node each dispatch / combine
   is paired with stays exposed (measure/projection/ep_overlap_schedule.py, `finish_parts`).
-- CP (p2p ring): CP-1 K,V exchanges, hidden behind attention compute when shorter.
+- CP (p2p ring, Megatron's default `--cp-comm-type p2p`): CP-1 K,V exchanges of one rank's K/V shard per pass, which
+  Transformer Engine runs on its own stream under the attention kernels (`cp_ring_s`); the backward moves K,V and dK,dV.
 """
 from __future__ import annotations
 
@@ -100,6 +101,37 @@ class LayerParts:
     expert_fwd_s: float = 0.0
     expert_dgrad_s: float = 0.0
     expert_wgrad_s: float = 0.0
+    cp_bwd_s: Optional[float] = None  # exposed CP traffic of the backward; None: twice the forward's (`cp_bwd_exposed_s`)
+
+
+def cp_bwd_exposed_s(parts: "LayerParts") -> float:
+    """The backward's exposed CP seconds of a layer (twice the forward's where `layer_parts` did not set them)."""
+    return 2 * parts.cp_s if parts.cp_bwd_s is None else parts.cp_bwd_s
+
+
+# flash attention's backward runs 5 of the forward's 2 matmul passes (FlashAttention-2, Dao 2023, sec. 3.1): the
+# backward attention a ring step's exchange can hide behind is 2.5x the forward's (measure/kernels/layer_ops.py)
+ATTENTION_BWD_OVER_FWD = 2.5
+
+
+def cp_ring_s(model: ModelSpec, recipe: Recipe, t_tok: int, groups, profile: HardwareProfile,
+              attention_fwd_s: float) -> tuple[float, float]:
+    """(forward, backward) exposed seconds of one attention layer's CP ring per micro-batch. Each of the CP - 1 ring
+    steps passes this rank's K and V shard (t_tok tokens, t_tok = MBS x s / CP, the KV heads this TP rank holds, bf16) to
+    the next rank while the attention of the current step runs: Transformer Engine's AttnFuncWithCPAndKVP2P issues the
+    send/recv on `cp_stream`, which Megatron creates for it (megatron/core/extensions/transformer_engine.py:2133-2139
+    @d98e8a64). Megatron's load-balanced split (megatron/core/utils.py:2510-2557) gives every rank the same share of
+    the causal work, so no rank waits on another's longer attention. The exchange shows where it outlasts the
+    attention it hides behind, and at least the calibration's exposed fraction (imperfect overlap). The backward passes
+    K,V and returns dK,dV (twice the bytes) behind the backward attention (2.5x the forward's)."""
+    kv_heads = model.num_attention_heads if model.multi_latent_attention else model.num_query_groups
+    d = (model.qk_head_dim + model.qk_pos_emb_head_dim) if model.multi_latent_attention else model.kv_channels
+    kv_bytes = 2 * t_tok * max(kv_heads // recipe.tp, 1) * d * 2
+    ring = (recipe.cp - 1) * col.p2p_s(kv_bytes, groups.cp.num_domains > 1, profile)
+    exposed = profile.calibration.exposed_comm_fraction
+    fwd = max(ring - attention_fwd_s, ring * exposed)
+    bwd = max(2 * ring - ATTENTION_BWD_OVER_FWD * attention_fwd_s, 2 * ring * exposed)
+    return fwd, bwd
 
 
 def timed_ops(ops: list[PhaseOp], profile, table, fp, imbalance: float, cache: Optional[dict] = None) -> list[tuple[PhaseOp, float]]:
@@ -254,15 +286,11 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
         # keyed by what _ep_raw_s reads (the EP / ETP spans follow the sizes)
         ep = _memo(op_cache, ("ep", t_sp, recipe.ep, recipe.etp_effective),
                    lambda: {d: _ep_raw_s(model, recipe, groups, profile, t_sp, d) for d in MoeDispatcher})
-    cp = 0.0
+    cp, cp_bwd = 0.0, None
     if recipe.cp > 1 and kind == LayerKind.mamba:
         cp = mamba_cp_s(model, recipe, t_tok, groups, profile)
     elif recipe.cp > 1 and kind.has_attention:
-        kv_heads = model.num_attention_heads if model.multi_latent_attention else model.num_query_groups
-        d = (model.qk_head_dim + model.qk_pos_emb_head_dim) if model.multi_latent_attention else model.kv_channels
-        kv_bytes = 2 * recipe.mbs * t_tok * max(kv_heads // recipe.tp, 1) * d * 2
-        ring = (recipe.cp - 1) * col.p2p_s(kv_bytes, groups.cp.num_domains > 1, profile)
-        cp = max(ring - fwd_by_module.get("core_attn", 0.0), ring * cal.exposed_comm_fraction)
+        cp, cp_bwd = cp_ring_s(model, recipe, t_tok, groups, profile, fwd_by_module.get("core_attn", 0.0))
     if kind.has_moe and FULL_ITERATION not in cuda_graph_scope:  # dispatcher host sync per pass (Calibration)
         by[Phase.fwd] += cal.moe_dispatch_overhead_us * 1e-6
         by[Phase.bwd_dgrad] += cal.moe_dispatch_overhead_us * 1e-6
@@ -278,7 +306,7 @@ def layer_parts(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Place
     sort = _memo(op_cache, ("alltoall_sort",) + block_key(model, job, recipe, kind), lambda: _op_sums(timed_ops(
         alltoall_sort_ops(model, job, recipe) if kind.has_moe else [], profile, table, fp, cal.moe_load_imbalance, op_cache)))
     return LayerParts(fwd_s=by[Phase.fwd], dgrad_s=by[Phase.bwd_dgrad], wgrad_s=by[Phase.bwd_wgrad],
-                      fwd_by_module_s=fwd_by_module, tp_raw_s=tp, ep_raw_by_dispatcher_s=dict(ep), cp_s=cp,
+                      fwd_by_module_s=fwd_by_module, tp_raw_s=tp, ep_raw_by_dispatcher_s=dict(ep), cp_s=cp, cp_bwd_s=cp_bwd,
                       dense_params=attn.dense_params + blk.dense_params,
                       expert_params=attn.expert_params + blk.expert_params,
                       alltoall_sort_fwd_s=sort.fwd_s, alltoall_sort_bwd_s=sort.dgrad_s + sort.wgrad_s,
@@ -333,7 +361,7 @@ def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dis
                                           cal.exposed_comm_fraction))
         ep_fwd = ep_bwd = ep_paired * exposed / 2 + (1.0 - ep_paired) * ep_raw
     return LayerCost(fwd=fwd_s, dgrad=dgrad_s, wgrad=parts.wgrad_s, recompute_selective=sel,
-                     tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_fwd, ep_bwd=ep_bwd, cp_fwd=parts.cp_s, cp_bwd=2 * parts.cp_s,
+                     tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_fwd, ep_bwd=ep_bwd, cp_fwd=parts.cp_s, cp_bwd=cp_bwd_exposed_s(parts),
                      dense_params=parts.dense_params, expert_params=parts.expert_params)
 
 
