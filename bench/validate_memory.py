@@ -70,7 +70,8 @@ def evaluate(csv_paths=(RUNS_CSV, MEMORY_CSV)):
         if "mem_per_gpu_gib" in c.measured:
             # a peak read after iteration 1 is compared with the first iteration's peak (constraints/memory/first_step.py)
             peak = first_iteration_peak_bytes(mem, c.job) if c.memory_after_first_iteration else mem.peak_bytes
-            ours_gib = (peak - cal.framework_overhead_bytes) / GIB
+            # TE's userbuffers live outside torch's allocator too (constraints/memory/userbuffers.py)
+            ours_gib = (peak - cal.framework_overhead_bytes - mem.terms.get("userbuffers", 0)) / GIB
             measured = c.measured["mem_per_gpu_gib"]
             meg, _ = megatron_estimate_bytes(c.model, c.job, c.recipe, c.placement.world_size)
             meg_gib = None if meg is None else meg / GIB

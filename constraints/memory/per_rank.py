@@ -18,6 +18,7 @@ from constraints.memory import activations as act
 from constraints.memory.deferred_wgrad import deferred_embedding_wgrad_bytes
 from constraints.memory.in_flight import inflight_chunks, num_microbatches
 from constraints.memory.nvfp4_weights import QuantisedWeights, rank_quantised_weights
+from constraints.memory.userbuffers import userbuffer_bytes
 from constraints.models.params import LayerParams, all_layer_params, layer_params, mtp_weight_depths, padded_vocab_size
 from constraints.spec import (
     DataParallelSharding,
@@ -279,6 +280,8 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
         terms.update(rank_activation_terms(sums, working, len(chunks), inflight, comm, frag_ppm, framework_overhead_bytes))
         if any(chunk.loss for chunk in chunks) and recipe.defer_embedding_wgrad_compute:
             terms["deferred_embedding_wgrad"] = deferred_embedding_wgrad_bytes(model, recipe, sh, vocab, m)
+        if recipe.tp_comm_overlap:  # TE's userbuffers: HBM outside torch's allocator (constraints/memory/userbuffers.py)
+            terms["userbuffers"] = userbuffer_bytes(model, job, recipe)
         stages.append(StageMemory(rank=rank, terms=terms, total_bytes=sum(terms.values())))
     peak = max(stages, key=lambda s: (s.total_bytes, -s.rank))
     usable = capacity_bytes * (PPM - round(margin_fraction * PPM)) // PPM
