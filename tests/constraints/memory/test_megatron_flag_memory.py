@@ -144,6 +144,4 @@ def test_moe_allgather_dispatcher_is_warned_by_name(tmp_path):
     assert messages == ["memory of --moe-token-dispatcher-type allgather is not modelled: the peak may be low"]
     alltoall = [f if f[0] != "--moe-token-dispatcher-type" else [f[0], "alltoall"] for f in row["flags"]]
     _, report = judged(tmp_path, alltoall, "h100-sxm-80gb")
-    messages = [w.message for w in report.warnings if w.rule == "memory_not_modelled"]
-    # the case names its own per-GEMM file, which check does not read: the sizes are TE's defaults, said by name
-    assert messages == (["memory of --tp-comm-overlap-cfg is not modelled: the peak may be low"] if overlap else [])
+    assert not [w for w in report.warnings if w.rule == "memory_not_modelled"]
