@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from constraints.spec import MoeDispatcher, RecomputeModule
-from measure.projection.layer_cost import RECOMPUTE_MODULES, LayerParts
+from measure.projection.layer_cost import RECOMPUTE_MODULES, LayerParts, overlapped_tp_s
 from measure.projection.recipe_batch import DISPATCHERS
 
 KIND_COLS = ("F", "B", "W", "R", "S", "P", "E")  # per kind: fwd, bwd, wgrad, recompute fwd, selective, params
@@ -23,28 +23,30 @@ _EP0 = len(_RAW_FIXED)
 _MOD0 = _EP0 + len(DISPATCHERS)
 RAW_WIDTH = _MOD0 + len(RECOMPUTE_MODULE_COLS)
 _ALLTOALL = DISPATCHERS.index(MoeDispatcher.alltoall)
+_CORE_ATTN = _MOD0 + RECOMPUTE_MODULE_COLS.index("core_attn")  # no TP collective hides behind core attention
 
 
 def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp: np.ndarray, epo: np.ndarray, cal,
                    paired: np.ndarray = 1.0) -> dict:
     """Kind columns (KIND_COLS, each [row, 1]) of one layer kind per row from its raw columns (`raw_cols`):
     measure.projection.layer_cost.finish_parts on arrays — selective recompute = the recomputed modules' forward time; TP
-    traffic times the exposed fraction where overlapped; the alltoall dispatcher's token re-sorts on its rows; the row
+    traffic less what the pass's GEMMs hide where overlapped (layer_cost.overlapped_tp_s); the alltoall dispatcher's token re-sorts on its rows; the row
     dispatcher's EP traffic, which EP overlap hides
     behind the other micro-batch's compute down to the exposed fraction (tests/measure/projection/test_vectorized.py holds the two
     equal on random parts)."""
     f = cal.exposed_comm_fraction
     c = {name: raw[:, i] for i, name in enumerate(_RAW_FIXED)}
-    tp = c["tp_raw"] * np.where(tpo, f, 1.0)
     ep = np.take_along_axis(raw[:, _EP0:_EP0 + len(DISPATCHERS)], disp[:, None], axis=1)[:, 0]
     a2a = disp == _ALLTOALL
     fwd = c["fwd"] + np.where(a2a, c["a2a_sort_f"], 0.0)
     dgrad = c["dgrad"] + np.where(a2a, c["a2a_sort_b"], 0.0)
+    tp_f, tp_b = overlapped_tp_s(c["tp_raw"], fwd - raw[:, _CORE_ATTN], dgrad + c["wgrad"], f)
+    tp_f, tp_b = np.where(tpo, tp_f, c["tp_raw"]), np.where(tpo, tp_b, c["tp_raw"])
     ep_f = np.where(epo, paired * np.maximum(ep - (dgrad + c["wgrad"]), ep * f) + (1.0 - paired) * ep, ep)
     ep_b = np.where(epo, paired * np.maximum(ep - fwd, ep * f) + (1.0 - paired) * ep, ep)
     sel = (raw[:, _MOD0:_MOD0 + len(RECOMPUTE_MODULE_COLS)] * sel_mask).sum(axis=1)
-    cols = {"F": fwd + tp + ep_f + c["cp"], "B": dgrad + tp + ep_b + 2 * c["cp"], "W": c["wgrad"],
-            "R": fwd + tp + ep_f, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
+    cols = {"F": fwd + tp_f + ep_f + c["cp"], "B": dgrad + tp_b + ep_b + 2 * c["cp"], "W": c["wgrad"],
+            "R": fwd + tp_f + ep_f, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
     return {k: v[:, None] for k, v in cols.items()}
 
 
