@@ -312,7 +312,8 @@ def overlapped_tp_s(tp_raw_s, fwd_gemm_s, bwd_gemm_s, exposed_fraction):
 def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dispatcher: MoeDispatcher, ep_overlap: bool,
                  cal: Calibration, ep_paired: float = 1.0) -> LayerCost:
     """The selective recompute's forward time over the `recomputed` layer_ops modules, the dispatcher's EP
-    traffic and its own token passes (the alltoall dispatcher's re-sorts), and TP traffic under `--tp-comm-overlap` less what the pass's GEMMs hide (`overlapped_tp_s`); EP under
+    traffic and its own token passes (the alltoall dispatcher's re-sorts), and TP traffic under `--tp-comm-overlap`
+    less what the pass's GEMMs hide (`overlapped_tp_s`); EP under
     `--overlap-moe-expert-parallel-comm` hides at most the other micro-batch's compute, on the `ep_paired` share
     of passes that have a partner (`ep_paired_fraction`; the rest stay exposed)."""
     sel = sum(t for m, t in parts.fwd_by_module_s.items() if m in recomputed)
