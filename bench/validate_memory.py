@@ -54,7 +54,8 @@ def evaluate(csv_paths=(RUNS_CSV, MEMORY_CSV)):
         cal = profile.calibration
         try:
             mem = memory_report(c.model, c.job, c.recipe, c.placement.world_size, profile.hbm_capacity_bytes,
-                                cal.framework_overhead_bytes, cal.activation_fragmentation_fraction)
+                                cal.framework_overhead_bytes, cal.activation_fragmentation_fraction,
+                                compute_capability=profile.compute_capability)
         except StageSplitError as exc:
             unsplittable.append((c.id, str(exc)))
             continue
@@ -62,7 +63,7 @@ def evaluate(csv_paths=(RUNS_CSV, MEMORY_CSV)):
         # bench/fit_memory_fraction.py) on the recipe the verdict prices (full recompute where the row states none)
         verdict = memory_report(c.model, c.job, verdict_recipe(c), c.placement.world_size, profile.hbm_capacity_bytes,
                                 cal.framework_overhead_bytes, cal.activation_fragmentation_fraction,
-                                margin_fraction=1.0 - DEFAULT_MEMORY_FRACTION)
+                                margin_fraction=1.0 - DEFAULT_MEMORY_FRACTION, compute_capability=profile.compute_capability)
         predicted = "fits" if verdict.fits else "oom"
         confusion[(c.outcome, predicted)] += 1
         for label in family_slices(c.model, c.job):

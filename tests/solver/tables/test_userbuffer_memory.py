@@ -23,7 +23,8 @@ def test_overlapped_rows_carry_the_userbuffers_check_prices():
     for i in np.linspace(0, len(tables.cand_act) - 1, 40).astype(int):
         recipe = tables.recipe(int(tables.cand_act[i]), int(tables.cand_shard[i]))
         report = memory_report(space.model, space.job, recipe, 8, prof.hbm_capacity_bytes,
-                               prof.calibration.framework_overhead_bytes, prof.calibration.activation_fragmentation_fraction)
+                               prof.calibration.framework_overhead_bytes, prof.calibration.activation_fragmentation_fraction,
+                               compute_capability=prof.compute_capability)
         assert report.peak_bytes == int(tables.cand_peak[i])
         if recipe.tp_comm_overlap:
             overlapped += 1
