@@ -21,8 +21,8 @@ import numpy as np
 from constraints.memory import activations as act
 from constraints.memory import per_rank as mem
 from constraints.memory.activation_coef import full_recompute_key, kind_keys, rank_coefficients, shape_key, values_at
-from constraints.memory.in_flight import inflight_chunks
 from constraints.memory.gemm_workspaces import te_gemm_workspace_bytes
+from constraints.memory.in_flight import inflight_chunks
 from constraints.memory.userbuffers import userbuffer_bytes
 from constraints.spec import Recipe
 from constraints.stages import rank_chunks
