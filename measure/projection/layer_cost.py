@@ -291,7 +291,10 @@ def finish_layer_cost(parts: LayerParts, recipe: Recipe, cal: Calibration, num_m
     """Apply what the recipe's recompute modules and overlap flags decide (see `finish_parts`); the micro-batch
     count decides how many passes EP overlap can pair."""
     paired = ep_paired_fraction(recipe.pp, recipe.vpp, num_microbatches) if recipe.overlap_moe_expert_parallel_comm else 0.0
-    return finish_parts(parts, recomputed_modules(recipe.recompute.modules), recipe.tp_comm_overlap,
+    # userbuffers overlap only inside TE's linear modules (megatron/core/extensions/transformer_engine.py:1189
+    # @d98e8a64); Megatron's local linear layers run their TP collectives exposed
+    tp_overlap = recipe.tp_comm_overlap and not recipe.local_transformer_impl
+    return finish_parts(parts, recomputed_modules(recipe.recompute.modules), tp_overlap,
                         recipe.moe_dispatcher, recipe.overlap_moe_expert_parallel_comm, cal, paired)
 
 

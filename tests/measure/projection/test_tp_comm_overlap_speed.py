@@ -23,3 +23,16 @@ def test_core_attention_hides_nothing():
     assert off.tp_fwd == off.tp_bwd == 0.003
     assert abs(on.tp_fwd - 0.002) < 1e-12  # 1 ms of non-attention forward hides 1 of 3 ms
     assert abs(on.tp_bwd - 0.003 * cal.exposed_comm_fraction) < 1e-12
+
+
+def test_the_local_impl_overlaps_nothing():
+    from constraints.models.load import load_model
+    from constraints.spec import JobSpec, Placement, Recipe
+    from measure.projection.layer_cost import layer_cost
+
+    model, job = load_model("Llama-3.1-8B"), JobSpec(seq_length=4096, global_batch_size=16)
+    placement, profile = Placement(hardware="h100-sxm-80gb", num_nodes=1, gpus_per_node=8), load_profile("h100-sxm-80gb")
+    base = dict(tp=8, sequence_parallel=True, local_transformer_impl=True)
+    on = layer_cost(model, job, Recipe(**base, tp_comm_overlap=True), placement, profile, "dense")
+    off = layer_cost(model, job, Recipe(**base), placement, profile, "dense")
+    assert on.tp_fwd == off.tp_fwd > 0 and on.tp_bwd == off.tp_bwd
