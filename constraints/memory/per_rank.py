@@ -16,7 +16,6 @@ from pydantic import Field
 
 from constraints.memory import activations as act
 from constraints.memory.deferred_wgrad import deferred_embedding_wgrad_bytes
-from constraints.memory.fp8_weight_cache import fp8_weight_cache_bytes
 from constraints.memory.gemm_workspaces import te_gemm_workspace_bytes
 from constraints.memory.in_flight import inflight_chunks, num_microbatches
 from constraints.memory.nvfp4_weights import QuantisedWeights, rank_quantised_weights
@@ -127,17 +126,6 @@ def static_terms(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int
         layers = [i for chunk in chunks for i in chunk.layers if i not in bf16]
         quantised = rank_quantised_weights(model, layers, recipe.tp, recipe.ep, recipe.etp_effective)
     return static_from_params(job, recipe, world_size, *rank_params(model, recipe, chunks), quantised=quantised)
-
-
-def fp8_cache_of_chunks(model: ModelSpec, job: JobSpec, recipe: Recipe, chunks: list[Chunk],
-                        compute_capability: Optional[float]) -> int:
-    """TE's cached fp8 weight copies of one rank's decoder layers (constraints/memory/fp8_weight_cache.py)."""
-    if not job.precision.is_fp8 or recipe.fp8_param_gather or recipe.local_transformer_impl or compute_capability is None:
-        return 0
-    bf16 = job.bf16_layer_indices(model.num_layers)  # built outside the fp8 context
-    layers = [i for chunk in chunks for i in chunk.layers if i not in bf16]
-    elements = rank_quantised_weights(model, layers, recipe.tp, recipe.ep, recipe.etp_effective).elements
-    return fp8_weight_cache_bytes(job, recipe, elements, compute_capability)
 
 
 def static_from_params(job: JobSpec, recipe: Recipe, world_size: int, dense: int, expert: int, biggest: int,
@@ -300,9 +288,6 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
             terms["userbuffers"] = userbuffer_bytes(model, job, recipe)
         if workspaces:  # TE's cuBLAS workspaces, fixed per rank (constraints/memory/gemm_workspaces.py)
             terms["gemm_workspaces"] = workspaces
-        fp8_cache = fp8_cache_of_chunks(model, job, recipe, chunks, compute_capability)
-        if fp8_cache:
-            terms["fp8_weight_cache"] = fp8_cache
         stages.append(StageMemory(rank=rank, terms=terms, total_bytes=sum(terms.values())))
     peak = max(stages, key=lambda s: (s.total_bytes, -s.rank))
     usable = capacity_bytes * (PPM - round(margin_fraction * PPM)) // PPM

@@ -101,8 +101,7 @@ class MemoryTables:
             for k, sh in enumerate(shardings):
                 if static_ok[i, k]:
                     at.append(i * n_sh + k)
-                    caches = self._fp8_caches(tp, ep, etp, (pp, vpp, acc))
-                    vals.append([self._static(tp, pp, cp, ep, etp, sh, p) + c for p, c in zip(params, caches)] + pad)
+                    vals.append([self._static(tp, pp, cp, ep, etp, sh, p) for p in params] + pad)
         out = np.zeros((len(struct) * n_sh, self.width), dtype=np.int64)
         if at:
             out[np.array(at)] = np.array(vals, dtype=np.int64)
@@ -120,17 +119,6 @@ class MemoryTables:
                 r = self._static_recipes[key[:6]] = fast_recipe(tp, pp, 1, cp, ep, etp, 1, tp > 1, self.rc[0], "1f1b", sharding, False)
             hit = self._static_cache[key] = sum(mem.static_from_params(self.job, r, self.world, *params).values())
         return hit
-
-    def _fp8_caches(self, tp, ep, etp, split_key) -> list[int]:
-        """Per class of a split, TE's cached fp8 weight copies of its first rank (the term memory_report adds,
-        constraints/memory/per_rank.py fp8_cache_of_chunks), cached per (TP, EP, ETP, split)."""
-        cache = self.__dict__.setdefault("_fp8_cache_by_split", {})
-        key = (tp, ep, etp, split_key)
-        if key not in cache:
-            r = fast_recipe(tp, 1, 1, 1, ep, etp, 1, tp > 1, self.rc[0], "1f1b", "none", False)
-            cache[key] = [mem.fp8_cache_of_chunks(self.model, self.job, r, [c for _, c in chunks], self.profile.compute_capability)
-                          for chunks in self._class_chunks(split_key)]
-        return cache[key]
 
     def _class_params(self, tp, ep, etp, split_key) -> list:
         """rank_params per class of a split, cached per (TP, EP, ETP, split).
