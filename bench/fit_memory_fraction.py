@@ -58,7 +58,7 @@ def priced_runs(csv_paths=(RUNS_CSV, MEMORY_CSV)) -> list[PricedRun]:
             try:
                 mem = memory_report(case.model, case.job, verdict_recipe(case), case.placement.world_size,
                                     profile.hbm_capacity_bytes, cal.framework_overhead_bytes,
-                                    cal.activation_fragmentation_fraction)
+                                    cal.activation_fragmentation_fraction, compute_capability=profile.compute_capability)
             except StageSplitError:
                 continue
             out.append(PricedRun(case.id.split("-")[0], case.id, mem.peak_bytes * PPM // profile.hbm_capacity_bytes,

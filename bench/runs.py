@@ -512,6 +512,12 @@ def row_case(r: dict) -> RunCase | RunSkip:
         preset["overlap_moe_expert_parallel_comm"] = True  # stated by the row ("EP overlap on", card text)
     elif re.search(r"EP overlap off", r["notes"]):
         preset["overlap_moe_expert_parallel_comm"] = False
+    stated_tp_overlap = (r.get("tp_comm_overlap") or "").strip().lower()
+    if stated_tp_overlap in ("true", "false"):
+        # the tp_comm_overlap column (bench/data/COLUMNS.md): TE userbuffers, priced for speed and memory where stated
+        preset["tp_comm_overlap"] = stated_tp_overlap == "true" and sp
+    elif stated_tp_overlap:
+        return skip(f"tp_comm_overlap {stated_tp_overlap!r}: the column says true, false or nothing (bench/data/COLUMNS.md)")
     if not r["recompute"] and "recompute" not in preset:
         assumed.append("recompute none")
     optimizer = Optimizer.muon if "muon" in r["notes"].lower() else Optimizer.adam

@@ -54,7 +54,8 @@ def evaluate(csv_paths=(RUNS_CSV, MEMORY_CSV)):
         cal = profile.calibration
         try:
             mem = memory_report(c.model, c.job, c.recipe, c.placement.world_size, profile.hbm_capacity_bytes,
-                                cal.framework_overhead_bytes, cal.activation_fragmentation_fraction)
+                                cal.framework_overhead_bytes, cal.activation_fragmentation_fraction,
+                                compute_capability=profile.compute_capability)
         except StageSplitError as exc:
             unsplittable.append((c.id, str(exc)))
             continue
@@ -62,7 +63,7 @@ def evaluate(csv_paths=(RUNS_CSV, MEMORY_CSV)):
         # bench/fit_memory_fraction.py) on the recipe the verdict prices (full recompute where the row states none)
         verdict = memory_report(c.model, c.job, verdict_recipe(c), c.placement.world_size, profile.hbm_capacity_bytes,
                                 cal.framework_overhead_bytes, cal.activation_fragmentation_fraction,
-                                margin_fraction=1.0 - DEFAULT_MEMORY_FRACTION)
+                                margin_fraction=1.0 - DEFAULT_MEMORY_FRACTION, compute_capability=profile.compute_capability)
         predicted = "fits" if verdict.fits else "oom"
         confusion[(c.outcome, predicted)] += 1
         for label in family_slices(c.model, c.job):
@@ -74,7 +75,8 @@ def evaluate(csv_paths=(RUNS_CSV, MEMORY_CSV)):
         elif "mem_per_gpu_gib" in c.measured:
             # a peak read after iteration 1 is compared with the first iteration's peak (constraints/memory/first_step.py)
             peak = first_iteration_peak_bytes(mem, c.job) if c.memory_after_first_iteration else mem.peak_bytes
-            ours_gib = (peak - cal.framework_overhead_bytes) / GIB
+            # TE's userbuffers live outside torch's allocator too (constraints/memory/userbuffers.py)
+            ours_gib = (peak - cal.framework_overhead_bytes - mem.terms.get("userbuffers", 0)) / GIB
             measured = c.measured["mem_per_gpu_gib"]
             meg, _ = megatron_estimate_bytes(c.model, c.job, c.recipe, c.placement.world_size)
             meg_gib = None if meg is None else meg / GIB

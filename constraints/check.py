@@ -117,7 +117,8 @@ def check_case(case: Case, profile, flags: Mapping[str, object] | None = None, e
         cal = profile.calibration
         try:
             report = memory_report(case.model, case.job, case.recipe, case.world_size, profile.hbm_capacity_bytes,
-                                   cal.framework_overhead_bytes, cal.activation_fragmentation_fraction, margin_fraction)
+                                   cal.framework_overhead_bytes, cal.activation_fragmentation_fraction, margin_fraction,
+                                   compute_capability=profile.compute_capability)
         except StageSplitError as exc:
             errors.append(Violation(rule="layers_split", message=str(exc), fix="change the pipeline split"))
         else:

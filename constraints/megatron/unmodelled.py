@@ -57,22 +57,23 @@ def memory_lowering_flags(raw: dict[str, Any]) -> list[str]:
 
 # Flags that allocate memory the memory model does not count, so the exact peak `check` prints is below the run's: each
 # is named in a warning "memory of X is not modelled: the peak may be low" (shardplan/verdict.py). Sources @ d98e8a64:
-# --tp-comm-overlap makes Transformer Engine build its userbuffers communication buffers for every overlapped GEMM
-# (megatron/training/training.py initialize_ub -> transformer_engine/pytorch/module/base.py initialize_ub: one
-# (seq x mbs, hidden)-sized buffer per overlapped layer kind, fp8 ones too under --fp8-format, plus the copies the
-# overlap keeps), whose sizes depend on TE's per-GEMM overlap configuration (--tp-comm-overlap-cfg), not priced here.
+# --tp-comm-overlap-cfg FILE: TE's userbuffers are priced at TE's default per-GEMM configuration
+# (constraints/memory/userbuffers.py); a user configuration can give a reduce-scatter GEMM a ring-exchange buffer of
+# 2 x TP - 1 chunks or an fp8 pipeline buffer (transformer_engine/pytorch/module/base.py:560-569 @d0067d0d), which
+# the file (not read) would say.
 # The MoE all-gather token dispatcher (--moe-token-dispatcher-type allgather, Megatron's default) gathers every token,
 # its routing map and its fp32 probabilities over TP x EP (megatron/core/transformer/moe/token_dispatcher.py:281-303,
 # the tokens into the persistent global memory buffer), keeps per layer the local routing map and the permutation
 # indices for backward (:305-334), and casts the unpermuted TP x EP-wide tokens to fp32 for the reduce-scatter (:356-360);
 # the model prices the routed tokens of a balanced all-to-all only (constraints/memory/activations.py mlp_terms), and
 # Megatron-LM's MoE functional tests on this dispatcher measure 8-25 % above it (bench/megatron_golden/compare.py).
-MEMORY_RAISING_FLAGS = ("--tp-comm-overlap",)
+MEMORY_RAISING_FLAGS = ("--tp-comm-overlap-cfg",)
 
 
 def memory_raising_flags(raw: dict[str, Any]) -> list[str]:
     """The MEMORY_RAISING_FLAGS a parsed command line sets, and the MoE all-gather dispatcher where it is used."""
-    named = [f for f in MEMORY_RAISING_FLAGS if raw.get(f) not in (None, False, 0, 0.0, [])]
+    named = [f for f in MEMORY_RAISING_FLAGS if raw.get(f) not in (None, False, 0, 0.0, [])
+             and (f != "--tp-comm-overlap-cfg" or raw.get("--tp-comm-overlap"))]  # the file matters only with the overlap
     if raw.get("--num-experts") and raw.get("--moe-token-dispatcher-type", "allgather") == "allgather":
         named.append("--moe-token-dispatcher-type allgather")
     if raw.get("--cross-entropy-loss-fusion") and "--cross-entropy-fusion-impl" not in raw:

@@ -18,7 +18,8 @@ from constraints.memory.per_rank import OPTIMIZER_BYTES, OPTIMIZER_BYTES_BF16_MO
 from constraints.spec import JobSpec, Precision
 
 MASTER_WEIGHT_BYTES = 4  # the fp32 master copy inside every OPTIMIZER_BYTES entry (the rest is moments)
-STATIC_TERMS = ("weights", "gradients", "optimizer_state", "fsdp_unsharded", "framework_overhead")
+STATIC_TERMS = ("weights", "gradients", "optimizer_state", "fsdp_unsharded", "framework_overhead", "userbuffers",
+                "gemm_workspaces")  # the last two are allocated once, before the first step (userbuffers.py, gemm_workspaces.py)
 
 
 def moment_bytes(terms: dict[str, int], job: JobSpec) -> int:

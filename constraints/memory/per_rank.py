@@ -16,8 +16,10 @@ from pydantic import Field
 
 from constraints.memory import activations as act
 from constraints.memory.deferred_wgrad import deferred_embedding_wgrad_bytes
+from constraints.memory.gemm_workspaces import te_gemm_workspace_bytes
 from constraints.memory.in_flight import inflight_chunks, num_microbatches
 from constraints.memory.nvfp4_weights import QuantisedWeights, rank_quantised_weights
+from constraints.memory.userbuffers import userbuffer_bytes
 from constraints.models.params import LayerParams, all_layer_params, layer_params, mtp_weight_depths, padded_vocab_size
 from constraints.spec import (
     DataParallelSharding,
@@ -250,8 +252,10 @@ def rank_activation_terms(sums: list[int], working: int, vpp: int, inflight: int
 
 def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: int, capacity_bytes: int,
                   framework_overhead_bytes: int = 0, fragmentation_fraction: float = 0.0,
-                  margin_fraction: float = 0.0) -> MemoryReport:
-    """Exact per-rank memory for every pipeline rank; raises StageSplitError if the split is impossible."""
+                  margin_fraction: float = 0.0, compute_capability: Optional[float] = None) -> MemoryReport:
+    """Exact per-rank memory for every pipeline rank; raises StageSplitError if the split is impossible.
+    `compute_capability` (the part's, None for AMD) sizes Transformer Engine's cuBLAS workspaces
+    (constraints/memory/gemm_workspaces.py)."""
     all_chunks = rank_chunks(model, recipe)
     dp = max(recipe.dp(world_size), 1)
     m = max(num_microbatches(job.global_batch_size, recipe.mbs, dp), 1)
@@ -266,6 +270,7 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
     vocab = padded_vocab_size(model, recipe.tp, recipe.make_vocab_size_divisible_by)
     frag_ppm = round(fragmentation_fraction * PPM)
     comm = comm_buffer_bytes(model, recipe, sh)
+    workspaces = te_gemm_workspace_bytes(compute_capability, model, recipe)
     stages = []
     for rank, chunks in enumerate(all_chunks):
         terms = static_terms(model, job, recipe, world_size, chunks)
@@ -279,6 +284,10 @@ def memory_report(model: ModelSpec, job: JobSpec, recipe: Recipe, world_size: in
         terms.update(rank_activation_terms(sums, working, len(chunks), inflight, comm, frag_ppm, framework_overhead_bytes))
         if any(chunk.loss for chunk in chunks) and recipe.defer_embedding_wgrad_compute:
             terms["deferred_embedding_wgrad"] = deferred_embedding_wgrad_bytes(model, recipe, sh, vocab, m)
+        if recipe.tp_comm_overlap:  # TE's userbuffers: HBM outside torch's allocator (constraints/memory/userbuffers.py)
+            terms["userbuffers"] = userbuffer_bytes(model, job, recipe)
+        if workspaces:  # TE's cuBLAS workspaces, fixed per rank (constraints/memory/gemm_workspaces.py)
+            terms["gemm_workspaces"] = workspaces
         stages.append(StageMemory(rank=rank, terms=terms, total_bytes=sum(terms.values())))
     peak = max(stages, key=lambda s: (s.total_bytes, -s.rank))
     usable = capacity_bytes * (PPM - round(margin_fraction * PPM)) // PPM

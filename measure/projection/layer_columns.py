@@ -11,7 +11,7 @@ import numpy as np
 
 from constraints.spec import MoeDispatcher, RecomputeModule
 from measure.projection.ep_overlap_schedule import exposed_ep_pair_s
-from measure.projection.layer_cost import RECOMPUTE_MODULES, LayerParts, cp_bwd_exposed_s
+from measure.projection.layer_cost import RECOMPUTE_MODULES, LayerParts, cp_bwd_exposed_s, overlapped_tp_s
 from measure.projection.recipe_batch import DISPATCHERS
 
 KIND_COLS = ("F", "B", "W", "R", "S", "P", "E")  # per kind: fwd, bwd, wgrad, recompute fwd, selective, params
@@ -25,28 +25,30 @@ _EP0 = len(_RAW_FIXED)
 _MOD0 = _EP0 + len(DISPATCHERS)
 RAW_WIDTH = _MOD0 + len(RECOMPUTE_MODULE_COLS)
 _ALLTOALL = DISPATCHERS.index(MoeDispatcher.alltoall)
+_CORE_ATTN = _MOD0 + RECOMPUTE_MODULE_COLS.index("core_attn")  # no TP collective hides behind core attention
 
 
 def finish_columns(raw: np.ndarray, sel_mask: np.ndarray, tpo: np.ndarray, disp: np.ndarray, epo: np.ndarray, cal,
                    paired: np.ndarray = 1.0) -> dict:
     """Kind columns (KIND_COLS, each [row, 1]) of one layer kind per row from its raw columns (`raw_cols`):
     measure.projection.layer_cost.finish_parts on arrays — selective recompute = the recomputed modules' forward time; TP
-    traffic times the exposed fraction where overlapped; the alltoall dispatcher's token re-sorts on its rows; the row
-    dispatcher's EP traffic, of which EP overlap leaves what Megatron's combined 1F1B layer schedule shows
-    (measure/projection/ep_overlap_schedule.py, the same function as the scalar path; tests/measure/projection/test_vectorized.py
-    holds the two equal on random parts)."""
+    traffic less what the pass's GEMMs hide where overlapped (layer_cost.overlapped_tp_s); the alltoall dispatcher's token
+    re-sorts on its rows; the row dispatcher's EP traffic, of which EP overlap leaves what Megatron's combined 1F1B layer
+    schedule shows (measure/projection/ep_overlap_schedule.py, the same function as the scalar path;
+    tests/measure/projection/test_vectorized.py holds the two equal on random parts)."""
     f = cal.exposed_comm_fraction
     c = {name: raw[:, i] for i, name in enumerate(_RAW_FIXED)}
-    tp = c["tp_raw"] * np.where(tpo, f, 1.0)
     ep = np.take_along_axis(raw[:, _EP0:_EP0 + len(DISPATCHERS)], disp[:, None], axis=1)[:, 0]
     a2a = disp == _ALLTOALL
     sort_f, sort_b = np.where(a2a, c["a2a_sort_f"], 0.0), np.where(a2a, c["a2a_sort_b"], 0.0)
     fwd, dgrad = c["fwd"] + sort_f, c["dgrad"] + sort_b
+    tp_f, tp_b = overlapped_tp_s(c["tp_raw"], fwd - raw[:, _CORE_ATTN], dgrad + c["wgrad"], f)
+    tp_f, tp_b = np.where(tpo, tp_f, c["tp_raw"]), np.where(tpo, tp_b, c["tp_raw"])
     exposed = exposed_ep_pair_s(fwd, dgrad, c["wgrad"], c["expert_f"] + sort_f, c["expert_d"] + sort_b, c["expert_w"], ep, f)
     ep_f = ep_b = np.where(epo, paired * exposed / 2 + (1.0 - paired) * ep, ep)
     sel = (raw[:, _MOD0:_MOD0 + len(RECOMPUTE_MODULE_COLS)] * sel_mask).sum(axis=1)
-    cols = {"F": fwd + tp + ep_f + c["cp"], "B": dgrad + tp + ep_b + c["cp_b"], "W": c["wgrad"],
-            "R": fwd + tp + ep_f, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
+    cols = {"F": fwd + tp_f + ep_f + c["cp"], "B": dgrad + tp_b + ep_b + c["cp_b"], "W": c["wgrad"],
+            "R": fwd + tp_f + ep_f, "S": sel, "P": c["dense_params"], "E": c["expert_params"]}
     return {k: v[:, None] for k, v in cols.items()}
 
 

@@ -334,22 +334,41 @@ def finish_layer_cost(parts: LayerParts, recipe: Recipe, cal: Calibration, num_m
     """Apply what the recipe's recompute modules and overlap flags decide (see `finish_parts`); the micro-batch
     count decides how many passes EP overlap can pair."""
     paired = ep_paired_fraction(recipe.pp, recipe.vpp, num_microbatches) if recipe.overlap_moe_expert_parallel_comm else 0.0
-    return finish_parts(parts, recomputed_modules(recipe.recompute.modules), recipe.tp_comm_overlap,
+    # userbuffers overlap only inside TE's linear modules (megatron/core/extensions/transformer_engine.py:1189
+    # @d98e8a64); Megatron's local linear layers run their TP collectives exposed
+    tp_overlap = recipe.tp_comm_overlap and not recipe.local_transformer_impl
+    return finish_parts(parts, recomputed_modules(recipe.recompute.modules), tp_overlap,
                         recipe.moe_dispatcher, recipe.overlap_moe_expert_parallel_comm, cal, paired)
+
+
+def overlapped_tp_s(tp_raw_s, fwd_gemm_s, bwd_gemm_s, exposed_fraction):
+    """(forward, backward) TP communication left exposed by `--tp-comm-overlap` (TE userbuffers). Transformer Engine
+    hides each TP collective behind a GEMM of the same layer (transformer_engine/pytorch/module/base.py:350-360
+    @d0067d0d, `initialize_ub` defaults): in the forward the all-gathers of qkv_fprop / fc1_fprop behind their own
+    chunked GEMM (ring_exchange) and the reduce-scatters of proj_fprop / fc2_fprop behind the GEMM producing them
+    (pipeline); in the backward the proj / fc2 dgrad all-gathers behind their dgrad GEMM (ring_exchange), the qkv /
+    fc1 input all-gathers behind the dgrad GEMM and their dgrad reduce-scatters behind the wgrad GEMM (bulk). So no
+    more than a pass's GEMM time is hidden: `fwd_gemm_s` is the forward less core attention (which runs no TP
+    collective), `bwd_gemm_s` dgrad + wgrad; the calibration's exposed fraction stays visible in any case, as for EP
+    overlap. Works on floats and numpy arrays alike (the vectorised projection, layer_columns.finish_columns)."""
+    return (np.maximum(tp_raw_s - fwd_gemm_s, tp_raw_s * exposed_fraction),
+            np.maximum(tp_raw_s - bwd_gemm_s, tp_raw_s * exposed_fraction))
 
 
 def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dispatcher: MoeDispatcher, ep_overlap: bool,
                  cal: Calibration, ep_paired: float = 1.0) -> LayerCost:
     """The selective recompute's forward time over the `recomputed` layer_ops modules, the dispatcher's EP
-    traffic and its own token passes (the alltoall dispatcher's re-sorts), and only the calibration's exposed fraction of TP
-    (`--tp-comm-overlap`); EP under `--overlap-moe-expert-parallel-comm` shows what Megatron's combined 1F1B layer
-    schedule leaves of it (`ep_overlap_schedule.exposed_ep_pair_s`) on the `ep_paired` share of passes that have a
-    partner (`ep_paired_fraction`; the rest show all of it)."""
+    traffic and its own token passes (the alltoall dispatcher's re-sorts), and TP traffic under `--tp-comm-overlap`
+    less what the pass's GEMMs hide (`overlapped_tp_s`); EP under `--overlap-moe-expert-parallel-comm` shows what
+    Megatron's combined 1F1B layer schedule leaves of it (`ep_overlap_schedule.exposed_ep_pair_s`) on the `ep_paired`
+    share of passes that have a partner (`ep_paired_fraction`; the rest show all of it)."""
     sel = sum(t for m, t in parts.fwd_by_module_s.items() if m in recomputed)
     alltoall = dispatcher == MoeDispatcher.alltoall
     sort_f, sort_b = (parts.alltoall_sort_fwd_s, parts.alltoall_sort_bwd_s) if alltoall else (0.0, 0.0)
     fwd_s, dgrad_s = parts.fwd_s + sort_f, parts.dgrad_s + sort_b
-    tp_exp = parts.tp_raw_s * (cal.exposed_comm_fraction if tp_overlap else 1.0)
+    tp_fwd, tp_bwd = map(float, overlapped_tp_s(parts.tp_raw_s, fwd_s - parts.fwd_by_module_s.get("core_attn", 0.0),
+                                                 dgrad_s + parts.wgrad_s, cal.exposed_comm_fraction)) if tp_overlap \
+        else (parts.tp_raw_s, parts.tp_raw_s)
     ep_raw = parts.ep_raw_by_dispatcher_s[dispatcher]
     ep_fwd = ep_bwd = ep_raw
     if ep_overlap:
@@ -361,7 +380,7 @@ def finish_parts(parts: LayerParts, recomputed: frozenset, tp_overlap: bool, dis
                                           cal.exposed_comm_fraction))
         ep_fwd = ep_bwd = ep_paired * exposed / 2 + (1.0 - ep_paired) * ep_raw
     return LayerCost(fwd=fwd_s, dgrad=dgrad_s, wgrad=parts.wgrad_s, recompute_selective=sel,
-                     tp_fwd=tp_exp, tp_bwd=tp_exp, ep_fwd=ep_fwd, ep_bwd=ep_bwd, cp_fwd=parts.cp_s, cp_bwd=cp_bwd_exposed_s(parts),
+                     tp_fwd=tp_fwd, tp_bwd=tp_bwd, ep_fwd=ep_fwd, ep_bwd=ep_bwd, cp_fwd=parts.cp_s, cp_bwd=cp_bwd_exposed_s(parts),
                      dense_params=parts.dense_params, expert_params=parts.expert_params)
 
 

@@ -7,7 +7,7 @@ times into a step time. Each piece is its own module; this one only combines the
 Per micro-batch, per layer, on one rank (see measure/kernels/layer_ops.py for shapes):
 - TP: with SP an all-gather before and a reduce-scatter after each of attention and MLP, in forward and
   again in backward (Korthikanti et al. 2022, sec. 4.2.2); without SP two all-reduces each way.
-  `tp_comm_overlap` leaves only the calibration's exposed fraction.
+  `tp_comm_overlap` hides it behind the pass's GEMMs, down to the calibration's exposed fraction (layer_cost.overlapped_tp_s).
 - EP: dispatch and combine all-to-all of t/TP * topk * h bf16 per rank, forward and backward
   (AMD Primus projection, MoE A2A bytes), times the load-imbalance factor (the busiest rank finishes last);
   the flex dispatcher sends a token once per destination node (`collectives.node_dedup_all_to_all_s`);

@@ -237,7 +237,8 @@ class Evaluator:
         rcm = self.rc_map[rc]
         ix = {a: self.axes[a].index(v) for a, v in (("tp", tp), ("pp", pp), ("vpp", vpp), ("cp", cp), ("ep", ep), ("etp", etp), ("mbs", mbs))}
         n = {a: len(self.axes[a].values) for a in INT_AXES}
-        tpo = batch.column("tp_comm_overlap").astype(bool) & (tp > 1)  # no TP traffic to hide at TP=1
+        # no TP traffic to hide at TP=1; no userbuffers outside TE's modules (layer_cost.finish_layer_cost)
+        tpo = batch.column("tp_comm_overlap").astype(bool) & (tp > 1) & (not batch.base.local_transformer_impl)
         disp, epo = batch.column("moe_dispatcher").astype(np.int64), batch.column("ep_overlap").astype(np.int64)
         L = self.layers.gather([ix["tp"], ix["cp"], ix["ep"], ix["etp"], ix["mbs"], sp.astype(np.int64)],
                                (n["tp"], n["cp"], n["ep"], n["etp"], n["mbs"], 2))

@@ -21,7 +21,9 @@ import numpy as np
 from constraints.memory import activations as act
 from constraints.memory import per_rank as mem
 from constraints.memory.activation_coef import full_recompute_key, kind_keys, rank_coefficients, shape_key, values_at
+from constraints.memory.gemm_workspaces import te_gemm_workspace_bytes
 from constraints.memory.in_flight import inflight_chunks
+from constraints.memory.userbuffers import userbuffer_bytes
 from constraints.spec import Recipe
 from constraints.stages import rank_chunks
 from solver.splits import split_fields
@@ -165,8 +167,8 @@ class MemoryTables:
         self._rep = np.zeros(int(s.max()) + 1, dtype=np.int64)
         self._rep[s] = np.arange(n)  # a row of each structural row
         vals, val_id = self._value_table(cols)
-        keys, comm_id = self._keyed(cols, ("tp", "cp", "ep", "pp"), ("mbs", "sp"))
-        comm = np.array([self._comm((tp, cp, ep, mbs, sp, int(pp > 1))) for tp, cp, ep, pp, mbs, sp in keys.tolist()],
+        keys, comm_id = self._keyed(cols, ("tp", "cp", "ep", "pp"), ("mbs", "sp", "tpo"))
+        comm = np.array([self._comm((tp, cp, ep, mbs, sp, int(pp > 1), tpo)) for tp, cp, ep, pp, mbs, sp, tpo in keys.tolist()],
                         dtype=np.int64).reshape(-1)[comm_id]
         full_ids = self.full_of_rc[cols["rc"]]
         fulls = np.flatnonzero(np.bincount(full_ids)).tolist()
@@ -234,9 +236,12 @@ class MemoryTables:
         return np.array(vals, dtype=np.int64).reshape(len(some_row), self.n_kinds + 3), inv
 
     def _comm(self, k):
-        tp, cp, ep, mbs, sp, pp_gt1 = k
-        r = self._recipe_for(tp, cp, ep, mbs, sp, 0, pp=2 if pp_gt1 else 1)
-        return [mem.comm_buffer_bytes(self.model, r, act.shape_of(self.job, r))]
+        """Comm buffers of a row, with TE's userbuffers where it overlaps TP comm and TE's cuBLAS workspaces (the terms
+        memory_report adds)."""
+        tp, cp, ep, mbs, sp, pp_gt1, tpo = k
+        r = self._recipe_for(tp, cp, ep, mbs, sp, 0, pp=2 if pp_gt1 else 1).model_copy(update={"tp_comm_overlap": bool(tpo)})
+        return [mem.comm_buffer_bytes(self.model, r, act.shape_of(self.job, r)) + userbuffer_bytes(self.model, self.job, r)
+                + te_gemm_workspace_bytes(self.profile.compute_capability, self.model, r)]
 
     def _coef(self, split_id: int, full_id: int, c: int):
         cache = self.__dict__.setdefault("_coef_cache", {})

@@ -61,3 +61,13 @@ def test_loss_fusion_rows_within_their_measured_peaks_with_the_impl_they_ran():
     assert run_flags([["--cross-entropy-loss-fusion", None]])[-1] == ["--cross-entropy-fusion-impl", "native"]
     n, _, median, _ = summary(family_errors(lambda f: "--cross-entropy-loss-fusion" in f))
     assert n == 16 and median < 8.0  # 26.5 % before
+
+
+def test_tp_comm_overlap_rows_with_te_workspaces_and_userbuffers_outside_the_allocator():
+    n, _, median, _ = summary(family_errors(lambda f: "--tp-comm-overlap" in f))
+    assert n == 2 and median < 15.0  # 26.3 % before (warned): TE's 1 + 3 cuBLAS workspaces are torch-allocated
+
+
+def test_moe_rows_with_te_grouped_gemm_workspaces():
+    n, _, median, _ = summary(family_errors(lambda f: bool(f.get("--num-experts"))))
+    assert n == 106 and median < 11.0  # 11.8 % before TE's cuBLAS workspaces (constraints/memory/gemm_workspaces.py)

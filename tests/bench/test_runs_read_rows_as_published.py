@@ -109,3 +109,24 @@ def test_an_a100_that_is_not_stated_80gb_is_not_the_80gb_part(cell):
 @pytest.mark.parametrize("cell", ["A100-SXM4-80GB", "A100 80 GB"])
 def test_an_80gb_a100_is_the_80gb_part(cell):
     assert row_case(row(hardware=cell)).hardware == "a100-sxm-80gb"
+
+
+@pytest.mark.parametrize("cell, overlap", [("true", True), ("false", False), ("", False)])
+def test_the_tp_comm_overlap_column_is_read_as_stated(cell, overlap):
+    case = row_case(row(tp="4", gpus="8", sequence_parallel="true", tp_comm_overlap=cell))
+    assert isinstance(case, RunCase) and case.recipe.tp_comm_overlap is overlap
+
+
+def test_a_tp_comm_overlap_cell_that_is_not_a_boolean_is_refused_by_name():
+    skipped = row_case(row(tp="4", gpus="8", tp_comm_overlap="yes"))
+    assert isinstance(skipped, RunSkip) and "tp_comm_overlap" in skipped.reason
+
+
+def test_bridge_llama_rows_state_tp_comm_overlap_from_their_release_scripts():
+    with open(RUNS_CSV, newline="") as fh:
+        rows = {r["source_id"]: r for r in csv.DictReader(fh)}
+    # Llama3-70B H100 FP8 26.04 (overlap on in llama3_llm_pretrain.py) and GB200 NVFP4 (off for nvfp4)
+    assert rows["MBR-127"]["tp_comm_overlap"] == "true" and rows["MBR-122"]["tp_comm_overlap"] == "false"
+    case = row_case(rows["MBR-127"])
+    assert isinstance(case, RunCase) and case.recipe.tp_comm_overlap
+    assert sum(r["tp_comm_overlap"] != "" for r in rows.values()) == 24

@@ -36,7 +36,7 @@ def test_table_peak_equals_memory_report(model):
     for j in np.linspace(0, len(a) - 1, 25).astype(int):
         r = t.recipe(int(a[j]), int(s[j]))
         rep = memory_report(t.space.model, t.space.job, r, 8, prof.hbm_capacity_bytes, prof.calibration.framework_overhead_bytes,
-                            prof.calibration.activation_fragmentation_fraction)
+                            prof.calibration.activation_fragmentation_fraction, compute_capability=prof.compute_capability)
         assert rep.peak_bytes == int(peaks[j])
 
 
@@ -48,7 +48,7 @@ def test_candidate_peaks_equal_memory_report_fitting_or_not(model):
     for i in np.linspace(0, len(t.cand_act) - 1, 30).astype(int):
         r = t.recipe(int(t.cand_act[i]), int(t.cand_shard[i]))
         rep = memory_report(t.space.model, t.space.job, r, 8, prof.hbm_capacity_bytes, prof.calibration.framework_overhead_bytes,
-                            prof.calibration.activation_fragmentation_fraction)
+                            prof.calibration.activation_fragmentation_fraction, compute_capability=prof.compute_capability)
         assert rep.peak_bytes == int(t.cand_peak[i])
 
 

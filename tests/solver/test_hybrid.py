@@ -95,7 +95,8 @@ def test_table_peaks_and_ranking_times_equal_memory_report_and_the_closed_form(n
     for i in list(picks) + seg_rows[:: max(len(seg_rows) // 10, 1)]:
         r = t.recipe(int(t.cand_act[i]), int(t.cand_shard[i]))
         rep = memory_report(t.space.model, t.space.job, r, t.space.world_size, prof.hbm_capacity_bytes,
-                            prof.calibration.framework_overhead_bytes, prof.calibration.activation_fragmentation_fraction)
+                            prof.calibration.framework_overhead_bytes, prof.calibration.activation_fragmentation_fraction,
+                            compute_capability=prof.compute_capability)
         assert rep.peak_bytes == int(t.cand_peak[i]), r
         if t.cand_peak[i] <= t.usable_bytes:
             p = project(t.space.model, t.space.job, r, t.space.placement, prof, simulate_pipeline=False)
@@ -172,7 +173,8 @@ def test_random_hybrid_spaces_pruned_cpsat_and_exhaustive_agree_and_check_confir
     for r in cp.ranked:
         assert check_case(Case(model=model, job=job, recipe=r.recipe, placement=pl), prof).ok
         rep = memory_report(model, job, r.recipe, pl.world_size, prof.hbm_capacity_bytes,
-                            prof.calibration.framework_overhead_bytes, prof.calibration.activation_fragmentation_fraction)
+                            prof.calibration.framework_overhead_bytes, prof.calibration.activation_fragmentation_fraction,
+                            compute_capability=prof.compute_capability)
         assert rep.peak_bytes == r.check.memory.peak_bytes
         closed = project(model, job, r.recipe, pl, prof, simulate_pipeline=False)
         assert r.rank_time_us == math.ceil(closed.iteration_time_s * US_PER_S)

@@ -60,7 +60,7 @@ def test_uneven_rows_bytes_and_times_equal_memory_report_and_project():
         r = t.recipe(a, h)
         assert r.first_stage_layers and r.last_stage_layers
         rep = memory_report(model, job, r, pl.world_size, prof.hbm_capacity_bytes, prof.calibration.framework_overhead_bytes,
-                            prof.calibration.activation_fragmentation_fraction)
+                            prof.calibration.activation_fragmentation_fraction, compute_capability=prof.compute_capability)
         assert rep.peak_bytes == int(t.cand_peak[i])
         if t.cand_peak[i] <= t.usable_bytes:
             want_us = project(model, job, r, pl, prof, simulate_pipeline=False).iteration_time_s * 1e6

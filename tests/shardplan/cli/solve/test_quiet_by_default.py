@@ -8,7 +8,9 @@ from tests.helpers.builders import run_cli
 
 # Llama-3.1-8B on 1 x 8 H100 at GBS 64: answers within 3 % of HBM (the thin-headroom note) and a rules proposer
 LLAMA = ("solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1", "--seq-length", "4096",
-         "--global-batch-size", "64", "--top", "5")
+         "--global-batch-size", "64", "--top", "5", "--max-memory-fraction", "0.8")
+# 80 % of HBM: with TE's userbuffers and cuBLAS workspaces counted (constraints/memory/userbuffers.py,
+# gemm_workspaces.py) no top-5 answer lies within 3 % of the default 97 % limit, and the near-limit note needs one
 WIDE = {"COLUMNS": "250"}
 
 
