@@ -129,4 +129,5 @@ def test_bridge_llama_rows_state_tp_comm_overlap_from_their_release_scripts():
     assert rows["MBR-127"]["tp_comm_overlap"] == "true" and rows["MBR-122"]["tp_comm_overlap"] == "false"
     case = row_case(rows["MBR-127"])
     assert isinstance(case, RunCase) and case.recipe.tp_comm_overlap
-    assert sum(r["tp_comm_overlap"] != "" for r in rows.values()) == 24
+    # the 24 Megatron-Bridge Llama rows of releases 26.02-26.06 (other publications state it of their own rows)
+    assert sum(r["tp_comm_overlap"] != "" for k, r in rows.items() if k.startswith("MBR-")) == 24
