@@ -28,7 +28,8 @@ each other's configurations too; a part or a model family holds all of its own).
 Above the tables, the release-blind reference (bench/release_spread.py): how far the same configuration moves between
 Megatron-Bridge releases, which no projection from the configuration alone can remove.
 
-Each table also gives issue 16's families as slices (NVFP4, hybrid Mamba, sliding-window, Llama 4 rows:
+Each table also gives one line per software generation (bench/run_slices.py software_generation: stack and release
+year) and issue 16's families as slices (NVFP4, hybrid Mamba, sliding-window, Llama 4 rows:
 bench/family_slices.py), every row at its held-out error under that table's grouping.
 
 Models: `transfer` (default; per-part microbenchmarks + shared software constants, bench.fit_software) and
@@ -49,7 +50,16 @@ from bench.family_slices import family_slices
 from bench.fit_calibration import fit_profiles
 from bench.fit_software import fit_transfer_profiles
 from bench.release_spread import configuration, summary_line
-from bench.run_slices import is_headline, is_torch_native, model_family, published_regression, release_group, source_group, throughput_cases
+from bench.run_slices import (
+    is_headline,
+    is_torch_native,
+    model_family,
+    published_regression,
+    release_group,
+    software_generation,
+    source_group,
+    throughput_cases,
+)
 from bench.runs import RunCase
 from measure.projection.project import project
 
@@ -138,6 +148,10 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
         for s in family_slices(c.model, c.job):
             slices[s].append(errs[c.id])
     lines += [stat_row(f"slice: {s}", v) for s, v in sorted(slices.items())]
+    generations: dict[str, list[float]] = defaultdict(list)  # bench/run_slices.py software_generation
+    for c in meg:
+        generations[software_generation(c)].append(errs[c.id])
+    lines += [stat_row(f"software: {g}", v) for g, v in sorted(generations.items())]
     native = [errs[c.id] for c in cases if is_torch_native(c)]
     if native:
         lines.append(stat_row("torch-native (FSDP2) rows, excluded above", native))

@@ -11,6 +11,8 @@ note.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from constraints.software.generation import Generation, SoftwareError, load_timeline
 from constraints.spec import AttentionBackend, DataParallelSharding, JobSpec, ModelSpec, MoeDispatcher, Recipe, RecomputeGranularity
 
@@ -24,13 +26,15 @@ def _refuse(gen: Generation, what: str, feature: str, fix: str) -> SoftwareError
                          f"(docs/software.md); {fix}")
 
 
-def apply_generation(gen: Generation, model: ModelSpec, job: JobSpec, recipe: Recipe) -> tuple[Recipe, list[str]]:
+def apply_generation(gen: Generation, model: ModelSpec, job: JobSpec, recipe: Recipe,
+                     stated: Optional[set[str]] = None) -> tuple[Recipe, list[str]]:
     """(the recipe as `gen` runs it, one note per knob set). SoftwareError where the recipe or job states a feature the
-    generation lacks, or the stack is not one the projection prices."""
+    generation lacks, or the stack is not one the projection prices. `stated`: the recipe fields its author wrote
+    (default `recipe.model_fields_set`; bench/runs.py passes what a row's columns state)."""
     if gen.torch_native:
         raise SoftwareError(f"software {gen.software}: a torch-native stack, whose step shardplan does not model "
                             "(docs/software.md); give a Megatron-family stack or leave --software out")
-    stated = recipe.model_fields_set
+    stated = recipe.model_fields_set if stated is None else stated
     update: dict = {}
     notes: list[str] = []
 

@@ -135,5 +135,5 @@ def newest() -> Generation:
 def generation_or_newest(text: Optional[str]) -> tuple[Generation, str]:
     """(the generation, where it came from: 'given' or 'default (newest generation)')."""
     if text is None or not str(text).strip():
-        return newest(), "default (newest generation)"
+        return newest(), "default: the newest generation"
     return resolve(str(text)), "given"
