@@ -121,7 +121,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         else:
             loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model, script_args=tuple(script_args),
                                       launch_env=dict(env) if env is not None else None)
-        loaded, software_used = with_software(loaded, software)
+        loaded, software_used = with_software(loaded, software, calibration)
     profile, calibration_file, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
     fraction = memory_fraction(max_memory_fraction, calibration_file)
     margin = fraction.margin
@@ -217,7 +217,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         pins, bounds = collect_pins(ranges, schedule, None if recompute == "none" else recompute, recompute == "none",
                                     sequence_parallel, dp_sharding, tp_comm_overlap, moe_dispatcher, ep_comm_overlap, uneven_stages)
         pins = resolve_recompute_kind(spec, pins)
-        pins, software_used = software_for_search(software, spec, pins)
+        pins, software_used = software_for_search(software, spec, pins, calibration)
     fraction = memory_fraction(max_memory_fraction, calibration_file)
     margin = fraction.margin
     request = SolveRequest(model=spec, job=job, placement=placement, profile=profile, pins=pins, bounds=bounds, top=top,

@@ -4,7 +4,8 @@ Why one place: the generation can come from `--software` (or the API's `software
 `software:` key, or from the versions a Megatron log prints; every result says which it used and where it came from
 (`software: {value, source, month, notes}`), and without any of them it is the newest generation
 (constraints/software/generation.py), said as such. `--software` wins over the file or the log; where they disagree a
-warning says so.
+warning says so. A calibration file is tied to the software its logs printed: without --software the projection takes
+it, and --software naming another generation is refused (`refuse_other_software`).
 """
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from boundary.show import shown
 from constraints.read import LoadedCase
 from constraints.rules.base import Violation
 from constraints.software.apply import apply_generation, solve_pins
-from constraints.software.generation import Generation, generation_or_newest, resolve
+from constraints.software.generation import Generation, SoftwareError, generation_or_newest, resolve
 from constraints.software.versions import software_of_versions
 from constraints.spec import ModelSpec
+from measure.calibration.store import load_calibration
 
 
 class SoftwareUsed(BaseModel):
@@ -52,16 +55,41 @@ def _stated_by_input(loaded: LoadedCase) -> tuple[Optional[str], str]:
     return None, ""
 
 
-def with_software(loaded: LoadedCase, given: Optional[str]) -> tuple[LoadedCase, SoftwareUsed]:
-    """The input with its recipe as the chosen generation runs it, and the `software` block. SoftwareError (one line)
-    for a value shardplan cannot read or a recipe that states what the generation lacks."""
-    stated, how = _stated_by_input(loaded)
+def calibration_software(calibration: Optional[str]) -> Optional[str]:
+    """STACK:VERSION of the logs a calibration file was fitted on (the versions it records,
+    measure/calibration/store.py `software`), None without a file or when its logs printed none."""
+    if calibration is None:
+        return None
+    return software_of_versions(load_calibration(str(calibration)).software)
+
+
+def refuse_other_software(used_value: str, calibrated_with: Optional[str], calibration: Optional[str]) -> None:
+    """A calibration is tied to its software: its factors absorb that release's kernels, which move a configuration by
+    20-30 % between releases (issue 30). Projecting another generation with them is refused in one line."""
+    if calibrated_with is not None and resolve(calibrated_with).software != used_value:
+        raise SoftwareError(f"--calibration {shown(str(calibration))}: fitted on logs of {calibrated_with}, not {used_value}; "
+                            "drop --software to project with the calibration's, or calibrate on logs of that software")
+
+
+def _chosen(given: Optional[str], stated: Optional[str], how: str, calibrated_with: Optional[str]) -> tuple[Generation, str]:
+    """--software, else what the input states, else the calibration's, else the newest."""
     if given is not None:
-        gen, source = resolve(given), "--software"
-    elif stated is not None:
-        gen, source = resolve(stated), how
-    else:
-        gen, source = generation_or_newest(None)
+        return resolve(given), "--software"
+    if stated is not None:
+        return resolve(stated), how
+    if calibrated_with is not None:
+        return resolve(calibrated_with), "calibration file"
+    return generation_or_newest(None)
+
+
+def with_software(loaded: LoadedCase, given: Optional[str], calibration: Optional[str] = None) -> tuple[LoadedCase, SoftwareUsed]:
+    """The input with its recipe as the chosen generation runs it, and the `software` block. SoftwareError (one line)
+    for a value shardplan cannot read, a recipe that states what the generation lacks, or a calibration of another
+    software (`refuse_other_software`)."""
+    stated, how = _stated_by_input(loaded)
+    calibrated_with = calibration_software(calibration)
+    gen, source = _chosen(given, stated, how, calibrated_with)
+    refuse_other_software(gen.software, calibrated_with, calibration)
     recipe, notes = apply_generation(gen, loaded.case.model, loaded.case.job, loaded.case.recipe)
     warnings = list(loaded.warnings)
     if given is not None and stated is not None and resolve(stated).software != gen.software:
@@ -72,9 +100,11 @@ def with_software(loaded: LoadedCase, given: Optional[str]) -> tuple[LoadedCase,
     return replace(loaded, case=case, warnings=warnings), used(gen, source, notes)
 
 
-def software_for_search(given: Optional[str], model: ModelSpec, pins: dict) -> tuple[dict, SoftwareUsed]:
-    """solve / sweep: the pins restricted to the generation (constraints/software/apply.py solve_pins) and its block."""
-    gen, source = generation_or_newest(given)
-    if given is not None:
-        source = "--software"
+def software_for_search(given: Optional[str], model: ModelSpec, pins: dict,
+                        calibration: Optional[str] = None) -> tuple[dict, SoftwareUsed]:
+    """solve / sweep: the pins restricted to the generation (constraints/software/apply.py solve_pins) and its block;
+    the generation is --software, else the calibration's, else the newest."""
+    calibrated_with = calibration_software(calibration)
+    gen, source = _chosen(given, None, "", calibrated_with)
+    refuse_other_software(gen.software, calibrated_with, calibration)
     return solve_pins(gen, model, pins), used(gen, source)

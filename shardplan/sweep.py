@@ -221,7 +221,7 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
     with input_boundary():
         spec = load_model(model)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
-        pins, software_used = software_for_search(software, spec, {})
+        pins, software_used = software_for_search(software, spec, {}, calibration)
         for hw in profiles:  # every profile and the node counts are checked before the first solve
             Placement(hardware=hw, num_nodes=counts[-1], gpus_per_node=load_profile(hw).gpus_per_node if gpus_per_node is None else gpus_per_node)
         cal = None

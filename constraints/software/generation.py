@@ -133,7 +133,7 @@ def newest() -> Generation:
 
 
 def generation_or_newest(text: Optional[str]) -> tuple[Generation, str]:
-    """(the generation, where it came from: 'given' or 'default (newest generation)')."""
+    """(the generation, where it came from: 'given' or 'default: the newest generation')."""
     if text is None or not str(text).strip():
         return newest(), "default: the newest generation"
     return resolve(str(text)), "given"
