@@ -152,6 +152,7 @@ MEASURED = ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "iter_time_s", "mem
 # values of its skill studies and verification cards (36.618, 62.166, 66.297; some docs label them GiB) are decimal GB
 BRIDGE_LOGGED_MEMORY = re.compile(r"Megatron-Bridge (skills/|examples/model_verification_card)")
 GB_PER_GIB = 2 ** 30 / 1e9
+TORCH_DDP = re.compile(r"--DDP-impl torch\b")  # a row's notes naming Megatron-LM v2's torch DDP (`row_software`)
 
 
 class RunCase(BaseModel):
@@ -420,6 +421,12 @@ def row_software(r: dict, model: ModelSpec, job: JobSpec, recipe: Recipe, assume
     except SoftwareError as exc:
         return f"software: {exc}"
     assumed += [f"{note} (software {gen.software})" for note in notes]
+    if not recipe.overlap_grad_reduce and TORCH_DDP.search(r["notes"]):
+        # Megatron-LM v2's --DDP-impl torch is torch's DistributedDataParallel, whose bucketed all-reduce runs during
+        # the backward (https://pytorch.org/docs/stable/notes/ddp.html, "overlaps gradient communication with backward
+        # computation"): the overlap a generation without --overlap-grad-reduce lacks only under its default local DDP
+        recipe = recipe.model_copy(update={"overlap_grad_reduce": True})
+        assumed.append("gradient all-reduce overlapped by torch DDP (--DDP-impl torch, as the row states)")
     return recipe, gen.software
 
 
