@@ -48,7 +48,7 @@ from shardplan.results import (
     SolvedRecipe,
     SolveResult,
 )
-from shardplan.software_input import software_for_search, with_software
+from shardplan.software_input import search_refusal, software_for_search, with_software
 from shardplan.verdict import check_and_project
 from solver.deadline import wall_clock_limit
 from solver.fewest_gpus import CountScreen, fewest_gpus, target_explanation
@@ -139,7 +139,11 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         data["warnings"].append({"rule": "calibration_other_model", "severity": "warning", "message": note,
                                  "fix": "shardplan calibrate a log of this model (a short trial run) on this cluster"})
     if not verdict["ok"]:  # every fix shown is the nearest legal, fitting recipe (shardplan/nearest_fix.py)
-        attach_search_fixes(loaded, data, margin, profile, suggest=suggest)
+        refusal = search_refusal(software_used)  # a generation the search cannot keep to: no search, said so
+        if refusal is None:
+            attach_search_fixes(loaded, data, margin, profile, suggest=suggest)
+        else:
+            data["suggestion"] = {"found": False, "message": refusal}
     return CheckResult.of(data, loaded.case)
 
 

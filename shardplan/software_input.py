@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from boundary.show import shown
 from constraints.read import LoadedCase
 from constraints.rules.base import Violation
-from constraints.software.apply import apply_generation, solve_pins
+from constraints.software.apply import UNSEARCHABLE, apply_generation, solve_pins
 from constraints.software.generation import Generation, SoftwareError, generation_or_newest, resolve
 from constraints.software.versions import software_of_versions
 from constraints.spec import ModelSpec
@@ -98,6 +98,16 @@ def with_software(loaded: LoadedCase, given: Optional[str], calibration: Optiona
                                   fix="drop --software to project with what the input states"))
     case = loaded.case.model_copy(update={"recipe": recipe}) if recipe is not loaded.case.recipe else loaded.case
     return replace(loaded, case=case, warnings=warnings), used(gen, source, notes)
+
+
+def search_refusal(software: SoftwareUsed) -> Optional[str]:
+    """Why the nearest-recipe search (shardplan/nearest_fix.py) cannot answer for this generation, or None: its
+    candidates are built with what solve cannot switch off (constraints/software/apply.py UNSEARCHABLE)."""
+    lacking = [f for f in UNSEARCHABLE if f in software.missing]
+    if not lacking:
+        return None
+    return (f"the recipe search builds recipes with {', '.join(lacking)}, which {software.value} lacks; "
+            "change the recipe by hand and check it again")
 
 
 def software_for_search(given: Optional[str], model: ModelSpec, pins: dict,
