@@ -107,3 +107,15 @@ def test_solve_keeps_to_the_generation_and_refuses_one_it_cannot_search():
     code, _, err = run_cli("solve", "--model", "Llama-3.1-8B", "--hardware", "h100-sxm-80gb", "--nodes", "1",
                            "--seq-length", "4096", "--global-batch-size", "32", "--software", "megatron-lm:2021-04")
     assert code == 2 and "check a recipe with --software instead" in err and err.count("\n") == 1
+
+
+def test_sweep_and_report_say_their_software(tmp_path):
+    from shardplan.report.collect import check_report
+    from shardplan.sweep import sweep
+
+    result = sweep("Llama-3.1-8B", "h100-sxm-80gb", "1", seq_length=4096, global_batch_size=16, software="nemo:24.07")
+    assert result.software["value"] == "nemo:24.07"
+    with pytest.raises(ShardplanError, match="check a recipe with --software"):
+        sweep("Llama-3.1-8B", "h100-sxm-80gb", "1", seq_length=4096, global_batch_size=16, software="megatron-lm:2021-04")
+    report = check_report(str(_recipe_file(tmp_path)), software="megatron-lm:2021-04")
+    assert any(note.startswith("software: megatron-lm:2021-04 (--software; 2021-04") for note in report.notes)
