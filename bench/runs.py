@@ -206,7 +206,8 @@ def row_sharding(text: str) -> tuple[DataParallelSharding, Optional[FsdpSharding
     DDP): FULL_SHARD takes torch FSDP2's ZeRO-3 arithmetic, SHARD_GRAD_OP Megatron-FSDP optim_grads (ZeRO-2), never
     Megatron's distributed optimizer (ZeRO-1), which would hold every weight and gradient whole. HYBRID_SHARD (sharded
     within a node, replicated across) is refused by name; an empty cell or "DDP (FSDP=0)" (Megatron-Bridge tables,
-    whose perf recipes use the distributed optimizer) is the distributed optimizer."""
+    whose perf recipes use the distributed optimizer) is the distributed optimizer; "DDP (no distributed optimizer)" is plain
+    DDP."""
     z = (text or "").strip()
     upper = z.upper().replace("-", "_")
     if "HYBRID_SHARD" in upper:
@@ -219,7 +220,9 @@ def row_sharding(text: str) -> tuple[DataParallelSharding, Optional[FsdpSharding
         return DataParallelSharding.torch_fsdp2, None
     if "SHARD_GRAD_OP" in upper or re.search(r"ZERO_?2", upper):
         return DataParallelSharding.megatron_fsdp, FsdpShardingStrategy.optim_grads
-    if "NO_SHARD" in upper:
+    # "DDP (no distributed optimizer)": 2021-era Megatron-LM (--DDP-impl local / torch, before --use-distributed-optimizer
+    # existed: examples/sc21/CONFIG.sh @de7dc40f) holds the whole optimizer state on every replica, like FSDP1 NO_SHARD
+    if "NO_SHARD" in upper or re.search(r"NO DISTRIBUTED OPTIMIZER", upper.replace("_", " ")):
         return DataParallelSharding.none, None
     if not z or upper.startswith("DDP") or re.search(r"ZERO_?1", upper):
         return DataParallelSharding.distributed_optimizer, None

@@ -108,7 +108,7 @@ def row_case(r):
     z = r['zero_or_fsdp']
     if 'FSDP2' in z: a += ['--use-torch-fsdp2', '--no-gradient-accumulation-fusion']
     elif 'Megatron-FSDP' in z: a += ['--use-megatron-fsdp', '--data-parallel-sharding-strategy', 'optim_grads_params', '--ckpt-format', 'fsdp_dtensor']
-    elif not r['source_id'].startswith(('SC21', 'KORTH22', 'MLMREADME')): a += ['--use-distributed-optimizer', '--overlap-grad-reduce', '--overlap-param-gather']
+    elif 'no distributed optimizer' not in z and not r['source_id'].startswith(('SC21', 'KORTH22', 'MLMREADME')): a += ['--use-distributed-optimizer', '--overlap-grad-reduce', '--overlap-param-gather']
     measured = {k: float(r[k]) for k in ('tokens_per_s_per_gpu', 'tflops_per_gpu', 'mfu', 'iter_time_s', 'mem_per_gpu_gib') if r[k] not in ('', None) and re.match(r'^[0-9.eE+-]+$', r[k])}
     oom = 'OOM' in r['notes'] or 'does-not-fit' in r['notes']
     cdmc = '8' if ('Megatron-FSDP' in z or 'FSDP2' in z) else '1'
