@@ -101,7 +101,9 @@ def fit_factors(profile: HardwareProfile, evidence: list[Evidence]) -> FitResult
     at = _log_steps(profile, evidence, logs, gap) if evidence else measured
     damping = 1e-3
     for _ in range(MAX_STEPS if evidence else 0):
-        jacobian = np.column_stack([(_log_steps(profile, evidence, logs + JACOBIAN_STEP * np.eye(len(logs))[k], gap) - at) / JACOBIAN_STEP
+        # a factor at its upper bound is differenced downward, so no probe leaves [MIN_FACTOR, MAX_FACTOR]
+        steps = np.where(logs + JACOBIAN_STEP > hi, -JACOBIAN_STEP, JACOBIAN_STEP)
+        jacobian = np.column_stack([(_log_steps(profile, evidence, logs + steps[k] * np.eye(len(logs))[k], gap) - at) / steps[k]
                                     for k in range(len(logs))])
         # Levenberg-Marquardt on the MAP objective: (J'J/s^2 + C^-1 + damping) dx = J'(y - g)/s^2 - C^-1 x; a step is
         # kept only when it lowers the objective (the projection has kinks: an efficiency reaching peak, a host floor)
