@@ -28,10 +28,11 @@ each other's configurations too; a part or a model family holds all of its own).
 Above the tables, the release-blind reference (bench/release_spread.py): how far the same configuration moves between
 Megatron-Bridge releases, which no projection from the configuration alone can remove.
 
-Each table also gives issue 16's families as slices (NVFP4, hybrid Mamba, sliding-window, Llama 4 rows:
-bench/family_slices.py), the MoE rows (`moe`, and `moe in MBR`: bench/run_slices.py moe_slices) and issue 32's
-long-context slices (`seq>=16k` and each length from 16k on: bench/run_slices.py sequence_slices), every row at its
-held-out error under that table's grouping.
+Each table also gives one line per software generation (bench/run_slices.py software_generation: stack and release
+year), issue 16's families as slices (NVFP4, hybrid Mamba, sliding-window, Llama 4 rows: bench/family_slices.py), the
+MoE rows (`moe`, and `moe in MBR`: bench/run_slices.py moe_slices) and issue 32's long-context slices (`seq>=16k` and
+each length from 16k on: bench/run_slices.py sequence_slices), every row at its held-out error under that table's
+grouping.
 
 Models: `transfer` (default; per-part microbenchmarks + shared software constants, bench.fit_software) and
 `per-part` (the earlier per-part fit, bench.fit_calibration._Fit; a held-out part falls back to the defaults).
@@ -60,6 +61,7 @@ from bench.run_slices import (
     published_regression,
     release_group,
     sequence_slices,
+    software_generation,
     source_group,
     throughput_cases,
 )
@@ -151,6 +153,10 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
         for s in family_slices(c.model, c.job) + moe_slices(c) + sequence_slices(c):
             slices[s].append(errs[c.id])
     lines += [stat_row(f"slice: {s}", v) for s, v in sorted(slices.items())]
+    generations: dict[str, list[float]] = defaultdict(list)  # bench/run_slices.py software_generation
+    for c in meg:
+        generations[software_generation(c)].append(errs[c.id])
+    lines += [stat_row(f"software: {g}", v) for g, v in sorted(generations.items())]
     native = [errs[c.id] for c in cases if is_torch_native(c)]
     if native:
         lines.append(stat_row("torch-native rows (measure/torch_native step model), excluded above", native))

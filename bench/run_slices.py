@@ -4,6 +4,7 @@
   performance summary (MBR) are one publication: its releases re-measure the same configurations, so leaving
   out one release would leave its configurations in the fit.
 - `release_group`: the same, but the performance summary split by release (a weaker fold, reported beside it).
+- `software_generation`: the row's stack and release year (its `software` column), a slice every table reports.
 - `model_family`: Llama, Qwen, DeepSeek-style MLA (DeepSeek, Moonlight, Kimi), gpt-oss, Nemotron, GPT-3,
   Mixtral, other.
 - `sequence_slices`: long context, `seq>=16k` and each length from 16k on (`seq=128k`).
@@ -22,6 +23,7 @@ from typing import Optional
 
 from bench.runs import RunCase, load_runs
 from bench.validate_projection import assume_moe_dispatcher
+from constraints.software.generation import resolve
 from constraints.spec import DataParallelSharding
 
 _FAMILIES = [("llama", "Llama"), ("qwen", "Qwen"), ("deepseek", "DeepSeek/MLA"), ("moonlight", "DeepSeek/MLA"),
@@ -41,6 +43,16 @@ def release_group(case: RunCase) -> str:
     publishers, and is reported beside `source_group`, never instead of it."""
     group = source_group(case)
     return f"{group} {case.bridge_release}" if group == "MBR" and case.bridge_release else group
+
+
+def software_generation(case: RunCase) -> str:
+    """The row's software generation as a slice label: its stack and the year of its release ("megatron-lm 2021",
+    "nemo 2024", "megatron-bridge 2026"; constraints/software/generation.py places the release in time), or "unstated"
+    where the row's source does not say."""
+    if not case.software:
+        return "unstated"
+    gen = resolve(case.software)
+    return f"{gen.stack} {gen.month[:4]}"
 
 
 def model_family(case: RunCase) -> str:

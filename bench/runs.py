@@ -47,6 +47,10 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
   (bf16 main grads and Adam moments; `BRIDGE_BF16_OPTIMIZER`).
 - GB200/GB300 rows: nodes are 4-GPU trays inside a 72-GPU NVLink domain (the profile says so).
 - layers that divide neither way: an even `--pipeline-model-parallel-layout` (see `even_layout`).
+- software (the `software` column, STACK:VERSION): the generation's knobs overrule the assumptions above where it lacks
+  a feature (constraints/software/apply.py: no Transformer Engine -> Megatron's local modules and unfused attention, no
+  distributed optimizer -> DDP, no --overlap-grad-reduce, no SP ...); a column that states what its generation lacks
+  skips the row. Empty: the newest generation, as any projection without --software.
 Skipped: hardware without a profile, unknown model without shape columns, no GBS/TP/PP or sequence
 length, LoRA rows, rows whose published DP*TP*PP*CP disagrees with the GPU count.
 """
@@ -62,6 +66,8 @@ from pydantic import BaseModel, ConfigDict
 from bench.mbridge_presets import preset_for
 from bench.torch_native_rows import torch_native_stack
 from constraints.models.load import load_model
+from constraints.software.apply import apply_generation
+from constraints.software.generation import SoftwareError, resolve
 from constraints.spec import (
     Activation,
     DataParallelSharding,
@@ -152,6 +158,7 @@ MEASURED = ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "iter_time_s", "mem
 # values of its skill studies and verification cards (36.618, 62.166, 66.297; some docs label them GiB) are decimal GB
 BRIDGE_LOGGED_MEMORY = re.compile(r"Megatron-Bridge (skills/|examples/model_verification_card)")
 GB_PER_GIB = 2 ** 30 / 1e9
+TORCH_DDP = re.compile(r"--DDP-impl torch\b")  # a row's notes naming Megatron-LM v2's torch DDP (`row_software`)
 
 
 class RunCase(BaseModel):
@@ -185,6 +192,9 @@ class RunCase(BaseModel):
     # the run routes by its learned router (a card's functional `pretrain` run, "natural routing" in the notes), not
     # force-balanced as every benchmark row (bench/data/COLUMNS.md "MoE rows"); measure/projection/moe_routing.py
     natural_routing: bool = False
+    # the row's `software` column (STACK:VERSION, bench/data/COLUMNS.md), None where the source does not say; its
+    # generation's knobs are already in `recipe` (`row_software`)
+    software: Optional[str] = None
 
     def run_options(self) -> dict:
         """measure.projection.project.project's keyword arguments that describe how the run executed, not its recipe: every
@@ -426,6 +436,36 @@ def packed_mean_tokens(notes: str, seq: int) -> Optional[int]:
     return PACKED_DATASET_MEAN_TOKENS.get(m.group(1).lower())
 
 
+def row_stated_fields(r: dict) -> set[str]:
+    """The Recipe fields a row's own columns state (the rest are bench assumptions a generation may overrule)."""
+    stated = {"sequence_parallel"} if r["sequence_parallel"] else set()
+    return stated | ({"dp_sharding"} if (r["zero_or_fsdp"] or "").strip() else set())
+
+
+def row_software(r: dict, model: ModelSpec, job: JobSpec, recipe: Recipe, assumed: list) -> tuple[Recipe, Optional[str]] | str:
+    """(the recipe as the row's software generation runs it, the software) or the reason the row cannot be priced.
+    A torch-native stack keeps its recipe (bench/run_slices.py reports those rows as their own slice); an empty cell
+    keeps the newest generation's knobs, as every projection without --software does."""
+    text = (r.get("software") or "").strip()
+    if not text:
+        return recipe, None
+    try:
+        gen = resolve(text)
+        if gen.torch_native:
+            return recipe, gen.software
+        recipe, notes = apply_generation(gen, model, job, recipe, stated=row_stated_fields(r))
+    except SoftwareError as exc:
+        return f"software: {exc}"
+    assumed += [f"{note} (software {gen.software})" for note in notes]
+    if not recipe.overlap_grad_reduce and TORCH_DDP.search(r["notes"]):
+        # Megatron-LM v2's --DDP-impl torch is torch's DistributedDataParallel, whose bucketed all-reduce runs during
+        # the backward (https://pytorch.org/docs/stable/notes/ddp.html, "overlaps gradient communication with backward
+        # computation"): the overlap a generation without --overlap-grad-reduce lacks only under its default local DDP
+        recipe = recipe.model_copy(update={"overlap_grad_reduce": True})
+        assumed.append("gradient all-reduce overlapped by torch DDP (--DDP-impl torch, as the row states)")
+    return recipe, gen.software
+
+
 def row_case(r: dict) -> RunCase | RunSkip:
     rid, name = r["source_id"], r["model"]
 
@@ -552,6 +592,10 @@ def row_case(r: dict) -> RunCase | RunSkip:
                       **(dict(bf16_layers_at_start=bf16_layers[0], bf16_layers_at_end=bf16_layers[1]) if bf16_layers else {}))
     except ValueError as exc:
         return skip(f"invalid spec: {str(exc).splitlines()[0]}")
+    generation = row_software(r, model, job, recipe, assumed)
+    if isinstance(generation, str):
+        return skip(generation)
+    recipe, software = generation
     profile, gpn = hw
     if gpus % gpn:
         gpn = 1
@@ -566,7 +610,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
                    hardware=profile, measured=measured, outcome=outcome, precision_published=r["precision"],
                    source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs, fp8_attention=fp8_attention,
                    fused_grouped_mlp=fused_grouped_mlp, natural_routing=model.is_moe and NATURAL_ROUTING.search(r["notes"]) is not None,
-                   bridge_release=release, torch_native=torch_native,
+                   bridge_release=release, torch_native=torch_native, software=software,
                    memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
 
 

@@ -9,6 +9,7 @@ The YAML recipe file (schema in docs/recipe-yaml.md) is the human-written form:
     job: {seq_length: 8192, global_batch_size: 128, precision: bf16}
     recipe: {tp: 8, pp: 2, vpp: 5, schedule: interleaved, mbs: 1, sequence_parallel: true,
              recompute: {granularity: selective, modules: [core_attn]}}
+    software: megatron-bridge:26.08  # optional: the stack generation (docs/software.md)
 """
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ def _one_line(exc: ValidationError, prefix: str, rename: dict[str, str] | None =
     return line
 
 
-_TOP_KEYS = {"model", "hardware", "nodes", "gpus_per_node", "job", "recipe"}
+# `software` (STACK:VERSION, docs/software.md) is read by constraints/read.py beside the case, not part of it
+_TOP_KEYS = {"model", "hardware", "nodes", "gpus_per_node", "job", "recipe", "software"}
 _PLACEMENT_KEYS = {"num_nodes": "nodes"}  # Placement field -> the recipe file's key
 
 

@@ -52,6 +52,7 @@ class LoadedCase:
     warnings: list = field(default_factory=list)  # Violation(severity="warning"): what the input took from elsewhere
     preflight_violations: list = field(default_factory=list)  # Violation: a flag value Megatron refuses (judged without it)
     measured: Optional[MeasuredRun] = None  # a training log: what the run measured (steady state)
+    software: Optional[str] = None  # a recipe file's top-level `software:` (STACK:VERSION; shardplan/software_input.py)
 
     @property
     def validated_by(self) -> Optional[str]:
@@ -130,11 +131,22 @@ def _load_check_input(p: Path, hardware: Optional[str], nodes: Optional[int], gp
             if value is not None:
                 data[key] = value
         try:
-            return LoadedCase(case=case_from_mapping(data, p.parent), env=dict(launch_env) if launch_env is not None else None)
+            return LoadedCase(case=case_from_mapping(data, p.parent), env=dict(launch_env) if launch_env is not None else None,
+                              software=recipe_software(data))
         except CaseError as exc:
             raise InputError(str(exc)) from None
     return _load_megatron(text, hardware, nodes, gpus_per_node, model, script_path=str(p), script_args=script_args,
                           launch_env=launch_env)
+
+
+def recipe_software(data: Mapping[str, Any]) -> Optional[str]:
+    """A recipe mapping's top-level `software:` (STACK:VERSION), None when absent; a non-string value is refused."""
+    value = data.get("software")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"recipe file: software must be STACK:VERSION, e.g. megatron-bridge:26.08 (got {type(value).__name__})")
+    return value
 
 
 def _no_script_args(script_args: Sequence[str], what: str) -> None:

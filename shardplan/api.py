@@ -23,7 +23,7 @@ from constraints.case import Case, case_from_mapping
 from constraints.memory.allocator import MemoryFraction, resolve_memory_fraction
 from constraints.models.load import bundled_models, load_model
 from constraints.models.params import param_counts
-from constraints.read import LoadedCase, load_check_input
+from constraints.read import LoadedCase, load_check_input, recipe_software
 from constraints.rules.registry import RuleInput, recipe_free_violations
 from constraints.spec import JobSpec, Placement, Recipe
 from hardware.listing import profiles_table
@@ -49,6 +49,7 @@ from shardplan.results import (
     SolvedRecipe,
     SolveResult,
 )
+from shardplan.software_input import search_refusal, software_for_search, with_software
 from shardplan.verdict import check_and_project
 from solver.deadline import wall_clock_limit
 from solver.fewest_gpus import CountScreen, fewest_gpus, target_explanation
@@ -103,22 +104,25 @@ def input_boundary():
 def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str] = None, nodes: Optional[int] = None,
           gpus_per_node: Optional[int] = None, model: Optional[str] = None, max_memory_fraction: Optional[float] = None,
           project: bool = True, suggest: bool = False, calibration: Optional[str] = None,
-          script_args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None) -> CheckResult:
+          script_args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None, software: Optional[str] = None) -> CheckResult:
     """Judge one recipe: a YAML recipe file, a Megatron launch script or argument file, a stack config, a Megatron-LM
     training log, or a recipe mapping (the YAML's content). hardware / nodes / gpus_per_node / model override or complete
     what the source states. `calibration`: a file `calibrate` wrote for this hardware; the projection and the memory
     reserve then follow that cluster. `script_args`: a launch script's positional arguments ($1 ...); `env`: the launch
-    environment (the script inherits it; the rules that read the environment judge it, also for an argument file)."""
+    environment (the script inherits it; the rules that read the environment judge it, also for an argument file).
+    `software`: the stack generation, STACK:VERSION (docs/software.md); else the recipe's `software:` or the versions a
+    log prints, else the newest generation; the result's `software` says which and where from."""
     with input_boundary():
         if isinstance(source, Mapping):
             data = dict(source)
             for key, value in (("hardware", hardware), ("nodes", nodes), ("gpus_per_node", gpus_per_node), ("model", model)):
                 if value is not None:
                     data[key] = value
-            loaded = LoadedCase(case=case_from_mapping(data))
+            loaded = LoadedCase(case=case_from_mapping(data), software=recipe_software(data))
         else:
             loaded = load_check_input(str(source), hardware, nodes, gpus_per_node, model, script_args=tuple(script_args),
                                       launch_env=dict(env) if env is not None else None)
+        loaded, software_used = with_software(loaded, software, calibration)
     profile, calibration_file, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
     fraction = memory_fraction(max_memory_fraction, calibration_file)
     margin = fraction.margin
@@ -128,6 +132,7 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     if calibration is not None:
         data["calibration"] = str(calibration)
     data["model_params"] = parameter_counts(loaded.case.model)
+    data["software"] = software_used.model_dump()
     if data.get("projection"):
         data["projection"]["tokens_per_s_per_gpu_range"] = list(tokens_range(data["projection"]["tokens_per_s_per_gpu"],
                                                                            calibrated=calibration is not None and note is None))
@@ -135,7 +140,11 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
         data["warnings"].append({"rule": "calibration_other_model", "severity": "warning", "message": note,
                                  "fix": "shardplan calibrate a log of this model (a short trial run) on this cluster"})
     if not verdict["ok"]:  # every fix shown is the nearest legal, fitting recipe (shardplan/nearest_fix.py)
-        attach_search_fixes(loaded, data, margin, profile, suggest=suggest)
+        refusal = search_refusal(software_used)  # a generation the search cannot keep to: no search, said so
+        if refusal is None:
+            attach_search_fixes(loaded, data, margin, profile, suggest=suggest)
+        else:
+            data["suggestion"] = {"found": False, "message": refusal}
     return CheckResult.of(data, loaded.case)
 
 
@@ -173,7 +182,8 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
           uneven_stages: Optional[bool] = None, max_memory_fraction: Optional[float] = None, objective: str = "throughput",
           target_tokens_per_s: Optional[float] = None, method: str = "cpsat", time_limit_s: float = 60.0,
           proposer: Union[str, ProposerConfig] = "rules", render_dir: Optional[str] = None, max_time_s: float = 300.0,
-          calibration: Optional[str] = None, trials: Optional[int] = None, trials_dir: Optional[str] = None) -> SolveResult:
+          calibration: Optional[str] = None, trials: Optional[int] = None, trials_dir: Optional[str] = None,
+          software: Optional[str] = None) -> SolveResult:
     """The best legal recipes for a model on `nodes` x `gpus_per_node` GPUs of `hardware` (default: the profile's GPUs
     per server or tray, e.g. 4 on GB200 NVL72), ranked by `objective` (throughput | memory | fewest-gpus), each
     re-verified by check. tp..mbs take N, 'LO..HI' or (lo, hi);
@@ -182,7 +192,9 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
     clock (solver/deadline.py): past it, SolveTimeLimit says so. `calibration`: a file `calibrate` wrote for this
     hardware, so the ranking, the projections and the memory reserve follow that cluster, and an answer a calibrating
     log measured is ranked by that measurement. `trials` K with `trials_dir`: write K short measuring runs of the most
-    informative answers there (solver/trials.py, templates/trial_files.py), to feed back through `calibrate`."""
+    informative answers there (solver/trials.py, templates/trial_files.py), to feed back through `calibrate`.
+    `software`: the stack generation (STACK:VERSION, docs/software.md; default the newest): the search keeps to what it
+    has (constraints/software/apply.py solve_pins), and one it cannot search is refused in one line."""
     objective = Objective(objective)  # the fraction, objective, method and top were checked at the edge (api_edge)
     if target_tokens_per_s is not None and objective != Objective.fewest_gpus:
         raise ShardplanError("--target-tokens-per-s: only --objective fewest-gpus reads a target; add that objective or drop the target")
@@ -211,6 +223,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         pins, bounds = collect_pins(ranges, schedule, None if recompute == "none" else recompute, recompute == "none",
                                     sequence_parallel, dp_sharding, tp_comm_overlap, moe_dispatcher, ep_comm_overlap, uneven_stages)
         pins = resolve_recompute_kind(spec, pins)
+        pins, software_used = software_for_search(software, spec, pins, calibration)
     fraction = memory_fraction(max_memory_fraction, calibration_file)
     margin = fraction.margin
     request = SolveRequest(model=spec, job=job, placement=placement, profile=profile, pins=pins, bounds=bounds, top=top,
@@ -224,6 +237,7 @@ def solve(model: str, hardware: str, nodes: int, *, seq_length: int, global_batc
         out.ignored_pins = inapplicable_pins(spec, pins)
         out.calibration = None if calibration is None else str(calibration)
         out.model, out.model_params = spec.name, parameter_counts(spec)
+        out.software = software_used.model_dump()
         out.memory_fraction = fraction.model_dump()
         for answer in out.recipes:
             if answer.projection is not None:

@@ -14,6 +14,7 @@ from constraints.memory.allocator import MemoryFraction
 from constraints.models.params import parameters_phrase
 from hardware.profile import profile_label
 from shardplan.formats import to_table
+from shardplan.software_input import SoftwareUsed
 
 GIB = 1024 ** 3
 
@@ -51,6 +52,9 @@ def format_check(result, width: Optional[int] = None, suggestion_table: bool = T
         lines.append(to_table(reasons, REASON_COLUMNS, width=width))
     if result.unknown_flags:
         lines.append("! not understood by shardplan (not modelled): " + " ".join(result.unknown_flags))
+    if result.software:  # which stack generation was priced, and the knobs it set (shardplan/software_input.py)
+        used = SoftwareUsed(**result.software)
+        lines += [used.line()] + [f"  {note}" for note in used.notes]
     mem = report.memory
     if mem is not None:
         lines.append(f"memory (pipeline rank {mem.stage}, M={mem.num_microbatches} micro-batches): "

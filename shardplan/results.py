@@ -63,6 +63,8 @@ class CheckResult(Result):
     measured_vs_projected: Optional[dict[str, Any]] = Field(None, description="a training log: measured / projected step, "
                                                             "tokens/s/GPU and per-timer terms (shardplan/verdict.py)")
     calibration: Optional[str] = Field(None, description="the calibration file the projection used (`calibrate`), if any")
+    software: Optional[dict[str, Any]] = Field(None, description="the stack generation projected with {value, source, month, "
+                                               "missing, notes} (shardplan/software_input.py, docs/software.md)")
     model_params: Optional[dict[str, int]] = Field(None, description="the judged model's exact parameter counts {total, active} "
                                                    "(constraints/models/params.py), so a user can confirm the config was read as meant")
     memory_fraction: Optional[dict[str, Any]] = Field(None, description="the share of HBM a peak may reach and its source "
@@ -177,6 +179,8 @@ class SolveResult(Result):
     calibration: Optional[str] = Field(None, description="the calibration file the ranking and projections used, if any")
     model: Optional[str] = Field(None, description="the model solved for, as read")
     model_params: Optional[dict[str, int]] = Field(None, description="its exact parameter counts {total, active}")
+    software: Optional[dict[str, Any]] = Field(None, description="the stack generation the search kept to {value, source, month, "
+                                               "missing, notes} (docs/software.md)")
     memory_fraction: Optional[dict[str, Any]] = Field(None, description="the share of HBM a peak may reach and its source "
                                                       "(constraints/memory/allocator.py: learnt | --max-memory-fraction | calibration)")
     trials: Optional[RenderedFolder] = Field(None, description="with trials: the short measuring runs written")

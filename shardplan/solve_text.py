@@ -6,6 +6,7 @@ from constraints.memory.allocator import NEAR_LIMIT_FRACTION_PPM, PPM, MemoryFra
 from constraints.models.params import parameters_phrase
 from hardware.profile import load_profile, profile_label, uncalibrated_reason
 from shardplan.formats import to_table
+from shardplan.software_input import SoftwareUsed
 from solver.explain_why import format_explanation
 from solver.objective import Objective
 
@@ -39,6 +40,8 @@ def format_solve(payload: dict, model, placement, job) -> str:
     if payload["recipes"] and payload.get("projection_calibrated") is False:
         lines.append(uncalibrated_note(placement.hardware))
     lines += [f"! model config: {note}" for note in payload.get("model_notes", [])]
+    if payload.get("software"):  # the stack generation the search kept to (shardplan/software_input.py)
+        lines.append(SoftwareUsed(**payload["software"]).line())
     lines += [f"warning: {w}" for w in payload.get("job_warnings", [])]
     lines += [f"note: {p}" for p in payload.get("ignored_pins", [])]
     if any(r["parallel"]["tp_comm_overlap"] for r in payload["recipes"]):

@@ -22,7 +22,7 @@ bench/speed/sweep.py measures this against one `solve` per size.
 from __future__ import annotations
 
 import time
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +41,7 @@ from shardplan.api_arguments.edge import api_edge
 from shardplan.api_arguments.models import SweepArguments
 from shardplan.progress import step
 from shardplan.results import recipe_label
+from shardplan.software_input import software_for_search
 from solver.explain_why import recipe_free_blockers
 from solver.fewest_gpus import CountScreen
 from solver.space import build_space
@@ -103,6 +104,8 @@ class SweepResult(BaseModel):
     points: list[SweepPoint]
     efficiency_baselines: dict[str, EfficiencyBaseline] = Field(
         {}, description="hardware -> the size its scaling efficiency is measured against")
+    software: Optional[dict[str, Any]] = Field(None, description="the stack generation every point kept to {value, source, "
+                                               "month, missing, notes} (docs/software.md)")
 
     def efficiency_lines(self) -> list[str]:
         """The efficiency baseline of each hardware, one line each (printed under the table)."""
@@ -192,11 +195,13 @@ def _finish(points: list[SweepPoint], train_tokens: Optional[float], usd_per_gpu
 def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[int]], *, seq_length: int,
           global_batch_size: int, gpus_per_node: Optional[int] = None, precision: str = "bf16", max_memory_fraction: Optional[float] = None,
           train_tokens: Optional[float] = None, usd_per_gpu_hour: Optional[float] = None,
-          calibration: Optional[str] = None) -> SweepResult:
+          calibration: Optional[str] = None, software: Optional[str] = None) -> SweepResult:
     """The best legal recipe (throughput objective) at each node count on each hardware profile (a name or path, a
     list, or comma-separated names); `nodes` a list or parse_nodes' text ('1..64'); `gpus_per_node` None takes each
     profile's GPUs per server or tray (`HardwareProfile.gpus_per_node`). `calibration`: a file `calibrate` wrote for one of
-    the profiles, which then projects with that cluster's factors. Unusable input raises ShardplanError before any solve."""
+    the profiles, which then projects with that cluster's factors. `software`: the stack generation (docs/software.md;
+    default the newest), whose missing features every point's search leaves out. Unusable input raises ShardplanError
+    before any solve."""
     named = [h.strip() for text in ([hardware] if isinstance(hardware, str) else hardware) for h in text.split(",") if h.strip()]
     # each profile once, first mention first (a name given twice, in any case, solved and listed twice)
     profiles = list({h.lower(): h for h in reversed(named)}.values())[::-1]
@@ -216,6 +221,7 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
     with input_boundary():
         spec = load_model(model)
         job = JobSpec(seq_length=seq_length, global_batch_size=global_batch_size, precision=precision)
+        pins, software_used = software_for_search(software, spec, {}, calibration)
         for hw in profiles:  # every profile and the node counts are checked before the first solve
             Placement(hardware=hw, num_nodes=counts[-1], gpus_per_node=load_profile(hw).gpus_per_node if gpus_per_node is None else gpus_per_node)
         cal = None
@@ -229,8 +235,9 @@ def sweep(model: str, hardware: Union[str, list[str]], nodes: Union[str, list[in
     measured_gap = (cal is not None and cal.factors.allocator_gap_bytes is not None
                     and all(load_profile(hw).name.lower() == cal.hardware.lower() for hw in profiles))
     fraction = resolve_memory_fraction(max_memory_fraction, measured_gap)
-    return sweep_specs(spec, job, profiles, counts, gpus_per_node, fraction.margin, train_tokens, usd_per_gpu_hour,
-                       calibration=None if cal is None else (cal, str(calibration)))
+    result = sweep_specs(spec, job, profiles, counts, gpus_per_node, fraction.margin, train_tokens, usd_per_gpu_hour,
+                         pins=pins, calibration=None if cal is None else (cal, str(calibration)))
+    return result.model_copy(update={"software": software_used.model_dump()})
 
 
 def sweep_specs(model, job, hardware: list[str], nodes: list[int], gpus_per_node: Optional[int] = None, margin_fraction: float = 0.0,

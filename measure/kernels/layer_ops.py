@@ -44,6 +44,7 @@ from measure.kernels.common import (
 from measure.kernels.mamba_ops import HYBRID_KINDS, mamba_ops
 from measure.kernels.ops import Op, OpKind
 from measure.kernels.packed_attention import packed_pair_fraction
+from measure.kernels.unfused_attention import runs_unfused, unfused_attention_ops
 
 
 class LayerKind(str, Enum):
@@ -191,8 +192,11 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
         attn_flops *= query_tile_time_factor(model, job.seq_length)
     io_bytes = b * s_q * heads * head_dim * 2 * 4 + b * s_kv * kv_heads * head_dim * 2 * 2
     shape = (b, heads, kv_heads, s_q, s_kv, head_dim, 1)
-    ops.append(PhaseOp(Op(OpKind.attention_fwd, shape, core), Phase.fwd, "core_attn", attn_flops, io_bytes))
-    ops.append(PhaseOp(Op(OpKind.attention_bwd, shape, core), Phase.bwd_dgrad, "core_attn", 2.5 * attn_flops, 2 * io_bytes))
+    if runs_unfused(job, recipe):  # Megatron's own DotProductAttention: scores in HBM (measure/kernels/unfused_attention.py)
+        ops += unfused_attention_ops(model, job, recipe, heads, kv_heads, head_dim, act)
+    else:
+        ops.append(PhaseOp(Op(OpKind.attention_fwd, shape, core), Phase.fwd, "core_attn", attn_flops, io_bytes))
+        ops.append(PhaseOp(Op(OpKind.attention_bwd, shape, core), Phase.bwd_dgrad, "core_attn", 2.5 * attn_flops, 2 * io_bytes))
     ops += gemm_ops(t, h, out_k, dt, "proj")
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, flops_per_elem=1.0, bwd_factor=1.0)
     return ops

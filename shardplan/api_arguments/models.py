@@ -10,7 +10,7 @@ import dataclasses
 import typing
 from typing import Annotated, Any, Mapping, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, create_model
 
 from constraints.spec import DataParallelSharding, MoeDispatcher, PipelineSchedule, Precision, RecomputeGranularity
 from shardplan.api_arguments.bounds import (
@@ -71,6 +71,11 @@ ScriptWord = Annotated[str, Field(max_length=65_536)]  # one word: boundary/limi
 EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
 
+# the stack generation (constraints/software/generation.py reads it; a bad value is refused there in one line)
+SoftwareText = Annotated[StrictStr, Field(min_length=1, max_length=128)]
+SOFTWARE = "give STACK:VERSION as a str, e.g. 'megatron-bridge:26.08' or 'megatron-lm:2021-04', or None (docs/software.md)"
+
+
 class CheckArguments(Arguments):
     source: Union[SourceFile, Mapping[str, Any]] = Field(description=SOURCE)
     hardware: Optional[PathOrName] = Field(None, description=HARDWARE)
@@ -81,6 +86,7 @@ class CheckArguments(Arguments):
     project: Flag = Field(True, description="give True or False")
     suggest: Flag = Field(False, description="give True or False")
     calibration: OptionalPath = Field(None, description="give the path of a file `calibrate` wrote, or None")
+    software: Optional[SoftwareText] = Field(None, description=SOFTWARE)
     # what `check SCRIPT -- ARG...` and `--env NAME=VALUE` give a launch script (constraints/script/)
     script_args: Annotated[Union[list[ScriptWord], tuple[ScriptWord, ...]], Field(max_length=MAX_SCRIPT_ARGS)] = Field(
         (), description=f"give the script's positional arguments as a list of at most {MAX_SCRIPT_ARGS} str")
@@ -131,6 +137,7 @@ class SolveArguments(Arguments):
     calibration: OptionalPath = Field(None, description="give the path of a file `calibrate` wrote, or None")
     trials: Optional[count(1, MAX_TRIALS)] = Field(None, description=f"give the number of trials as an int in 1..{MAX_TRIALS}, or None")
     trials_dir: OptionalPath = Field(None, description="give a folder path, or None")
+    software: Optional[SoftwareText] = Field(None, description=SOFTWARE)
 
 
 def _render_path_type(hint) -> object:
@@ -177,6 +184,7 @@ class SweepArguments(Arguments):
     usd_per_gpu_hour: Optional[number(0.0, MAX_USD_PER_GPU_HOUR)] = Field(
         None, description=f"give a price per GPU-hour in 0..{MAX_USD_PER_GPU_HOUR:g}, or None")
     calibration: OptionalPath = Field(None, description="give the path of a file `calibrate` wrote, or None")
+    software: Optional[SoftwareText] = Field(None, description=SOFTWARE)
 
 
 class CalibrateArguments(Arguments):

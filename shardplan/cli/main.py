@@ -25,6 +25,7 @@ from shardplan.cli.errors import first_line, unusable_input
 from shardplan.cli.measure import measure_command
 from shardplan.cli.render import render_command
 from shardplan.cli.report import report_command
+from shardplan.cli.software_option import software_option
 from shardplan.cli.solve import solve_command
 from shardplan.cli.sweep import sweep_command
 from shardplan.cli.termination import EXIT_TERMINATED, exit_status, terminate_like_interrupt
@@ -147,9 +148,10 @@ def _launch_env(ctx, param, pairs) -> dict | None:
 @click.option("--suggest", is_flag=True, help="when illegal, search the nearest legal recipe")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
               help="a file `shardplan calibrate` wrote for this hardware: project with this cluster's factors")
+@software_option
 @format_option
 def check_command(file, script_args, launch_env, hardware, nodes, gpus_per_node, model, max_memory_fraction, no_projection,
-                  suggest, calibration, fmt, as_json) -> None:
+                  suggest, calibration, software, fmt, as_json) -> None:
     """Judge a recipe: a YAML recipe file, a Megatron launch script or argument file, a stack config, or a Megatron-LM
     training log (its argument dump is the recipe; what it measured is shown beside the projection).
 
@@ -165,7 +167,7 @@ def check_command(file, script_args, launch_env, hardware, nodes, gpus_per_node,
     """
     result = api.check(file, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
                        max_memory_fraction=max_memory_fraction, project=not no_projection, suggest=suggest,
-                       calibration=calibration, script_args=script_args, env=launch_env)
+                       calibration=calibration, script_args=script_args, env=launch_env, software=software)
     data = result.to_json()
     if suggest and "suggestion" not in data:
         data["suggestion"] = None

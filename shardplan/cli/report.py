@@ -15,6 +15,7 @@ import click
 from boundary.write import atomic_write_text, check_output_file, refuse_same_output
 from constraints.spec import Precision
 from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
+from shardplan.cli.software_option import software_option
 from shardplan.report.collect import check_report, solve_report
 from shardplan.report.model import Report
 from shardplan.report.page import render_page
@@ -76,9 +77,10 @@ def report_command() -> None:
 @click.option("--max-memory-fraction", type=click.FloatRange(MIN_MEMORY_FRACTION, MAX_MEMORY_FRACTION), default=None,
                      help="share of HBM the peak may use (default: learnt from published runs, 0.97; see docs/memory.md)")
 @_CALIBRATION
+@software_option
 @_OUT
 @_TRACE
-def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fraction, calibration, output, trace) -> None:
+def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fraction, calibration, software, output, trace) -> None:
     """Report on one recipe: a YAML recipe, a Megatron launch script or an argument file (what `check` reads).
 
     \b
@@ -87,7 +89,7 @@ def report_check(file, hardware, nodes, gpus_per_node, model, max_memory_fractio
     """
     html_path, trace_path = output_paths({"--output": output, "--trace": trace}, [file, hardware, model, calibration])
     report = check_report(file, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
-                          max_memory_fraction=max_memory_fraction, calibration=calibration)
+                          max_memory_fraction=max_memory_fraction, calibration=calibration, software=software)
     write_outputs(report, html_path, trace_path)
     v = report.recipes[0]
     sys.exit(0 if v.legal and v.fits else 1)
@@ -118,10 +120,11 @@ def job_options(fn):
 @click.option("--pp", default=None, metavar="N|LO..HI", help="pin or bound PP (as solve)")
 @click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "zb-h1", "zbv"]), default=None)
 @_CALIBRATION
+@software_option
 @_OUT
 @_TRACE
 def report_solve(model_name, hardware, seq_length, global_batch_size, precision, max_memory_fraction, nodes, gpus_per_node,
-                 k, tp, pp, schedule, calibration, output, trace) -> None:
+                 k, tp, pp, schedule, calibration, software, output, trace) -> None:
     """Report on a throughput solve: its top K recipes side by side, then each one's memory and timeline.
 
     \b
@@ -132,6 +135,6 @@ def report_solve(model_name, hardware, seq_length, global_batch_size, precision,
     html_path, trace_path = output_paths({"--output": output, "--trace": trace}, [model_name, hardware, calibration])
     report = solve_report(model_name, hardware, nodes, top=k, gpus_per_node=gpus_per_node, seq_length=seq_length,
                           global_batch_size=global_batch_size, precision=precision, tp=tp, pp=pp, schedule=schedule,
-                          max_memory_fraction=max_memory_fraction, calibration=calibration)
+                          max_memory_fraction=max_memory_fraction, calibration=calibration, software=software)
     write_outputs(report, html_path, trace_path)
     sys.exit(0 if report.recipes else 1)

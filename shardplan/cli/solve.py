@@ -21,6 +21,7 @@ from shardplan.api_arguments.bounds import (
 )
 from shardplan.cli.completion import complete_hardware, complete_model
 from shardplan.cli.proposer_options import config_from_options, format_hint_report, proposer_options
+from shardplan.cli.software_option import software_option
 from shardplan.formats import emit, format_option, resolve_format
 from shardplan.solve_text import SOLVE_COLUMNS, format_solve, solve_rows, thin_headroom_line
 from solver.explain_why import format_explanation
@@ -76,13 +77,14 @@ def _range_options(fn):
 @click.option("-o", "--output", "trials_dir", type=click.Path(file_okay=False), default=None, help="the folder --trials writes")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
               help="a file `shardplan calibrate` wrote for this hardware: rank and project with this cluster's factors")
+@software_option
 @click.option("-v", "--verbose", is_flag=True, help="also print the proposer's ledger (rounds, hints used and dropped)")
 @format_option
 @proposer_options
 def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global_batch_size, precision, k, tp_range, pp_range,
                   vpp_range, cp_range, ep_range, etp_range, mbs_range, schedule, recompute, no_recompute, sp, tp_comm_overlap, dp_sharding,
                   moe_dispatcher, ep_comm_overlap, uneven_stages, max_memory_fraction, objective, target_tokens_per_s, method, time_limit_s,
-                  max_time_s, render_dir, trials, trials_dir, calibration, verbose, fmt, as_json, **proposer_kw) -> None:
+                  max_time_s, render_dir, trials, trials_dir, calibration, software, verbose, fmt, as_json, **proposer_kw) -> None:
     """Find the best legal recipes (projected step time), each re-verified by check.
 
     \b
@@ -104,7 +106,7 @@ def solve_command(model_name, hardware, nodes, gpus_per_node, seq_length, global
                        ep_comm_overlap=ep_comm_overlap, uneven_stages=uneven_stages, max_memory_fraction=max_memory_fraction,
                        objective=objective, target_tokens_per_s=target_tokens_per_s, method=method, time_limit_s=time_limit_s,
                        proposer=proposer_config, render_dir=render_dir, max_time_s=max_time_s,
-                       calibration=calibration, trials=trials, trials_dir=trials_dir)
+                       calibration=calibration, trials=trials, trials_dir=trials_dir, software=software)
     fmt = resolve_format(fmt, as_json)
     data = result.to_json()
     text = None

@@ -10,6 +10,7 @@ from constraints.spec import Precision
 from shardplan.api_arguments.bounds import MAX_MEMORY_FRACTION, MIN_MEMORY_FRACTION
 from shardplan.cli.completion import complete_hardware, complete_model
 from shardplan.cli.report import output_paths
+from shardplan.cli.software_option import software_option
 from shardplan.formats import emit, format_option, resolve_format
 from shardplan.report.sweep_page import sweep_columns, sweep_page, sweep_rows, sweep_title
 from shardplan.sweep import sweep
@@ -35,8 +36,9 @@ from shardplan.sweep import sweep
 @click.option("--report", "report_path", type=click.Path(), default=None, help="also write the HTML page with the charts")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
               help="a file `shardplan calibrate` wrote for one of the profiles: project it with that cluster's factors")
+@software_option
 def sweep_command(model_name, hardware, nodes_text, gpus_per_node, seq_length, global_batch_size, precision,
-                  max_memory_fraction, train_tokens, usd_per_gpu_hour, fmt, report_path, calibration, as_json) -> None:
+                  max_memory_fraction, train_tokens, usd_per_gpu_hour, fmt, report_path, calibration, software, as_json) -> None:
     """The best legal recipe at each cluster size: tokens/s/GPU, step time, scaling efficiency, training time and cost.
 
     \b
@@ -47,7 +49,7 @@ def sweep_command(model_name, hardware, nodes_text, gpus_per_node, seq_length, g
     [html_path] = output_paths({"--report": report_path}, [model_name, *",".join(hardware).split(","), calibration])
     result = sweep(model_name, list(hardware), nodes_text, seq_length=seq_length, global_batch_size=global_batch_size,
                    gpus_per_node=gpus_per_node, precision=precision, max_memory_fraction=max_memory_fraction,
-                   train_tokens=train_tokens, usd_per_gpu_hour=usd_per_gpu_hour, calibration=calibration)
+                   train_tokens=train_tokens, usd_per_gpu_hour=usd_per_gpu_hour, calibration=calibration, software=software)
 
     emit(sweep_rows(result), resolve_format(fmt, as_json), sweep_columns(result), json_data=result.model_dump(mode="json"),
          title=sweep_title(result))

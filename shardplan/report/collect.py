@@ -15,6 +15,7 @@ from shardplan.report.timeline import (
     simulate_timeline,
 )
 from shardplan.results import recipe_label
+from shardplan.software_input import SoftwareUsed
 
 
 def parallel_table(recipe, dp: int, expert_dp: int, memory) -> dict:
@@ -54,17 +55,18 @@ def job_view(model, job, placement, profile) -> JobView:
 
 
 def check_report(source, *, hardware=None, nodes=None, gpus_per_node=None, model=None, max_memory_fraction=None,
-                 calibration=None) -> Report:
+                 calibration=None, software=None) -> Report:
     """The report of `check`: one recipe, legal or not (an illegal or non-fitting one shows its violations and whatever
     memory the model could price, and no timeline). Arguments as shardplan.check."""
     res = check(source, hardware=hardware, nodes=nodes, gpus_per_node=gpus_per_node, model=model,
-                max_memory_fraction=max_memory_fraction, calibration=calibration)
+                max_memory_fraction=max_memory_fraction, calibration=calibration, software=software)
     case = res.case
     profile, _, _ = profile_with_calibration(case.placement.hardware, calibration, case.model)
     view = recipe_view(case, res.legal, res.fits, res.violations, res.warnings, res.memory, res.projection, res.dp,
                        res.expert_dp, profile, recipe_label(case.recipe, res.dp), res.cuda_graph_scope,
                        res.fused_grouped_mlp)
     notes = [f"not understood by shardplan (not modelled): {' '.join(res.unknown_flags)}"] if res.unknown_flags else []
+    notes.append(SoftwareUsed(**res.software).line())
     return Report(kind="check", job=job_view(case.model, case.job, case.placement, profile), recipes=[view], notes=notes)
 
 
@@ -85,6 +87,7 @@ def solve_report(model: str, hardware: str, nodes: int, *, top: int = 3, **solve
              "proven optimal under the closed-form ranking" if res.proven_optimal else "not proven optimal"]
     # what the model's config reader did not follow, as `solve` prints it under its table (`! model config:`)
     notes += [f"model config: {note}" for note in res.model_notes]
+    notes.append(SoftwareUsed(**res.software).line())
     if not res.recipes and res.explanation:
         exp = res.explanation
         notes.append("nothing fits; conflicting: " + ", ".join(map(str, exp.get("conflict") or [])) + "; remedies: "
