@@ -5,7 +5,6 @@ their limit both ran and ran out of memory (bench/fit_memory_fraction.py)."""
 from __future__ import annotations
 
 import json
-import re
 
 from click.testing import CliRunner
 
