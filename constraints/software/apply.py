@@ -59,6 +59,9 @@ def apply_generation(gen: Generation, model: ModelSpec, job: JobSpec, recipe: Re
         notes.append(f"unfused core attention (no flash attention before {_since('flash_attention')})")
     lacks("distributed_optimizer", "dp_sharding", recipe.dp_sharding == DataParallelSharding.distributed_optimizer,
           DataParallelSharding.none, "the recipe uses the distributed optimizer", "use dp_sharding none or a newer --software")
+    lacks("megatron_fsdp", "dp_sharding", recipe.dp_sharding == DataParallelSharding.megatron_fsdp,
+          DataParallelSharding.distributed_optimizer if gen.has("distributed_optimizer") else DataParallelSharding.none,
+          "the recipe uses Megatron FSDP", "use the distributed optimizer or a newer --software")
     if update.get("dp_sharding") == DataParallelSharding.none:
         update["overlap_param_gather"] = False
     lacks("overlap_grad_reduce", "overlap_grad_reduce", recipe.overlap_grad_reduce, False,
@@ -83,8 +86,8 @@ UNSEARCHABLE = ("transformer_engine", "flash_attention", "overlap_grad_reduce")
 
 
 def solve_pins(gen: Generation, model: ModelSpec, pins: dict) -> dict:
-    """solve's pins (solver/workflow.py collect_pins) restricted to what `gen` has: the distributed optimizer, sequence
-    parallelism, the flex dispatcher and EP overlap pinned off where it lacks them. A user's pin of a missing feature,
+    """solve's pins (solver/workflow.py collect_pins) restricted to what `gen` has: the distributed optimizer, Megatron
+    FSDP, sequence parallelism, the flex dispatcher and EP overlap pinned off where it lacks them. A user's pin of a missing feature,
     or a generation solve cannot search (UNSEARCHABLE, grouped GEMM for an MoE model), is refused in one line."""
     if gen.torch_native:
         raise SoftwareError(f"software {gen.software}: a torch-native stack, whose step shardplan does not model "
@@ -106,4 +109,11 @@ def solve_pins(gen: Generation, model: ModelSpec, pins: dict) -> dict:
             raise _refuse(gen, f"--{axis.replace('_', '-')} {given[0]} needs {feature.replace('_', ' ')}", feature,
                           "drop that pin or name a newer --software")
         out[axis] = [off]
+    if not gen.has("megatron_fsdp"):  # the sharding axis keeps the generation's other shardings (none, distributed optimizer)
+        given = out.get("dp_sharding")
+        if given is not None and DataParallelSharding.megatron_fsdp.value in given:
+            raise _refuse(gen, "--dp-sharding megatron_fsdp needs Megatron FSDP", "megatron_fsdp",
+                          "drop that pin or name a newer --software")
+        if given is None:
+            out["dp_sharding"] = [DataParallelSharding.distributed_optimizer.value, DataParallelSharding.none.value]
     return out

@@ -49,7 +49,8 @@ def test_before_deepep_the_dispatcher_is_alltoall():
 
 
 def test_solve_keeps_to_the_generation_and_refuses_what_it_cannot_search():
-    assert solve_pins(resolve("nemo:24.07"), MOE, {}) == {"moe_dispatcher": ["alltoall"], "ep_comm_overlap": [False]}
+    assert solve_pins(resolve("nemo:24.07"), MOE, {}) == {"moe_dispatcher": ["alltoall"], "ep_comm_overlap": [False],
+                                                          "dp_sharding": ["distributed_optimizer", "none"]}
     assert solve_pins(newest(), MOE, {}) == {}
     with pytest.raises(SoftwareError, match="moe-dispatcher flex"):
         solve_pins(resolve("nemo:24.07"), MOE, {"moe_dispatcher": ["flex"]})
@@ -60,3 +61,14 @@ def test_solve_keeps_to_the_generation_and_refuses_what_it_cannot_search():
 def test_torch_native_stacks_are_refused():
     with pytest.raises(SoftwareError, match="torch-native"):
         apply_generation(resolve("torchtitan:2025-06"), DENSE, JOB, Recipe())
+
+
+def test_before_megatron_fsdp_the_sharding_is_the_distributed_optimizer():
+    # Megatron FSDP landed in NVIDIA/Megatron-LM d165a8548b (2025-02-26); NeMo 24.07 predates it
+    recipe, notes = apply_generation(resolve("nemo:24.07"), DENSE, JOB, Recipe(dp_sharding="megatron_fsdp"), stated=set())
+    assert recipe.dp_sharding == DataParallelSharding.distributed_optimizer and "since 2025-02" in notes[0]
+    with pytest.raises(SoftwareError, match="Megatron FSDP"):
+        apply_generation(resolve("nemo:24.07"), DENSE, JOB, Recipe(dp_sharding="megatron_fsdp"))
+    with pytest.raises(SoftwareError, match="dp-sharding megatron_fsdp"):
+        solve_pins(resolve("nemo:24.07"), DENSE, {"dp_sharding": ["megatron_fsdp"]})
+    assert "dp_sharding" not in solve_pins(resolve("megatron-bridge:25.09"), DENSE, {})
