@@ -6,13 +6,13 @@ and a SHA-256 of its own content, so a file edited by hand, made for another par
 is refused in one line instead of silently moving every projection.
 
 Why per model: a calibration's speed factors apply to the models it measured. On bench/data/runs.csv, a calibration on
-one run carried to another recipe of the SAME model cuts the median error from 15.6 % to 3.6 % (bench.calibration_cv,
-34 projections), but carried to ANOTHER model of the same group it makes it worse: median 9.7 % -> 13.3 %, p90
-32.0 % -> 37.1 % (630 projections, the bench's "factors carried whole" line): what is left after the shipped fit is
-mostly the model's own, not the cluster's. So a model with no run in the file takes only the factors that stand for the
-cluster itself, communication and host (measure/calibration/carry.py CARRIED_RULE, chosen leave one publication out:
-median 10.0 % / p90 32.0 % against 10.0 / 32.1 uncalibrated), keeps the shipped compute constants (said in a note), and
-takes the measured allocator gap, which is the cluster's.
+one run carried to another recipe of the SAME model cuts the median error from 12.1 % to 5.0 % (bench.calibration_cv,
+66 projections), but carried to ANOTHER model of the same group it makes it worse: median 7.4 % -> 9.3 %, p90
+24.0 % -> 30.4 % (742 projections, the bench's "factors carried whole" line): what is left after the shipped fit is
+mostly the model's own, not the cluster's. So a model with no run in the file takes only half (in log) of the factors
+that stand for the cluster itself, communication and host (measure/calibration/carry.py CARRIED_RULE, chosen leave one
+publication out: median 7.3 % / p90 24.2 % against 7.4 / 24.0 uncalibrated), keeps the shipped compute constants (said
+in a note), and takes the measured allocator gap, which is the cluster's.
 """
 from __future__ import annotations
 
