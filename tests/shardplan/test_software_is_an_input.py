@@ -80,7 +80,7 @@ def test_a_stated_knob_the_generation_lacks_is_refused(tmp_path):
 def test_the_api_takes_software_and_refuses_a_wrong_type():
     result = api.check(RECIPE, software="megatron-core:0.8.0")
     assert result.software == {"value": "megatron-core:0.8.0", "source": "--software", "month": "2024-08",
-                               "missing": ["cuda_graphs", "deepep", "ep_comm_overlap", "hybridep"], "notes": []}
+                               "missing": ["cuda_graphs", "megatron_fsdp", "deepep", "ep_comm_overlap", "hybridep"], "notes": []}
     with pytest.raises(ShardplanError, match="software"):
         api.check(RECIPE, software=2021)
 
