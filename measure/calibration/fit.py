@@ -13,8 +13,9 @@ run whose step is 80 % compute puts its residual mostly on compute and carries l
 communication time, which that run never measured. Two runs whose steps are made differently pull the factors apart;
 with more runs each factor moves as its own evidence allows. Measured out of sample on bench/data/runs.csv
 (bench.calibration_cv: one run of a model calibrates, the group's other runs of that model are projected): median
-3.6 % / p90 14.8 % on the 34 projections the set held when this fit was chosen (5.0 / 11.0 % on today's 66), where the whole-step scale it replaces (all three factors tied for one run)
-read 3.3 % / 16.8 % and an earlier compute-only factor 4.5 % / 18.7 %. The gain is on runs that differ from the
+3.6 % / p90 14.8 % on the 34 projections the set held when this fit was chosen (5.0 / 11.0 % on today's 66), where
+the whole-step scale it replaces (all three factors tied for one run) read 3.3 % / 16.8 % and an earlier compute-only
+factor 4.5 % / 18.7 %. The gain is on runs that differ from the
 calibrating run in their communication share (an all-to-all dispatcher fallback against a HybridEP run: 16-17 % ->
 7-12 %); the small loss is between runs of nearly the same make-up (0.9 % -> 3.5 %).
 
