@@ -26,14 +26,19 @@ def _refuse(gen: Generation, what: str, feature: str, fix: str) -> SoftwareError
                          f"(docs/software.md); {fix}")
 
 
+def _torch_native_refusal(gen: Generation) -> SoftwareError:
+    """The one line both apply_generation and solve_pins give a torch-native stack: Megatron's projection does not price it."""
+    return SoftwareError(f"software {gen.software}: a torch-native stack, whose step shardplan does not model "
+                         "(docs/software.md); give a Megatron-family stack or leave --software out")
+
+
 def apply_generation(gen: Generation, model: ModelSpec, job: JobSpec, recipe: Recipe,
                      stated: Optional[set[str]] = None) -> tuple[Recipe, list[str]]:
     """(the recipe as `gen` runs it, one note per knob set). SoftwareError where the recipe or job states a feature the
     generation lacks, or the stack is not one the projection prices. `stated`: the recipe fields its author wrote
     (default `recipe.model_fields_set`; bench/runs.py passes what a row's columns state)."""
     if gen.torch_native:
-        raise SoftwareError(f"software {gen.software}: a torch-native stack, whose step shardplan does not model "
-                            "(docs/software.md); give a Megatron-family stack or leave --software out")
+        raise _torch_native_refusal(gen)
     stated = recipe.model_fields_set if stated is None else stated
     update: dict = {}
     notes: list[str] = []
@@ -90,8 +95,7 @@ def solve_pins(gen: Generation, model: ModelSpec, pins: dict) -> dict:
     FSDP, sequence parallelism, the flex dispatcher and EP overlap pinned off where it lacks them. A user's pin of a missing feature,
     or a generation solve cannot search (UNSEARCHABLE, grouped GEMM for an MoE model), is refused in one line."""
     if gen.torch_native:
-        raise SoftwareError(f"software {gen.software}: a torch-native stack, whose step shardplan does not model "
-                            "(docs/software.md); give a Megatron-family stack or leave --software out")
+        raise _torch_native_refusal(gen)
     missing = [f for f in UNSEARCHABLE + (("moe_grouped_gemm",) if model.is_moe else ()) if not gen.has(f)]
     if missing:
         raise SoftwareError(f"software {gen.software}: solve searches recipes with {', '.join(missing)}, which this "
