@@ -12,7 +12,11 @@ groups split over TP) and T tokens (CP re-splits heads, not tokens, around the s
   sec. 6), priced kernel by kernel from mamba_ssm's source (measure/kernels/mamba_ssd.py: the conv and five Triton kernels
   forward; the conv and chunk states recomputed and a dozen kernels plus torch reductions backward), each by the
   bytes it moves; with MBS > 1 Megatron's `rearrange(...).contiguous()` copies zxBCdt in and y out (a size-1 batch
-  dimension leaves both views contiguous, so MBS 1 copies nothing);
+  dimension leaves both views contiguous, so MBS 1 copies nothing), and in the backward the gradient of zxBCdt, which
+  the scan writes (b, l, d) contiguous, reaches in_proj as an (l, b, d) permuted view that Transformer Engine copies
+  (`grad_output_preprocess`: `grad_output.reshape(-1, d)` then `.contiguous()`, transformer_engine/pytorch/module/
+  base.py); y's gradient needs no copy (the scan backward takes any stride with a unit last dimension: mamba_ssm
+  `_mamba_chunk_scan_combined_bwd` makes dout contiguous only when `dout.stride(-1) != 1`);
 - the mixer's RMSNorm over d_inner/t (ExtendedRMSNorm, per-group rstd; the silu(z) gate is applied inside the
   scan, which is given z), then out_proj, a row-parallel GEMM d_inner/t -> h.
 """
@@ -41,7 +45,8 @@ def mamba_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list:
     ops += gemm_ops(t, in_w, h, dt, "mamba")
     shape = scan_shape(model, job, recipe)
     if recipe.mbs > 1:  # MambaMixer._ssm_training: zxBCdt "l b d -> b l d" .contiguous(), y "b l d -> l b d" .contiguous()
-        ops += pointwise_ops(OpKind.elementwise, (t * in_w,), "mamba", 1, 1, flops_per_elem=0.0, bwd_factor=0.0)[:1]
+        # (forward copies), and TE's copy of zxBCdt's permuted gradient before in_proj's backward GEMMs (module docstring)
+        ops += pointwise_ops(OpKind.elementwise, (t * in_w,), "mamba", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
         ops += pointwise_ops(OpKind.elementwise, (t * d_local,), "mamba", 1, 1, flops_per_elem=0.0, bwd_factor=0.0)[:1]
     ops += scan_ops(shape)
     ops += norm_ops(model, t, d_local, "mamba")  # RMSNorm over the gated y, per-group rstd

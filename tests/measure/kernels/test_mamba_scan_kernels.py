@@ -109,9 +109,15 @@ def test_one_host_op_per_autograd_call_and_mamba_ops_carry_the_kernels():
         assert [p.host_op for p in phase_ops] == [True] + [False] * (len(phase_ops) - 1)
     layer = mamba_ops(load_model(NH8), JOB, Recipe(tp=2, sequence_parallel=True))
     assert sum(p.bytes_moved for p in layer if not p.host_op) > 3e9
-    # MBS 2 adds Megatron's two .contiguous() copies (zxBCdt in, y out), forward only
+    # MBS 2 adds Megatron's two .contiguous() copies (zxBCdt in, y out) in the forward, and Transformer Engine's copy of
+    # zxBCdt's permuted gradient in the backward (grad_output_preprocess): read + write of MBS x s x in_proj width / TP
     two = mamba_ops(load_model(NH8), JOB, Recipe(tp=2, mbs=2, sequence_parallel=True))
-    assert len(two) == len(layer) + 2
+    assert len(two) == len(layer) + 3
+    copies = [p for p in two if p.module == "mamba" and p.op.kind.value == "elementwise" and p.flops == 0.0]
+    in_w = (2 * 8192 + 2 * 8 * 128 + 128) // 2  # Nemotron-H-8B: d_inner 8192, 8 groups of state 128, 128 heads, TP 2
+    assert [(p.phase, p.bytes_moved) for p in copies] == [
+        (Phase.fwd, 2 * 2 * 2 * 8192 * in_w), (Phase.bwd_dgrad, 2 * 2 * 2 * 8192 * in_w),
+        (Phase.fwd, 2 * 2 * 2 * 8192 * 8192 // 2)]
 
 
 def test_scan_kernels_sit_below_the_bf16_ridge_so_bytes_price_them():
