@@ -52,8 +52,10 @@ def stage_passes_s(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Pl
 
 
 def stage_params(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement, profile: HardwareProfile) -> tuple[list[int], int]:
-    """(parameters each stage's rank holds, the tied embedding's parameters on one rank). DeepSpeed's TiedLayerSpec
-    keeps a copy of the embedding on the first and on the last stage (Megatron-DeepSpeed GPTModelPipe)."""
+    """(parameters each stage's rank holds, the tied embedding's parameters on one rank). Megatron-DeepSpeed's
+    GPTModelPipe ties the input embedding and the output layer whatever the model says (two `TiedLayerSpec('embed',
+    ...)`, bigscience-workshop/Megatron-DeepSpeed megatron/model/gpt_model.py @8387ae17): DeepSpeed keeps a copy on the
+    first and on the last stage and all-reduces its gradient between them."""
     per_kind = {k: layer_parts(model, job, recipe, placement, profile, layer_kind_of(k)) for k in set(model.layer_kinds)}
     head = head_ops(model, job, recipe)
     vocab = (sum(p.op.shape[0] * p.op.shape[1] for p in head if p.phase == Phase.bwd_wgrad and p.op.kind.value == "gemm")
@@ -63,7 +65,7 @@ def stage_params(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Plac
         chunk = chunks[0]
         n = sum(per_kind[model.layer_kinds[i]].dense_params + per_kind[model.layer_kinds[i]].expert_params for i in chunk.layers)
         out.append(n + vocab * int(chunk.embedding or chunk.loss))
-    return out, vocab if model.tied_embeddings else 0
+    return out, vocab
 
 
 def project_megatron_deepspeed(model: ModelSpec, job: JobSpec, recipe: Recipe, placement: Placement,
