@@ -30,6 +30,7 @@ from measure.comm.topology import GroupSpan
 from measure.deepspeed.engine import DeepSpeedEngine
 from measure.kernels.common import Phase, PhaseOp
 from measure.kernels.ops import Op, OpKind
+from measure.kernels.roofline import op_time_s
 
 BF16_ACCUMULATE_BYTES_PER_PARAM = 2 + 4 + 4
 AUTOGRAD_ACCUMULATE_BYTES_PER_PARAM = 2 + 2 + 2
@@ -43,6 +44,17 @@ def accumulation_op(params_on_rank: int, engine: DeepSpeedEngine) -> PhaseOp:
     per = BF16_ACCUMULATE_BYTES_PER_PARAM if engine.bf16_optimizer else AUTOGRAD_ACCUMULATE_BYTES_PER_PARAM
     return PhaseOp(Op(OpKind.elementwise, (n,), "fp32" if engine.bf16_optimizer else "bf16"), Phase.bwd_wgrad,
                    "optimizer", float(n), float(per * n))
+
+
+def accumulation_s(params_on_rank: int, engine: DeepSpeedEngine, profile: HardwareProfile) -> float:
+    """Seconds of `accumulation_op`: one streaming `add_` over whole parameter tensors (hundreds of MB each), priced at
+    the part's published copy rate (its profile's `microbench.hbm_fraction` of the datasheet bandwidth), not at the
+    element-wise efficiency fitted on Megatron's in-layer kernels; a profile without microbenchmarks falls back to
+    that fitted efficiency (measure/kernels/roofline.py)."""
+    op = accumulation_op(params_on_rank, engine)
+    if profile.microbench is None:
+        return op_time_s(op, profile)
+    return op.bytes_moved / (profile.hbm_bandwidth_gb_per_s * 1e9 * profile.microbench.hbm_fraction)
 
 
 def reduced_bytes_per_param(engine: DeepSpeedEngine) -> int:

@@ -24,7 +24,7 @@ from constraints.stages import rank_chunks
 from hardware.profile import HardwareProfile
 from measure.comm.topology import group_span, recipe_groups
 from measure.deepspeed.engine import DeepSpeedEngine, refusal
-from measure.deepspeed.gradients import accumulation_op, data_parallel_reduce_s, tied_reduce_s
+from measure.deepspeed.gradients import accumulation_s, data_parallel_reduce_s, tied_reduce_s
 from measure.deepspeed.pipe_exchange import pipe_transfers
 from measure.deepspeed.train_schedule import train_schedule_s
 from measure.kernels.common import Phase
@@ -82,7 +82,7 @@ def project_megatron_deepspeed(model: ModelSpec, job: JobSpec, recipe: Recipe, p
     forward, backward, base = stage_passes_s(model, job, recipe, placement, profile)
     params, tied = stage_params(model, job, recipe, placement, profile)
     moves = pipe_transfers(model, job, recipe, engine, groups, profile)
-    accumulate = [op_time_s(accumulation_op(n, engine), profile) for n in params]
+    accumulate = [accumulation_s(n, engine, profile) for n in params]
     f_s = [f + (moves.forward_gather_s if r > 0 else 0.0) for r, f in enumerate(forward)]
     b_s = [b + (moves.backward_gather_s if r < pp - 1 else 0.0) + accumulate[r] for r, b in enumerate(backward)]
     step = train_schedule_s(f_s, b_s, m, moves.exchange)
