@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from measure.deepspeed.engine import DeepSpeedEngine
+from constraints.software.generation import resolve
+from measure.deepspeed.engine import STACK, DeepSpeedEngine, engine_of_generation
 
 DEEPSPEED_SOFTWARE = ("megatron-deepspeed",)
 ZERO_STAGE = re.compile(r"ZeRO[-_ ]?([0-3])\b", re.I)
@@ -20,11 +21,15 @@ def deepspeed_engine(row: dict) -> Optional[DeepSpeedEngine]:
     """The row's DeepSpeed engine, or None for a row DeepSpeed did not run. A row ran DeepSpeed's engine when its
     software names Megatron-DeepSpeed or its `zero_or_fsdp` cell names DeepSpeed (Narayanan et al. 2021's ZeRO-3
     baseline, DeepSpeed integrated into Megatron-LM). The ZeRO stage is the cell's ("ZeRO-1"), 0 where it states
-    none; BF16_Optimizer where the cell names it."""
-    software = (row.get("software") or "").split(":")[0].strip().lower()
+    none; BF16_Optimizer where the cell names it or the generation's DeepSpeed gives it to a bf16 run
+    (measure/deepspeed/engine.py `engine_of_generation`; an empty precision cell is bf16, as bench/runs.py reads it)."""
+    software = (row.get("software") or "").strip().lower()
+    stack = software.partition(":")[0]
     cell = row.get("zero_or_fsdp") or ""
-    if software not in DEEPSPEED_SOFTWARE and "deepspeed" not in cell.lower():
+    if stack not in DEEPSPEED_SOFTWARE and "deepspeed" not in cell.lower():
         return None
     stage = ZERO_STAGE.search(cell)
-    return DeepSpeedEngine(zero_stage=int(stage.group(1)) if stage else 0,
-                           bf16_optimizer=re.search(r"BF16_Optimizer", cell) is not None)
+    month = resolve(software).month if software else ""
+    bf16 = not re.search(r"FP16|FP8|FP4", row.get("precision") or "", re.I)
+    return engine_of_generation(STACK, month, bf16, int(stage.group(1)) if stage else 0,
+                                stated_bf16_optimizer=re.search(r"BF16_Optimizer", cell) is not None)

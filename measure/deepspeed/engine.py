@@ -40,11 +40,30 @@ class DeepSpeedEngine(BaseModel):
                                    "tensors split over the tensor-parallel ranks when TP > 1")
 
 
+# microsoft/DeepSpeed 56c522386 (2022-04-19) "bf16+pipeline parallelism (#1801)" adds deepspeed/runtime/bf16_optimizer.py;
+# from then a bf16 run without ZeRO gets BF16_Optimizer (engine.py `_configure_optimizer`: `elif self.bfloat16_enabled():
+# self.optimizer = self._configure_bf16_optimizer(...)`), and the pipeline engine's plain all-reduce refuses bf16
+# (`allreduce_gradients`: "not valid when bfloat+pipeline_parallelism is enabled")
+BF16_OPTIMIZER_SINCE = "2022-04"
+STACK = "megatron-deepspeed"
+
+
+def engine_of_generation(stack: str, month: str, bf16: bool, zero_stage: int = 0, stated_bf16_optimizer: bool = False
+                         ) -> Optional[DeepSpeedEngine]:
+    """The DeepSpeed engine a Megatron-DeepSpeed generation runs (None for another stack): `zero_stage` as the run
+    states it (0 where it does not), BF16_Optimizer where the run names it or where a bf16 run's DeepSpeed has it
+    (`BF16_OPTIMIZER_SINCE`)."""
+    if stack != STACK and not zero_stage:
+        return None
+    return DeepSpeedEngine(zero_stage=zero_stage,
+                           bf16_optimizer=stated_bf16_optimizer or (bf16 and zero_stage < 2 and month >= BF16_OPTIMIZER_SINCE))
+
+
 # What the stage-3 refusal says, with the facts behind it (docs/software.md, "Megatron-DeepSpeed").
 ZERO3_REFUSAL = ("DeepSpeed ZeRO-3 is not priced: its step is set by stage 3's per-module parameter all-gathers, "
-                 "fetched as the module runs with a prefetch of stage3_prefetch_bucket_size elements (deepspeed/"
-                 "runtime/zero/partitioned_param_coordinator.py), whose exposed time no source gives for a run "
-                 "(measure/deepspeed/engine.py)")
+                 "fetched as each module runs with a prefetch of stage3_prefetch_bucket_size elements (default 5e7, "
+                 "DeepSpeed zero/constants.py; PartitionedParameterCoordinator in zero/stage3.py), whose exposed time "
+                 "no source gives for a run (measure/deepspeed/engine.py)")
 
 
 def refusal(engine: DeepSpeedEngine, pp: int, vpp: int) -> Optional[str]:

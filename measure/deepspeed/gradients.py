@@ -17,7 +17,7 @@ Why each term (microsoft/DeepSpeed @559c4ce11, 2021-12-30, and @9b70ce56e, 2022-
   (`_bf16_reduce_grads`: `buffered_allreduce_fallback(grads=self.optimizer.get_grads_for_reduction())`), then,
   after each rank updates its 1/DP partition, an all-gather of the bf16 parameters (bf16_optimizer.py `step`:
   `all_gather_dp_groups`); with ZeRO stage 1 otherwise, each gradient slice reduced to the rank that owns it
-  (zero/stage2.py `reduce_gradients` -> `average_tensor`: reduce-scatter traffic) and the updated parameters
+  (zero/stage_1_and_2.py `reduce_gradients` -> `average_tensor`: reduce-scatter traffic) and the updated parameters
   all-gathered; with no ZeRO, an all-reduce in the training dtype (engine.py `allreduce_gradients` ->
   `buffered_allreduce_fallback`).
 All collectives are priced by measure/comm/collectives.py over the recipe's groups (measure/comm/topology.py).
