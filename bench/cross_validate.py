@@ -160,11 +160,11 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
     native = [errs[c.id] for c in cases if is_torch_native(c) and c.torch_native is not None]
     if native:
         lines.append(stat_row("torch-native rows (measure/torch_native step model), excluded above", native))
-    # fully sharded rows of a stack with no step model of its own (Narayanan et al. 2021's DeepSpeed ZeRO-3 baseline):
-    # priced by Megatron's projection with FSDP sharding, reported apart from both
+    # fully sharded rows of a stack with no step model of its own: priced by Megatron's projection with FSDP sharding,
+    # reported apart from both (DeepSpeed's ZeRO-3 rows are refused by name: measure/deepspeed/engine.py)
     sharded_other = [errs[c.id] for c in cases if is_torch_native(c) and c.torch_native is None]
     if sharded_other:
-        lines.append(stat_row("ZeRO-3 / FSDP rows of other stacks (DeepSpeed), priced as Megatron FSDP, excluded above", sharded_other))
+        lines.append(stat_row("ZeRO-3 / FSDP rows of other stacks, priced as Megatron FSDP, excluded above", sharded_other))
     flagged = [errs[c.id] for c in cases if not is_torch_native(c) and published_regression(c)]
     if flagged:
         lines.append(stat_row("publisher-flagged regressions, excluded above", flagged))

@@ -65,7 +65,8 @@ class SharedFit:
     """Software constants fitted on `cases`; `profile(hw)` is any bundled part's profile under them."""
 
     def __init__(self, cases: list[RunCase], start: SoftwareConstants | None = None) -> None:
-        self.cases = cases
+        # Megatron-DeepSpeed rows are priced by measure/deepspeed/step.py, not by the projection fitted here: no fit uses them
+        self.cases = [c for c in cases if c.deepspeed is None]
         self.sw = start or SoftwareConstants()
         self.base: dict[str, HardwareProfile] = {}
         self.uses_moe = any(c.model.is_moe for c in cases)

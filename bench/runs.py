@@ -63,6 +63,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict
 
+from bench.deepspeed_rows import deepspeed_engine
 from bench.mbridge_presets import preset_for
 from bench.torch_native_rows import torch_native_stack
 from constraints.models.load import load_model
@@ -87,6 +88,9 @@ from constraints.spec import (
     RecomputeModule,
 )
 from hardware.profile import HardwareProfile
+from measure.deepspeed.engine import DeepSpeedEngine
+from measure.deepspeed.engine import refusal as deepspeed_refusal
+from measure.deepspeed.step import project_megatron_deepspeed
 from measure.kernels.cuda_graphs import graph_scope
 from measure.projection.project import Projection, project
 from measure.torch_native.stack import TorchNativeStack
@@ -195,6 +199,9 @@ class RunCase(BaseModel):
     # the row's `software` column (STACK:VERSION, bench/data/COLUMNS.md), None where the source does not say; its
     # generation's knobs are already in `recipe` (`row_software`)
     software: Optional[str] = None
+    # DeepSpeed's engine around Megatron's layers (Megatron-DeepSpeed; bench/deepspeed_rows.py), None for a row DeepSpeed
+    # did not run: `project_case` prices it with measure/deepspeed/step.py
+    deepspeed: Optional[DeepSpeedEngine] = None
 
     def run_options(self) -> dict:
         """measure.projection.project.project's keyword arguments that describe how the run executed, not its recipe: every
@@ -516,6 +523,9 @@ def row_case(r: dict) -> RunCase | RunSkip:
     release = _bridge_release(r)
     preset = _preset_fields(r, release, model, tp, pp, vpp, ep, mbs, assumed)
     vpp = preset.pop("vpp", vpp)
+    deepspeed = deepspeed_engine(r)
+    if deepspeed is not None and deepspeed_refusal(deepspeed, pp, vpp):
+        return skip(deepspeed_refusal(deepspeed, pp, vpp))
     graphs = preset.pop("cuda_graph_scope", frozenset())
     stated = re.search(r"--cuda-graph-scope ([a-z_]+(?: [a-z_]+)*)", r["notes"])
     if not graphs and stated:  # the capture the row's own command states (no preset to take it from)
@@ -610,16 +620,19 @@ def row_case(r: dict) -> RunCase | RunSkip:
                    hardware=profile, measured=measured, outcome=outcome, precision_published=r["precision"],
                    source=r["source"], assumed=tuple(assumed), cuda_graph_scope=graphs, fp8_attention=fp8_attention,
                    fused_grouped_mlp=fused_grouped_mlp, natural_routing=model.is_moe and NATURAL_ROUTING.search(r["notes"]) is not None,
-                   bridge_release=release, torch_native=torch_native, software=software,
+                   bridge_release=release, torch_native=torch_native, software=software, deepspeed=deepspeed,
                    memory_after_first_iteration=re.search(r"after iteration 1\b", r["notes"]) is not None)
 
 
 def project_case(case: RunCase, profile: HardwareProfile) -> Projection:
     """The row's step priced by the model of the stack it ran: torch-native rows by measure/torch_native/step.py
-    (FSDP's own overlap, eager or compiled kernels, torchao float8, async TP), every other row by Megatron's projection
+    (FSDP's own overlap, eager or compiled kernels, torchao float8, async TP), Megatron-DeepSpeed rows by
+    measure/deepspeed/step.py (DeepSpeed's pipeline engine), every other row by Megatron's projection
     (measure/projection/project.py) with its run options."""
     if case.torch_native is not None:
         return project_torch_native(case.model, case.job, case.recipe, case.placement, profile, case.torch_native)
+    if case.deepspeed is not None:
+        return project_megatron_deepspeed(case.model, case.job, case.recipe, case.placement, profile, case.deepspeed)
     return project(case.model, case.job, case.recipe, case.placement, profile, **case.run_options())
 
 

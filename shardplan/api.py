@@ -49,7 +49,7 @@ from shardplan.results import (
     SolvedRecipe,
     SolveResult,
 )
-from shardplan.software_input import search_refusal, software_for_search, with_software
+from shardplan.software_input import generation_engine, search_refusal, software_for_search, with_engine_note, with_software
 from shardplan.verdict import check_and_project
 from solver.deadline import wall_clock_limit
 from solver.fewest_gpus import CountScreen, fewest_gpus, target_explanation
@@ -126,7 +126,9 @@ def check(source: Union[str, Path, Mapping[str, Any]], *, hardware: Optional[str
     profile, calibration_file, note = profile_with_calibration(loaded.case.placement.hardware, calibration, loaded.case.model)
     fraction = memory_fraction(max_memory_fraction, calibration_file)
     margin = fraction.margin
-    verdict = check_and_project(loaded, margin_fraction=margin, project=project, profile=profile)
+    engine = generation_engine(software_used.value, loaded.case.job)  # a Megatron-DeepSpeed generation's (docs/software.md)
+    software_used = with_engine_note(software_used, engine)
+    verdict = check_and_project(loaded, margin_fraction=margin, project=project, profile=profile, deepspeed=engine)
     data = verdict["json"]
     data["memory_fraction"] = fraction.model_dump()
     if calibration is not None:

@@ -20,8 +20,9 @@ from constraints.rules.base import Violation
 from constraints.software.apply import UNSEARCHABLE, apply_generation, solve_pins
 from constraints.software.generation import Generation, SoftwareError, generation_or_newest, resolve
 from constraints.software.versions import software_of_versions
-from constraints.spec import ModelSpec
+from constraints.spec import JobSpec, ModelSpec, Precision
 from measure.calibration.store import load_calibration
+from measure.deepspeed.engine import DeepSpeedEngine, engine_of_generation
 
 
 class SoftwareUsed(BaseModel):
@@ -118,3 +119,22 @@ def software_for_search(given: Optional[str], model: ModelSpec, pins: dict,
     gen, source = _chosen(given, None, "", calibrated_with)
     refuse_other_software(gen.software, calibrated_with, calibration)
     return solve_pins(gen, model, pins), used(gen, source)
+
+
+def generation_engine(value: str, job: JobSpec) -> Optional[DeepSpeedEngine]:
+    """The DeepSpeed engine `check` prices a Megatron-DeepSpeed generation with (measure/deepspeed/step.py), None for
+    another stack: ZeRO stage 0, since a recipe cannot state DeepSpeed's, and BF16_Optimizer for a bf16 job from the
+    DeepSpeed release that has it (measure/deepspeed/engine.py `engine_of_generation`)."""
+    gen = resolve(value)
+    return engine_of_generation(gen.stack, gen.month, job.precision == Precision.bf16)
+
+
+def with_engine_note(software: SoftwareUsed, engine: Optional[DeepSpeedEngine]) -> SoftwareUsed:
+    """The software block with a note saying which DeepSpeed engine priced the step (unchanged without one)."""
+    if engine is None:
+        return software
+    optimizer = "BF16_Optimizer (fp32 gradient accumulation and all-reduce)" if engine.bf16_optimizer \
+        else "gradients accumulated and all-reduced in the training dtype"
+    note = (f"DeepSpeed's pipeline engine priced (measure/deepspeed/step.py): ZeRO stage {engine.zero_stage} assumed, "
+            f"{optimizer}")
+    return software.model_copy(update={"notes": list(software.notes) + [note]})

@@ -6,7 +6,7 @@ log it also sets what the run measured beside what was projected, term by term w
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from constraints.check import check_case
 from constraints.megatron.run_flags import (
@@ -19,6 +19,9 @@ from constraints.megatron.unmodelled import memory_lowering_flags, memory_raisin
 from constraints.rules.determinism import DETERMINISM_FLAG
 from constraints.rules.registry import Violation
 from hardware.profile import load_profile, uncalibrated_reason
+from measure.deepspeed.engine import DeepSpeedEngine
+from measure.deepspeed.engine import refusal as deepspeed_refusal
+from measure.deepspeed.step import project_megatron_deepspeed
 from measure.kernels.cuda_graphs import graph_scope
 from measure.kernels.measured_tables import bundled_table, table_path
 from measure.projection.project import project as run_projection
@@ -75,8 +78,12 @@ def measured_against_projected(measured, projection: dict) -> dict:
     return out
 
 
-def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True, profile=None) -> dict[str, Any]:
-    """{'ok', 'report', 'json'} for a LoadedCase (constraints.read) — the JSON is what `check --json` prints."""
+def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True, profile=None,
+                      deepspeed: Optional[DeepSpeedEngine] = None) -> dict[str, Any]:
+    """{'ok', 'report', 'json'} for a LoadedCase (constraints.read) — the JSON is what `check --json` prints.
+    `deepspeed`: the engine of a Megatron-DeepSpeed generation (measure/deepspeed/engine.py), whose step
+    measure/deepspeed/step.py prices; where that model refuses the recipe, Megatron's projection prices it, said in a
+    warning."""
     case = loaded.case
     profile = profile or load_profile(case.placement.hardware)
     report = check_case(case, profile, flags=loaded.flags, env=loaded.env, margin_fraction=margin_fraction,
@@ -90,7 +97,11 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
     scope = captured_scope(loaded.flags)
     fused_experts = fused_grouped_mlp_requested(loaded.flags or {}, case.model.is_moe, case.recipe.moe_grouped_gemm)
     unknown = [f for f in loaded.unknown_flags if not (fused_experts and f == OP_FUSER_FLAG)]  # read: the experts' fusion
-    if project and report.legal and report.memory is not None:
+    engine_refused = deepspeed_refusal(deepspeed, case.recipe.pp, case.recipe.vpp) if deepspeed is not None else None
+    if project and report.legal and report.memory is not None and deepspeed is not None and engine_refused is None:
+        projection = project_megatron_deepspeed(case.model, case.job, case.recipe, case.placement, profile,
+                                                deepspeed).model_dump(mode="json")
+    elif project and report.legal and report.memory is not None:
         projection = run_projection(case.model, case.job, case.recipe, case.placement, profile,
                                     cuda_graph_scope=scope, fused_grouped_mlp=fused_experts,
                                     natural_routing=natural_routing(loaded)).model_dump(mode="json")
@@ -99,6 +110,10 @@ def check_and_project(loaded, margin_fraction: float = 0.0, project: bool = True
                            message=f"{profile.name} {uncalibrated_reason(profile)}",
                            fix="add a microbench: block (published matmul, attention, HBM and all-reduce figures) to the "
                                "profile")] if projection is not None and not profile.calibrated else []
+    if projection is not None and engine_refused is not None:
+        uncertain.append(Violation(rule="deepspeed_engine_not_priced", severity="warning",
+                                   message=f"{engine_refused}; priced as Megatron-LM of the same month instead",
+                                   fix="judge it as the Megatron-LM recipe it would be, or measure one step"))
     if projection is not None:
         _, device = bundled_table(profile.name)
         if device and not device.startswith("published:"):  # a device measured here (shardplan measure), not the shipped table

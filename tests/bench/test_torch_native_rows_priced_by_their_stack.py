@@ -39,7 +39,7 @@ def test_async_tp_rows_are_refused_by_name():
 
 
 def test_the_torch_native_slice_is_closer_than_megatron_pricing():
-    # the rows a torch-native stack ran (DeepSpeed ZeRO-3 rows of Narayanan et al. 2021 share the slice, not the model)
+    # the rows a torch-native stack ran
     cases = [c for c in throughput_cases() if is_torch_native(c) and c.torch_native is not None]
     assert {c.id.split("-")[0] for c in cases} >= {"AUTOMODEL", "TTITAN", "TTTRAINY"}
     assert not any(is_headline(c) for c in cases)
