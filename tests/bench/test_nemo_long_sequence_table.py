@@ -1,5 +1,5 @@
-"""The NeMo long-sequence table as a check of long-context attention (session 38, issue 32 item 2): NVIDIA/NeMo
-docs/source/performance/performance_long_sequence.md, Llama2-7B FP8 on DGX-H100, NeMo 24.03.01, with-CP layouts from
+"""The NeMo long-sequence table as a check of long-context attention (session 38, issue 32 item 2):
+NVIDIA/NeMo/docs/source/performance/performance_long_sequence.md, Llama2-7B FP8 on DGX-H100, NeMo 24.03.01, with-CP layouts from
 4k to 512k (runs.csv NEMOLS-370..384, even ids). It publishes TFLOP/s per GPU only (768 at 4k ... 549 at 512k) and no
 constant is fitted on it, so it is out of sample for every fold."""
 import statistics
