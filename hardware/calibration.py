@@ -90,6 +90,7 @@ class SoftwareConstants(_Strict):
 
     gemm_scale: float = Field(0.85, gt=0, le=1.2, description="GEMM achieved/peak at 2^40 FLOPs over the best-matmul fraction")
     fp8_scale: float = Field(1.0, gt=0, le=1.5, description="fp8-over-bf16 relative efficiency over the microbenchmark's")
+    # 1.0, not fitted (bench/fit_software.py GRID says why): attention runs at the microbenchmark's executed-FLOP rate
     attention_scale: float = Field(1.0, gt=0, le=2.0)
     memory_scale: float = Field(0.8, gt=0, le=1.2, description="element-wise kernels' achieved bandwidth over a plain copy")
     # The Mamba-2 scan's kernels (mamba_ssm's Triton chunked SSD: fp32 partial sums, tl.dot over 128-token chunks, grids

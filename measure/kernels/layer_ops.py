@@ -41,6 +41,7 @@ from measure.kernels.common import (
     rank_tokens,
     unquantised_gemm_dtype,
 )
+from measure.kernels.cp_merge import cp_merge_ops
 from measure.kernels.mamba_ops import HYBRID_KINDS, mamba_ops
 from measure.kernels.ops import Op, OpKind
 from measure.kernels.packed_attention import packed_pair_fraction
@@ -173,6 +174,7 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
         ops += gemm_ops(t, heads * (model.qk_head_dim + dv), model.kv_lora_rank, dt, "mla_up_proj")
         # one head_dim that gives the true QK^T + PV FLOPs: 2 matmuls of dqk and dv -> mean
         head_dim, kv_heads, out_k = (dqk + dv) // 2, heads, heads * dv
+        kv_width = heads * (dqk + dv)
     else:
         d = model.kv_channels
         kv_heads = max(model.num_query_groups // tp, 1)
@@ -181,6 +183,7 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
             ops += norm_ops(model, t * (heads + kv_heads), d, "qkv")
         ops += unfused_rope_ops(model, t, heads, kv_heads, d)
         head_dim, out_k = d, heads * d
+        kv_width = kv_heads * 2 * d
     b, s_q, s_kv = recipe.mbs, job.seq_length // recipe.cp, job.seq_length
     # causal: half of the s_q x s_kv scores; CP load-balancing keeps that half per rank; a sliding window keeps the
     # model's mean share of those pairs (constraints/models/window.py)
@@ -197,6 +200,8 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
     else:
         ops.append(PhaseOp(Op(OpKind.attention_fwd, shape, core), Phase.fwd, "core_attn", attn_flops, io_bytes))
         ops.append(PhaseOp(Op(OpKind.attention_bwd, shape, core), Phase.bwd_dgrad, "core_attn", 2.5 * attn_flops, 2 * io_bytes))
+        # the p2p CP ring merges each step's partial output / gradients outside the kernels (measure/kernels/cp_merge.py)
+        ops += cp_merge_ops(recipe.cp, b * s_q, out_k, kv_width)
     ops += gemm_ops(t, h, out_k, dt, "proj")
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, flops_per_elem=1.0, bwd_factor=1.0)
     return ops
