@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 from collections import defaultdict
 from typing import Callable, Optional
 
@@ -124,7 +125,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     known = {c.hardware for c in cases}
     bad = [p for p in (args.part_a, args.part_b) if p not in known]
     if bad:
-        raise SystemExit(f"error: part: no runs.csv row on {', '.join(bad)}; use one of {', '.join(sorted(known))}")
+        print(f"error: part: no runs.csv row on {', '.join(bad)}; use one of {', '.join(sorted(known))}", file=sys.stderr)
+        sys.exit(2)
     pairs = held_out_ratios(find_pairs(cases, args.part_a, args.part_b, args.any_ep), cases)
     print("\n".join(report(pairs, args.part_a, args.part_b)))
 

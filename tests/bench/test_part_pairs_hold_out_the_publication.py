@@ -48,3 +48,12 @@ def test_each_row_is_projected_without_its_publication(cases):
     assert all(p.projected_ratio > 0 for p in out)
     lines = report(out, "gb300-nvl72", "gb200-nvl72")
     assert lines[-1].startswith("2 pairs: median measured ratio")
+
+
+def test_an_unknown_part_is_one_error_line(capsys):
+    from bench.part_pairs import main
+    with pytest.raises(SystemExit) as exc:
+        main(["gb300-nvl72", "gb400"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: part: no runs.csv row on gb400; use one of ")
