@@ -31,15 +31,12 @@ def test_gb200_attention_is_b200s_in_step_rate_times_the_uplift():
     assert gb200.microbench.attention_fraction == pytest.approx(expected, abs=1e-4)  # 0.4064, was B200's 0.4324
 
 
-def test_gb300_is_b300s_die_with_the_nvl72_uplift():
+def test_gb300_matmul_is_b300s_die_with_the_nvl72_uplift():
     gb300, b300 = load_profile("gb300-nvl72"), load_profile("b300")
     mb = gb300.microbench
     assert (b300.microbench.matmul_bf16_tflops, b300.microbench.matmul_fp8_tflops) == (B300_MAMF_BF16, B300_MAMF_FP8)
     assert mb.matmul_bf16_tflops == pytest.approx(B300_MAMF_BF16 * GB200_MAMF_BF16 / B200_MAMF_BF16, abs=0.1)  # 1847.1
     assert mb.matmul_fp8_tflops == pytest.approx(B300_MAMF_FP8 * GB200_MAMF_FP8 / B200_MAMF_FP8, abs=0.1)  # 3532.2
-    b300_attention_tflops = b300.microbench.attention_fraction * b300.peak_tflops.bf16  # 1946: B200's x 2 (exp rate)
-    expected = b300_attention_tflops * GB200_MAMF_BF16 / B200_MAMF_BF16 / gb300.peak_tflops.bf16
-    assert mb.attention_fraction == pytest.approx(expected, abs=1e-4)  # 0.8128
     # within 2.5 % of the GB200 figures the profile copied before: the matmul microbenchmarks cannot make GB300 ~1.2x GB200
     assert mb.matmul_bf16_tflops / GB200_MAMF_BF16 == pytest.approx(1.0, abs=0.025)
     assert mb.matmul_fp8_tflops / GB200_MAMF_FP8 == pytest.approx(1.0, abs=0.025)
