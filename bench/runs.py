@@ -8,7 +8,7 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - model: the bundled HF config named by MODEL_FILES; models not bundled are built from the row's
   own shape columns when hidden/layers/heads are given (GQA from kv_heads; SwiGLU + RMSNorm unless
   ffn_hidden == 4 * hidden, then GELU + LayerNorm, Megatron's GPT defaults; embeddings untied unless the notes say
-  "tied embeddings"); vocab 51200 if empty.
+  "tied embeddings", a learned position table where they say "learned positions"); vocab 51200 if empty.
 - MBS = 1 when unpublished (torchtitan rows: GBS / DP, as runs_to_megatron.py).
 - sequence parallel whenever TP > 1 unless the row says false (Megatron-Bridge perf recipes).
 - distributed optimizer (`--use-distributed-optimizer`, overlap grad reduce and param gather) for
@@ -318,6 +318,8 @@ def _recompute(text: str) -> Recompute:
 # a row built from its shape columns whose notes say its input and output embeddings are one matrix ("tied embeddings":
 # Megatron GPT's default, NARAYANAN21 / MCORE24-era scripts, BLOOM, MPT), never "untied embeddings"
 TIED_EMBEDDINGS = re.compile(r"(?<!un)tied embeddings", re.IGNORECASE)
+# ... and whose notes say it learns a position table (GPT-2 / Megatron GPT / MPT style, max_seq x hidden), not RoPE / ALiBi
+LEARNED_POSITIONS = re.compile(r"\blearned positions?\b", re.IGNORECASE)
 
 
 def _row_model(r: dict) -> Optional[ModelSpec]:
@@ -342,7 +344,8 @@ def _row_model(r: dict) -> Optional[ModelSpec]:
                      max_position_embeddings=max(_int(r["seq_len"]) or 1, 1),
                      activation=Activation.gelu if gpt else Activation.swiglu,
                      normalization=Normalization.layernorm if gpt else Normalization.rmsnorm,
-                     tied_embeddings=TIED_EMBEDDINGS.search(r.get("notes") or "") is not None, **moe)
+                     tied_embeddings=TIED_EMBEDDINGS.search(r.get("notes") or "") is not None,
+                     learned_position_embeddings=LEARNED_POSITIONS.search(r.get("notes") or "") is not None, **moe)
 
 
 def even_layout(num_layers: int, mtp_layers: int, stages: int) -> str:
