@@ -1,4 +1,4 @@
-"""The rows of two benchmark collections outside NVIDIA's NeMo / Megatron-Bridge performance tables (issue 32 item 7)
+"""The rows of two benchmark collections and one engineering write-up outside NVIDIA's NeMo / Megatron-Bridge performance tables (issue 32 item 7)
 read as their sources publish them: NVIDIA's DGX Cloud LLM Benchmarking Collection v24.11.1 (NVIDIA/dgxc-benchmarking
 @35a9aecc, NeMo launcher recipes on DGX H100) and MosaicML LLM Foundry's MPT training benchmarks (mosaicml/llm-foundry
 scripts/train/benchmarking/README.md @5e85bd62d, PyTorch FSDP on H100). Every number below is copied from the cited
@@ -17,7 +17,7 @@ with open(RUNS_CSV, newline="") as fh:
 CASES = {c.id: c for c in load_all()[0]}
 
 
-@pytest.mark.parametrize("prefix, count", [("DGXC24", 64), ("MOSAICMPT", 70)])
+@pytest.mark.parametrize("prefix, count", [("DGXC24", 64), ("MOSAICMPT", 70), ("MLMDSV3GB", 2)])
 def test_every_row_of_these_publications_becomes_a_case(prefix, count):
     ids = [i for i in ROWS if i.startswith(prefix + "-")]
     assert len(ids) == count
@@ -85,3 +85,29 @@ def test_mpt_sharding_and_checkpointing_as_the_table_states():
     assert three.recipe.fsdp_sharding_strategy == FsdpShardingStrategy.optim_grads
     assert three.recipe.recompute.granularity == RecomputeGranularity.none
     assert CASES["MOSAICMPT-35"].job.seq_length == 65536 and CASES["MOSAICMPT-35"].software == "llm-foundry:2024-01"
+
+
+def test_deepseek_v3_gb200_write_up_rows_take_the_stated_command():
+    # Megatron-LM docs/discussions/deepseek-v3-gb200-optimization @eb0783b6: 494.46 -> 970.01 TFLOP/s/GPU at
+    # TP1/PP8/VPP4/EP32, MBS 1, GBS 2048 on 256 GB200, --pipeline-model-parallel-layout "Et|(tt|)*30L", no MTP stage
+    base, final = CASES["MLMDSV3GB-01"], CASES["MLMDSV3GB-02"]
+    for case in (base, final):
+        assert (case.recipe.tp, case.recipe.pp, case.recipe.vpp, case.recipe.ep) == (1, 8, 4, 32)
+        assert case.recipe.pipeline_layout == "Et|(tt|)*30L" and case.model.mtp_num_layers == 0
+        assert case.placement.world_size == 256 and case.job.global_batch_size == 2048
+        assert case.job.precision == Precision.mxfp8
+    assert (base.measured["tflops_per_gpu"], final.measured["tflops_per_gpu"]) == (494.46, 970.01)
+    assert base.recipe.recompute.modules == (RecomputeModule.mla_up_proj, RecomputeModule.mlp)  # mlp up_proj
+    assert not base.cuda_graph_scope and not base.recipe.fp8_param_gather
+    assert final.recipe.recompute.modules == (RecomputeModule.moe_act, RecomputeModule.mlp)
+    assert final.cuda_graph_scope == frozenset({"attn", "moe_router", "moe_preprocess"}) and final.recipe.fp8_param_gather
+    # the same FLOPs per token (Megatron's count, no MTP) turn both TFLOP/s into tokens/s
+    assert final.measured["tokens_per_s_per_gpu"] / base.measured["tokens_per_s_per_gpu"] == pytest.approx(970.01 / 494.46,
+                                                                                                          rel=1e-4)
+
+
+def test_a_row_without_quoted_flags_keeps_the_bundled_mtp_and_an_even_layout():
+    # a Megatron-Bridge DeepSeek-V3 row quotes no layout and no "no MTP": the bundled config's MTP layer stays
+    bridge = next(c for c in CASES.values() if c.id.startswith("MBR") and c.model.name == "DeepSeek-V3")
+    assert bridge.model.mtp_num_layers == 1
+    assert not any("as the row states" in a for a in bridge.assumed)
