@@ -1,8 +1,9 @@
-"""The rows of two benchmark collections and one engineering write-up outside NVIDIA's NeMo / Megatron-Bridge performance tables (issue 32 item 7)
-read as their sources publish them: NVIDIA's DGX Cloud LLM Benchmarking Collection v24.11.1 (NVIDIA/dgxc-benchmarking
-@35a9aecc, NeMo launcher recipes on DGX H100) and MosaicML LLM Foundry's MPT training benchmarks (mosaicml/llm-foundry
-scripts/train/benchmarking/README.md @5e85bd62d, PyTorch FSDP on H100). Every number below is copied from the cited
-README or recipe (bench/data/SOURCES.md), never from shardplan's output."""
+"""The rows of three publications outside NVIDIA's NeMo / Megatron-Bridge performance tables (issue 32 item 7) read as
+their sources publish them: NVIDIA's DGX Cloud LLM Benchmarking Collection v24.11.1 (NVIDIA/dgxc-benchmarking @35a9aecc,
+NeMo launcher recipes on DGX H100), MosaicML LLM Foundry's MPT training benchmarks (mosaicml/llm-foundry
+scripts/train/benchmarking/README.md @5e85bd62d, PyTorch FSDP on H100) and NVIDIA's DeepSeek-V3 GB200 optimisation
+write-up (NVIDIA/Megatron-LM docs/discussions @eb0783b6). Every number below is copied from the cited README, recipe or
+write-up (bench/data/SOURCES.md), never from shardplan's output."""
 import csv
 import re
 
