@@ -1,8 +1,9 @@
-"""The rows of three publications outside NVIDIA's NeMo / Megatron-Bridge performance tables (issue 32 item 7) read as
+"""The rows of four publications outside NVIDIA's NeMo / Megatron-Bridge performance tables (issue 32 item 7) read as
 their sources publish them: NVIDIA's DGX Cloud LLM Benchmarking Collection v24.11.1 (NVIDIA/dgxc-benchmarking @35a9aecc,
 NeMo launcher recipes on DGX H100), MosaicML LLM Foundry's MPT training benchmarks (mosaicml/llm-foundry
-scripts/train/benchmarking/README.md @5e85bd62d, PyTorch FSDP on H100) and NVIDIA's DeepSeek-V3 GB200 optimisation
-write-up (NVIDIA/Megatron-LM docs/discussions @eb0783b6). Every number below is copied from the cited README, recipe or
+scripts/train/benchmarking/README.md @5e85bd62d, PyTorch FSDP on H100), NVIDIA's DeepSeek-V3 GB200 optimisation
+write-up (NVIDIA/Megatron-LM docs/discussions @eb0783b6) and BAAI's FlagPerf Megatron cases (FlagOpen/FlagPerf
+@1b5a0303, H100 and H800). Every number below is copied from the cited README, recipe or
 write-up (bench/data/SOURCES.md), never from shardplan's output."""
 import csv
 import re
@@ -18,7 +19,7 @@ with open(RUNS_CSV, newline="") as fh:
 CASES = {c.id: c for c in load_all()[0]}
 
 
-@pytest.mark.parametrize("prefix, count", [("DGXC24", 64), ("MOSAICMPT", 70), ("MLMDSV3GB", 2)])
+@pytest.mark.parametrize("prefix, count", [("DGXC24", 64), ("MOSAICMPT", 70), ("MLMDSV3GB", 2), ("FLAGPERF", 8)])
 def test_every_row_of_these_publications_becomes_a_case(prefix, count):
     ids = [i for i in ROWS if i.startswith(prefix + "-")]
     assert len(ids) == count
@@ -112,3 +113,26 @@ def test_a_row_without_quoted_flags_keeps_the_bundled_mtp_and_an_even_layout():
     bridge = next(c for c in CASES.values() if c.id.startswith("MBR") and c.model.name == "DeepSeek-V3")
     assert bridge.model.mtp_num_layers == 1
     assert not any("as the row states" in a for a in bridge.assumed)
+
+
+@pytest.mark.parametrize("rid, tokens, params, mfu", [
+    ("FLAGPERF-01", 8103, 8e9, 0.393),    # llama3_8B-megatron README: H100 1x8 bf16 PP1DP4TP2, 39.3 %
+    ("FLAGPERF-05", 851, 70e9, 0.361),    # llama3_70B-megatron README: H100 8x8 bf16 PP4DP2TP8, 36.1 %
+    ("FLAGPERF-08", 908.29, 70e9, 0.386),  # llama2_70B-megatron README: H800 4x8 amp TP4PP8DP1 GAS=1024, 38.6 %
+])
+def test_flagperf_mfu_is_six_n_tokens_over_the_bf16_peak(rid, tokens, params, mfu):
+    # run_pretraining.py: MFU = tokens/p/s x 6 x N / 989e12 (N = 8e9 or 70e9 as its code writes)
+    case = CASES[rid]
+    assert case.measured["tokens_per_s_per_gpu"] == tokens and case.measured["mfu"] == mfu
+    assert tokens * 6 * params / 989e12 == pytest.approx(mfu, abs=0.0006)
+
+
+def test_flagperf_rows_keep_megatrons_defaults_and_their_part():
+    # pretrain_llama3.sh sets no --untie-embeddings-and-output-weights and no rope: Megatron's tied, learned defaults
+    llama3 = CASES["FLAGPERF-05"]
+    assert llama3.model.tied_embeddings and llama3.model.learned_position_embeddings
+    assert (llama3.recipe.tp, llama3.recipe.pp, llama3.job.global_batch_size) == (8, 4, 512)
+    assert llama3.software == "megatron-core:0.6.0"
+    llama2 = CASES["FLAGPERF-06"]  # FlagScale's Llama2-70B on H800: bundled config (untied, RoPE), GBS 44
+    assert llama2.hardware == "h800-sxm-80gb" and llama2.model.name == "Llama-2-70b"
+    assert (llama2.recipe.tp, llama2.recipe.pp, llama2.job.global_batch_size) == (8, 4, 44)
