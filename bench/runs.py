@@ -7,7 +7,8 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 
 - model: the bundled HF config named by MODEL_FILES; models not bundled are built from the row's
   own shape columns when hidden/layers/heads are given (GQA from kv_heads; SwiGLU + RMSNorm unless
-  ffn_hidden == 4 * hidden, then GELU + LayerNorm, Megatron's GPT defaults); vocab 51200 if empty.
+  ffn_hidden == 4 * hidden, then GELU + LayerNorm, Megatron's GPT defaults; embeddings untied unless the notes say
+  "tied embeddings", a learned position table where they say "learned positions"); vocab 51200 if empty.
 - MBS = 1 when unpublished (torchtitan rows: GBS / DP, as runs_to_megatron.py).
 - sequence parallel whenever TP > 1 unless the row says false (Megatron-Bridge perf recipes).
 - distributed optimizer (`--use-distributed-optimizer`, overlap grad reduce and param gather) for
@@ -46,7 +47,8 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
   rows of Moonlight-16B-A3B and DeepSeek-V3 on H100 in bf16 take their Bridge recipe's precision-aware optimizer
   (bf16 main grads and Adam moments; `BRIDGE_BF16_OPTIMIZER`).
 - GB200/GB300 rows: nodes are 4-GPU trays inside a 72-GPU NVLink domain (the profile says so).
-- layers that divide neither way: an even `--pipeline-model-parallel-layout` (see `even_layout`).
+- layers that divide neither way: an even `--pipeline-model-parallel-layout` (see `even_layout`); a layout the notes
+  quote (`--pipeline-model-parallel-layout "Et|(tt|)*30L"`) is taken as stated, as are `--fp8-param-gather` and "no MTP".
 - software (the `software` column, STACK:VERSION): the generation's knobs overrule the assumptions above where it lacks
   a feature (constraints/software/apply.py: no Transformer Engine -> Megatron's local modules and unfused attention, no
   distributed optimizer -> DDP, no --overlap-grad-reduce, no SP ...); a column that states what its generation lacks
@@ -321,6 +323,13 @@ def _recompute(text: str) -> Recompute:
     return Recompute.none()
 
 
+# a row built from its shape columns whose notes say its input and output embeddings are one matrix ("tied embeddings":
+# Megatron GPT's default, NARAYANAN21 / MCORE24-era scripts, BLOOM, MPT), never "untied embeddings"
+TIED_EMBEDDINGS = re.compile(r"(?<!un)tied embeddings", re.IGNORECASE)
+# ... and whose notes say it learns a position table (GPT-2 / Megatron GPT / MPT style, max_seq x hidden), not RoPE / ALiBi
+LEARNED_POSITIONS = re.compile(r"\blearned positions?\b", re.IGNORECASE)
+
+
 def _row_model(r: dict) -> Optional[ModelSpec]:
     stem = MODEL_FILES.get(r["model"])
     if stem:
@@ -342,7 +351,9 @@ def _row_model(r: dict) -> Optional[ModelSpec]:
                      num_query_groups=_int(r["kv_heads"]) or heads, kv_channels=h // heads, vocab_size=_int(r["vocab"]) or 51200,
                      max_position_embeddings=max(_int(r["seq_len"]) or 1, 1),
                      activation=Activation.gelu if gpt else Activation.swiglu,
-                     normalization=Normalization.layernorm if gpt else Normalization.rmsnorm, **moe)
+                     normalization=Normalization.layernorm if gpt else Normalization.rmsnorm,
+                     tied_embeddings=TIED_EMBEDDINGS.search(r.get("notes") or "") is not None,
+                     learned_position_embeddings=LEARNED_POSITIONS.search(r.get("notes") or "") is not None, **moe)
 
 
 def even_layout(num_layers: int, mtp_layers: int, stages: int) -> str:
@@ -421,6 +432,12 @@ def _preset_fields(r: dict, release: Optional[str], model: ModelSpec, tp: int, p
         assumed.append(f"cpu offloading of {offloaded} layers (preset {release})")
     return out
 
+
+# flags a row's notes quote from the run's own command line (bench/data/COLUMNS.md): its pipeline layout, fp8 weights for
+# the parameter all-gather, and that it trained without the bundled config's MTP layers ("no MTP")
+STATED_LAYOUT = re.compile(r'--pipeline-model-parallel-layout "([^"]+)"')
+STATED_FP8_PARAM_GATHER = re.compile(r"--fp8-param-gather\b")
+NO_MTP = re.compile(r"\bno MTP\b")
 
 # a MoE row whose notes say it routed naturally (the cards' functional `pretrain` runs: "Natural routing")
 NATURAL_ROUTING = re.compile(r"\bnatural routing\b", re.IGNORECASE)
@@ -509,6 +526,9 @@ def row_case(r: dict) -> RunCase | RunSkip:
     model = _row_model(r)
     if model is None:
         return skip(f"model {name} not bundled and row has no shape")
+    if model.mtp_num_layers and NO_MTP.search(r["notes"]):  # the run trained without the config's MTP layers
+        model = model.model_copy(update={"mtp_num_layers": 0})
+        assumed.append("no MTP (as the row states)")
     stem = MODEL_FILES.get(name)  # the bundled config the row runs, if any
     bridge = "Megatron-Bridge" in r["source"]
     training = BRIDGE_MODEL_TRAINING.get(stem) if bridge else None
@@ -541,7 +561,11 @@ def row_case(r: dict) -> RunCase | RunSkip:
         assumed.append("etp=1 (Megatron-Bridge preset)")
     stages = pp * vpp
     extra = {}
-    if model.num_layers % stages:
+    stated_layout = STATED_LAYOUT.search(r["notes"])
+    if stated_layout:  # the run's own --pipeline-model-parallel-layout, quoted in the notes
+        extra = dict(pipeline_layout=stated_layout.group(1))
+        assumed.append(f"pipeline layout {extra['pipeline_layout']} (as the row states)")
+    elif model.num_layers % stages:
         if (model.num_layers + 2) % stages == 0:
             extra = dict(account_for_embedding_in_pipeline_split=True, account_for_loss_in_pipeline_split=True)
             assumed.append("account-for-embedding/loss in pipeline split")
@@ -579,6 +603,8 @@ def row_case(r: dict) -> RunCase | RunSkip:
     elif BRIDGE_PERF_SOURCE.search(r["source"]) and precision != Precision.fp16:
         preset["grad_reduce_in_bf16"] = True
         assumed.append("bf16 main grads (Bridge performance recipe, grad_reduce_in_fp32 False)")
+    if STATED_FP8_PARAM_GATHER.search(r["notes"]) and precision.is_fp8:
+        preset["fp8_param_gather"] = True  # --fp8-param-gather quoted from the run's command
     if BRIDGE_PERF_SOURCE.search(r["source"]):
         if precision in BRIDGE_FP8_PARAM_GATHER and stem not in BRIDGE_OWN_PARAM_GATHER:
             preset["fp8_param_gather"] = True

@@ -1,6 +1,6 @@
 """Which runs.csv rows ran a torch-native stack, and with what settings (measure/torch_native/stack.py).
 
-Why in the bench and not in runs.py: the row's `software` (STACK `torchtitan` / `automodel`), `zero_or_fsdp` (FSDP2,
+Why in the bench and not in runs.py: the row's `software` (STACK `torchtitan` / `automodel` / `llm-foundry`), `zero_or_fsdp` (FSDP2,
 FSDP1 FULL_SHARD / SHARD_GRAD_OP), `recompute` (torchtitan's AC modes) and the notes' `torch-native:` clause
 (bench/data/COLUMNS.md: `compile=on|off`, `fsdp float8 all-gather`, `async TP`, `eager RMSNorm`, AutoModel's `kernels: TE`) are read
 here in one place; bench/runs.py only attaches the result to the case, and `bench.runs.project_case` picks the step
@@ -13,7 +13,7 @@ from typing import Optional
 
 from measure.torch_native.stack import ActivationCheckpoint, FsdpVersion, TorchNativeStack
 
-TORCH_NATIVE_SOFTWARE = ("torchtitan", "automodel")
+TORCH_NATIVE_SOFTWARE = ("torchtitan", "automodel", "llm-foundry")
 
 
 def fsdp_version(zero_or_fsdp: str) -> Optional[FsdpVersion]:
@@ -43,7 +43,7 @@ def activation_checkpoint(recompute: str) -> ActivationCheckpoint:
 
 def torch_native_stack(row: dict) -> Optional[TorchNativeStack]:
     """The row's torch-native stack, or None for a Megatron-family row. A row is torch-native when its software names
-    torchtitan or AutoModel, or its `zero_or_fsdp` names PyTorch FSDP (FSDP2, FULL_SHARD, SHARD_GRAD_OP) and its
+    torchtitan, AutoModel or LLM Foundry, or its `zero_or_fsdp` names PyTorch FSDP (FSDP2, FULL_SHARD, SHARD_GRAD_OP) and its
     software is not a Megatron stack."""
     software = (row.get("software") or "").split(":")[0].strip().lower()
     version = fsdp_version(row.get("zero_or_fsdp", ""))

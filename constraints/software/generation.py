@@ -24,8 +24,9 @@ from boundary.show import shown
 GENERATIONS_PATH = Path(__file__).resolve().parent / "generations.yaml"
 # bench/data/COLUMNS.md `software`: the stacks a value may name
 STACKS = ("megatron-lm", "megatron-core", "nemo", "megatron-bridge", "megatron-deepspeed", "torchtitan", "automodel",
-          "primus", "other")
-TORCH_NATIVE_STACKS = ("torchtitan", "automodel")
+          "llm-foundry", "primus", "other")
+# PyTorch-native trainers (FSDP, no Megatron): torchtitan, NeMo AutoModel, MosaicML LLM Foundry (Composer + torch FSDP)
+TORCH_NATIVE_STACKS = ("torchtitan", "automodel", "llm-foundry")
 CONTAINER_STACKS = ("nemo", "megatron-bridge")
 MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 CONTAINER = re.compile(r"v?(\d{2})\.(0[1-9]|1[0-2])(?:\.\d+)?(?:\.?rc\d+)?")

@@ -41,14 +41,29 @@ def test_async_tp_rows_are_refused_by_name():
 def test_the_torch_native_slice_is_closer_than_megatron_pricing():
     # the rows a torch-native stack ran
     cases = [c for c in throughput_cases() if is_torch_native(c) and c.torch_native is not None]
-    assert {c.id.split("-")[0] for c in cases} >= {"AUTOMODEL", "TTITAN", "TTTRAINY"}
+    assert {c.id.split("-")[0] for c in cases} >= {"AUTOMODEL", "TTITAN", "TTTRAINY", "MOSAICMPT"}
     assert not any(is_headline(c) for c in cases)
+    # torchtitan and AutoModel, 19 rows: 5.1 % median with the torch-native step model, 21.1 % priced as Megatron
+    own, megatron = _errors([c for c in cases if not c.id.startswith("MOSAICMPT")])
+    assert statistics.median(own) < 0.08
+    assert statistics.median(own) < statistics.median(megatron) / 2
+    # MosaicML LLM Foundry's H100 tables (PyTorch FSDP1), 53 rows at 512-4096 tokens: 6.9 % against 15.3 %
+    mpt = [c for c in cases if c.id.startswith("MOSAICMPT")]
+    own, megatron = _errors([c for c in mpt if c.job.seq_length <= 4096])
+    assert statistics.median(own) < 0.08
+    assert statistics.median(own) < statistics.median(megatron)
+    # its 17 rows at 8k-64k tokens run MPT's Triton flash-attention kernel (attn_impl triton), which neither model prices:
+    # both project them too fast (+67 % / +78 % median), the torch-native model still the closer
+    own, megatron = _errors([c for c in mpt if c.job.seq_length >= 8192])
+    assert 0.4 < statistics.median(own) < statistics.median(megatron)
+
+
+def _errors(cases: list) -> tuple[list[float], list[float]]:
+    """|projected / measured - 1| of tokens/s/GPU by the row's own stack model and by Megatron's projection."""
     own, megatron = [], []
     for c in cases:
         profile, measured = load_profile(c.hardware), c.measured["tokens_per_s_per_gpu"]
         own.append(abs(project_case(c, profile).tokens_per_s_per_gpu / measured - 1))
         megatron.append(abs(project(c.model, c.job, c.recipe, c.placement, profile, **c.run_options()).tokens_per_s_per_gpu
                             / measured - 1))
-    # 19 rows: 5.0 % median with the torch-native step model, 21.2 % priced as Megatron
-    assert statistics.median(own) < 0.08
-    assert statistics.median(own) < statistics.median(megatron) / 2
+    return own, megatron
