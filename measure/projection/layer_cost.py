@@ -44,6 +44,7 @@ from measure.kernels.layer_ops import (
 from measure.kernels.mamba_ops import mamba_cp_s
 from measure.kernels.roofline import CostLookup, op_time_s
 from measure.projection.ep_overlap_schedule import exposed_ep_pair_s
+from measure.projection.moe_routing import domain_hit_probability
 
 # Megatron's --recompute-modules names -> the layer_ops modules whose forward they re-run
 # layer_ops modules of the routed experts (grouped GEMMs, their activation, permute / unpermute): what Megatron's EP
@@ -237,7 +238,8 @@ def _ep_raw_s(model: ModelSpec, recipe: Recipe, groups, profile: HardwareProfile
     # the busiest rank receives imbalance x the mean share (the a2a ends when it does)
     a2a = t_sp * model.moe_router_topk * h * 2 * cal.moe_load_imbalance
     if dispatcher == MoeDispatcher.flex:
-        ep = 2 * col.node_dedup_all_to_all_s(a2a / model.moe_router_topk, model.moe_router_topk, groups.ep, profile)
+        hit = domain_hit_probability(model, groups.ep.size, groups.ep.per_domain)  # group-limited routing reaches fewer
+        ep = 2 * col.node_dedup_all_to_all_s(a2a / model.moe_router_topk, model.moe_router_topk, groups.ep, profile, hit)
     else:
         ep = 2 * col.all_to_all_s(a2a, groups.ep, profile)
     if recipe.etp_effective > 1:
