@@ -60,3 +60,15 @@ def test_projected_host_idle_within_the_measured_gpu_idle():
     step = project_case(case, H100).iteration_time_s
     gpu_only = project_case(case, _host(0.0)).iteration_time_s
     assert 0 < step - gpu_only <= STEP_S - GPU_ACTIVE_S
+
+
+def test_capturing_attention_and_router_gains_nothing_on_h100_alltoall():
+    """Megatron-Bridge skills/nemo-mbridge-perf-cuda-graphs/SKILL.md @067f987d, pitfall 13: Qwen3-30B-A3B, H100, BF16,
+    the all-to-all dispatcher, TE graphs over attn + moe_router + moe_preprocess: replay 42.00 s per step against 41.36 s
+    eager (no gain). On that shape (the dispatcher skill's 16-GPU EP 16 run, MBSKILL-538) the cross-node all-to-all fills
+    the GPU's wait on the host, so removing host ops changes nothing; pricing host and traffic one after the other
+    promised 13 % (48.31 -> 42.08 s)."""
+    case = next(c for c in load_runs() if c.id == "MBSKILL-538")
+    steps = [project_case(case.model_copy(update={"cuda_graph_scope": frozenset(s)}), H100).iteration_time_s
+             for s in ((), ("attn", "moe_router", "moe_preprocess"))]
+    assert steps[1] / steps[0] == pytest.approx(42.00 / 41.36, abs=0.03)
