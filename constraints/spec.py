@@ -272,7 +272,7 @@ class ModelSpec(Strict):
                                      "yarn) is not read here")
     moe_router_bias: bool = Field(False, description="router linear has a bias (gpt-oss)")
     moe_router_score_bias: bool = Field(False, description="per-expert score correction bias (DeepSeek-V3 noaux_tc)")
-    moe_router_num_groups: Optional[int] = Field(None, gt=1, le=1 << 16, description="group-limited routing: the routed "
+    moe_router_num_groups: Optional[int] = Field(None, gt=0, le=1 << 16, description="group-limited routing: the routed "
                                                  "experts in this many equal groups (HF n_group, Megatron "
                                                  "--moe-router-num-groups); None = every token may take any expert")
     moe_router_group_topk: Optional[int] = Field(None, gt=0, le=1 << 16, description="groups a token's experts may come from "
