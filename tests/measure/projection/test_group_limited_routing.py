@@ -13,9 +13,10 @@ import math
 import numpy as np
 import pytest
 
-from constraints.megatron.argv_to_specs import parse_megatron_args
+from constraints.megatron.argv_to_specs import MegatronArgsError, parse_megatron_args
 from constraints.megatron.launch_script import extract_argv
 from constraints.models.load import load_model
+from constraints.spec import ModelSpec
 from measure.projection.moe_routing import domain_hit_probability
 from tests.helpers.builders import REPO
 
@@ -62,3 +63,13 @@ def test_megatron_flags_set_the_limit():
     c = parse_megatron_args(argv + ["--moe-router-group-topk", "4"])
     assert (c.model.moe_router_num_groups, c.model.moe_router_group_topk) == (8, 4)
     assert "--moe-router-group-topk" not in c.unknown_flags
+
+
+def test_a_limit_megatron_would_refuse_is_one_line_naming_the_flag():
+    """TransformerConfig.__post_init__ (transformer_config.py @d98e8a64) refuses group_topk without num_groups and groups
+    that do not divide the experts; shardplan says so in the flags' own names."""
+    argv = extract_argv((SCRIPTS / "qwen_moe.args").read_text()).script_args
+    with pytest.raises(MegatronArgsError, match="--moe-router-num-groups=8, --moe-router-group-topk=16|moe_router_group_topk=16"):
+        parse_megatron_args(argv + ["--moe-router-group-topk", "16"])
+    with pytest.raises(ValueError, match="moe_router_group_topk needs moe_router_num_groups"):
+        ModelSpec.model_validate({**DSV3.model_dump(), "moe_router_num_groups": None})
