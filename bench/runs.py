@@ -152,6 +152,19 @@ BRIDGE_BF16_OPTIMIZER = {("Moonlight-16B-A3B", "h100-sxm-80gb"), ("DeepSeek-V3",
 # therefore hold a bf16 main-grad buffer, 2 B/param (Megatron arguments.py: accumulate_allreduce_grads_in_fp32 off)
 BRIDGE_PERF_SOURCE = re.compile(r"Megatron-Bridge (docs/performance-summary|skills/nemo-mbridge-perf-)"
                                 r"|model_verification_cards/.*\[items\.pretrain_(performance|weak_scaling)")
+# CUDA graph capture that a Megatron-Bridge study or verification card states in its text, for rows with no preset to take
+# it from (row source -> Transformer Engine scopes, measure/kernels/cuda_graphs.py): Qwen3-30B-A3B on H100 / GB200 ran
+# TE graphs over moe_router and moe_preprocess in the expert-parallel-overlap study ("CUDA graph: Transformer Engine
+# scopes moe_router + moe_preprocess", skills/nemo-mbridge-perf-expert-parallel-overlap/SKILL.md @067f987d), the
+# dispatcher smoke run ("the recipe's Transformer Engine CUDA graph scopes (`moe_router`, `moe_preprocess`)",
+# skills/nemo-mbridge-perf-moe-dispatcher-selection/SKILL.md), and the card's pretrain and H100 performance items
+# ("Transformer Engine CUDA graph capture completes for all 48 graphable layers with moe_router and moe_preprocess
+# scopes", examples/model_verification_cards/qwen3-30b-a3b/card.yaml enabled_features / expected_result)
+STATED_GRAPH_SCOPES = (
+    (re.compile(r"skills/nemo-mbridge-perf-expert-parallel-overlap/SKILL\.md"), ("moe_router", "moe_preprocess")),
+    (re.compile(r"qwen3-30b-a3b/card\.yaml .*\[items\.(pretrain\.(H100|GB200)|pretrain_performance\.H100)\]"),
+     ("moe_router", "moe_preprocess")),
+)
 # substring of the row's hardware -> (profile name, GPUs per node/tray); order matters (H100 after H800/H200). A part
 # sold in several memory sizes is matched on the size the row states (`row_hardware`): only its 80 GB A100 is bundled
 HARDWARE = [("A100", "a100-sxm-80gb", 8), ("H800", "h800-sxm-80gb", 8), ("H200", "h200-sxm-141gb", 8), ("H100", "h100-sxm-80gb", 8),
@@ -550,6 +563,10 @@ def row_case(r: dict) -> RunCase | RunSkip:
     stated = re.search(r"--cuda-graph-scope ([a-z_]+(?: [a-z_]+)*)", r["notes"])
     if not graphs and stated:  # the capture the row's own command states (no preset to take it from)
         graphs = graph_scope("transformer_engine", stated.group(1).split())
+    for source, scopes in STATED_GRAPH_SCOPES if not graphs else ():  # the capture its publication's text states
+        if source.search(r["source"]):
+            graphs = graph_scope("transformer_engine", scopes)
+            break
     fp8_attention = preset.pop("fp8_attention", False)
     fused_grouped_mlp = preset.pop("fused_grouped_mlp", False)
     if etp is None and ep > 1 and tp > 1 and "Megatron-Bridge" in r["source"]:

@@ -272,6 +272,11 @@ class ModelSpec(Strict):
                                      "yarn) is not read here")
     moe_router_bias: bool = Field(False, description="router linear has a bias (gpt-oss)")
     moe_router_score_bias: bool = Field(False, description="per-expert score correction bias (DeepSeek-V3 noaux_tc)")
+    moe_router_num_groups: Optional[int] = Field(None, gt=0, le=1 << 16, description="group-limited routing: the routed "
+                                                 "experts in this many equal groups (HF n_group, Megatron "
+                                                 "--moe-router-num-groups); None = every token may take any expert")
+    moe_router_group_topk: Optional[int] = Field(None, gt=0, le=1 << 16, description="groups a token's experts may come from "
+                                                 "(HF topk_group, Megatron --moe-router-group-topk; DeepSeek-V3: 4 of 8)")
     layer_is_moe: Optional[tuple[bool, ...]] = Field(None, description="per layer: MoE (True) or dense (False)")
     moe_latent_size: Optional[int] = Field(None, gt=0, le=1 << 20, description="latent MoE (Nemotron 3 Super, Megatron "
                                            "--moe-latent-size): routed experts and their dispatch run in this width, "
@@ -313,6 +318,17 @@ class ModelSpec(Strict):
                 raise ValueError("MoE model needs moe_router_topk and moe_ffn_hidden_size")
             if self.moe_router_topk > self.num_experts:
                 raise ValueError(f"moe_router_topk={self.moe_router_topk} exceeds num_experts={self.num_experts}")
+            # as Megatron's TransformerConfig.__post_init__ checks them (transformer_config.py @d98e8a64): groups alone
+            # limit nothing (moe_utils.py topk_routing_with_score_function limits only `if group_topk`)
+            groups, picked = self.moe_router_num_groups, self.moe_router_group_topk
+            if picked is not None and groups is None:
+                raise ValueError("moe_router_group_topk needs moe_router_num_groups (group-limited routing picks among "
+                                 "the groups); set it")
+            if picked is not None and (self.num_experts % groups or picked > groups):
+                raise ValueError(f"moe_router_num_groups={groups}, moe_router_group_topk={picked}: the groups must divide "
+                                 f"num_experts={self.num_experts} and be at least as many as those picked")
+        elif self.moe_router_num_groups is not None or self.moe_router_group_topk is not None:
+            raise ValueError("moe_router_num_groups / moe_router_group_topk need num_experts (they group the routed experts)")
         elif self.moe_latent_size is not None:
             raise ValueError("moe_latent_size needs num_experts (the latent projections wrap the routed experts)")
         if not self.multi_latent_attention and self.num_attention_heads % self.num_query_groups:

@@ -362,6 +362,9 @@ def _moe_args(model: ModelSpec, recipe: Recipe) -> list[str]:
         args += ["--moe-latent-size", str(model.moe_latent_size)]
     if not all(model.moe_layers) and not model.is_hybrid:  # a hybrid pattern's E symbols place the MoE layers
         args += ["--moe-layer-freq", moe_layer_freq_string(model.moe_layers)]
+    if model.moe_router_group_topk:  # group-limited routing (megatron/core/transformer/moe/moe_utils.py group_limited_topk)
+        args += ["--moe-router-num-groups", str(model.moe_router_num_groups),
+                 "--moe-router-group-topk", str(model.moe_router_group_topk)]
     if model.moe_router_score_bias:
         # DeepSeek-V3 sec. 2.1.2: sigmoid gating, aux-loss-free bias, sequence-wise balance loss alpha=1e-4
         args += ["--moe-router-score-function", "sigmoid", "--moe-router-enable-expert-bias",

@@ -40,6 +40,7 @@ FIELD_FLAGS = {
     "moe_router_topk": "--moe-router-topk", "moe_ffn_hidden_size": "--moe-ffn-hidden-size",
     "moe_shared_expert_intermediate_size": "--moe-shared-expert-intermediate-size", "layer_is_moe": "--moe-layer-freq",
     "moe_latent_size": "--moe-latent-size",
+    "moe_router_num_groups": "--moe-router-num-groups", "moe_router_group_topk": "--moe-router-group-topk",
     "q_lora_rank": "--q-lora-rank", "kv_lora_rank": "--kv-lora-rank", "qk_head_dim": "--qk-head-dim",
     "qk_pos_emb_head_dim": "--qk-pos-emb-head-dim", "v_head_dim": "--v-head-dim", "mtp_num_layers": "--mtp-num-layers",
     "seq_length": "--seq-length", "global_batch_size": "--global-batch-size", "tp": "--tensor-model-parallel-size",

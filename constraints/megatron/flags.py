@@ -63,7 +63,7 @@ MODELLED: frozenset[str] = frozenset("""
 --untie-embeddings-and-output-weights --hidden-dropout --attention-dropout --qk-layernorm --vocab-size
 --make-vocab-size-divisible-by --padded-vocab-size --seq-length --encoder-seq-length
 --num-experts --moe-router-topk --moe-ffn-hidden-size --moe-shared-expert-intermediate-size --moe-layer-freq --moe-latent-size
---moe-router-enable-expert-bias --multi-latent-attention --q-lora-rank --kv-lora-rank --qk-head-dim
+--moe-router-enable-expert-bias --moe-router-num-groups --moe-router-group-topk --multi-latent-attention --q-lora-rank --kv-lora-rank --qk-head-dim
 --qk-pos-emb-head-dim --v-head-dim --mtp-num-layers --softmax-type
 --micro-batch-size --global-batch-size --bf16 --fp16 --fp8-format --fp8-recipe --optimizer
 --tensor-model-parallel-size --pipeline-model-parallel-size --num-layers-per-virtual-pipeline-stage

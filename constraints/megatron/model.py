@@ -88,6 +88,7 @@ def model_from_flags(raw: dict[str, Any], name: str) -> tuple[Optional[ModelSpec
                       moe_shared_expert_intermediate_size=g("--moe-shared-expert-intermediate-size"),
                       moe_shared_expert_gate=bool(g("--moe-shared-expert-gate", False)),
                       moe_router_score_bias=g("--moe-router-enable-expert-bias", False),
+                      moe_router_num_groups=g("--moe-router-num-groups"), moe_router_group_topk=g("--moe-router-group-topk"),
                       moe_latent_size=g("--moe-latent-size"),  # latent MoE (constraints/models/latent_moe.py)
                       # core/transformer/moe/router.py: the router linear has a bias whenever add_bias_linear is on
                       moe_router_bias=bias,

@@ -240,6 +240,8 @@ def model_from_hf_config(raw: dict, name: str) -> ModelSpec:
             moe_router_score_bias=raw.get("topk_method") == "noaux_tc",
             layer_is_moe=_moe_pattern(raw, layers),
         )
+        if (raw.get("n_group") or 1) > 1:  # DeepSeek-V3's node-limited routing: topk_group of n_group expert groups
+            fields.update(moe_router_num_groups=raw["n_group"], moe_router_group_topk=raw.get("topk_group") or raw["n_group"])
     if mla:
         fields.update(
             multi_latent_attention=True, q_lora_rank=raw.get("q_lora_rank"), kv_lora_rank=raw["kv_lora_rank"],

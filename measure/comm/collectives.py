@@ -93,20 +93,22 @@ def p2p_s(n_bytes: float, crosses_domain: bool, profile: HardwareProfile) -> flo
     return n_bytes / (profile.scale_up_bandwidth_gb_per_s * 1e9 * eff) + profile.scale_up_latency_us * 1e-6
 
 
-def node_dedup_all_to_all_s(token_bytes: float, topk: int, span: GroupSpan, profile: HardwareProfile) -> float:
+def node_dedup_all_to_all_s(token_bytes: float, topk: int, span: GroupSpan, profile: HardwareProfile,
+                            domain_hit: float | None = None) -> float:
     """MoE dispatch (or combine) through a node-aware dispatcher (Megatron `--moe-token-dispatcher-type flex`:
     DeepEP / HybridEP): each token crosses the network once per destination scale-up domain, then NVLink
     forwards it to the experts there (DeepEP README, "internode" kernels: RDMA to the peer node, NVLink inside).
     token_bytes: this rank's tokens, one copy each. With forced-balanced routing over d domains a token hits a
     given other domain with probability 1 - (1 - 1/d)^topk (topk experts drawn uniformly). Inside one domain it
-    is the plain all-to-all of topk copies."""
+    is the plain all-to-all of topk copies. `domain_hit`: that probability where the router limits the domains a token
+    may reach (measure/projection/moe_routing.py domain_hit_probability); None = the uniform draw above."""
     if span.size <= 1 or token_bytes <= 0:
         return 0.0
     if span.num_domains == 1:
         return all_to_all_s(token_bytes * topk, span, profile)
     k, d = span.per_domain, span.num_domains
     b_up, a_up, b_out, a_out = _links(profile, span)
-    remote_domains = (d - 1) * (1.0 - (1.0 - 1.0 / d) ** topk)
+    remote_domains = (d - 1) * (1.0 - (1.0 - 1.0 / d) ** topk if domain_hit is None else domain_hit)
     inter = token_bytes * remote_domains / b_out + a_out
     intra = token_bytes * topk * (k - 1) / k / b_up + a_up  # every copy crosses NVLink once (sent or forwarded)
     return max(intra, inter) + _overhead(profile)

@@ -19,6 +19,8 @@ row of bench/data/runs.csv set it). Engineer-owned constants of the MoE step cos
 """
 from __future__ import annotations
 
+import math
+
 from constraints.spec import ModelSpec
 from hardware.profile import HardwareProfile
 
@@ -39,3 +41,36 @@ def routed_profile(profile: HardwareProfile, model: ModelSpec, natural_routing: 
     cal = profile.calibration
     imbalance = cal.moe_load_imbalance * natural_routing_imbalance(model)
     return profile.model_copy(update={"calibration": cal.model_copy(update={"moe_load_imbalance": imbalance})})
+
+
+def domain_hit_probability(model: ModelSpec, ep: int, ep_per_domain: int) -> float:
+    """Chance that one token's top-k experts include one on a given scale-up domain of its EP group, under forced-balanced
+    routing: what a node-aware dispatcher (flex: DeepEP / HybridEP) sends across the network once per token
+    (measure/comm/collectives.py node_dedup_all_to_all_s).
+
+    Megatron-LM @d98e8a64: `--moe-router-force-load-balancing` replaces the router's logits by random ones
+    (megatron/core/transformer/moe/router.py TopKRouter.forward, `apply_random_logits`), and the routing that follows
+    still limits a token to `moe_router_group_topk` of `moe_router_num_groups` contiguous expert groups, chosen by the sum
+    of each group's top topk / group_topk scores (moe_utils.py `group_limited_topk`; DeepSeek-V3's node-limited routing,
+    arXiv 2412.19437 sec. 2.1.2: each token to at most 4 nodes). Experts sit on EP ranks in order (rank r holds experts
+    r E/EP .. (r + 1) E/EP - 1), so a domain of `ep_per_domain` EP ranks holds consecutive experts, and random scores
+    pick the groups uniformly:
+    - no groups: the top-k experts are uniform over all E, so P = 1 - (1 - 1/d)^topk for d domains;
+    - groups inside domains (q groups per domain): the domain is hit when one of its q groups is among the m picked,
+      P = 1 - C(G - q, m) / C(G, m) (DeepSeek-V3 on 8 nodes at EP 64: G = 8, q = 1, m = 4: 1/2, against 0.66 unlimited);
+    - domains inside groups (r domains per group): the group is picked with chance m / G, and its topk / m experts then
+      fall uniformly on its r domains.
+    A layout where neither nests falls back to the unlimited formula."""
+    d = max(ep // max(ep_per_domain, 1), 1)
+    topk, groups, picked = model.moe_router_topk, model.moe_router_num_groups, model.moe_router_group_topk
+    unlimited = 1.0 - (1.0 - 1.0 / d) ** topk
+    if not groups or not picked or picked >= groups:
+        return unlimited
+    experts_per_domain, experts_per_group = model.num_experts // d, model.num_experts // groups
+    if experts_per_domain % experts_per_group == 0:
+        q = experts_per_domain // experts_per_group
+        return 1.0 - math.comb(groups - q, picked) / math.comb(groups, picked)
+    if experts_per_group % experts_per_domain == 0:
+        r = experts_per_group // experts_per_domain
+        return picked / groups * (1.0 - (1.0 - 1.0 / r) ** max(topk // picked, 1))
+    return unlimited

@@ -88,6 +88,8 @@ MOE_ARGS=(
     --moe-ffn-hidden-size 2048
     --moe-shared-expert-intermediate-size 2048
     --moe-layer-freq '([0]*3+[1]*58)'
+    --moe-router-num-groups 8
+    --moe-router-group-topk 4
     --moe-router-score-function sigmoid
     --moe-router-enable-expert-bias
     --moe-router-load-balancing-type seq_aux_loss

@@ -134,7 +134,9 @@ def test_global_batch_default_needs_world_size():
 def test_unknown_and_ignored_flags_reported_and_raw_kept():
     c = parse_megatron_args(extract_argv((SCRIPTS / "qwen_moe.args").read_text()).script_args)
     assert "--my-custom-flag (not a Megatron-LM flag)" in c.unknown_flags
-    assert "--moe-router-num-groups" in c.unknown_flags  # a Megatron flag shardplan does not model
+    # read (ModelSpec.moe_router_num_groups); without --moe-router-group-topk it limits no routing, as in Megatron
+    assert "--moe-router-num-groups" not in c.unknown_flags and c.model.moe_router_num_groups == 8
+    assert c.model.moe_router_group_topk is None
     assert "--cuda-graph-impl" not in c.unknown_flags + c.ignored_flags  # read for the projection (constraints/megatron/run_flags.py)
     assert {"--lr", "--save", "--data-path"} <= set(c.ignored_flags)
     assert c.raw["--tp-comm-overlap"] is True and c.raw["--moe-router-num-groups"] == 8

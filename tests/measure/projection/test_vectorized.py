@@ -157,7 +157,8 @@ def test_impossible_split_is_nan_and_mixed_bases_are_refused():
 
 def test_tp_comm_overlap_axis_equals_scalar_per_row():
     """--tp-comm-overlap is a batch axis (the solver searches it): each row is priced as project() prices
-    that recipe, and overlap lowers the time only where TP > 1."""
+    that recipe, and overlap lowers the time only where TP > 1, and not where the pass waits on the host anyway (the TP
+    traffic was filling that wait: layer_cost.comm_filled_host_wait_s; Mixtral at TP 4, EP 1 here)."""
     model, profile = load_model("Mixtral-8x7B-v0.1"), load_profile("h100-sxm-80gb")
     job = JobSpec(seq_length=4096, global_batch_size=64)
     place = Placement(hardware="h100-sxm-80gb", num_nodes=2, gpus_per_node=8)
@@ -166,9 +167,12 @@ def test_tp_comm_overlap_axis_equals_scalar_per_row():
                for tp in (1, 2, 4) for ep in (1, 4) for o in (False, True) for r in (Recompute(), rc)]
     _assert_matches(model, job, place, profile, recipes)
     t = Evaluator(model, job, place, profile).evaluate(RecipeBatch.from_recipes(recipes))["iteration_time_s"]
+    gains = []
     for i in range(0, len(recipes), 4):
         off, on = t[i], t[i + 2]
-        assert (on < off) if recipes[i].tp > 1 else (on == off)
+        assert (on <= off) if recipes[i].tp > 1 else (on == off)
+        gains.append(off - on)
+    assert sum(g > 0 for g in gains) >= 3  # TP 2 (EP 1 and 4) and TP 4 EP 4
 
 
 def test_dispatcher_ep_overlap_and_uneven_stage_axes_equal_scalar_per_row():
@@ -193,10 +197,11 @@ def test_dispatcher_ep_overlap_and_uneven_stage_axes_equal_scalar_per_row():
        st.lists(st.floats(0.0, 5e-2, allow_nan=False), min_size=3, max_size=3),
        st.lists(st.floats(0.0, 1e-3, allow_nan=False), min_size=3, max_size=3),
        st.sampled_from(list(MoeDispatcher)), st.booleans(), st.booleans(), st.sampled_from(list(RecomputeModule)),
-       st.floats(0.0, 1.0), st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=3, max_size=3))
-def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, epo, module, paired, expert_share):
-    """The vectorised finish (recompute modules, TP/EP overlap, dispatcher) is layer_cost.finish_parts on arrays,
-    including EP traffic far larger than the compute that overlap can hide it behind."""
+       st.floats(0.0, 1.0), st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=3, max_size=3),
+       st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=2, max_size=2))
+def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, epo, module, paired, expert_share, host_share):
+    """The vectorised finish (recompute modules, TP/EP overlap, dispatcher, communication filling the host-issue wait)
+    is layer_cost.finish_parts on arrays, including EP traffic far larger than the compute that overlap can hide it behind."""
     from measure.projection.layer_columns import KIND_COLS, RECOMPUTE_MODULE_COLS, finish_columns, raw_cols
     from measure.projection.layer_cost import LayerParts, finish_parts, recomputed_modules
 
@@ -204,7 +209,8 @@ def test_numpy_finish_equals_finish_parts(base, ep_raw, mods, dispatcher, tpo, e
                        fwd_by_module_s={"core_attn": mods[0], "moe_act": mods[1], "mlp": mods[2], "qkv": base[5]},
                        ep_raw_by_dispatcher_s=dict(zip(MoeDispatcher, ep_raw)), dense_params=7, expert_params=11,
                        alltoall_sort_fwd_s=base[6], alltoall_sort_bwd_s=2 * base[6], expert_fwd_s=expert_share[0] * base[0],
-                       expert_dgrad_s=expert_share[1] * base[1], expert_wgrad_s=expert_share[2] * base[2])
+                       expert_dgrad_s=expert_share[1] * base[1], expert_wgrad_s=expert_share[2] * base[2],
+                       host_wait_fwd_s=host_share[0] * base[0], host_wait_bwd_s=host_share[1] * base[1])
     cal = load_profile("h100-sxm-80gb").calibration
     recomputed = recomputed_modules([module, RecomputeModule.core_attn])
     want = finish_parts(parts, recomputed, tpo, dispatcher, epo, cal, paired)
