@@ -14,7 +14,11 @@ from typing import Optional
 
 from constraints.spec import JobSpec, ModelSpec, Precision, Recipe
 from measure.kernels.ops import Op, OpKind
-from measure.kernels.quantization import quantise_bytes_per_element
+from measure.kernels.quantization import (
+    TRANSPOSED_COPY_DTYPE,
+    quantise_bytes_per_element,
+    transposed_copy_bytes_per_element,
+)
 
 
 class Phase(str, Enum):
@@ -102,12 +106,19 @@ def _casts(dtype: str, fwd_elems: int, bwd_elems: int, module: str, quant: Optio
     not here. Each pass runs inside the GEMM's module call (host_op=False)."""
     if dtype not in CAST_BYTES_PER_ELEMENT:
         return []
-    if quant is not None and (quant.is_fp8 or quant.is_fp4):
-        fwd_b, bwd_b = quantise_bytes_per_element(quant, norm_fed), quantise_bytes_per_element(quant)
-    else:
-        fwd_b = bwd_b = CAST_BYTES_PER_ELEMENT[dtype]
-    return [PhaseOp(Op(OpKind.elementwise, (elems,), "bf16"), phase, module, float(elems), per_elem * elems, host_op=False)
-            for elems, phase, per_elem in ((fwd_elems, Phase.fwd, fwd_b), (bwd_elems, Phase.bwd_dgrad, bwd_b))]
+    if quant is None or not (quant.is_fp8 or quant.is_fp4):
+        per_elem = CAST_BYTES_PER_ELEMENT[dtype]
+        return [PhaseOp(Op(OpKind.elementwise, (elems,), "bf16"), phase, module, float(elems), per_elem * elems, host_op=False)
+                for elems, phase in ((fwd_elems, Phase.fwd), (bwd_elems, Phase.bwd_dgrad))]
+    ops = []
+    copy_b = transposed_copy_bytes_per_element(quant)
+    for elems, phase, per_elem in ((fwd_elems, Phase.fwd, quantise_bytes_per_element(quant, norm_fed)),
+                                   (bwd_elems, Phase.bwd_dgrad, quantise_bytes_per_element(quant))):
+        ops.append(PhaseOp(Op(OpKind.elementwise, (elems,), "bf16"), phase, module, float(elems), per_elem * elems, host_op=False))
+        if copy_b:  # written by the same kernel where the part needs it (measure/kernels/roofline.py)
+            ops.append(PhaseOp(Op(OpKind.elementwise, (elems,), TRANSPOSED_COPY_DTYPE), phase, module, 0.0, copy_b * elems,
+                               host_op=False))
+    return ops
 
 
 def gemm_ops(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16", quant: Optional[Precision] = None,

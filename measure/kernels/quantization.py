@@ -9,16 +9,17 @@ projection (measure/projection/layer_cost.py, layer_columns.py) read these throu
 
 Quantisation passes, per element of the bf16 tensor quantised (HBM bytes read + written; Transformer Engine d0067d0d,
 transformer_engine/pytorch/csrc/quantizer.cpp):
-- delayed scaling (`Float8Quantizer`): one cast-transpose kernel reads bf16 (2 B) and writes the fp8 copy (1 B) and its
-  transpose for the other GEMM (1 B); the scale comes from the amax history and the amax is reduced inside the same
-  kernel: 4 B.
+- delayed scaling (`Float8Quantizer`): one cast kernel reads bf16 (2 B) and writes the fp8 copy (1 B); the scale
+  comes from the amax history and the amax is reduced inside the same kernel: 3 B.
 - current scaling, `tensorwise` (`Float8CurrentScalingQuantizer::quantize_impl`): the scale needs this tensor's own amax
-  before the cast, so `nvte_compute_amax_with_config` reads the tensor once more (2 B) before the cast-transpose (4 B):
-  6 B. A LayerNormLinear's input is the exception: its norm writes the amax with its output
-  (pytorch/csrc/extensions/normalization.cpp `FUSED_NORM_AMAX_FP8`), so the cast alone remains: 4 B. The transposed
-  copy is the one Hopper needs (FP8 GEMMs there are TN only); Blackwell runs non-TN FP8 GEMMs and skips it
-  (`is_non_tn_fp8_gemm_supported`, pytorch/tensor/storage/float8_tensor_storage.py). The op lists are the same for every
-  part, so the transposed copy is priced on every part: 1 B per element too many on Blackwell.
+  before the cast, so `nvte_compute_amax_with_config` reads the tensor once more (2 B) before the cast (3 B): 5 B. A
+  LayerNormLinear's input is the exception: its norm writes the amax with its output
+  (pytorch/csrc/extensions/normalization.cpp `FUSED_NORM_AMAX_FP8`), so the cast alone remains: 3 B.
+- both per-tensor recipes also write a transposed fp8 copy for the other GEMM (1 B, in the same cast-transpose kernel)
+  on parts whose FP8 GEMMs are TN only (Hopper); Blackwell runs non-TN FP8 GEMMs and makes none
+  (`is_non_tn_fp8_gemm_supported`: compute capability 10.x, pytorch/utils.py; pytorch/tensor/storage/
+  float8_tensor_storage.py drops `_transpose` there). The op lists are the same for every part, so the copy is an op
+  of its own (`TRANSPOSED_COPY_DTYPE`), which measure/kernels/roofline.py prices only where the part is TN only.
 - `blockwise` (1x128 activations / gradients, DeepSeek-V3's recipe) and `mxfp8` (1x32 blocks, E8M0 scales): scales are
   local to their block, computed in the cast kernel itself; it reads bf16 once and writes a row-wise and a column-wise
   copy, each 1 B per element plus its scales (4 B per 128 elements, fp32; 1 B per 32 elements, E8M0): 4.0625 B / 4.0625 B.
@@ -48,13 +49,17 @@ from constraints.spec import Precision
 # bytes per E2M1 element with its E4M3 scale per 16 (arXiv 2509.25149 sec. 2), as measure/kernels/common.py DTYPE_BYTES
 NVFP4_BYTES_PER_ELEMENT = 9 / 16
 BF16_BYTES = 2.0
-_CAST_TRANSPOSE_FP8 = BF16_BYTES + 2 * 1.0  # read bf16, write the fp8 copy and its transpose
+_CAST_FP8 = BF16_BYTES + 1.0  # read bf16, write the fp8 copy
 _AMAX_READ = BF16_BYTES  # a separate amax kernel reads the bf16 tensor once more
+# Op dtype of the transposed fp8 copy a per-tensor recipe writes for TN-only FP8 GEMMs (module docstring)
+TRANSPOSED_COPY_DTYPE = "fp8-transposed-copy"
+TRANSPOSED_COPY_BYTES_PER_ELEMENT = 1.0
+PER_TENSOR_RECIPES = frozenset({Precision.fp8_delayed, Precision.fp8_tensorwise})
 
 # (bytes per element for a tensor whose producer is not a fused norm, bytes for a LayerNormLinear's input)
 QUANTISE_BYTES_PER_ELEMENT: dict[Precision, tuple[float, float]] = {
-    Precision.fp8_delayed: (_CAST_TRANSPOSE_FP8, _CAST_TRANSPOSE_FP8),
-    Precision.fp8_tensorwise: (_AMAX_READ + _CAST_TRANSPOSE_FP8, _CAST_TRANSPOSE_FP8),
+    Precision.fp8_delayed: (_CAST_FP8, _CAST_FP8),
+    Precision.fp8_tensorwise: (_AMAX_READ + _CAST_FP8, _CAST_FP8),
     Precision.fp8_blockwise: (BF16_BYTES + 2 * (1.0 + 4 / 128),) * 2,
     Precision.mxfp8: (BF16_BYTES + 2 * (1.0 + 1 / 32),) * 2,
     Precision.nvfp4: (_AMAX_READ + BF16_BYTES + 2 * NVFP4_BYTES_PER_ELEMENT,) * 2,
@@ -64,7 +69,8 @@ QUANTISE_BYTES_PER_ELEMENT: dict[Precision, tuple[float, float]] = {
 def quantise_bytes_per_element(precision: Precision, norm_fed: bool = False) -> float:
     """HBM bytes Transformer Engine's quantisation of one bf16 activation or gradient element moves under this recipe
     (module docstring), 0 for a precision that quantises nothing. `norm_fed`: the tensor is a LayerNormLinear's input
-    (its norm computes the amax of a current-scaling recipe)."""
+    (its norm computes the amax of a current-scaling recipe). The per-tensor recipes' transposed copy is apart
+    (`transposed_copy_bytes_per_element`)."""
     pair = QUANTISE_BYTES_PER_ELEMENT.get(precision)
     if pair is None:
         return 0.0
@@ -78,3 +84,23 @@ def mma_equivalent_flops(flops: float, bf16_peak_flops: float, dtype_peak_flops:
     if dtype_peak_flops <= bf16_peak_flops:
         return flops
     return flops * bf16_peak_flops / dtype_peak_flops
+
+
+def transposed_copy_bytes_per_element(precision: Precision) -> float:
+    """Bytes of the transposed fp8 copy a per-tensor recipe writes per quantised element where the part's FP8 GEMMs are
+    TN only (module docstring); 0 for the block-scaled recipes, which write their column-wise copy in any case."""
+    return TRANSPOSED_COPY_BYTES_PER_ELEMENT if precision in PER_TENSOR_RECIPES else 0.0
+
+
+def writes_transposed_copy(supports_mx_formats: bool) -> bool:
+    """Whether a part's FP8 GEMMs are TN only, so the per-tensor recipes write the transposed copy: Transformer Engine
+    makes it below compute capability 10.0 (`is_non_tn_fp8_gemm_supported`). The profiles do not carry the compute
+    capability; MX block-scaled GEMMs (`supports_mxfp8`) arrive with the same generation (sm_100), so a part with them
+    runs non-TN FP8 GEMMs and one without them (Hopper) does not."""
+    return not supports_mx_formats
+
+
+def is_kernel_of_its_own(op) -> bool:
+    """Whether an op (measure/kernels/ops.py Op) is a kernel `shardplan measure` can time alone: the transposed fp8 copy
+    is written by its cast kernel, so it is priced by the roofline and never measured."""
+    return op.dtype != TRANSPOSED_COPY_DTYPE

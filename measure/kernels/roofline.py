@@ -18,7 +18,7 @@ from hardware.profile import Calibration, HardwareProfile
 from measure.kernels.layer_ops import PhaseOp
 from measure.kernels.measured_tables import bundled_table
 from measure.kernels.ops import OpKind
-from measure.kernels.quantization import mma_equivalent_flops
+from measure.kernels.quantization import TRANSPOSED_COPY_DTYPE, mma_equivalent_flops, writes_transposed_copy
 
 
 class CostLookup(Protocol):
@@ -145,6 +145,10 @@ def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
     """Analytic time of one kernel from its FLOPs and bytes."""
     cal = profile.calibration
     kind = pop.op.kind
+    if pop.op.dtype == TRANSPOSED_COPY_DTYPE:  # part of its cast kernel: no launch of its own, and none on non-TN parts
+        if not writes_transposed_copy(profile.supports_mxfp8):
+            return 0.0
+        return pop.bytes_moved / (profile.hbm_bandwidth_gb_per_s * 1e9 * memory_efficiency(cal, kind))
     mem_s = pop.bytes_moved / (profile.hbm_bandwidth_gb_per_s * 1e9 * memory_efficiency(cal, kind))
     if kind in _MATMUL:
         groups = pop.op.shape[0] if kind == OpKind.grouped_gemm else 1
