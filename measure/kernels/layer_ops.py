@@ -44,6 +44,7 @@ from measure.kernels.common import (
 from measure.kernels.mamba_ops import HYBRID_KINDS, mamba_ops
 from measure.kernels.ops import Op, OpKind
 from measure.kernels.packed_attention import packed_pair_fraction
+from measure.kernels.quantization import padded_rows_per_expert
 from measure.kernels.unfused_attention import runs_unfused, unfused_attention_ops
 
 
@@ -246,10 +247,12 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fused_grouped_mlp: b
     # permute: gather t_sp * topk token copies into expert order (Megatron `permute`, a read and a write of each
     # copy); the alltoall dispatcher's extra re-sort into local-expert order is `alltoall_sort_ops`
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
-    ops += grouped_gemm_ops(g, m, model.fc1_width(f), w, dt, "moe", per_group_launch=not fused_grouped_mlp, quant=q)
+    # fp8 / fp4 pad each expert's rows to the recipe's alignment before its GEMMs (measure/kernels/quantization.py)
+    rows = padded_rows_per_expert(m, q, fused_grouped_mlp)
+    ops += grouped_gemm_ops(g, rows, model.fc1_width(f), w, dt, "moe", per_group_launch=not fused_grouped_mlp, quant=q)
     ops += [] if fused_grouped_mlp else expert_glu_clamp_ops(model, routed_tokens, f)
     ops += _activation(model, routed_tokens, f, "moe_act")
-    ops += grouped_gemm_ops(g, m, w, f, dt, "moe", per_group_launch=not fused_grouped_mlp, quant=q)
+    ops += grouped_gemm_ops(g, rows, w, f, dt, "moe", per_group_launch=not fused_grouped_mlp, quant=q)
     ops += [] if fused_grouped_mlp else expert_bias_ops(model, routed_tokens, w)
     # unpermute: the prob-weighted scatter-add of topk copies back into t_sp tokens
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)

@@ -104,3 +104,23 @@ def is_kernel_of_its_own(op) -> bool:
     """Whether an op (measure/kernels/ops.py Op) is a kernel `shardplan measure` can time alone: the transposed fp8 copy
     is written by its cast kernel, so it is priced by the roofline and never measured."""
     return op.dtype != TRANSPOSED_COPY_DTYPE
+
+
+# rows per expert Transformer Engine's Fp8Padding pads a grouped GEMM's input to (Megatron's TEGroupedMLP pads every
+# expert's tokens under fp8 / fp4: megatron/core/transformer/moe/experts.py `quantization_padding = Fp8Padding(...)`):
+# `get_align_size_for_quantization` (pytorch/quantization.py @d0067d0d) 32 for MXFP8, 128 for NVFP4, 16 for the other
+# recipes; 256 where the experts run the fused grouped MLP (experts.py passes align_size=256 there)
+GROUPED_ROW_ALIGNMENT: dict[Precision, int] = {Precision.mxfp8: 32, Precision.nvfp4: 128, Precision.fp8_delayed: 16,
+                                               Precision.fp8_tensorwise: 16, Precision.fp8_blockwise: 16}
+FUSED_GROUPED_MLP_ROW_ALIGNMENT = 256
+
+
+def padded_rows_per_expert(tokens: int, precision: Precision, fused_grouped_mlp: bool = False) -> int:
+    """The rows one expert's grouped GEMM runs on: its tokens rounded up to the recipe's alignment (above); bf16 pads
+    nothing."""
+    align = GROUPED_ROW_ALIGNMENT.get(precision)
+    if align is None:
+        return tokens
+    if fused_grouped_mlp:
+        align = FUSED_GROUPED_MLP_ROW_ALIGNMENT
+    return -(-tokens // align) * align

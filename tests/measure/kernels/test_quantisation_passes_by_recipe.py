@@ -13,6 +13,7 @@ from measure.kernels.quantization import (
     TRANSPOSED_COPY_DTYPE,
     is_kernel_of_its_own,
     mma_equivalent_flops,
+    padded_rows_per_expert,
     quantise_bytes_per_element,
 )
 from measure.kernels.roofline import roofline_time_s
@@ -105,3 +106,19 @@ def test_a_low_precision_gemm_reads_the_curve_where_the_bf16_gemm_of_its_mma_wor
     assert compute_s(2048, 1536, 2048, "bf16") / fp8 < 0.97 * 2 * H100.calibration.fp8_gemm_relative_efficiency
     big = compute_s(16384, 16384, 16384, "bf16") / compute_s(16384, 16384, 16384, "fp8")
     assert big == pytest.approx(1978.9 / 989.4 * H100.calibration.fp8_gemm_relative_efficiency, rel=1e-3)
+
+
+def test_each_expert_s_rows_are_padded_to_the_recipe_alignment():
+    """Megatron's TEGroupedMLP pads every expert's tokens with TE's Fp8Padding under fp8 / fp4, to
+    `get_align_size_for_quantization` (32 MXFP8, 128 NVFP4, 16 otherwise; 256 with the fused grouped MLP)."""
+    assert padded_rows_per_expert(10923, Precision.mxfp8) == 10944  # Kimi-K2 at EP 64, MBS 2, 4k (runs.csv MBR-053)
+    assert padded_rows_per_expert(100, Precision.nvfp4) == 128
+    assert padded_rows_per_expert(100, Precision.fp8_tensorwise) == 112
+    assert padded_rows_per_expert(100, Precision.mxfp8, fused_grouped_mlp=True) == 256
+    assert padded_rows_per_expert(100, Precision.bf16) == 100
+    # Qwen3-30B-A3B (128 experts, top-8) at EP 8 with 4000-token micro-batches: 2000 tokens per local expert -> 2016 rows
+    model = load_model("Qwen3-30B-A3B")
+    job = JobSpec(seq_length=4000, global_batch_size=64, precision=Precision.mxfp8)
+    grouped = [p for p in layer_ops(model, job, Recipe(ep=8, mbs=1), LayerKind.moe)
+               if p.op.kind == OpKind.grouped_gemm and p.phase == Phase.fwd]
+    assert {p.op.shape[:2] for p in grouped} == {(16, 2016)}
