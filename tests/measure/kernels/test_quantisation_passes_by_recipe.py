@@ -122,3 +122,17 @@ def test_each_expert_s_rows_are_padded_to_the_recipe_alignment():
     grouped = [p for p in layer_ops(model, job, Recipe(ep=8, mbs=1), LayerKind.moe)
                if p.op.kind == OpKind.grouped_gemm and p.phase == Phase.fwd]
     assert {p.op.shape[:2] for p in grouped} == {(16, 2016)}
+
+
+def test_shardplan_measure_never_lists_the_transposed_copy():
+    """`shardplan measure` times every kernel of a recipe's layers (shardplan/cli/measure.py keys_for); the transposed fp8
+    copy has no kernel of its own to time, and the cast that writes it is listed."""
+    from shardplan.cli.measure import keys_for
+
+    job = JobSpec(seq_length=4096, global_batch_size=64, precision=Precision.fp8_tensorwise)
+    model, recipe = load_model("Llama-3.1-8B"), Recipe(tp=1, mbs=1)
+    keys, _ = keys_for(model, job, [recipe])
+    ops = layer_ops(model, job, recipe, LayerKind.dense)
+    assert any(p.op.dtype == TRANSPOSED_COPY_DTYPE for p in ops)  # the layer has copies (current scaling)...
+    assert not any(TRANSPOSED_COPY_DTYPE in k for k in keys)  # ...none of which is listed
+    assert {p.key for p in ops if p.op.dtype != TRANSPOSED_COPY_DTYPE} <= set(keys)
