@@ -30,7 +30,8 @@ Megatron-Bridge releases, which no projection from the configuration alone can r
 
 Each table also gives one line per software generation (bench/run_slices.py software_generation: stack and release
 year), issue 16's families as slices (NVFP4, hybrid Mamba, sliding-window, Llama 4 rows: bench/family_slices.py), the
-MoE rows (`moe`, and `moe in MBR`: bench/run_slices.py moe_slices) and issue 32's long-context slices (`seq>=16k` and
+MoE rows (`moe`, and `moe in MBR`: bench/run_slices.py moe_slices), one slice per precision recipe
+(bench/run_slices.py precision_slice) and issue 32's long-context slices (`seq>=16k` and
 each length from 16k on: bench/run_slices.py sequence_slices), every row at its held-out error under that table's
 grouping.
 
@@ -58,6 +59,7 @@ from bench.run_slices import (
     is_torch_native,
     model_family,
     moe_slices,
+    precision_slice,
     published_regression,
     release_group,
     sequence_slices,
@@ -150,7 +152,7 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
     # held-out error under this grouping
     slices: dict[str, list[float]] = defaultdict(list)
     for c in meg:
-        for s in family_slices(c.model, c.job) + moe_slices(c) + sequence_slices(c):
+        for s in family_slices(c.model, c.job) + moe_slices(c) + sequence_slices(c) + [precision_slice(c)]:
             slices[s].append(errs[c.id])
     lines += [stat_row(f"slice: {s}", v) for s, v in sorted(slices.items())]
     generations: dict[str, list[float]] = defaultdict(list)  # bench/run_slices.py software_generation

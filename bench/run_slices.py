@@ -7,6 +7,8 @@
 - `software_generation`: the row's stack and release year (its `software` column), a slice every table reports.
 - `model_family`: Llama, Qwen, DeepSeek-style MLA (DeepSeek, Moonlight, Kimi), gpt-oss, Nemotron, GPT-3,
   Mixtral, other.
+- `precision_slice`: the row's training precision as its recipe names it (`precision: bf16`, `precision: mxfp8`,
+  `precision: nvfp4` ...), issue 32's precision slice.
 - `sequence_slices`: long context, `seq>=16k` and each length from 16k on (`seq=128k`).
 - `is_torch_native`: NeMo AutoModel / torchtitan / PyTorch FSDP rows (`RunCase.torch_native`, bench/torch_native_rows.py),
   and Megatron rows run with `--use-torch-fsdp2`. Their step is FSDP's own prefetch/overlap and eager or `torch.compile`
@@ -70,6 +72,13 @@ def sequence_slices(case: RunCase) -> list[str]:
     if s < LONG_CONTEXT_TOKENS:
         return []
     return ["seq>=16k", f"seq={s // 1024}k" if s % 1024 == 0 else f"seq={s}"]
+
+
+def precision_slice(case: RunCase) -> str:
+    """The row's precision as a slice label (`precision: fp8-tensorwise`): constraints.spec.Precision's value, which
+    names the recipe (delayed / tensorwise / blockwise / MX scaling, NVFP4), so each quantisation recipe is reported
+    apart (issue 32: "no slice (part, family, precision, ...) has a median above 12 %")."""
+    return f"precision: {case.job.precision.value}"
 
 
 def is_torch_native(case: RunCase) -> bool:

@@ -34,7 +34,8 @@ same command line. Assumptions for fields a row leaves empty (each is recorded i
 - account-for-embedding/loss in the pipeline split when layers do not divide PP*VPP but layers+2 do.
 - VPP > 1 means the interleaved schedule, else 1F1B; TP comm overlap off.
 - precision: FP8 / FP8-CS -> fp8-tensorwise, MXFP8 / FP8-MX -> mxfp8, blockwise -> fp8-blockwise,
-  empty -> bf16, NVFP4 -> nvfp4.
+  empty -> bf16, NVFP4 -> nvfp4; a plain FP8 of software released before Transformer Engine's current scaling
+  (2025-04) -> fp8-delayed (`fp8_recipe_of_its_time`).
 - Rows of Megatron-Bridge performance recipes (performance summaries, cards' pretrain_performance / weak-scaling items,
   perf-* skill studies): bf16 main grads, as every such recipe sets grad_reduce_in_fp32 False (`BRIDGE_PERF_SOURCE`);
   fp8 weights for the param gather under MXFP8 / FP8-CS, NVFP4 weights under NVFP4 from 26.06 on
@@ -326,6 +327,24 @@ def _precision(text: str) -> Optional[Precision]:
     return Precision.bf16
 
 
+# Transformer Engine's per-tensor current-scaling recipe landed 2025-03-07 (TransformerEngine PR #1471, commit 77fa1e596)
+# and first shipped in TE v2.2 (tagged 2025-04-03). A row published as plain "FP8" by a stack released before that month
+# trained with delayed scaling, the one per-tensor recipe before it (NeMo's fp8 "hybrid" with an amax history).
+FP8_CURRENT_SCALING_SINCE = "2025-04"
+
+
+def fp8_recipe_of_its_time(precision: Precision, published: str, software: Optional[str]) -> Precision:
+    """The row's precision with a plain "FP8" (no recipe named) read as delayed scaling where its software predates
+    current scaling (`FP8_CURRENT_SCALING_SINCE`); any other precision, or software that cannot be placed, unchanged."""
+    if precision != Precision.fp8_tensorwise or (published or "").strip().upper() != "FP8" or not software:
+        return precision
+    try:
+        month = resolve(software).month
+    except SoftwareError:
+        return precision
+    return Precision.fp8_delayed if month < FP8_CURRENT_SCALING_SINCE else precision
+
+
 def _recompute(text: str) -> Recompute:
     t = (text or "").lower()
     if t.startswith("full"):
@@ -520,6 +539,7 @@ def row_case(r: dict) -> RunCase | RunSkip:
     precision = _precision(r["precision"])
     if precision is None:
         return skip(f"precision {r['precision']} not in Precision")
+    precision = fp8_recipe_of_its_time(precision, r["precision"], r.get("software"))
     gpus, seq, gbs, mbs = _int(r["gpus"]), _int(r["seq_len"]), _int(r["gbs"]), _int(r["mbs"])
     tp, pp, cp = _int(r["tp"]) or 1, _int(r["pp"]) or 1, _int(r["cp"]) or 1
     if not (gpus and gbs and r["tp"] and r["pp"]):

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Optional
 
 from constraints.spec import JobSpec, ModelSpec, Precision, Recipe
 from measure.kernels.ops import Op, OpKind
+from measure.kernels.quantization import (
+    TRANSPOSED_COPY_DTYPE,
+    quantise_bytes_per_element,
+    transposed_copy_bytes_per_element,
+)
 
 
 class Phase(str, Enum):
@@ -81,7 +87,8 @@ def act_dtype(job: JobSpec) -> str:
     return "fp16" if job.precision == Precision.fp16 else "bf16"
 
 
-# bytes a cast pass moves per element of the tensor it quantises, by the GEMM's format:
+# bytes a plain cast pass moves per element of the tensor it quantises, by the GEMM's format, where no recipe is given
+# (torchao float8, measure/torch_native/float8.py; a Megatron job's recipe prices its own: measure/kernels/quantization.py):
 # - fp8: read bf16 (2 B), write fp8 (1 B) plus its transposed copy for the other GEMM (1 B), an amax/scale pass folded
 #   in (Transformer Engine `cast_transpose`, per-tensor on Hopper, 1x32 block scales on Blackwell);
 # - fp4: read bf16 (2 B), write the row-wise fp4 copy and the column-wise one for the other GEMM (each 9/16 B with its
@@ -90,20 +97,34 @@ def act_dtype(job: JobSpec) -> str:
 CAST_BYTES_PER_ELEMENT = {"fp8": 2.0 + 2 * DTYPE_BYTES["fp8"], "fp4": 2.0 + 2 * DTYPE_BYTES["fp4"]}
 
 
-def _casts(dtype: str, fwd_elems: int, bwd_elems: int, module: str) -> list[PhaseOp]:
+def _casts(dtype: str, fwd_elems: int, bwd_elems: int, module: str, quant: Optional[Precision] = None,
+           norm_fed: bool = False) -> list[PhaseOp]:
     """The quantisation passes a GEMM in `dtype` adds (none in bf16/fp16): its activation input in the forward and its
-    incoming gradient in the backward. Weights are quantised once per step and cached across micro-batches (TE
-    `is_first_microbatch`), so they are not here. Each pass runs inside the GEMM's module call (host_op=False)."""
-    per_elem = CAST_BYTES_PER_ELEMENT.get(dtype)
-    if per_elem is None:
+    incoming gradient in the backward. `quant`: the job's recipe, whose passes measure/kernels/quantization.py prices
+    (`norm_fed`: the input comes out of a fused LayerNormLinear norm); without one, `CAST_BYTES_PER_ELEMENT`'s plain
+    cast. Weights are quantised once per step and cached across micro-batches (TE `is_first_microbatch`), so they are
+    not here. Each pass runs inside the GEMM's module call (host_op=False)."""
+    if dtype not in CAST_BYTES_PER_ELEMENT:
         return []
-    return [PhaseOp(Op(OpKind.elementwise, (elems,), "bf16"), phase, module, float(elems), per_elem * elems, host_op=False)
-            for elems, phase in ((fwd_elems, Phase.fwd), (bwd_elems, Phase.bwd_dgrad))]
+    if quant is None or not (quant.is_fp8 or quant.is_fp4):
+        per_elem = CAST_BYTES_PER_ELEMENT[dtype]
+        return [PhaseOp(Op(OpKind.elementwise, (elems,), "bf16"), phase, module, float(elems), per_elem * elems, host_op=False)
+                for elems, phase in ((fwd_elems, Phase.fwd), (bwd_elems, Phase.bwd_dgrad))]
+    ops = []
+    copy_b = transposed_copy_bytes_per_element(quant)
+    for elems, phase, per_elem in ((fwd_elems, Phase.fwd, quantise_bytes_per_element(quant, norm_fed)),
+                                   (bwd_elems, Phase.bwd_dgrad, quantise_bytes_per_element(quant))):
+        ops.append(PhaseOp(Op(OpKind.elementwise, (elems,), "bf16"), phase, module, float(elems), per_elem * elems, host_op=False))
+        if copy_b:  # written by the same kernel where the part needs it (measure/kernels/roofline.py)
+            ops.append(PhaseOp(Op(OpKind.elementwise, (elems,), TRANSPOSED_COPY_DTYPE), phase, module, 0.0, copy_b * elems,
+                               host_op=False))
+    return ops
 
 
-def gemm_ops(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16") -> list[PhaseOp]:
+def gemm_ops(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "bf16", quant: Optional[Precision] = None,
+             norm_fed: bool = False) -> list[PhaseOp]:
     """Forward, dgrad and wgrad of Y[m,n] = X[m,k] W[k,n]; bytes = inputs at dtype + output at out_dtype;
-    fp8 adds the casts of X and dY (`_casts`)."""
+    fp8 / fp4 add the quantisation of X and dY under the recipe `quant` (`_casts`)."""
     ib, ob = DTYPE_BYTES[dtype], DTYPE_BYTES[out_dtype]
     flops = 2.0 * m * n * k
     ops = [
@@ -111,10 +132,11 @@ def gemm_ops(m: int, n: int, k: int, dtype: str, module: str, out_dtype: str = "
         PhaseOp(Op(OpKind.gemm, (m, k, n), dtype), Phase.bwd_dgrad, module, flops, (m * n + k * n) * ib + m * k * ob),
         PhaseOp(Op(OpKind.gemm, (k, n, m), dtype), Phase.bwd_wgrad, module, flops, (m * k + m * n) * ib + k * n * 4),
     ]
-    return ops + _casts(dtype, m * k, m * n, module)
+    return ops + _casts(dtype, m * k, m * n, module, quant, norm_fed)
 
 
-def grouped_gemm_ops(g: int, m: int, n: int, k: int, dtype: str, module: str, per_group_launch: bool = True) -> list[PhaseOp]:
+def grouped_gemm_ops(g: int, m: int, n: int, k: int, dtype: str, module: str, per_group_launch: bool = True,
+                     quant: Optional[Precision] = None) -> list[PhaseOp]:
     """g GEMMs of m tokens each (`gemm_ops` per group; the roofline prices small m, see `grouped_token_efficiency`).
 
     `per_group_launch`: the host launches one GEMM per group. Transformer Engine's GroupedLinear (what Megatron's
@@ -125,7 +147,7 @@ def grouped_gemm_ops(g: int, m: int, n: int, k: int, dtype: str, module: str, pe
     published runs. A fused grouped MLP (one CUTLASS kernel per GEMM) passes False."""
     ib = DTYPE_BYTES[dtype]
     flops = 2.0 * g * m * n * k
-    casts = _casts(dtype, g * m * k, g * m * n, module)
+    casts = _casts(dtype, g * m * k, g * m * n, module, quant)  # every expert's split in one multi-tensor pass
     launches = g if per_group_launch else 0
     return casts + [
         PhaseOp(Op(OpKind.grouped_gemm, (g, m, n, k), dtype), Phase.fwd, module, flops, g * ((m * k + k * n) * ib + m * n * 2),

@@ -45,6 +45,7 @@ from measure.kernels.cp_merge import cp_merge_ops
 from measure.kernels.mamba_ops import HYBRID_KINDS, mamba_ops
 from measure.kernels.ops import Op, OpKind
 from measure.kernels.packed_attention import packed_pair_fraction
+from measure.kernels.quantization import padded_rows_per_expert
 from measure.kernels.unfused_attention import runs_unfused, unfused_attention_ops
 
 
@@ -154,7 +155,7 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
     """Norm, QKV (or MLA projections), core attention, output projection and residual add. `fp8_attention`: the run
     sets Transformer Engine's `fp8_dot_product_attention` (Megatron `--fp8-dot-product-attention`), so an fp8 job's
     core attention runs cuDNN's FP8 fused attention (QK^T and PV in fp8; measure/kernels/roofline.py prices it)."""
-    tp, dt, act = recipe.tp, gemm_dtype(job), act_dtype(job)
+    tp, dt, act, q = recipe.tp, gemm_dtype(job), act_dtype(job), job.precision
     core = "fp8" if fp8_attention and job.precision.is_fp8 else act
     t, t_sp = rank_tokens(job, recipe)
     h, nh = model.hidden_size, model.num_attention_heads
@@ -164,21 +165,21 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
         dqk = model.qk_head_dim + model.qk_pos_emb_head_dim
         dv = model.v_head_dim
         if model.q_lora_rank:
-            ops += gemm_ops(t, model.q_lora_rank, h, dt, "qkv")
+            ops += gemm_ops(t, model.q_lora_rank, h, dt, "qkv", quant=q)
             ops += norm_ops(model, t, model.q_lora_rank, "mla_up_proj")
-            ops += gemm_ops(t, heads * dqk, model.q_lora_rank, dt, "mla_up_proj")
+            ops += gemm_ops(t, heads * dqk, model.q_lora_rank, dt, "mla_up_proj", quant=q)
         else:
-            ops += gemm_ops(t, heads * dqk, h, dt, "qkv")
-        ops += gemm_ops(t, model.kv_lora_rank + model.qk_pos_emb_head_dim, h, dt, "qkv")
+            ops += gemm_ops(t, heads * dqk, h, dt, "qkv", quant=q)
+        ops += gemm_ops(t, model.kv_lora_rank + model.qk_pos_emb_head_dim, h, dt, "qkv", quant=q)
         ops += norm_ops(model, t, model.kv_lora_rank, "mla_up_proj")
-        ops += gemm_ops(t, heads * (model.qk_head_dim + dv), model.kv_lora_rank, dt, "mla_up_proj")
+        ops += gemm_ops(t, heads * (model.qk_head_dim + dv), model.kv_lora_rank, dt, "mla_up_proj", quant=q)
         # one head_dim that gives the true QK^T + PV FLOPs: 2 matmuls of dqk and dv -> mean
         head_dim, kv_heads, out_k = (dqk + dv) // 2, heads, heads * dv
         kv_width = heads * (dqk + dv)
     else:
         d = model.kv_channels
         kv_heads = max(model.num_query_groups // tp, 1)
-        ops += gemm_ops(t, (heads + 2 * kv_heads) * d, h, dt, "qkv")
+        ops += gemm_ops(t, (heads + 2 * kv_heads) * d, h, dt, "qkv", quant=q, norm_fed=True)  # TELayerNormColumnParallelLinear
         if model.qk_layernorm:
             ops += norm_ops(model, t * (heads + kv_heads), d, "qkv")
         ops += unfused_rope_ops(model, t, heads, kv_heads, d)
@@ -202,19 +203,19 @@ def attention_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fp8_attention:
         ops.append(PhaseOp(Op(OpKind.attention_bwd, shape, core), Phase.bwd_dgrad, "core_attn", 2.5 * attn_flops, 2 * io_bytes))
         # the p2p CP ring merges each step's partial output / gradients outside the kernels (measure/kernels/cp_merge.py)
         ops += cp_merge_ops(recipe.cp, b * s_q, out_k, kv_width)
-    ops += gemm_ops(t, h, out_k, dt, "proj")
+    ops += gemm_ops(t, h, out_k, dt, "proj", quant=q)
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, flops_per_elem=1.0, bwd_factor=1.0)
     return ops
 
 
 def mlp_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
-    tp, dt = recipe.tp, gemm_dtype(job)
+    tp, dt, q = recipe.tp, gemm_dtype(job), job.precision
     t, t_sp = rank_tokens(job, recipe)
     h, f = model.hidden_size, model.ffn_hidden_size // tp
     ops = norm_ops(model, t_sp, h)
-    ops += gemm_ops(t, model.fc1_width(f), h, dt, "mlp")
+    ops += gemm_ops(t, model.fc1_width(f), h, dt, "mlp", quant=q, norm_fed=True)  # TELayerNormColumnParallelLinear
     ops += _activation(model, t, f, "mlp")
-    ops += gemm_ops(t, h, f, dt, "mlp")
+    ops += gemm_ops(t, h, f, dt, "mlp", quant=q)
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
     return ops
 
@@ -232,7 +233,7 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fused_grouped_mlp: b
     fused forward then applies the activation and the experts' biases inside its kernels, so the eager clamp and bias
     passes (`expert_glu_clamp_ops`, `expert_bias_ops`) do not run. Its GEMM and activation speed is not priced (no
     published rate per shape: docs/limits.md)."""
-    dt = gemm_dtype(job)
+    dt, q = gemm_dtype(job), job.precision
     t, t_sp = rank_tokens(job, recipe)
     h, E = model.hidden_size, model.num_experts
     ops = norm_ops(model, t_sp, h)
@@ -247,24 +248,26 @@ def moe_ops(model: ModelSpec, job: JobSpec, recipe: Recipe, fused_grouped_mlp: b
     # whole on every TP rank: constraints/models/latent_moe.py); permute, dispatch and experts then run L wide
     w, latent = model.moe_expert_width, model.moe_latent_size
     if latent:
-        ops += gemm_ops(t_sp, latent, h, dt, "moe_latent_proj")
+        ops += gemm_ops(t_sp, latent, h, dt, "moe_latent_proj", quant=q)
     # permute: gather t_sp * topk token copies into expert order (Megatron `permute`, a read and a write of each
     # copy); the alltoall dispatcher's extra re-sort into local-expert order is `alltoall_sort_ops`
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=0.0, bwd_factor=1.0)
-    ops += grouped_gemm_ops(g, m, model.fc1_width(f), w, dt, "moe", per_group_launch=not fused_grouped_mlp)
+    # fp8 / fp4 pad each expert's rows to the recipe's alignment before its GEMMs (measure/kernels/quantization.py)
+    rows = padded_rows_per_expert(m, q, fused_grouped_mlp)
+    ops += grouped_gemm_ops(g, rows, model.fc1_width(f), w, dt, "moe", per_group_launch=not fused_grouped_mlp, quant=q)
     ops += [] if fused_grouped_mlp else expert_glu_clamp_ops(model, routed_tokens, f)
     ops += _activation(model, routed_tokens, f, "moe_act")
-    ops += grouped_gemm_ops(g, m, w, f, dt, "moe", per_group_launch=not fused_grouped_mlp)
+    ops += grouped_gemm_ops(g, rows, w, f, dt, "moe", per_group_launch=not fused_grouped_mlp, quant=q)
     ops += [] if fused_grouped_mlp else expert_bias_ops(model, routed_tokens, w)
     # unpermute: the prob-weighted scatter-add of topk copies back into t_sp tokens
     ops += pointwise_ops(OpKind.elementwise, (t_sp * model.moe_router_topk * w,), "moe", 1, 1, flops_per_elem=1.0, bwd_factor=1.0)
     if latent:
-        ops += gemm_ops(t_sp, h, latent, dt, "moe_latent_proj")
+        ops += gemm_ops(t_sp, h, latent, dt, "moe_latent_proj", quant=q)
     if model.moe_shared_expert_intermediate_size:
         fs = model.moe_shared_expert_intermediate_size // recipe.tp
-        ops += gemm_ops(t, model.fc1_width(fs), h, dt, "shared_experts")
+        ops += gemm_ops(t, model.fc1_width(fs), h, dt, "shared_experts", quant=q)
         ops += _activation(model, t, fs, "shared_experts")
-        ops += gemm_ops(t, h, fs, dt, "shared_experts")
+        ops += gemm_ops(t, h, fs, dt, "shared_experts", quant=q)
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, bwd_factor=1.0)
     return ops
 
@@ -345,7 +348,7 @@ def head_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list[PhaseOp]:
     for depth in range(1 + model.mtp_num_layers):
         if depth:
             ops += norm_ops(model, t_sp, 2 * h, "head")
-            ops += gemm_ops(t, h, 2 * h, gemm_dtype(job), "head")
+            ops += gemm_ops(t, h, 2 * h, gemm_dtype(job), "head", quant=job.precision)
         ops += norm_ops(model, t_sp, h, "head")
         ops += gemm_ops(t, v, h, unquantised_gemm_dtype(job), "head")
         ops += pointwise_ops(OpKind.softmax_cross_entropy, (t, v), "head", 1, 0, flops_per_elem=5.0, bwd_factor=2.0)

@@ -42,7 +42,7 @@ def mamba_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list:
     h = model.hidden_size
     in_w, d_local = d.in_proj_width // tp, d.d_inner // tp
     ops = norm_ops(model, t_sp, h)
-    ops += gemm_ops(t, in_w, h, dt, "mamba")
+    ops += gemm_ops(t, in_w, h, dt, "mamba", quant=job.precision, norm_fed=True)  # in_proj: TELayerNormColumnParallelLinear
     shape = scan_shape(model, job, recipe)
     if recipe.mbs > 1:  # MambaMixer._ssm_training: zxBCdt "l b d -> b l d" .contiguous(), y "b l d -> l b d" .contiguous()
         # (forward copies), and TE's copy of zxBCdt's permuted gradient before in_proj's backward GEMMs (module docstring)
@@ -50,7 +50,7 @@ def mamba_ops(model: ModelSpec, job: JobSpec, recipe: Recipe) -> list:
         ops += pointwise_ops(OpKind.elementwise, (t * d_local,), "mamba", 1, 1, flops_per_elem=0.0, bwd_factor=0.0)[:1]
     ops += scan_ops(shape)
     ops += norm_ops(model, t, d_local, "mamba")  # RMSNorm over the gated y, per-group rstd
-    ops += gemm_ops(t, h, d_local, dt, "mamba")
+    ops += gemm_ops(t, h, d_local, dt, "mamba", quant=job.precision)
     ops += pointwise_ops(OpKind.elementwise, (t_sp * h,), "residual", 2, 1, flops_per_elem=1.0, bwd_factor=1.0)
     return ops
 

@@ -18,6 +18,7 @@ from hardware.profile import Calibration, HardwareProfile
 from measure.kernels.layer_ops import PhaseOp
 from measure.kernels.measured_tables import bundled_table
 from measure.kernels.ops import OpKind
+from measure.kernels.quantization import TRANSPOSED_COPY_DTYPE, mma_equivalent_flops, writes_transposed_copy
 
 
 class CostLookup(Protocol):
@@ -144,13 +145,19 @@ def roofline_time_s(pop: PhaseOp, profile: HardwareProfile) -> float:
     """Analytic time of one kernel from its FLOPs and bytes."""
     cal = profile.calibration
     kind = pop.op.kind
+    if pop.op.dtype == TRANSPOSED_COPY_DTYPE:  # part of its cast kernel: no launch of its own, and none on non-TN parts
+        if not writes_transposed_copy(profile.supports_mxfp8):
+            return 0.0
+        return pop.bytes_moved / (profile.hbm_bandwidth_gb_per_s * 1e9 * memory_efficiency(cal, kind))
     mem_s = pop.bytes_moved / (profile.hbm_bandwidth_gb_per_s * 1e9 * memory_efficiency(cal, kind))
     if kind in _MATMUL:
         groups = pop.op.shape[0] if kind == OpKind.grouped_gemm else 1
-        eff = matmul_efficiency(cal, pop.flops / groups, pop.op.dtype)
+        peak = peak_flops(profile, pop.op.dtype)
+        # a low-precision GEMM is as small as the bf16 GEMM issuing its MMA instructions (measure/kernels/quantization.py)
+        eff = matmul_efficiency(cal, mma_equivalent_flops(pop.flops / groups, peak_flops(profile, "bf16"), peak), pop.op.dtype)
         if kind == OpKind.grouped_gemm:
             eff *= grouped_token_efficiency(cal, _grouped_tokens(pop))
-        comp_s = pop.flops / (peak_flops(profile, pop.op.dtype) * eff)
+        comp_s = pop.flops / (peak * eff)
     elif kind in _ATTENTION:
         eff = min(1.0, cal.attention_efficiency * attention_head_dim_factor(pop.op.shape[5])
                   * attention_length_factor(attention_mean_kv_tokens(pop.op.shape[3]), cal.attention_half_kv_tokens))

@@ -30,6 +30,7 @@ from measure.kernels.cost_table import CostTable, CostTableError
 from measure.kernels.fingerprint import DeviceUnavailable, device_environment, device_fingerprint, resolve_device
 from measure.kernels.layer_ops import LayerKind, head_ops, layer_ops, layer_weight_elems, optimizer_ops
 from measure.kernels.measured_tables import MEASURED_DIR
+from measure.kernels.quantization import is_kernel_of_its_own
 from measure.microbench.kernels import measure_key, op_num_elements, split_key
 
 TORCH_MISSING = "torch is not installed; install the measure extra: pip install 'shardplan[measure]' torch==2.13.0"
@@ -106,8 +107,8 @@ def keys_for(model: ModelSpec, job: JobSpec, recipes: Iterable[Recipe]) -> tuple
             ops = layer_ops(model, job, recipe, kind)
             # optimizer: one layer's weights on this rank; the projection scales it per parameter
             ops += optimizer_ops(model, recipe, layer_weight_elems(model, recipe, kind))
-            keys.update((p.key, None) for p in ops)
-        keys.update((p.key, None) for p in head_ops(model, job, recipe))
+            keys.update((p.key, None) for p in ops if is_kernel_of_its_own(p.op))
+        keys.update((p.key, None) for p in head_ops(model, job, recipe) if is_kernel_of_its_own(p.op))
     return list(keys), excluded
 
 
