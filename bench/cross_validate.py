@@ -159,7 +159,7 @@ def table(cases: list[RunCase], errs: dict[str, float], key: Callable[[RunCase],
     for c in meg:
         generations[software_generation(c)].append(errs[c.id])
     lines += [stat_row(f"software: {g}", v) for g, v in sorted(generations.items())]
-    native = [errs[c.id] for c in cases if is_torch_native(c) and c.torch_native is not None]
+    native = [errs[c.id] for c in cases if c.torch_native is not None]  # is_torch_native holds for every such row
     if native:
         lines.append(stat_row("torch-native rows (measure/torch_native step model), excluded above", native))
     # fully sharded rows of a stack with no step model of its own: priced by Megatron's projection with FSDP sharding,

@@ -54,7 +54,7 @@ def test_dgxc_recipes_carry_their_yaml_settings():
     assert n340.recipe.tp_comm_overlap and n340.software == "nemo:24.09"
     l8 = CASES["DGXC24-46"]  # llama3.1_8b.yaml FP8 on 128 GPUs: TP1 CP2, no SP, no userbuffers
     assert (l8.recipe.tp, l8.recipe.cp, l8.recipe.sequence_parallel, l8.recipe.tp_comm_overlap) == (1, 2, False, False)
-    assert l8.job.precision == Precision.fp8_tensorwise
+    assert l8.job.precision == Precision.fp8_delayed  # the yaml's fp8_hybrid with amax history 1024: delayed scaling
     assert CASES["DGXC24-06"].software == "nemo:24.05"  # nemo_megatron/setup.sh imports nemo:24.05
 
 
