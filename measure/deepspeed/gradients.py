@@ -28,14 +28,12 @@ from hardware.profile import HardwareProfile
 from measure.comm import collectives as col
 from measure.comm.topology import GroupSpan
 from measure.deepspeed.engine import DeepSpeedEngine
-from measure.kernels.common import Phase, PhaseOp
+from measure.kernels.common import DTYPE_BYTES, Phase, PhaseOp
 from measure.kernels.ops import Op, OpKind
 from measure.kernels.roofline import op_time_s
 
 BF16_ACCUMULATE_BYTES_PER_PARAM = 2 + 4 + 4
 AUTOGRAD_ACCUMULATE_BYTES_PER_PARAM = 2 + 2 + 2
-TRAINING_DTYPE_BYTES = 2
-FP32_BYTES = 4
 
 
 def accumulation_op(params_on_rank: int, engine: DeepSpeedEngine) -> PhaseOp:
@@ -59,7 +57,7 @@ def accumulation_s(params_on_rank: int, engine: DeepSpeedEngine, profile: Hardwa
 
 def reduced_bytes_per_param(engine: DeepSpeedEngine) -> int:
     """Bytes per parameter of the gradients the engine reduces: fp32 under BF16_Optimizer, else the training dtype."""
-    return FP32_BYTES if engine.bf16_optimizer else TRAINING_DTYPE_BYTES
+    return DTYPE_BYTES["fp32"] if engine.bf16_optimizer else DTYPE_BYTES["bf16"]
 
 
 def tied_reduce_s(tied_params: int, engine: DeepSpeedEngine, pair: GroupSpan, profile: HardwareProfile) -> float:
@@ -72,7 +70,7 @@ def data_parallel_reduce_s(params_on_rank: int, engine: DeepSpeedEngine, dp: Gro
     if dp.size <= 1:
         return 0.0
     grads = params_on_rank * reduced_bytes_per_param(engine)
-    params = params_on_rank * TRAINING_DTYPE_BYTES
+    params = params_on_rank * DTYPE_BYTES["bf16"]
     if engine.bf16_optimizer:
         return col.all_reduce_s(grads, dp, profile) + col.all_gather_s(params, dp, profile)
     if engine.zero_stage == 1:

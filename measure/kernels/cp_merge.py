@@ -25,10 +25,9 @@ are left out.
 """
 from __future__ import annotations
 
-from measure.kernels.common import Phase, PhaseOp
+from measure.kernels.common import DTYPE_BYTES, Phase, PhaseOp
 from measure.kernels.ops import Op, OpKind
 
-BF16_BYTES = 2
 # mean share of a rank's queries (or keys) one later ring step covers under the causal load-balanced split (above)
 LATER_STEP_SHARE = 0.75
 FIRST_STEP_PASSES = 2  # read the step's partial result, write the running one
@@ -44,8 +43,8 @@ def cp_merge_ops(cp: int, tokens: int, out_width: int, kv_width: int) -> list[Ph
     later = cp - 1
     out_elems, kv_elems = tokens * out_width, tokens * kv_width
     passes = FIRST_STEP_PASSES + LATER_STEP_PASSES * LATER_STEP_SHARE * later
-    fwd_bytes = BF16_BYTES * out_elems * passes
-    bwd_bytes = BF16_BYTES * (out_elems + kv_elems) * passes
+    fwd_bytes = DTYPE_BYTES["bf16"] * out_elems * passes
+    bwd_bytes = DTYPE_BYTES["bf16"] * (out_elems + kv_elems) * passes
     shape = (tokens, out_width, kv_width, cp)
     return [
         PhaseOp(Op(OpKind.elementwise, shape, "bf16"), Phase.fwd, "core_attn", float(out_elems * later), fwd_bytes),
